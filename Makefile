@@ -1,0 +1,48 @@
+# Pacebench: `make demo` and `make test` each do all of their own set-up on a fresh machine.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+SHARED  ?= ../shared
+STAMP   := $(VENV)/.installed
+# Real data beside the project (CI and developers): tiny-Shakespeare is read from there, no download.
+export PACEBENCH_DATA ?= $(if $(wildcard $(SHARED)/data/tinyshakespeare/input.txt),$(abspath $(SHARED)/data),)
+
+.PHONY: install test test-fast demo serve clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	# torch first and pinned: an unpinned torch would pull several GB of CUDA packages
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "warning: /usr/bin/chromium is missing and apt-get is not usable: install Debian's chromium for the browser tests"; \
+	  fi; \
+	fi
+	touch $@
+
+test: install
+	$(PY) -m pytest -q -ra
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow and not browser and not gpu"
+
+demo: install
+	$(VENV)/bin/pacebench study --workloads digits_mlp,digits_cnn --algorithms adamw,nesterov \
+	  --studies 1 --trials 3 --workers 2 --name demo --store results/demo --resume
+	$(VENV)/bin/pacebench score --store results/demo
+	$(VENV)/bin/pacebench report --store results/demo --out reports/demo.html --title "Pacebench demo"
+	@echo
+	@echo "Report:    open reports/demo.html in a browser (self-contained, works offline)"
+	@echo "Dashboard: $(VENV)/bin/pacebench serve --store results/demo   then open http://127.0.0.1:5006/app"
+	@echo "   or:     PACEBENCH_STORE=results/demo $(VENV)/bin/panel serve workbench/app.py"
+
+serve: install
+	$(VENV)/bin/pacebench serve --store $${PACEBENCH_STORE:-results/demo}
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,0 +1,1 @@
+"""Training side of Pacebench (torch): workloads, algorithms, the timed loop, launching."""

@@ -1,0 +1,243 @@
+"""The `pacebench` command: run, study, score, report, serve, set-targets, list.
+
+Training commands import torch lazily, so `pacebench score` and `pacebench report` start fast.
+The store is `--store`, else $PACEBENCH_STORE, else `results/`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+DEFAULT_STORE = "results"
+
+
+def _store_path(args: argparse.Namespace) -> Path:
+    return Path(args.store or os.environ.get("PACEBENCH_STORE") or DEFAULT_STORE)
+
+
+def _csv(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list, e.g. a,b")
+    return items
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(t) for t in _csv(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _hparams(text: str) -> dict:
+    """--hparams takes a JSON object, or @path to a JSON file."""
+    raw = Path(text[1:]).read_text() if text.startswith("@") else text
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"--hparams is not valid JSON ({e}): {raw[:80]!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("--hparams must be a JSON object, e.g. '{\"learning_rate\": 0.001}'")
+    return value
+
+
+# --- commands ----------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    from runners.loop import run
+    from workbench.spec import RunConfig
+    from workbench.store import open_store
+
+    config = RunConfig(workload=args.workload, algorithm=args.algorithm, hparams=args.hparams,
+                       seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
+                       threads=args.threads, study_name=args.name)
+    store = open_store(_store_path(args), create=True)
+
+    def show(row: dict) -> None:
+        metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
+        print(f"step {row['step']:>6}  train {row['train_seconds']:8.2f}s  {metrics}", flush=True)
+
+    run_id = run(config, store, data_dir=args.data_dir, on_eval=None if args.quiet else show)
+    doc = store.run_doc(run_id)
+    print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")
+    return 0 if doc["status"] in ("complete", "diverged") else 1
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from runners.launch import StudyExistsError, run_study
+    from workbench.spec import StudySpec
+    from workbench.store import open_store
+
+    spec = StudySpec(workloads=args.workloads, algorithms=args.algorithms, ruleset=args.ruleset,
+                     studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
+                     name=args.name, max_steps=args.max_steps, threads=args.threads)
+    store = open_store(_store_path(args), create=True)
+    try:
+        result = run_study(spec, store, workers=args.workers, resume=args.resume,
+                           data_dir=args.data_dir, progress=not args.quiet)
+    except StudyExistsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    print(f"store: {store.root}   score it: pacebench score --store {store.root}")
+    return 0 if not result.failed else 1
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from workbench import scoring
+    from workbench.cubes import final_cube
+    from workbench.store import open_store
+
+    runs = open_store(_store_path(args)).runs()
+    if runs.empty:
+        print(f"error: store {_store_path(args)} has no runs", file=sys.stderr)
+        return 1
+    cube = final_cube(runs)
+    table = scoring.score_table(cube)
+    times = scoring.workload_times(cube)
+    if args.json:
+        ttt = {str(a): {str(w): _seconds(times.sel(algorithm=a, workload=w).item())
+                        for w in times.workload.values} for a in times.algorithm.values}
+        print(json.dumps({"scores": {r.algorithm: round(float(r.score), 6)
+                                     for r in table.itertuples()},
+                          "time_to_target": ttt}, indent=2))
+    else:
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        print("\nmedian time to target (training seconds; inf = not reached):")
+        print(times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}"))
+    return 0
+
+
+def _seconds(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), 6)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from workbench.report import write_report
+
+    out = write_report(_store_path(args), Path(args.out), title=args.title)
+    print(f"report written to {out} (self-contained; open it in a browser)")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    app = Path(__file__).resolve().parents[1] / "workbench" / "app.py"
+    env = {**os.environ, "PACEBENCH_STORE": str(_store_path(args).resolve())}
+    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
+           "--port", str(args.port), "--allow-websocket-origin", f"{args.address}:{args.port}"]
+    if args.address in ("127.0.0.1", "localhost"):
+        cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
+    print(f"serving {_store_path(args)} at http://{args.address}:{args.port}/app", flush=True)
+    return subprocess.call(cmd, env=env)
+
+
+def cmd_set_targets(args: argparse.Namespace) -> int:
+    from runners.target_setting import set_targets
+
+    set_targets(args.workload, args.algorithm, trials=args.trials, reruns=args.reruns,
+                out_dir=Path(args.out), store_path=_store_path(args), workers=args.workers,
+                data_dir=args.data_dir)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from runners.algorithms import algorithm_names
+    from workbench.catalog import CATALOG
+
+    print("workloads:")
+    for name, w in CATALOG.items():
+        t = w.target
+        print(f"  {name:28} {t.metric} {'>=' if t.direction == 'max' else '<='} {t.validation:g}"
+              f"  (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
+    print("algorithms:\n  " + ", ".join(algorithm_names()))
+    return 0
+
+
+# --- parser ------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pacebench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, training: bool = False) -> None:
+        p.add_argument("--store", help="results store directory (default: $PACEBENCH_STORE or results/)")
+        if training:
+            p.add_argument("--max-steps", type=int, help="cap on update steps per run")
+            p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+            p.add_argument("--data-dir", help="dataset folder (default: $PACEBENCH_DATA or datasets/cache)")
+            p.add_argument("--quiet", action="store_true", help="no per-eval lines / progress bar")
+
+    p = sub.add_parser("run", help="train one run and record it")
+    p.add_argument("--workload", required=True)
+    p.add_argument("--algorithm", required=True)
+    p.add_argument("--hparams", type=_hparams, default={}, help="JSON object or @file.json")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--name", default="adhoc", help="study name the run is filed under")
+    common(p, training=True)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
+    p.add_argument("--workloads", type=_csv, required=True)
+    p.add_argument("--algorithms", type=_csv, required=True)
+    p.add_argument("--ruleset", choices=("external", "self"), default="external")
+    p.add_argument("--studies", type=int, default=1)
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--seeds", type=_ints, default=[0])
+    p.add_argument("--workers", type=int, default=1, help="trials run at once, one process each")
+    p.add_argument("--resume", action="store_true", help="run only trials not yet done")
+    p.add_argument("--name", default="study", help="study name (resume matches on it)")
+    common(p, training=True)
+    p.set_defaults(func=cmd_study)
+
+    p = sub.add_parser("score", help="AlgoPerf scores and times to target of a store")
+    p.add_argument("--json", action="store_true")
+    common(p)
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("report", help="write a self-contained HTML report")
+    p.add_argument("--out", required=True)
+    p.add_argument("--title")
+    common(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("serve", help="serve the dashboard over a store")
+    p.add_argument("--address", default="127.0.0.1", help="bind address (default 127.0.0.1 only)")
+    p.add_argument("--port", type=int, default=5006)
+    common(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("set-targets", help="set a workload's targets from a tuned baseline")
+    p.add_argument("--workload", required=True)
+    p.add_argument("--algorithm", default="nadamw")
+    p.add_argument("--trials", type=int, default=8, help="tuning trials before the reruns")
+    p.add_argument("--reruns", type=int, default=3, help="reruns of the best trial (median of them)")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--out", default="targets", help="folder for the target-setting record")
+    common(p, training=True)
+    p.set_defaults(func=cmd_set_targets)
+
+    p = sub.add_parser("list", help="list workloads and algorithms")
+    p.set_defaults(func=cmd_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (KeyError, ValueError, FileNotFoundError) as e:  # bad input: say what and what is valid
+        if os.environ.get("PACEBENCH_DEBUG"):
+            raise
+        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"error: {message}\n(set PACEBENCH_DEBUG=1 to see the traceback)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

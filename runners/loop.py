@@ -1,0 +1,173 @@
+"""The one timed training loop.
+
+Time is accounted as AlgoPerf does: building the workload, the model and the optimizer state
+happens before the clock starts; data selection, the update and `prepare_for_eval` run on the
+clock; evals, logging and record writes run off it. The device is synchronised before every
+clock reading (runners/timing.py). A run stops at its budget (training seconds or steps), once
+both validation and test targets are reached, when the algorithm raises TrainingComplete, or on a
+non-finite loss (status `diverged`). Every eval row lands in the store as soon as it is computed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from runners.api import Algorithm, TrainingComplete, Workload
+from runners.env import capture_environment, hardware_string
+from runners.timing import DeviceClock
+from workbench.catalog import get_workload
+from workbench.records import metric_column
+from workbench.spec import Budget, RunConfig, WorkloadSpec
+from workbench.store import Store
+
+__all__ = ["run", "Prepared", "prepare", "run_document"]
+
+EVAL_SPLITS = ("train", "validation", "test")
+
+
+@dataclass
+class Prepared:
+    """A run set up and ready for the clock to start."""
+
+    config: RunConfig
+    spec: WorkloadSpec
+    workload: Workload
+    algorithm: Algorithm
+    model: torch.nn.Module
+    batch_size: int
+    budget: Budget
+    device: torch.device
+
+
+def prepare(config: RunConfig, device: str | torch.device = "cpu", data_dir: str | Path | None = None,
+            algorithm: Algorithm | None = None) -> Prepared:
+    """Everything before the clock: threads, seeds, data, model and optimizer state."""
+    from runners.algorithms import get_algorithm
+    from runners.workloads import build_workload
+
+    device = torch.device(device)
+    torch.set_num_threads(config.threads)  # fixed per run: reductions (and so results) depend on it
+    spec = get_workload(config.workload)
+    algorithm = algorithm or get_algorithm(config.algorithm, config.hparams)
+    workload = build_workload(spec, device=device, data_dir=data_dir)
+    torch.manual_seed(config.rng_seed)
+    model = workload.init_model(config.rng_seed)
+    algorithm.init(model, workload)
+    batch_size = config.batch_size or algorithm.batch_size(spec)
+    budget = spec.budget.scaled(config.budget_multiplier)
+    if config.max_steps is not None:
+        budget = Budget(seconds=budget.seconds, steps=min(budget.steps, config.max_steps))
+    return Prepared(config, spec, workload, algorithm, model, batch_size, budget, device)
+
+
+def run_document(p: Prepared) -> dict:
+    """The run's identity, config and environment, as written to run.json when it starts."""
+    c, s = p.config, p.spec
+    return {
+        "trial_key": c.trial_key, "study_name": c.study_name, "workload": s.name,
+        "base_workload": s.base, "variant": s.variant, "algorithm": c.algorithm,
+        "ruleset": c.ruleset, "study": c.study, "trial": c.trial, "seed": c.seed,
+        "rng_seed": c.rng_seed, "hparams": dict(p.algorithm.hparams), "batch_size": p.batch_size,
+        "hardware": hardware_string(p.device, c.threads), "source": "pacebench",
+        "target_metric": s.target.metric, "target_direction": s.target.direction,
+        "target_validation": s.target.validation, "target_test": s.target.test,
+        "budget_seconds": p.budget.seconds, "budget_steps": p.budget.steps,
+        "step_hint": s.step_hint, "config": c.to_dict(), "workload_spec": s.to_dict(),
+        "environment": capture_environment(p.device, c.threads),
+    }
+
+
+def _evaluate(workload: Workload, model: torch.nn.Module) -> dict[str, float]:
+    metrics = {}
+    for split in EVAL_SPLITS:
+        for name, value in workload.evaluate(model, split).items():
+            metrics[metric_column(split, name)] = float(value)
+    return metrics
+
+
+def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
+        data_dir: str | Path | None = None, algorithm: Algorithm | None = None,
+        on_eval: Callable[[dict], None] | None = None) -> str:
+    """Train one run to a stop condition, recording it in `store`; returns its run_id."""
+    p = prepare(config, device, data_dir, algorithm)
+    spec, target, model, algo = p.spec, p.spec.target, p.model, p.algorithm
+    cadence, budget, log_every = spec.eval_every, p.budget, spec.train_loss_every
+    batches = p.workload.train_batches(p.batch_size, config.rng_seed)
+    val_col, test_col = (metric_column(s, target.metric) for s in ("validation", "test"))
+
+    with store.new_run(run_document(p)) as writer:
+        # --- the clock starts here; `last` is the end of the last timed interval
+        clock = DeviceClock(p.device)
+        start = last = clock.now()
+        step, train_s, eval_s, eval_index, last_eval_train_s = 0, 0.0, 0.0, 0, 0.0
+        status, reason, reached = "complete", None, False
+        while True:
+            # --- timed: data selection and the update
+            stop_requested = False
+            try:
+                loss = algo.update(model, next(batches), step, p.workload)
+            except TrainingComplete:
+                stop_requested = True
+            else:
+                step += 1
+            now = clock.now()
+            train_s += now - last
+            last = now
+
+            # --- untimed: training-loss rows and the divergence check
+            if not stop_requested and step % log_every == 0:
+                value = float(loss)
+                writer.append_train({"step": step, "examples": step * p.batch_size,
+                                     "train_seconds": train_s, "loss": value})
+                if not math.isfinite(value):
+                    status, reason = "diverged", f"non-finite training loss at step {step}"
+                last = clock.now()  # logging stays off the clock
+
+            # --- stop rules that skip the eval: diverged, or training time used up (AlgoPerf)
+            if status == "diverged" or train_s >= budget.seconds:
+                reason = reason or f"time budget of {budget.seconds:g} training seconds used"
+                break
+            out_of_steps = step >= budget.steps
+            due = (cadence.steps is not None and step % cadence.steps == 0) or \
+                  (cadence.seconds is not None and train_s - last_eval_train_s >= cadence.seconds)
+            if not (due or out_of_steps or stop_requested):
+                continue
+
+            # --- prepare_for_eval is on the clock; the eval itself is not
+            algo.prepare_for_eval(model)
+            now = clock.now()
+            train_s += now - last
+            metrics = _evaluate(p.workload, model)
+            after = clock.now()
+            eval_s += after - now
+            row = {"eval_index": eval_index, "step": step, "examples": step * p.batch_size,
+                   "train_seconds": train_s, "eval_seconds": eval_s,
+                   "wall_seconds": after - start, **metrics}
+            writer.append_eval(row)
+            if on_eval:
+                on_eval(row)
+            eval_index += 1
+            last_eval_train_s = train_s
+            reached = reached or target.reached(metrics.get(val_col, math.nan))
+            if not math.isfinite(metrics.get(val_col, math.nan)):
+                status, reason = "diverged", f"non-finite validation {target.metric} at step {step}"
+                break
+            if config.stop_on_target and reached and target.reached(metrics.get(test_col), "test"):
+                reason = "validation and test targets reached"
+                break
+            if stop_requested:
+                reason = "algorithm requested the end of training"
+                break
+            if out_of_steps:
+                reason = f"step budget of {budget.steps} steps used"
+                break
+            last = clock.now()  # the eval and its logging stay off the clock
+
+        writer.finish(status, stop_reason=reason, steps=step, examples=step * p.batch_size,
+                      train_seconds=train_s, eval_seconds=eval_s, wall_seconds=clock.now() - start,
+                      reached_validation=reached)
+        return writer.run_id

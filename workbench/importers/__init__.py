@@ -1,0 +1,1 @@
+"""Importers: other systems' results -> a Pacebench store."""

@@ -1,0 +1,77 @@
+"""The record schema: the one place where the store's file names, column names and statuses live.
+
+A run is stored as a run document (`run.json`) plus eval rows and training-loss rows. While the run
+is alive its rows are appended to JSON-lines files and flushed row by row; when it ends they are
+sealed into Parquet. Every reader goes through these names, so a schema change is made here (and
+SCHEMA_VERSION bumped, with old versions still readable).
+"""
+from __future__ import annotations
+
+__all__ = [
+    "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUSES", "TERMINAL", "DONE_STATUSES",
+    "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
+    "EVAL_COLUMNS", "TRAIN_COLUMNS", "RUN_COLUMNS", "SPLITS", "metric_column", "split_of",
+]
+
+SCHEMA_VERSION = 1
+READABLE_SCHEMA_VERSIONS = (1,)
+
+# Run statuses. `running` is what a live process writes; readers show a `running` run whose
+# process is gone as `interrupted` (see workbench.store.Store.runs).
+STATUSES = ("running", "complete", "diverged", "failed", "interrupted")
+TERMINAL = ("complete", "diverged", "failed", "interrupted")
+DONE_STATUSES = ("complete", "diverged")  # a trial with one of these is not run again by --resume
+
+# File names inside a store.
+STORE_DOC = "pacebench-store.json"  # at the store's root: schema version, creation time
+RUNS_DIR = "runs"                   # one sub-folder per run attempt
+RUN_DOC = "run.json"                # identity, config, hparams, environment, status, summary
+EVALS_LIVE = "evals.jsonl"          # eval rows, appended and flushed while the run lives
+EVALS_SEALED = "evals.parquet"      # the same rows, sealed when the run ends
+TRAIN_LIVE = "train.jsonl"          # training-loss rows every `train_loss_every` steps
+TRAIN_SEALED = "train.parquet"
+HEARTBEAT = "heartbeat"             # touched by a live run; its age tells a dead run from a live one
+
+SPLITS = ("train", "validation", "test")
+
+# Columns of every eval row, in order; the metric columns `<split>/<metric>` follow them.
+EVAL_COLUMNS = (
+    "run_id",         # str: the run attempt's id (its folder name)
+    "eval_index",     # int: 0-based ordinal of the eval within the run
+    "step",           # int: update steps done when the eval ran
+    "examples",       # int: training examples consumed so far
+    "train_seconds",  # float s: accumulated training time (AlgoPerf's `score`/submission time)
+    "eval_seconds",   # float s: accumulated evaluation time (off the training clock)
+    "wall_seconds",   # float s: wall clock since the training clock started
+)
+
+TRAIN_COLUMNS = (
+    "run_id",         # str
+    "step",           # int: step whose minibatch loss this is
+    "examples",       # int
+    "train_seconds",  # float s
+    "loss",           # float: minibatch training loss (what the update saw)
+)
+
+# Columns of Store.runs(): one row per run attempt.
+RUN_COLUMNS = (
+    "run_id", "trial_key", "attempt", "study_name", "workload", "base_workload", "variant",
+    "algorithm", "ruleset", "study", "trial", "seed", "rng_seed", "hparams", "batch_size",
+    "status", "stop_reason", "hardware", "source", "target_metric", "target_direction",
+    "target_validation", "target_test", "budget_seconds", "budget_steps", "steps",
+    "train_seconds", "wall_seconds", "reached_target", "time_to_target", "step_to_target",
+    "eval_index_to_target", "best_validation", "started_at", "ended_at", "error",
+)
+
+
+def metric_column(split: str, metric: str) -> str:
+    """Column name of a metric on a split, e.g. ("validation", "accuracy") -> "validation/accuracy"."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
+    return f"{split}/{metric}"
+
+
+def split_of(column: str) -> str | None:
+    """The split of a metric column, or None for a non-metric column."""
+    head, sep, _ = column.partition("/")
+    return head if sep and head in SPLITS else None

@@ -1,0 +1,227 @@
+"""The typed contract of Pacebench: workloads, targets, budgets, runs and studies.
+
+Everything here is a frozen dataclass of plain values (str, int, float, tuples, mappings of those),
+so a spec can be hashed, compared, written to JSON and read back without loss. Nothing here imports
+torch; the training side (`runners`) turns these specs into models and timed runs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+__all__ = [
+    "Direction", "Target", "Budget", "EvalCadence", "WorkloadSpec", "RunConfig", "StudySpec",
+    "RULESETS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash", "to_plain", "as_tuple",
+]
+
+Direction = Literal["min", "max"]
+RULESETS = ("external", "self")
+SELF_TUNING_BUDGET_MULTIPLIER = 1.5  # AlgoPerf v0.6: self-tuning runs get 1.5x the budget
+
+
+class SpecError(ValueError):
+    """A spec was built from values that cannot describe a valid workload, run or study."""
+
+
+def freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only copy of a mapping, so that frozen dataclasses stay immutable all the way down."""
+    return MappingProxyType(dict(mapping or {}))
+
+
+def stable_hash(obj: Any, n: int = 10) -> str:
+    """A short hex digest of a JSON-able object that is the same on every machine and Python run."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable)
+    return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+
+def to_plain(obj: Any) -> Any:
+    """Dataclasses, read-only mappings and tuples -> dicts and lists of plain values, for JSON."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, Mapping):
+        return {k: to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    return obj
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, MappingProxyType):
+        return dict(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def as_tuple(value: Any) -> tuple:
+    """A tuple from a tuple/list, a single value, or a comma-separated string ("a,b" -> ("a", "b"))."""
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The goal of a workload: a metric, its direction and the values to reach on each split."""
+
+    metric: str            # name of the metric, e.g. "accuracy" or "loss" (column `validation/<metric>`)
+    direction: Direction   # "max": reached when value >= target; "min": when value <= target
+    validation: float      # the validation target; time to result is measured against this one
+    test: float            # the test target; reaching both stops a run (AlgoPerf)
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("min", "max"):
+            raise SpecError(f"target direction must be 'min' or 'max', got {self.direction!r}")
+
+    def reached(self, value: float, split: str = "validation") -> bool:
+        """True when `value` meets the target of `split`; NaN never meets a target."""
+        goal = self.validation if split == "validation" else self.test
+        if value is None or not math.isfinite(value):
+            return False
+        return value >= goal if self.direction == "max" else value <= goal
+
+    def better(self, a: float, b: float) -> bool:
+        """True when metric value `a` is strictly better than `b` in this target's direction."""
+        return a > b if self.direction == "max" else a < b
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long a run may train: accumulated training seconds and optimizer steps, whichever first."""
+
+    seconds: float  # on the training clock (evals excluded), as AlgoPerf's max_allowed_runtime_sec
+    steps: int      # hard cap on update steps
+
+    def scaled(self, factor: float) -> "Budget":
+        return Budget(seconds=self.seconds * factor, steps=int(round(self.steps * factor)))
+
+
+@dataclass(frozen=True)
+class EvalCadence:
+    """When the runner evaluates: every `steps` update steps and/or every `seconds` of training time."""
+
+    steps: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.steps is None and self.seconds is None:
+            raise SpecError("an eval cadence needs `steps`, `seconds` or both")
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One catalog entry: a base workload or one of its variants, described as data."""
+
+    name: str                    # unique catalog name, e.g. "digits_mlp_tanh"
+    base: str                    # base workload name; equals `name` for a base workload
+    variant: str                 # "base" for a base workload, else the variant's short name
+    dataset: str                 # dataset key understood by runners.data, e.g. "digits"
+    model: Mapping[str, Any]     # model knobs: architecture, width, activation, norm, init scale, ...
+    loss: str                    # "softmax_cross_entropy" | "mean_squared_error"
+    target: Target
+    step_hint: int               # steps a well-tuned baseline needs; schedules are laid over it
+    budget: Budget
+    eval_every: EvalCadence
+    batch_size: int              # default global batch size when an algorithm does not choose
+    train_loss_every: int = 10   # a training-loss row is recorded every this many steps
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", freeze(self.model))
+
+    @property
+    def is_variant(self) -> bool:
+        return self.name != self.base
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_plain(self)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that identifies and parameterises one training run (one trial of one study)."""
+
+    workload: str                           # catalog name
+    algorithm: str                          # algorithm registry name (or "algoperf:<path>")
+    hparams: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0                           # the user's seed; the run's RNG seed is derived from it
+    study_name: str = "adhoc"               # groups the runs of one `pacebench study` invocation
+    ruleset: str = "external"               # "external" | "self"
+    study: int = 0                          # study index (AlgoPerf: independent repeats of tuning)
+    trial: int = 0                          # trial index within the study
+    batch_size: int | None = None           # overrides the algorithm's / workload's batch size
+    max_steps: int | None = None            # overrides the workload's step budget
+    budget_multiplier: float = 1.0          # self-tuning runs get SELF_TUNING_BUDGET_MULTIPLIER
+    threads: int = 1                        # torch intra-op threads, fixed per run for determinism
+    stop_on_target: bool = True             # stop once validation and test targets are both reached
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hparams", freeze(self.hparams))
+        if self.ruleset not in RULESETS:
+            raise SpecError(f"unknown ruleset {self.ruleset!r}: valid are {', '.join(RULESETS)}")
+        if self.threads < 1:
+            raise SpecError(f"threads must be >= 1, got {self.threads}")
+
+    @property
+    def rng_seed(self) -> int:
+        """The seed given to torch: distinct for every (seed, study, trial), stable across machines."""
+        return int(stable_hash([self.seed, self.study_name, self.study, self.trial], 8), 16) % 2**31
+
+    @property
+    def trial_key(self) -> str:
+        """Identity of the trial, shared by all attempts at it (a resumed trial keeps its key)."""
+        ident = [self.study_name, self.workload, self.algorithm, self.ruleset, self.study,
+                 self.trial, self.seed, dict(self.hparams), self.batch_size, self.max_steps]
+        return stable_hash(ident, 12)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_plain(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
+        return cls(**dict(d))
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A grid of runs: workloads x algorithms x studies x trials x seeds under one tuning ruleset."""
+
+    workloads: tuple[str, ...]
+    algorithms: tuple[str, ...]
+    ruleset: str = "external"     # "external": trials drawn from the search space; "self": 1 run
+    studies: int = 1              # independent repeats of the tuning procedure (median over them)
+    trials: int = 5               # hyperparameter points per study (external tuning)
+    seeds: tuple[int, ...] = (0,)  # user seeds; every trial is run once per seed
+    name: str = "study"           # groups the runs in the store; resume matches on it
+    max_steps: int | None = None  # cap on steps per run (for quick studies and tests)
+    batch_size: int | None = None
+    threads: int = 1
+    stop_on_target: bool = True
+
+    def __post_init__(self) -> None:
+        # Comma-separated strings are accepted too (CLI flags, papermill `-p workloads a,b`).
+        object.__setattr__(self, "workloads", as_tuple(self.workloads))
+        object.__setattr__(self, "algorithms", as_tuple(self.algorithms))
+        object.__setattr__(self, "seeds", tuple(int(s) for s in as_tuple(self.seeds)))
+        if self.ruleset not in RULESETS:
+            raise SpecError(f"unknown ruleset {self.ruleset!r}: valid are {', '.join(RULESETS)}")
+        if not self.workloads or not self.algorithms:
+            raise SpecError("a study needs at least one workload and one algorithm")
+        for n, v in (("studies", self.studies), ("trials", self.trials)):
+            if v < 1:
+                raise SpecError(f"{n} must be >= 1, got {v}")
+        if not self.seeds:
+            raise SpecError("a study needs at least one seed")
+
+    @property
+    def trials_per_study(self) -> int:
+        """Self-tuning has no hyperparameters to tune: one run per study."""
+        return 1 if self.ruleset == "self" else self.trials
+
+    @property
+    def budget_multiplier(self) -> float:
+        return SELF_TUNING_BUDGET_MULTIPLIER if self.ruleset == "self" else 1.0

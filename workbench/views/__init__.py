@@ -1,0 +1,1 @@
+"""Panel views: one concern per module; they call workbench metrics, never compute inline."""

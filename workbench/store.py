@@ -61,11 +61,14 @@ def _clean(value: Any) -> Any:
 def atomic_write_json(path: Path, doc: Mapping[str, Any]) -> None:
     """Write JSON so that readers see the old file or the new one, never a torn one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(_clean(doc), f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(_clean(doc), f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _proc_start_ticks(pid: int) -> int | None:
@@ -83,7 +86,7 @@ def _process_alive(process: Mapping[str, Any] | None, heartbeat: Path) -> bool:
     if not process:
         return False
     if process.get("host") == socket.gethostname() and Path("/proc").is_dir():
-        ticks = _proc_start_ticks(int(process.get("pid", -1)))
+        ticks = _proc_start_ticks(int(process.get("pid") or -1))
         return ticks is not None and ticks == process.get("start_ticks")
     try:
         return time.time() - heartbeat.stat().st_mtime < STALE_AFTER_S
@@ -106,6 +109,7 @@ class RunWriter:
         self.doc = doc
         self._evals = open(path / R.EVALS_LIVE, "a")
         self._train = open(path / R.TRAIN_LIVE, "a")
+        self._finished = False
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
         self._beat.start()
@@ -139,10 +143,11 @@ class RunWriter:
     def finish(self, status: str, stop_reason: str | None = None, error: str | None = None,
                **summary: Any) -> None:
         """Seal the rows into Parquet and record the final status; idempotent."""
-        if self.doc.get("status") != "running":
+        if self._finished:
             return
         if status not in R.TERMINAL:
             raise ValueError(f"final status must be one of {R.TERMINAL}, got {status!r}")
+        self._finished = True
         self._stop.set()
         self._evals.close()
         self._train.close()
@@ -185,8 +190,11 @@ def _seal(live: Path, sealed: Path) -> None:
         return
     rows = read_jsonl(live)
     if rows:
+        # Columns are the union over all rows (a metric may first appear in a later row).
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        table = pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
         tmp = sealed.with_name(f".{sealed.name}.tmp")
-        pq.write_table(pa.Table.from_pylist(rows), tmp)
+        pq.write_table(table, tmp)
         os.replace(tmp, sealed)
     live.unlink()
 

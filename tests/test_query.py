@@ -1,0 +1,144 @@
+"""DuckDB queries over a store: the run table, time to target, eval and train rows."""
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench import query
+from workbench import records as R
+from workbench.store import open_store
+from workbench.testing import make_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return make_store(tmp_path_factory.mktemp("q") / "s", interrupted=2, failed=2)
+
+
+def _doc(key, metric="accuracy", direction="max", target=0.9, workload="w"):
+    return {"trial_key": key, "workload": workload, "base_workload": workload, "variant": "base",
+            "algorithm": "a", "study_name": "s", "ruleset": "external", "study": 0, "trial": 0,
+            "seed": 0, "hparams": {"lr": 0.5}, "target_metric": metric,
+            "target_direction": direction, "target_validation": target, "target_test": target}
+
+
+def _row(k, **metrics):
+    return {"eval_index": k, "step": 10 * (k + 1), "examples": 100 * (k + 1),
+            "train_seconds": 2.0 * (k + 1), "eval_seconds": 0.5 * (k + 1),
+            "wall_seconds": 3.0 * (k + 1), **metrics}
+
+
+def test_connect_is_fresh_in_memory():
+    a, b = query.connect(), query.connect()
+    a.execute("CREATE TABLE t AS SELECT 1 AS x")
+    with pytest.raises(Exception):
+        b.execute("SELECT * FROM t")
+
+
+def test_empty_store_gives_empty_frames(tmp_path):
+    store = open_store(tmp_path, create=True)
+    runs = query.runs_frame(store)
+    assert list(runs.columns) == list(R.RUN_COLUMNS) and len(runs) == 0
+    assert list(query.evals_frame(store).columns) == list(R.EVAL_COLUMNS)
+    assert list(query.train_frame(store).columns) == list(R.TRAIN_COLUMNS)
+
+
+def test_runs_frame_columns_statuses_and_attempts(store):
+    runs = query.runs_frame(store)
+    assert list(runs.columns) == list(R.RUN_COLUMNS)
+    assert len(runs) == 2 * 2 * 2 * 3 + 2  # trials + the failed first attempts
+    assert runs["status"].value_counts().to_dict() == {"complete": 22, "failed": 2,
+                                                        "interrupted": 2}
+    assert all(isinstance(h, dict) and "learning_rate" in h for h in runs["hparams"])
+    retried = runs[runs["trial_key"].isin(runs.loc[runs["status"] == "failed", "trial_key"])]
+    assert sorted(retried["attempt"].tolist()) == [1, 1, 2, 2]
+    assert runs["run_id"].is_unique and runs["run_id"].is_monotonic_increasing
+
+
+def test_time_to_target_matches_the_planned_curves(store):
+    runs = query.runs_frame(store).set_index("run_id")
+    for run_id, row in runs.iterrows():
+        doc = json.loads((store.runs_dir / run_id / R.RUN_DOC).read_text())
+        planned, per_eval = doc["synthetic"]["hit_index"], doc["synthetic"]["seconds_per_eval"]
+        n_rows = 20 if row["status"] == "complete" else 10
+        hit = planned if planned is not None and planned < n_rows else None
+        assert bool(row["reached_target"]) == (hit is not None), run_id
+        if hit is None:
+            assert pd.isna(row["eval_index_to_target"]) and math.isnan(row["time_to_target"])
+        else:
+            assert row["eval_index_to_target"] == hit
+            assert row["time_to_target"] == pytest.approx((hit + 1) * per_eval)
+            assert row["step_to_target"] == 25 * (hit + 1)
+
+
+def test_summaries_agree_with_pandas_on_the_rows(store):
+    runs = query.runs_frame(store).set_index("run_id")
+    evals = query.evals_frame(store)
+    for run_id, rows in evals.groupby("run_id"):
+        r = runs.loc[run_id]
+        value = rows[f"validation/{r['target_metric']}"]
+        met = rows[value >= r["target_validation"]]  # all synthetic targets are "max"
+        assert r["best_validation"] == pytest.approx(value.max())
+        assert r["steps"] == rows["step"].max() and r["train_seconds"] == rows["train_seconds"].max()
+        if len(met):
+            assert r["eval_index_to_target"] == met["eval_index"].iloc[0]
+
+
+def test_interrupted_runs_read_live_rows_and_fill_totals(store):
+    runs = query.runs_frame(store)
+    live = runs[runs["status"] == "interrupted"]
+    assert len(live) == 2
+    for run_id in live["run_id"]:
+        assert (store.runs_dir / run_id / R.EVALS_LIVE).exists()
+    assert (live["steps"] == 25 * 10).all()  # no totals in the document: max over the rows
+    assert live["stop_reason"].str.contains("without sealing").all()
+    evals = query.evals_frame(store, live["run_id"])
+    assert len(evals) == 2 * 10 and evals["run_id"].notna().all()  # the torn lines are dropped
+    assert len(query.train_frame(store, live["run_id"])) == 2 * 10
+
+
+def test_target_boundary_nan_and_direction(tmp_path):
+    store = open_store(tmp_path, create=True)
+    with store.new_run(_doc("max")) as w:  # NaN never meets; == target meets (>=)
+        for k, v in enumerate([0.5, float("nan"), 0.9, 0.95]):
+            w.append_eval(_row(k, **{"validation/accuracy": v}))
+    with store.new_run(_doc("min", "loss", "min", 2.0, workload="v")) as m:
+        for k, v in enumerate([3.0, 2.0000001, 1.5, 1.9]):
+            m.append_eval(_row(k, **{"validation/loss": v}))
+    with store.new_run(_doc("never")) as n:
+        n.append_eval(_row(0, **{"validation/accuracy": 0.1}))
+    runs = query.runs_frame(store).set_index("trial_key")
+    assert runs.loc["max", "eval_index_to_target"] == 2
+    assert runs.loc["max", "time_to_target"] == 6.0 and runs.loc["max", "step_to_target"] == 30
+    assert runs.loc["max", "best_validation"] == 0.95
+    assert runs.loc["min", "eval_index_to_target"] == 2 and runs.loc["min", "best_validation"] == 1.5
+    assert not runs.loc["never", "reached_target"]
+    assert pd.isna(runs.loc["never", "eval_index_to_target"])
+    assert runs.loc["never", "best_validation"] == 0.1
+    evals = query.evals_frame(store)  # different metric columns across runs: a union, sorted
+    assert list(evals.columns) == list(R.EVAL_COLUMNS) + ["validation/accuracy", "validation/loss"]
+    assert evals["validation/accuracy"].isna().sum() == 1 + 4  # the NaN row and the loss run
+
+
+def test_evals_frame_selects_runs_and_rejects_unknown_ids(store):
+    runs = query.runs_frame(store)
+    some = runs["run_id"].iloc[:3].tolist()
+    evals = query.evals_frame(store, some)
+    assert sorted(evals["run_id"].unique()) == sorted(some)
+    assert evals.groupby("run_id")["eval_index"].apply(lambda s: s.is_monotonic_increasing).all()
+    with pytest.raises(KeyError, match="no run 'missing'"):
+        query.evals_frame(store, ["missing"])
+
+
+def test_runs_frame_is_fast_on_a_larger_store(tmp_path):
+    store = make_store(tmp_path / "big", algorithms=("a", "b", "c", "d"), studies=5, trials=5,
+                       n_evals=20)
+    start = time.perf_counter()
+    runs = query.runs_frame(store)
+    assert len(runs) == 200 and time.perf_counter() - start < 5.0
+    assert np.isfinite(runs["best_validation"]).all()

@@ -1,0 +1,168 @@
+"""AlgoPerf scoring on hand-computed golden cases (research/algoperf.md sections 5 and 8)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from workbench import scoring
+from workbench.testing import tiny_cube, tiny_times
+
+INF = math.inf
+
+# Golden case: 3 algorithms x 2 workloads (seconds).
+#   w1: A 100, B 200, C 500  -> best 100 -> r = 1,   2,   5
+#   w2: A 300, B inf, C 200  -> best 200 -> r = 1.5, inf, 1
+GOLDEN = {"A": {"w1": 100.0, "w2": 300.0}, "B": {"w1": 200.0, "w2": INF},
+          "C": {"w1": 500.0, "w2": 200.0}}
+
+
+def test_ratios_golden():
+    r = scoring.performance_ratios(tiny_times(GOLDEN))
+    assert r.sel(workload="w1").values.tolist() == [1.0, 2.0, 5.0]
+    assert r.sel(workload="w2").values.tolist() == [1.5, INF, 1.0]
+
+
+def test_profile_golden_at_1_2_4():
+    # rho(tau) = #{w: r <= tau} / 2
+    #   tau=1: A {w1} 0.5, B {} 0,     C {w2} 0.5
+    #   tau=2: A both 1,   B {w1} 0.5, C {w2} 0.5
+    #   tau=4: A 1,        B 0.5,      C 0.5 (r=5 > 4 earns nothing)
+    rho = scoring.performance_profile(tiny_times(GOLDEN), taus=[1.0, 2.0, 4.0])
+    assert rho.dims == ("algorithm", "tau")
+    np.testing.assert_allclose(rho.values, [[0.5, 1.0, 1.0], [0.0, 0.5, 0.5], [0.5, 0.5, 0.5]])
+    default = scoring.performance_profile(tiny_times(GOLDEN))
+    assert default.sizes["tau"] == 100 and default["tau"].values[[0, 33, 99]].tolist() == [1, 2, 4]
+
+
+def test_benchmark_score_golden_trapezoid_and_exact():
+    # Grid tau_i = 1 + 3i/99 (h = 3/99). For one workload with ratio r, the indicator r <= tau is
+    # 0 before the first grid index j with tau_j >= r and 1 from j on, so its trapezoid area is
+    # h (99 - j) + h/2 = h (99.5 - j) for j >= 1, and 99 h = 3 for r = 1 (j = 0).
+    #   r = 1:   area 3
+    #   r = 1.5: j = 17 (tau_17 = 1.5152): area (3/99)(82.5) = 2.5
+    #   r = 2:   j = 33 (tau_33 = 2):      area (3/99)(66.5) = 2.0151515...
+    #   r = 5, inf: area 0
+    # score = (sum of areas) / n / 3 with n = 2:
+    #   A: (3 + 2.5) / 6 = 0.9166667        exact: (3 + 2.5) / 6 = 0.9166667
+    #   B: 2.0151515 / 6 = 0.3358586        exact: (4 - 2) / 6  = 0.3333333
+    #   C: 3 / 6 = 0.5                      exact: (0 + 3) / 6  = 0.5
+    times = tiny_times(GOLDEN)
+    np.testing.assert_allclose(scoring.benchmark_scores(times).values,
+                               [5.5 / 6, (3 / 99) * 66.5 / 6, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(scoring.exact_scores(times).values, [5.5 / 6, 2 / 6, 0.5],
+                               rtol=1e-12)
+
+
+def test_one_algorithm_alone_scores_finite_share():
+    alone = tiny_times({"A": {"w1": 10.0, "w2": INF, "w3": 30.0}})
+    assert scoring.benchmark_scores(alone).item() == pytest.approx(2 / 3)
+    assert scoring.exact_scores(alone).item() == pytest.approx(2 / 3)
+
+
+def test_nan_is_a_miss_and_denominator_is_configurable():
+    times = tiny_times({"A": {"w1": 10.0, "w2": 20.0}, "B": {"w1": 10.0}})  # B has no w2 result
+    r = scoring.performance_ratios(times)
+    assert np.isnan(r.sel(algorithm="B", workload="w2"))
+    np.testing.assert_allclose(scoring.benchmark_scores(times).values, [1.0, 0.5])
+    # the official scorer divides by the configured number of workloads
+    np.testing.assert_allclose(scoring.benchmark_scores(times, num_workloads=4).values, [0.5, 0.25])
+    nobody = tiny_times({"A": {"w": INF}, "B": {"w": INF}})
+    assert np.isinf(scoring.performance_ratios(nobody)).all()
+    assert scoring.benchmark_scores(nobody).values.tolist() == [0.0, 0.0]
+
+
+def test_study_time_tie_break_by_eval_index_then_time():
+    # Trial 0 is fastest (50 s) but met the target at a later eval (5): AlgoPerf picks the
+    # smallest eval index (3), then the smaller time among those (60 s, not 80 s).
+    cube = tiny_cube({("A", "w", 0, 0): (5, 50.0), ("A", "w", 0, 1): (3, 80.0),
+                      ("A", "w", 0, 2): (3, 60.0), ("A", "w", 0, 3): None})
+    assert scoring.study_times(cube).sel(algorithm="A", workload="w", study=0).item() == 60.0
+
+
+def test_study_times_inf_and_nan():
+    cube = tiny_cube({("A", "w", 0, 0): None, ("A", "w", 0, 1): None,  # ran, none reached
+                      ("A", "w", 1, 0): (2, 20.0),
+                      ("B", "w", 1, 0): (1, 10.0)})                   # B has no study 0
+    st = scoring.study_times(cube)
+    assert st.dims == ("algorithm", "workload", "study")
+    assert st.sel(algorithm="A", workload="w").values.tolist() == [INF, 20.0]
+    b = st.sel(algorithm="B", workload="w").values
+    assert np.isnan(b[0]) and b[1] == 10.0
+
+
+def test_median_over_three_studies_with_inf():
+    # A: studies 10, inf, 30 -> median 30;  B: inf, inf, 10 -> inf;  C: 10, 20, inf -> 20
+    trials = {}
+    for algorithm, times in {"A": (10, None, 30), "B": (None, None, 10), "C": (10, 20, None)}.items():
+        for study, t in enumerate(times):
+            trials[(algorithm, "w", study, 0)] = None if t is None else (1, float(t))
+    wt = scoring.workload_times(tiny_cube(trials))
+    assert wt.sel(workload="w").values.tolist() == [30.0, INF, 20.0]
+
+
+def test_median_over_present_studies_and_missing_workload():
+    # A on w: studies 0 and 1 present (10, 30), study 2 absent -> median 20.
+    # B never ran w2 -> NaN.
+    cube = tiny_cube({("A", "w", 0, 0): (1, 10.0), ("A", "w", 1, 0): (1, 30.0),
+                      ("B", "w", 0, 0): (1, 5.0), ("B", "w", 1, 0): (1, 5.0),
+                      ("B", "w", 2, 0): (1, 5.0), ("A", "w2", 0, 0): (1, 7.0)})
+    wt = scoring.workload_times(cube)
+    assert wt.sel(algorithm="A", workload="w").item() == 20.0
+    assert np.isnan(wt.sel(algorithm="B", workload="w2").item())
+
+
+def test_scored_workloads_and_score_table():
+    cube = tiny_cube({("A", "w1", 0, 0): (1, 100.0), ("B", "w1", 0, 0): (1, 200.0),
+                      ("A", "w2", 0, 0): None, ("B", "w2", 0, 0): (1, 50.0),
+                      ("A", "w1_tanh", 0, 0): (1, 1.0), ("B", "w1_tanh", 0, 0): None},
+                     base_of={"w1_tanh": "w1"})
+    assert scoring.scored_workloads(cube) == ["w1", "w2"]  # the variant is not scored
+    table = scoring.score_table(cube)
+    assert list(table.columns) == ["algorithm", "score", "exact_score", "workloads_reached",
+                                   "workloads_scored"]
+    # A: r = (1, inf) -> 0.5.  B: r = (2, 1) -> (2.0151515 + 3) / 6 = 0.8358586; exact 5/6.
+    assert table["algorithm"].tolist() == ["B", "A"]
+    np.testing.assert_allclose(table["score"], [(2.0151515151515 + 3) / 6, 0.5], rtol=1e-9)
+    np.testing.assert_allclose(table["exact_score"], [5 / 6, 0.5])
+    assert table["workloads_reached"].tolist() == [2, 1]
+    assert table["workloads_scored"].tolist() == [2, 2]
+    only_variants = tiny_cube({("A", "v", 0, 0): (1, 1.0)}, base_of={"v": "b"})
+    assert scoring.scored_workloads(only_variants) == ["v"]
+
+
+def test_bootstrap_interval_brackets_the_score():
+    trials = {}
+    for study, (a, b) in enumerate([(10, 20), (12, 11), (30, 15)]):
+        trials[("A", "w1", study, 0)] = (1, float(a))
+        trials[("B", "w1", study, 0)] = (1, float(b))
+        trials[("A", "w2", study, 0)] = (1, 5.0)
+        trials[("B", "w2", study, 0)] = (1, 10.0)
+    cube = tiny_cube(trials)
+    boot = scoring.bootstrap_scores(cube, n=400, seed=1, level=0.9)
+    assert list(boot.columns) == ["algorithm", "low", "high"]
+    table = scoring.score_table(cube).set_index("algorithm")
+    for _, row in boot.iterrows():
+        assert row["low"] <= table.loc[row["algorithm"], "score"] <= row["high"]
+    again = scoring.bootstrap_scores(cube, n=400, seed=1, level=0.9)
+    assert boot.equals(again)  # seeded: reproducible
+    with pytest.raises(ValueError, match="level"):
+        scoring.bootstrap_scores(cube, level=1.5)
+
+
+def test_speedups_geometric_mean_with_budgets():
+    times = tiny_times({"ref": {"w1": 100.0, "w2": 400.0}, "x": {"w1": 50.0, "w2": 100.0},
+                        "y": {"w1": 100.0, "w2": INF}})
+    # x: sqrt(100/50 * 400/100) = sqrt(8);  ref: 1
+    out = scoring.speedups(times, "ref")
+    assert out.sel(algorithm="x").item() == pytest.approx(math.sqrt(8))
+    assert out.sel(algorithm="ref").item() == 1.0
+    assert out.sel(algorithm="y").item() == 0.0  # a miss without budgets: ratio 0
+    # with budgets a miss costs budget + 1 s: y = sqrt(100/100 * 400/1000)
+    capped = scoring.speedups(times, "ref", budgets={"w1": 1000.0, "w2": 999.0})
+    assert capped.sel(algorithm="y").item() == pytest.approx(math.sqrt(0.4))
+    with pytest.raises(ValueError, match="unknown reference"):
+        scoring.speedups(times, "nope")
+    with pytest.raises(ValueError, match="budgets lack"):
+        scoring.speedups(times, "ref", budgets={"w1": 1.0})

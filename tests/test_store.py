@@ -1,0 +1,159 @@
+"""The results store: layout, crash-safe writes, attempts, sealing and liveness."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from workbench import records as R
+from workbench import query
+from workbench.store import StoreError, atomic_write_json, open_store, read_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _doc(trial_key: str = "k1", **extra) -> dict:
+    return {"trial_key": trial_key, "workload": "synthetic", "base_workload": "synthetic",
+            "variant": "base", "algorithm": "sgd", "study_name": "s", "ruleset": "external",
+            "study": 0, "trial": 0, "seed": 0, "hparams": {"lr": 0.1},
+            "target_metric": "loss", "target_direction": "min", "target_validation": 0.1,
+            "target_test": 0.1, **extra}
+
+
+def _eval(k: int, loss: float) -> dict:
+    return {"eval_index": k, "step": 10 * (k + 1), "examples": 320 * (k + 1),
+            "train_seconds": 1.0 * (k + 1), "eval_seconds": 0.1 * (k + 1),
+            "wall_seconds": 1.2 * (k + 1), "validation/loss": loss}
+
+
+def test_layout_and_schema_check(tmp_path):
+    with pytest.raises(StoreError, match="not a Pacebench store"):
+        open_store(tmp_path / "nope")
+    store = open_store(tmp_path / "s", create=True)
+    assert (tmp_path / "s" / R.STORE_DOC).exists() and store.runs_dir.is_dir()
+    assert json.loads((tmp_path / "s" / R.STORE_DOC).read_text())["schema_version"] == R.SCHEMA_VERSION
+    with store.new_run(_doc()) as w:
+        run_dir = store.runs_dir / w.run_id
+        assert {p.name for p in run_dir.iterdir()} >= {R.RUN_DOC, R.EVALS_LIVE, R.TRAIN_LIVE}
+        doc = json.loads((run_dir / R.RUN_DOC).read_text())
+        assert doc["status"] == "running" and doc["process"]["pid"] == os.getpid()
+    assert open_store(tmp_path / "s").run_doc(w.run_id)["status"] == "complete"
+
+
+def test_atomic_doc_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    path = tmp_path / "doc.json"
+    atomic_write_json(path, {"a": 1, "nan": float("nan")})
+    assert json.loads(path.read_text()) == {"a": 1, "nan": None}  # JSON has no NaN
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        atomic_write_json(path, {"a": 2})
+    assert json.loads(path.read_text()) == {"a": 1, "nan": None}  # readers never see a torn doc
+
+
+def test_attempts_are_numbered_per_trial(tmp_path):
+    store = open_store(tmp_path, create=True)
+    ids = []
+    for _ in range(3):
+        with store.new_run(_doc("same")) as w:
+            ids.append(w.run_id)
+    with store.new_run(_doc("other")) as w:
+        other = w.run_id
+    assert [i.rsplit("-a", 1)[1] for i in ids] == ["1", "2", "3"]
+    assert other.endswith("-a1")
+    assert [store.run_doc(i)["attempt"] for i in ids] == [1, 2, 3]
+    with store.new_run(_doc("x"), run_id="imported-1") as w:
+        assert w.run_id == "imported-1" and w.doc["attempt"] == 1
+    with pytest.raises(FileExistsError):
+        store.new_run(_doc("x"), run_id="imported-1")
+
+
+def test_torn_last_jsonl_line_is_ignored(tmp_path):
+    store = open_store(tmp_path, create=True)
+    w = store.new_run(_doc())
+    w.append_eval(_eval(0, 0.5))
+    w.append_eval(_eval(1, 0.3))
+    w._evals.write('{"run_id": "' + w.run_id + '", "eval_index": 2, "validation/lo')
+    w._evals.flush()
+    assert [r["eval_index"] for r in read_jsonl(store.runs_dir / w.run_id / R.EVALS_LIVE)] == [0, 1]
+    rows = query.evals_frame(store)
+    assert rows["eval_index"].tolist() == [0, 1] and rows["run_id"].notna().all()
+    w.finish("complete")
+
+
+def test_finish_seals_rows_into_parquet(tmp_path):
+    store = open_store(tmp_path, create=True)
+    w = store.new_run(_doc())
+    for k, loss in enumerate([0.5, 0.2, 0.05]):
+        w.append_eval(_eval(k, loss))
+    w.append_train({"step": 5, "examples": 160, "train_seconds": 0.5, "loss": 0.7})
+    w.finish("complete", stop_reason="done", steps=30)
+    w.finish("failed")  # idempotent: a sealed run stays as it is
+    run_dir = store.runs_dir / w.run_id
+    assert not (run_dir / R.EVALS_LIVE).exists() and not (run_dir / R.TRAIN_LIVE).exists()
+    table = pq.read_table(run_dir / R.EVALS_SEALED)
+    assert table.column("validation/loss").to_pylist() == [0.5, 0.2, 0.05]
+    assert pq.read_table(run_dir / R.TRAIN_SEALED).num_rows == 1
+    doc = store.run_doc(w.run_id)
+    assert (doc["status"], doc["stop_reason"], doc["steps"]) == ("complete", "done", 30)
+    with pytest.raises(ValueError, match="final status"):
+        store.new_run(_doc("k2")).finish("running")
+
+
+def test_exception_marks_run_failed_with_traceback(tmp_path):
+    store = open_store(tmp_path, create=True)
+    with pytest.raises(RuntimeError):
+        with store.new_run(_doc()) as w:
+            w.append_eval(_eval(0, 0.5))
+            raise RuntimeError("boom")
+    doc = store.run_doc(w.run_id)
+    assert doc["status"] == "failed" and "RuntimeError: boom" in doc["error"]
+    assert (store.runs_dir / w.run_id / R.EVALS_SEALED).exists()
+
+
+_KILLED = textwrap.dedent("""
+    import os, signal, sys
+    from workbench.store import open_store
+    store = open_store(sys.argv[1], create=True)
+    w = store.new_run(json.loads(sys.argv[2]))
+    for k in range(3):
+        w.append_eval({"eval_index": k, "step": k + 1, "examples": k + 1, "train_seconds": k + 1.0,
+                       "eval_seconds": 0.1, "wall_seconds": k + 2.0, "validation/loss": 0.5 - 0.2 * k})
+    print(w.run_id, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_killed_process_reads_interrupted(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", "import json\n" + _KILLED, str(tmp_path),
+                           json.dumps(_doc())], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == -9, proc.stderr
+    run_id = proc.stdout.strip()
+    store = open_store(tmp_path)
+    assert json.loads((store.runs_dir / run_id / R.RUN_DOC).read_text())["status"] == "running"
+    doc = store.run_doc(run_id)
+    assert doc["status"] == "interrupted" and "without sealing" in doc["stop_reason"]
+    runs = query.runs_frame(store)
+    row = runs.set_index("run_id").loc[run_id]
+    assert row["status"] == "interrupted"
+    assert (row["steps"], row["train_seconds"]) == (3, 3.0)  # from the flushed rows
+    assert bool(row["reached_target"]) and row["eval_index_to_target"] == 2  # 0.1 <= 0.1
+    assert store.done_trial_keys() == set()
+
+
+def test_done_trial_keys(tmp_path):
+    store = open_store(tmp_path, create=True)
+    for key, status in [("a", "complete"), ("b", "diverged"), ("c", "failed"), ("d", "interrupted")]:
+        store.new_run(_doc(key)).finish(status)
+    store.new_run(_doc("e"))  # still running (this process is alive)
+    assert store.done_trial_keys() == {"a", "b"}
+    assert query.runs_frame(store).set_index("trial_key").loc["e", "status"] == "running"

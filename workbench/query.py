@@ -1,0 +1,297 @@
+"""DuckDB over a results store: the run table, the eval rows and the training-loss rows as frames.
+
+All SQL of the project lives here. Values are always bound as parameters, file lists included
+(`read_json(?)`, `read_parquet(?)`); the only text spliced into SQL is quoted column identifiers
+found in the files' own schemas. Rows are read from sealed Parquet and from live JSON lines alike,
+so running, crashed and finished runs are all visible; a torn last JSON line reads as an all-NULL
+row, which is dropped.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from workbench import records as R
+from workbench.store import Store
+
+__all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "RUN_DTYPES"]
+
+# Columns computed from eval rows rather than read from the run document.
+_COMPUTED = ("reached_target", "time_to_target", "step_to_target", "eval_index_to_target",
+             "best_validation")
+# Columns that the document holds but that may be missing (interrupted runs): max over eval rows.
+_FROM_ROWS = ("steps", "train_seconds", "wall_seconds")
+
+_INT = ("attempt", "study", "trial", "seed", "rng_seed", "batch_size", "budget_steps", "steps",
+        "step_to_target", "eval_index_to_target")
+_FLOAT = ("target_validation", "target_test", "budget_seconds", "train_seconds", "wall_seconds",
+          "time_to_target", "best_validation")
+
+# pandas dtype of every column of runs_frame (the empty frame has the same dtypes).
+RUN_DTYPES: dict[str, Any] = {
+    c: ("Int64" if c in _INT else "float64" if c in _FLOAT else "bool" if c == "reached_target"
+        else object if c == "hparams" else "str")
+    for c in R.RUN_COLUMNS
+}
+
+# DuckDB types of the run-document keys read by runs_frame (other keys are ignored).
+_DOC_TYPES: dict[str, str] = {
+    c: ("BIGINT" if c in _INT else "DOUBLE" if c in _FLOAT else "JSON" if c == "hparams"
+        else "VARCHAR")
+    for c in R.RUN_COLUMNS if c not in _COMPUTED
+}
+
+_ROW_TYPES = {"run_id": "VARCHAR", "eval_index": "BIGINT", "step": "BIGINT", "examples": "BIGINT",
+              "train_seconds": "DOUBLE", "eval_seconds": "DOUBLE", "wall_seconds": "DOUBLE",
+              "loss": "DOUBLE"}
+
+_RETRIES = 3  # a live file may be sealed (and removed) between listing and reading it
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory DuckDB connection (not thread-safe: one per thread or session)."""
+    con = duckdb.connect(":memory:")
+    con.execute("SET parquet_metadata_cache = true")  # schemas are read at bind time and again
+    return con
+
+
+def _ident(name: str) -> str:
+    """A column name as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- listing files ---------------------------------------------------------------------------
+def _glob(store: Store, name: str) -> list[str]:
+    """Paths of `runs/*/<name>`, sorted."""
+    return sorted(glob.glob(os.path.join(glob.escape(str(store.runs_dir)), "*", name)))
+
+
+def _row_files(store: Store, sealed: str, live: str,
+               run_ids: Iterable[str] | None) -> tuple[list[str], list[str]]:
+    """(Parquet files, non-empty JSON-lines files) holding rows; a sealed file wins over a live one."""
+    if run_ids is None:
+        parquet, jsonl = _glob(store, sealed), _glob(store, live)
+    else:
+        dirs = [store.runs_dir / rid for rid in dict.fromkeys(run_ids)]
+        missing = [d.name for d in dirs if not (d / R.RUN_DOC).exists()]
+        if missing:
+            raise KeyError(f"no run {missing[0]!r} in {store.root} ({len(missing)} unknown run ids); "
+                           "valid ids are the run_id column of runs_frame(store)")
+        parquet = [str(d / sealed) for d in dirs if (d / sealed).exists()]
+        jsonl = [str(d / live) for d in dirs if (d / live).exists()]
+    done = {os.path.dirname(p) for p in parquet}
+    jsonl = [p for p in jsonl if os.path.dirname(p) not in done and _nonempty(p)]
+    return parquet, jsonl
+
+
+def _nonempty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
+
+
+# -- reading rows ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Rows:
+    """A SELECT over sealed and live row files: its text, its parameters and its column names."""
+
+    sql: str
+    params: list[Any]
+    columns: list[str]
+
+
+def _rows_source(con: duckdb.DuckDBPyConnection, parquet: list[str],
+                 jsonl: list[str]) -> _Rows | None:
+    """One SELECT over sealed and live rows (union by column name); None when there are none."""
+    parts, params = [], []
+    if parquet:
+        parts.append("SELECT * FROM read_parquet(?, union_by_name = true)")
+        params.append(parquet)
+    if jsonl:
+        # ignore_errors turns a torn last line into an all-NULL row; run_id IS NULL drops it.
+        parts.append("SELECT * FROM read_json(?, format = 'newline_delimited', union_by_name = true,"
+                     " ignore_errors = true, sample_size = -1) WHERE run_id IS NOT NULL")
+        params.append(jsonl)
+    if not parts:
+        return None
+    sql = " UNION ALL BY NAME ".join(f"({p})" for p in parts)
+    return _Rows(sql, params, con.sql(sql, params=params).columns)  # binding reads the schemas
+
+
+def _read_rows(con: duckdb.DuckDBPyConnection, store: Store, sealed: str, live: str,
+               run_ids: Iterable[str] | None, build: Callable[[_Rows | None], Any]) -> Any:
+    """List the row files, then `build(rows)`; list again when a live file vanished meanwhile."""
+    run_ids = None if run_ids is None else list(run_ids)
+    for attempt in range(_RETRIES):
+        parquet, jsonl = _row_files(store, sealed, live, run_ids)
+        try:
+            return build(_rows_source(con, parquet, jsonl))
+        except duckdb.IOException:
+            if attempt == _RETRIES - 1:
+                raise
+
+
+def _cast(column: str, types: dict[str, str]) -> str:
+    """SELECT expression casting a row column to its type (metric columns are DOUBLE)."""
+    sql_type = types.get(column) or ("DOUBLE" if R.split_of(column) else None)
+    return f"CAST({_ident(column)} AS {sql_type}) AS {_ident(column)}" if sql_type \
+        else _ident(column)
+
+
+def _wide_frame(con: duckdb.DuckDBPyConnection, rows: _Rows | None, head: tuple[str, ...],
+                order: str) -> pd.DataFrame:
+    """Rows as a frame: the `head` columns in order, then the other columns sorted by name."""
+    if rows is None:
+        return _empty_rows(head)
+    extra = sorted(c for c in rows.columns if c not in head)
+    select = [_cast(c, _ROW_TYPES) if c in rows.columns else f"NULL::{_ROW_TYPES[c]} AS {_ident(c)}"
+              for c in head] + [_cast(c, _ROW_TYPES) for c in extra]
+    sql = f"SELECT {', '.join(select)} FROM ({rows.sql}) ORDER BY {order}"
+    return con.execute(sql, rows.params).df()
+
+
+def _empty_rows(head: tuple[str, ...]) -> pd.DataFrame:
+    dtypes = {"VARCHAR": "str", "BIGINT": "int64", "DOUBLE": "float64"}
+    return pd.DataFrame({c: pd.Series(dtype=dtypes[_ROW_TYPES[c]]) for c in head})
+
+
+def evals_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Eval rows of the store (or of `run_ids`): records.EVAL_COLUMNS, then metric columns sorted.
+
+    Sorted by run_id and eval_index; metric columns are float (null and NaN both read as NaN).
+    """
+    con = connect()
+    return _read_rows(con, store, R.EVALS_SEALED, R.EVALS_LIVE, run_ids,
+                      lambda rows: _wide_frame(con, rows, R.EVAL_COLUMNS, "run_id, eval_index"))
+
+
+def train_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Training-loss rows of the store (or of `run_ids`): records.TRAIN_COLUMNS, sorted by run, step."""
+    con = connect()
+    return _read_rows(con, store, R.TRAIN_SEALED, R.TRAIN_LIVE, run_ids,
+                      lambda rows: _wide_frame(con, rows, R.TRAIN_COLUMNS, "run_id, step"))
+
+
+# -- the run table ---------------------------------------------------------------------------
+def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame:
+    """The run documents, one row each, typed; run_id falls back to the folder name."""
+    # read_text + from_json is ~10x faster than read_json on many small files (duckdb 2.0).
+    keys = ", ".join(f"d.{_ident(c)}" for c in _DOC_TYPES if c != "run_id")
+    structure = json.dumps(_DOC_TYPES)
+    return con.execute(
+        "SELECT coalesce(d.run_id, parse_filename(parse_dirpath(filename))) AS run_id, "
+        f"{keys} FROM (SELECT filename, unnest(from_json(content, ?)) FROM read_text(?)) AS d",
+        [structure, files]).df()
+
+
+def _target_value_sql(metrics: list[str], columns: list[str]) -> tuple[str, list[str]]:
+    """CASE expression picking each row's `validation/<target_metric>` value, and its parameters."""
+    arms, params = [], []
+    for metric in metrics:
+        column = R.metric_column("validation", metric)
+        if column in columns:
+            arms.append(f"WHEN d.target_metric = ? THEN CAST(e.{_ident(column)} AS DOUBLE)")
+            params.append(metric)
+    if not arms:
+        return "NULL::DOUBLE", []
+    return f"CASE {' '.join(arms)} END", params
+
+
+_SUMMARY_SQL = """
+WITH v AS (
+    SELECT e.run_id, CAST(e.eval_index AS BIGINT) AS eval_index, CAST(e.step AS BIGINT) AS step,
+           CAST(e.train_seconds AS DOUBLE) AS train_seconds,
+           CAST(e.wall_seconds AS DOUBLE) AS wall_seconds,
+           d.target_direction AS direction, d.target_validation AS target, {value} AS value
+    FROM ({rows}) AS e JOIN docs AS d ON e.run_id = d.run_id
+), m AS (
+    SELECT *, coalesce(isfinite(value) AND CASE direction WHEN 'max' THEN value >= target
+                                                          ELSE value <= target END, false) AS met
+    FROM v
+)
+SELECT run_id,
+       bool_or(met) AS reached_target,
+       min(eval_index) FILTER (WHERE met) AS eval_index_to_target,
+       arg_min(train_seconds, eval_index) FILTER (WHERE met) AS time_to_target,
+       arg_min(step, eval_index) FILTER (WHERE met) AS step_to_target,
+       CASE any_value(direction) WHEN 'max' THEN max(value) FILTER (WHERE isfinite(value))
+                                 ELSE min(value) FILTER (WHERE isfinite(value)) END
+           AS best_validation,
+       max(step) AS rows_steps, max(train_seconds) AS rows_train_seconds,
+       max(wall_seconds) AS rows_wall_seconds
+FROM m GROUP BY run_id
+"""
+
+
+def _summaries(con: duckdb.DuckDBPyConnection, docs: pd.DataFrame,
+               rows: _Rows | None) -> pd.DataFrame:
+    """Per-run figures computed from eval rows (time to target, best value, max step/time)."""
+    if rows is None:
+        return pd.DataFrame({"run_id": pd.Series(dtype="string")})
+    metrics = sorted(docs["target_metric"].dropna().unique())
+    value, params = _target_value_sql(metrics, rows.columns)
+    con.register("docs", docs[["run_id", "target_metric", "target_direction", "target_validation"]])
+    try:  # parameters in text order: the CASE arms, then the file lists
+        return con.execute(_SUMMARY_SQL.format(value=value, rows=rows.sql), params + rows.params).df()
+    finally:
+        con.unregister("docs")
+
+
+def _empty_runs() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in RUN_DTYPES.items()})
+
+
+def _effective_status(store: Store, frame: pd.DataFrame) -> None:
+    """Apply the store's liveness rule to runs whose documents say `running` (in place)."""
+    running = frame.index[frame["status"] == "running"]
+    for i in running:
+        doc = store.run_doc(frame.at[i, "run_id"])
+        frame.at[i, "status"] = doc.get("status")
+        frame.at[i, "stop_reason"] = doc.get("stop_reason")
+
+
+def _finish_runs(docs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Join documents and summaries; fill steps/times from rows; fix column order and dtypes."""
+    frame = docs.merge(summary, on="run_id", how="left") if len(summary.columns) > 1 else docs
+    for c in _FROM_ROWS:
+        rows = frame.get(f"rows_{c}")
+        if rows is not None:
+            frame[c] = frame[c].astype(RUN_DTYPES[c]).fillna(rows.astype(RUN_DTYPES[c]))
+    for c in _COMPUTED:
+        if c not in frame:
+            frame[c] = pd.Series(np.nan, index=frame.index)
+    frame["reached_target"] = frame["reached_target"].eq(True)  # no eval rows: False
+    frame["hparams"] = [json.loads(h) if isinstance(h, str) else {} for h in frame["hparams"]]
+    frame = frame[list(R.RUN_COLUMNS)]
+    return frame.astype(RUN_DTYPES).sort_values("run_id", ignore_index=True)
+
+
+def runs_frame(store: Store) -> pd.DataFrame:
+    """One row per run attempt, columns records.RUN_COLUMNS in order (dtypes: RUN_DTYPES).
+
+    `status` is the effective status (a `running` document whose process is gone reads
+    `interrupted`). reached_target, eval_index_to_target, time_to_target (training seconds),
+    step_to_target and best_validation are computed from the eval rows against each run's own
+    validation target; NaN and null values never meet a target. steps, train_seconds and
+    wall_seconds come from the document, else (interrupted runs) from the last eval rows.
+    """
+    docs_files = _glob(store, R.RUN_DOC)
+    if not docs_files:
+        return _empty_runs()
+    con = connect()
+    docs = _read_docs(con, docs_files)
+
+    def build(rows: _Rows | None) -> pd.DataFrame:
+        return _finish_runs(docs, _summaries(con, docs, rows))
+
+    frame = _read_rows(con, store, R.EVALS_SEALED, R.EVALS_LIVE, None, build)
+    _effective_status(store, frame)
+    return frame

@@ -1,0 +1,269 @@
+"""Fake stores and tiny cubes for tests, notebooks and benchmarks of the analysis side.
+
+`make_store` writes a synthetic but valid results store: the same files, keys and formats the
+runner writes (run.json documents, sealed Parquet rows, live JSON lines for interrupted runs), with
+learning curves built so that every run's time to target is known in advance (see `synthetic_run`).
+`tiny_cube` and `tiny_times` build small inputs for the scoring functions in memory.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from workbench import records as R
+from workbench.catalog import get_workload
+from workbench.spec import RunConfig
+from workbench.store import Store, open_store
+
+__all__ = ["make_store", "synthetic_run", "SyntheticRun", "tiny_cube", "tiny_times", "runs_table",
+           "dead_process"]
+
+STEPS_PER_EVAL = 25     # synthetic eval cadence, in update steps
+BATCH_SIZE = 64
+EVAL_SECONDS = 0.25     # synthetic cost of one eval, off the training clock
+_T0 = pd.Timestamp("2026-01-01T00:00:00Z")
+
+
+@dataclass(frozen=True)
+class SyntheticRun:
+    """The planned curve of one synthetic run: its rows and the eval at which it meets its target."""
+
+    hit_index: int | None        # first eval meeting the validation target; None: never within n_evals
+    seconds_per_eval: float      # training seconds between evals
+    evals: list[dict[str, Any]]  # eval rows (without run_id), records.EVAL_COLUMNS + metrics
+    train: list[dict[str, Any]]  # training-loss rows (without run_id)
+
+
+def synthetic_run(workload: str, algorithm_index: int, trial: int, n_evals: int,
+                  rng: np.random.Generator) -> SyntheticRun:
+    """Curve of one run: eval k happens at step 25(k+1) after (k+1)*seconds_per_eval training s.
+
+    seconds_per_eval = (1 + algorithm_index / 2) * (1 + trial / 10); the validation target metric is
+    strictly worse than the target before eval `hit_index` and meets it from there on, where
+    hit_index = U[n_evals/5, n_evals) + algorithm_index * n_evals/4 (no hit if >= n_evals).
+    """
+    target = get_workload(workload).target
+    hit = int(rng.integers(max(1, n_evals // 5), max(2, n_evals))) + algorithm_index * (n_evals // 4)
+    hit_index = hit if hit < n_evals else None
+    dt = (1.0 + algorithm_index / 2) * (1.0 + trial / 10)
+    evals, train = [], []
+    for k in range(n_evals):
+        step = STEPS_PER_EVAL * (k + 1)
+        value = _metric_value(target.direction, target.validation, k, hit)
+        row = {"eval_index": k, "step": step, "examples": step * BATCH_SIZE,
+               "train_seconds": (k + 1) * dt, "eval_seconds": (k + 1) * EVAL_SECONDS,
+               "wall_seconds": (k + 1) * (dt + EVAL_SECONDS) + 0.5}
+        loss = 2.3 * math.exp(-k / 5) + 0.05
+        row.update(_metric_columns(target.metric, value, loss))
+        evals.append(row)
+        train.append({"step": step, "examples": step * BATCH_SIZE, "train_seconds": (k + 1) * dt,
+                      "loss": loss * 0.9})
+    return SyntheticRun(hit_index, dt, evals, train)
+
+
+def _metric_value(direction: str, target: float, k: int, hit: int) -> float:
+    """Strictly worse than `target` before eval `hit`, meeting it from `hit` on."""
+    if direction == "max":
+        return target - 0.2 * (hit - k) / hit if k < hit else min(1.0, target + 0.001 * (k - hit + 1))
+    return target + (hit - k) / hit if k < hit else target * (1.0 - 0.5 * (k - hit + 1) / (k + 2))
+
+
+def _metric_columns(metric: str, value: float, loss: float) -> dict[str, float]:
+    cols = {R.metric_column("validation", metric): value, R.metric_column("test", metric): value,
+            R.metric_column("train", "loss"): loss * 0.8}
+    if metric != "loss":
+        cols[R.metric_column("validation", "loss")] = loss
+        cols[R.metric_column("test", "loss")] = loss * 1.05
+    return cols
+
+
+def dead_process() -> dict[str, Any]:
+    """A run document's `process` entry for a process that has exited (liveness reads it dead)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    pid = child.pid
+    # start_ticks -1 never matches a live process, even if the pid has been reused since
+    return {"host": socket.gethostname(), "pid": pid, "start_ticks": -1}
+
+
+def _document(config: RunConfig, attempt: int, index: int) -> dict[str, Any]:
+    """The run document the runner writes at the start of `config` (without status fields)."""
+    spec = get_workload(config.workload)
+    run_id = f"{config.workload}--{config.algorithm}--{config.trial_key}-a{attempt}"
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", f"{config.workload}{config.algorithm}"):
+        raise ValueError(f"synthetic workload/algorithm names must match [A-Za-z0-9_.-]+, got "
+                         f"{config.workload!r}/{config.algorithm!r}")
+    started = _T0 + pd.Timedelta(seconds=10 * index + attempt)
+    return {
+        "schema_version": R.SCHEMA_VERSION, "run_id": run_id, "trial_key": config.trial_key,
+        "attempt": attempt, "study_name": config.study_name, "workload": spec.name,
+        "base_workload": spec.base, "variant": spec.variant, "algorithm": config.algorithm,
+        "ruleset": config.ruleset, "study": config.study, "trial": config.trial,
+        "seed": config.seed, "rng_seed": config.rng_seed, "hparams": dict(config.hparams),
+        "batch_size": BATCH_SIZE, "hardware": "synthetic CPU x1", "source": "pacebench",
+        "target_metric": spec.target.metric, "target_direction": spec.target.direction,
+        "target_validation": spec.target.validation, "target_test": spec.target.test,
+        "budget_seconds": spec.budget.seconds, "budget_steps": spec.budget.steps,
+        "step_hint": spec.step_hint, "config": config.to_dict(),
+        "environment": {"python": sys.version.split()[0], "synthetic": True},
+        "started_at": started.isoformat(timespec="milliseconds"), "ended_at": None,
+    }
+
+
+def _write_sealed(store: Store, doc: dict[str, Any], run: SyntheticRun, n_rows: int,
+                  status: str, stop_reason: str, error: str | None, process: dict) -> None:
+    """A finished run exactly as RunWriter.finish leaves it: document plus sealed Parquet rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = store.runs_dir / doc["run_id"]
+    path.mkdir()
+    run_id = doc["run_id"]
+    for rows, name in ((run.evals[:n_rows], R.EVALS_SEALED), (run.train[:n_rows], R.TRAIN_SEALED)):
+        if rows:
+            table = pa.Table.from_pylist([{"run_id": run_id, **r} for r in rows])
+            pq.write_table(table, path / name)
+    last = run.evals[n_rows - 1] if n_rows else {"step": 0, "train_seconds": 0.0,
+                                                 "eval_seconds": 0.0, "wall_seconds": 0.0}
+    ended = pd.Timestamp(doc["started_at"]) + pd.Timedelta(seconds=last["wall_seconds"])
+    doc = {**doc, "status": status, "stop_reason": stop_reason, "error": error, "process": process,
+           "ended_at": ended.isoformat(timespec="milliseconds"), "steps": last["step"],
+           "examples": last["step"] * BATCH_SIZE, "train_seconds": last["train_seconds"],
+           "eval_seconds": last["eval_seconds"], "wall_seconds": last["wall_seconds"],
+           "reached_validation": run.hit_index is not None and run.hit_index < n_rows}
+    # Same bytes as store.atomic_write_json; no fsync needed while nobody reads the new store.
+    (path / R.RUN_DOC).write_text(json.dumps(doc, indent=1, sort_keys=True))
+
+
+def _write_interrupted(store: Store, doc: dict[str, Any], run: SyntheticRun, n_rows: int,
+                       process: dict) -> str:
+    """A run killed mid-way, through the real writer: live JSON lines, a torn last line, a dead pid."""
+    writer = store.new_run({k: v for k, v in doc.items() if k not in ("run_id", "attempt")})
+    for row in run.evals[:n_rows]:
+        writer.append_eval(row)
+    for row in run.train[:n_rows]:
+        writer.append_train(row)
+    writer._evals.write('{"run_id": "' + writer.run_id + '", "eval_index": ')  # killed mid-write
+    writer._stop.set()
+    writer._evals.close()
+    writer._train.close()
+    writer.update(process=process)
+    return writer.run_id
+
+
+def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "slow"),
+               workloads: Iterable[str] = ("digits_mlp", "digits_cnn"), studies: int = 2,
+               trials: int = 3, seeds: Iterable[int] = (0,), n_evals: int = 20, seed: int = 0,
+               interrupted: int = 0, failed: int = 0, study_name: str = "synthetic") -> Store:
+    """A synthetic store: workloads x algorithms x studies x trials x seeds, one trial each.
+
+    Curves follow `synthetic_run` (the first algorithm is fastest). The last `interrupted` trials
+    have one attempt killed half-way (live JSON lines with a torn last line, a dead process: it
+    reads `interrupted`); the `failed` trials before them have a failed first attempt (half its
+    rows, sealed, with a traceback) and a complete second one. Every planned curve is kept in
+    each document under `synthetic` ({"hit_index", "seconds_per_eval"}) for checks.
+    """
+    store = open_store(path, create=True)
+    rng = np.random.default_rng(seed)
+    configs = [RunConfig(workload=w, algorithm=a, seed=s, study_name=study_name, study=st,
+                         trial=t, hparams=_hparams(rng))
+               for w in workloads for a in algorithms for st in range(studies)
+               for t in range(trials) for s in seeds]
+    if interrupted + failed > len(configs):
+        raise ValueError(f"interrupted + failed = {interrupted + failed} exceeds the "
+                         f"{len(configs)} trials of this store")
+    algo_index = {a: i for i, a in enumerate(dict.fromkeys(algorithms))}
+    process = dead_process()
+    first_failed, first_interrupted = len(configs) - interrupted - failed, len(configs) - interrupted
+    for i, config in enumerate(configs):
+        run = synthetic_run(config.workload, algo_index[config.algorithm], config.trial, n_evals, rng)
+        doc = _document(config, 1, i)
+        doc["synthetic"] = {"hit_index": run.hit_index, "seconds_per_eval": run.seconds_per_eval}
+        half = n_evals // 2
+        if i >= first_interrupted:
+            _write_interrupted(store, doc, run, half, process)
+            continue
+        if i >= first_failed:
+            _write_sealed(store, doc, run, half, "failed", "RuntimeError: synthetic failure",
+                          "Traceback (most recent call last):\nRuntimeError: synthetic failure\n",
+                          process)
+            doc = {**doc, **_document(config, 2, i)}
+        _write_sealed(store, doc, run, n_evals, "complete",
+                      f"step budget of {STEPS_PER_EVAL * n_evals} steps used", None, process)
+    return store
+
+
+def _hparams(rng: np.random.Generator) -> dict[str, float]:
+    return {"learning_rate": float(10 ** rng.uniform(-4, -1)),
+            "weight_decay": float(10 ** rng.uniform(-5, -2))}
+
+
+# -- in-memory inputs for scoring ------------------------------------------------------------
+def runs_table(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """A runs frame (records.RUN_COLUMNS, query.RUN_DTYPES) from partial rows; gaps get defaults.
+
+    Each row needs algorithm, workload, study, trial; `time` and `index` (eval index) give the
+    time to target (both None: not reached). Defaults: seed 0, attempt 1, status complete,
+    study_name "tiny", ruleset external, a max-accuracy target of 0.9.
+    """
+    from workbench.query import RUN_DTYPES
+
+    out = []
+    for i, row in enumerate(rows):
+        r = dict(row)
+        time, index = r.pop("time", None), r.pop("index", None)
+        reached = time is not None
+        base = r.get("base_workload", r["workload"])
+        out.append({
+            "run_id": f"r{i:05d}", "trial_key": f"k{i:05d}", "attempt": 1, "study_name": "tiny",
+            "base_workload": base, "variant": "base" if base == r["workload"] else "variant",
+            "ruleset": "external", "seed": 0, "rng_seed": i, "hparams": {}, "batch_size": 64,
+            "status": "complete", "stop_reason": None, "hardware": "none", "source": "pacebench",
+            "target_metric": "accuracy", "target_direction": "max", "target_validation": 0.9,
+            "target_test": 0.9, "budget_seconds": 100.0, "budget_steps": 1000,
+            "steps": 100, "train_seconds": 100.0, "wall_seconds": 110.0,
+            "reached_target": reached, "time_to_target": time if reached else math.nan,
+            "step_to_target": None if index is None else 10 * (index + 1),
+            "eval_index_to_target": index, "best_validation": 0.95 if reached else 0.5,
+            "started_at": (_T0 + pd.Timedelta(seconds=i)).isoformat(), "ended_at": None,
+            "error": None, **r})
+    frame = pd.DataFrame(out, columns=list(R.RUN_COLUMNS))
+    return frame.astype(RUN_DTYPES)
+
+
+def tiny_cube(trials: Mapping[tuple[str, str, int, int], tuple[int, float] | None],
+              base_of: Mapping[str, str] | None = None) -> xr.Dataset:
+    """A final cube from {(algorithm, workload, study, trial): (eval_index, seconds) or None}.
+
+    None means the trial ran and never reached its target; a combination absent from `trials`
+    did not run (NaN in the cube). `base_of` maps a variant workload to its base workload.
+    """
+    from workbench.cubes import final_cube
+
+    base_of = base_of or {}
+    rows = []
+    for (algorithm, workload, study, trial), hit in trials.items():
+        index, time = hit if hit is not None else (None, None)
+        rows.append({"algorithm": algorithm, "workload": workload, "study": study, "trial": trial,
+                     "base_workload": base_of.get(workload, workload), "time": time,
+                     "index": index})
+    return final_cube(runs_table(rows))
+
+
+def tiny_times(table: Mapping[str, Mapping[str, float]]) -> xr.DataArray:
+    """Per-workload times (algorithm, workload) from {algorithm: {workload: seconds}}; gaps NaN."""
+    frame = pd.DataFrame(table, dtype=float).T  # rows: algorithms, columns: workloads
+    frame.index.name, frame.columns.name = "algorithm", "workload"
+    return xr.DataArray(frame.sort_index().sort_index(axis=1), name="time_to_target",
+                        attrs={"units": "s"})

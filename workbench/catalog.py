@@ -32,7 +32,7 @@ DIGITS_MLP = WorkloadSpec(
            "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.9767, test=0.9633),
-    step_hint=800, budget=Budget(seconds=60.0, steps=3000), eval_every=EvalCadence(steps=25),
+    step_hint=800, budget=Budget(seconds=60.0, steps=800), eval_every=EvalCadence(steps=25),
     batch_size=64, train_loss_every=5,
     description="2-hidden-layer ReLU MLP on the 8x8 digits; accuracy on 300 held-out images",
 )
@@ -42,7 +42,7 @@ DIGITS_CNN = WorkloadSpec(
            "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.9867, test=0.9767),
-    step_hint=800, budget=Budget(seconds=60.0, steps=3000), eval_every=EvalCadence(steps=25),
+    step_hint=800, budget=Budget(seconds=60.0, steps=800), eval_every=EvalCadence(steps=25),
     batch_size=64, train_loss_every=5,
     description="2-conv-layer ReLU CNN on the 8x8 digits; accuracy on 300 held-out images",
 )
@@ -53,7 +53,7 @@ SHAKESPEARE_CHAR = WorkloadSpec(
            "activation": "gelu", "norm": "pre_ln", "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="loss", direction="min", validation=2.0, test=2.05),
-    step_hint=1500, budget=Budget(seconds=300.0, steps=4000), eval_every=EvalCadence(steps=100),
+    step_hint=1500, budget=Budget(seconds=300.0, steps=1500), eval_every=EvalCadence(steps=100),
     batch_size=32, train_loss_every=10,
     description="2-layer, 64-wide GPT on characters of tiny-Shakespeare; cross-entropy in nats",
 )
@@ -64,7 +64,7 @@ SYNTHETIC = WorkloadSpec(
            "init_scale": 1.0},
     loss="mean_squared_error",
     target=Target(metric="loss", direction="min", validation=0.1, test=0.1),
-    step_hint=200, budget=Budget(seconds=30.0, steps=600), eval_every=EvalCadence(steps=20),
+    step_hint=400, budget=Budget(seconds=30.0, steps=400), eval_every=EvalCadence(steps=20),
     batch_size=32, train_loss_every=5,
     description="MLP regressing a fixed random teacher network plus noise (no data files)",
 )

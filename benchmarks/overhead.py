@@ -1,0 +1,102 @@
+"""Runner overhead: the timed loop's training time against a bare PyTorch loop, side by side.
+
+Both train the same model (same init), on the same preloaded data, with the same batch size,
+optimizer (AdamW), learning-rate schedule and number of steps, on one thread. Rounds alternate
+bare / runner so that machine noise hits both alike; the ratio of medians is printed.
+
+    .venv/bin/python benchmarks/overhead.py [--workload digits_mlp] [--steps 2000] [--rounds 5]
+
+`runner/bare` uses the runner's own training clock (evals and logging are off the clock, as in
+AlgoPerf); `runner wall-eval/bare` charges the runner everything except its evals (logging too).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from runners.algorithms import get_algorithm  # noqa: E402
+from runners.algorithms.schedules import warmup_cosine  # noqa: E402
+from runners.loop import run  # noqa: E402
+from runners.workloads import build_workload  # noqa: E402
+from workbench.catalog import get_workload  # noqa: E402
+from workbench.spec import RunConfig  # noqa: E402
+from workbench.store import open_store  # noqa: E402
+
+
+def bare_loop(workload_name: str, steps: int, seed: int) -> float:
+    """Seconds for `steps` AdamW steps written as the plainest PyTorch loop."""
+    spec = get_workload(workload_name)
+    workload = build_workload(spec)
+    hp = get_algorithm("adamw").hparams
+    rng_seed = RunConfig(workload_name, "adamw", seed=seed, study_name="overhead").rng_seed
+    model = workload.init_model(rng_seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=hp["learning_rate"],
+                            betas=(1 - hp["one_minus_beta1"], hp["beta2"]),
+                            weight_decay=hp["weight_decay"])
+    inputs, targets = workload.splits["train"]
+    n, bs = inputs.shape[0], spec.batch_size
+    gen = torch.Generator().manual_seed(rng_seed)
+    perm, pos = torch.randperm(n, generator=gen), n
+    start = time.perf_counter()
+    for step in range(steps):
+        if pos + bs > n:
+            perm, pos = torch.randperm(n, generator=gen), 0
+        idx = perm[pos:pos + bs]
+        pos += bs
+        for group in opt.param_groups:
+            group["lr"] = warmup_cosine(step, hp["learning_rate"], hp["warmup_factor"], spec.step_hint)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(inputs.index_select(0, idx)),
+                                                 targets.index_select(0, idx))
+        loss.backward()
+        opt.step()
+    return time.perf_counter() - start
+
+
+def runner_loop(workload_name: str, steps: int, seed: int, store_root: Path) -> tuple[float, float]:
+    """(training seconds on the runner's clock, wall seconds minus eval seconds) for one run."""
+    store = open_store(store_root, create=True)
+    config = RunConfig(workload_name, "adamw", seed=seed, max_steps=steps, stop_on_target=False,
+                       study_name="overhead")
+    doc = store.run_doc(run(config, store))
+    if doc["steps"] != steps:
+        raise RuntimeError(f"runner stopped at {doc['steps']} steps ({doc['stop_reason']})")
+    return doc["train_seconds"], doc["wall_seconds"] - doc["eval_seconds"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="digits_mlp")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    bare, runner, runner_wall = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        bare_loop(args.workload, 50, 0)  # warm-up: allocator, kernels, data
+        for r in range(args.rounds):
+            bare.append(bare_loop(args.workload, args.steps, r))
+            t, w = runner_loop(args.workload, args.steps, r, Path(tmp) / "store")
+            runner.append(t)
+            runner_wall.append(w)
+            print(f"round {r}: bare {bare[-1]:.3f} s  runner {t:.3f} s  (wall-eval {w:.3f} s)")
+    b = statistics.median(bare)
+    print(f"\n{args.workload}, {args.steps} steps, batch {get_workload(args.workload).batch_size}, "
+          f"1 thread, {args.rounds} rounds (median; spread = min..max)")
+    print(f"bare loop        {b:.3f} s  ({min(bare):.3f}..{max(bare):.3f})")
+    print(f"runner (clock)   {statistics.median(runner):.3f} s  ({min(runner):.3f}..{max(runner):.3f})")
+    print(f"runner/bare            = {statistics.median(runner) / b:.3f}")
+    print(f"runner wall-eval/bare  = {statistics.median(runner_wall) / b:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

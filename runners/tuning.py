@@ -1,0 +1,170 @@
+"""Search spaces in AlgoPerf's JSON format and quasirandom trial draws from them.
+
+A search space is either a dict of hyperparameters, each {"min", "max", "scaling": "log"|"linear"}
+or {"feasible_points": [...]}, sampled with scrambled Halton sequences (as AlgoPerf's external
+tuning ruleset), or a list of fixed points, sampled without replacement. Drawn values are exact
+(never rounded), so a trial's hyperparameters are reproducible from the seed alone.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from scipy.stats import qmc
+
+__all__ = ["SearchSpaceError", "Range", "Choice", "SearchSpace", "draw_trials", "study_trials"]
+
+SCALINGS = ("linear", "log")
+
+
+class SearchSpaceError(ValueError):
+    """A search space that is not valid AlgoPerf JSON, or a draw it cannot satisfy."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """A continuous hyperparameter in [low, high], sampled uniformly in linear or log space."""
+
+    name: str
+    low: float
+    high: float
+    scaling: str
+
+    def at(self, u: float) -> float:
+        """The value at unit coordinate u in [0, 1)."""
+        if self.scaling == "log":
+            return math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        return self.low + u * (self.high - self.low)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A hyperparameter taking one of a fixed list of values, each equally likely."""
+
+    name: str
+    points: tuple[Any, ...]
+
+    def at(self, u: float) -> Any:
+        return self.points[min(int(u * len(self.points)), len(self.points) - 1)]
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Either `params` (a dict space, in file order) or `points` (a list space); never both."""
+
+    params: tuple[Range | Choice, ...] = ()
+    points: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def is_list(self) -> bool:
+        return bool(self.points)
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.params] if self.params else list(self.points[0])
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "SearchSpace":
+        """Parse the JSON file at `path` (errors name the file and the bad key)."""
+        path = Path(path)
+        try:
+            obj = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise SearchSpaceError(f"{path}: not valid JSON ({err})") from None
+        try:
+            return cls.parse(obj)
+        except SearchSpaceError as err:
+            raise SearchSpaceError(f"{path}: {err}") from None
+
+    @classmethod
+    def parse(cls, obj: Any) -> "SearchSpace":
+        """A search space from a decoded JSON object (a dict space or a list of points)."""
+        if isinstance(obj, Mapping):
+            if not obj:
+                raise SearchSpaceError("empty search space: give at least one hyperparameter")
+            return cls(params=tuple(_parse_param(k, v) for k, v in obj.items()))
+        if isinstance(obj, list):
+            return cls(points=_parse_points(obj))
+        raise SearchSpaceError(f"a search space is a JSON object or a list of points, "
+                               f"got {type(obj).__name__}")
+
+
+def _parse_param(name: str, spec: Any) -> Range | Choice:
+    """One entry of a dict space: a min/max range or a list of feasible points."""
+    if not isinstance(spec, Mapping):
+        raise SearchSpaceError(f"hyperparameter {name!r}: expected an object with min/max/scaling "
+                               f"or feasible_points, got {spec!r}")
+    keys = set(spec)
+    if keys == {"feasible_points"}:
+        points = spec["feasible_points"]
+        if not isinstance(points, list) or not points:
+            raise SearchSpaceError(f"hyperparameter {name!r}: feasible_points must be a non-empty "
+                                   f"list, got {points!r}")
+        return Choice(name, tuple(points))
+    if keys != {"min", "max", "scaling"}:
+        raise SearchSpaceError(f"hyperparameter {name!r}: keys {sorted(keys)} are not valid; give "
+                               f"exactly min, max and scaling, or only feasible_points")
+    low, high, scaling = spec["min"], spec["max"], spec["scaling"]
+    for key, value in (("min", low), ("max", high)):
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not is_number or not math.isfinite(value):
+            raise SearchSpaceError(f"hyperparameter {name!r}: {key} must be a finite number, "
+                                   f"got {value!r}")
+    if scaling not in SCALINGS:
+        raise SearchSpaceError(f"hyperparameter {name!r}: scaling {scaling!r} is not valid; "
+                               f"valid are {', '.join(SCALINGS)}")
+    if low > high:
+        raise SearchSpaceError(f"hyperparameter {name!r}: min {low} is above max {high}")
+    if scaling == "log" and low <= 0:
+        raise SearchSpaceError(f"hyperparameter {name!r}: log scaling needs min > 0, got {low}")
+    return Range(name, float(low), float(high), scaling)
+
+
+def _parse_points(obj: list) -> tuple[Mapping[str, Any], ...]:
+    """A list space: non-empty, every point an object with the same hyperparameter names."""
+    if not obj:
+        raise SearchSpaceError("empty list of points: give at least one point")
+    first = obj[0]
+    for i, point in enumerate(obj):
+        if not isinstance(point, Mapping) or not point:
+            raise SearchSpaceError(f"point {i}: expected a non-empty object, got {point!r}")
+        if set(point) != set(first):
+            diff = sorted(set(point) ^ set(first))
+            raise SearchSpaceError(f"point {i}: hyperparameter(s) {', '.join(diff)} differ from "
+                                   f"point 0's ({', '.join(first)})")
+    return tuple(dict(p) for p in obj)
+
+
+def _halton_trials(space: SearchSpace, n: int, seed: int) -> list[dict[str, Any]]:
+    """n points of one scrambled Halton sequence, one dimension per hyperparameter."""
+    unit = qmc.Halton(d=len(space.params), scramble=True, rng=seed).random(n)  # (n, d) in [0, 1)
+    return [{p.name: p.at(float(u)) for p, u in zip(space.params, row)} for row in unit]
+
+
+def draw_trials(space: SearchSpace, n: int, seed: int) -> list[dict[str, Any]]:
+    """n trials' hyperparameters: Halton points of a dict space, or distinct points of a list."""
+    return study_trials(space, 1, n, seed)[0]
+
+
+def study_trials(space: SearchSpace, studies: int, trials: int,
+                 seed: int) -> list[list[dict[str, Any]]]:
+    """Trials for each study, different points in each.
+
+    A dict space: consecutive blocks of one Halton sequence, so no point repeats across studies.
+    A list space: each study samples `trials` points without replacement, in its own random order.
+    """
+    if studies < 1 or trials < 1:
+        raise SearchSpaceError(f"need studies >= 1 and trials >= 1, got {studies} and {trials}")
+    if not space.is_list:
+        flat = _halton_trials(space, studies * trials, seed)
+        return [flat[s * trials:(s + 1) * trials] for s in range(studies)]
+    if trials > len(space.points):
+        raise SearchSpaceError(f"cannot draw {trials} trials without replacement from a list of "
+                               f"{len(space.points)} points; ask for at most {len(space.points)}")
+    rng = np.random.default_rng(seed)
+    return [[dict(space.points[i]) for i in rng.permutation(len(space.points))[:trials]]
+            for _ in range(studies)]

@@ -1,0 +1,40 @@
+"""Build a catalog entry into a torch workload: a plain registry keyed by dataset and arch."""
+from __future__ import annotations
+
+from pathlib import Path
+import torch
+
+from runners.api import Workload
+from runners.workloads.digits import DigitsWorkload
+from runners.workloads.shakespeare import ShakespeareCharWorkload
+from runners.workloads.synthetic import SyntheticWorkload
+from workbench.spec import WorkloadSpec
+
+__all__ = ["WORKLOADS", "build_workload", "workload_keys"]
+
+# "<spec.dataset>/<spec.model['arch']>" -> workload class, called as cls(spec, device, data_dir)
+WORKLOADS: dict[str, type[Workload]] = {
+    "digits/mlp": DigitsWorkload,
+    "digits/cnn": DigitsWorkload,
+    "tinyshakespeare/gpt": ShakespeareCharWorkload,
+    "synthetic/mlp": SyntheticWorkload,
+}
+
+
+def workload_keys() -> list[str]:
+    return list(WORKLOADS)
+
+
+def build_workload(spec: WorkloadSpec, device: torch.device = torch.device("cpu"),
+                   data_dir: str | Path | None = None) -> Workload:
+    """The torch workload for catalog entry `spec`, its tensors on `device`.
+
+    `data_dir` is where downloaded datasets are cached (see runners.data.data_root).
+    """
+    key = f"{spec.dataset}/{spec.model.get('arch')}"
+    try:
+        builder = WORKLOADS[key]
+    except KeyError:
+        raise KeyError(f"no builder for workload {spec.name!r} (dataset/arch {key!r}): "
+                       f"known are {', '.join(WORKLOADS)}") from None
+    return builder(spec, torch.device(device), data_dir)

@@ -1,0 +1,138 @@
+"""The timed loop: records, stop rules, time accounting, determinism, failures."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from runners.api import Algorithm, TrainingComplete
+from runners.loop import run
+from workbench import records as R
+from workbench.spec import RunConfig
+from workbench.store import open_store
+
+
+@pytest.fixture()
+def store(tmp_path):
+    return open_store(tmp_path / "store", create=True)
+
+
+def _metrics(store, run_id):
+    evals = store.evals([run_id])
+    cols = [c for c in evals.columns if R.split_of(c)]
+    return evals[["step", *cols]].to_dict("records")
+
+
+def test_run_records_evals_train_rows_and_summary(store):
+    cfg = RunConfig("synthetic", "adamw", max_steps=100, stop_on_target=False)
+    run_id = run(cfg, store)
+    doc = store.run_doc(run_id)
+    assert doc["status"] == "complete" and doc["steps"] == 100
+    assert "step budget" in doc["stop_reason"]
+    evals = store.evals([run_id])
+    assert list(evals.columns[: len(R.EVAL_COLUMNS)]) == list(R.EVAL_COLUMNS)
+    assert list(evals.step) == [20, 40, 60, 80, 100]  # catalog cadence: every 20 steps
+    for split in R.SPLITS:
+        assert f"{split}/loss" in evals.columns
+    assert (evals.train_seconds.diff().dropna() > 0).all()
+    assert (evals.eval_seconds.diff().dropna() > 0).all()
+    last = evals.iloc[-1]
+    # evals are off the training clock: wall time covers training plus evals
+    assert last.wall_seconds >= last.train_seconds + last.eval_seconds * 0.99
+    train = store.train_rows([run_id])
+    assert list(train.step) == list(range(5, 101, 5))
+    assert doc["environment"]["torch"] == torch.__version__
+    assert doc["hardware"].startswith("cpu:")
+    assert (store.root / R.RUNS_DIR / run_id / R.EVALS_SEALED).exists()
+    assert not (store.root / R.RUNS_DIR / run_id / R.EVALS_LIVE).exists()
+
+
+def test_same_seed_same_metrics_in_another_process(store, tmp_path):
+    cfg = RunConfig("synthetic", "adamw", seed=3, max_steps=60, stop_on_target=False)
+    here = run(cfg, store)
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"config": cfg.to_dict(), "store": str(store.root), "data_dir": None}))
+    subprocess.run([sys.executable, "-m", "runners.launch", str(spec)], check=True)
+    other = [r for r in store.runs().run_id if r != here][0]
+    assert _metrics(store, here) == _metrics(store, other)
+    assert store.run_doc(here)["trial_key"] == store.run_doc(other)["trial_key"]
+    assert store.run_doc(other)["attempt"] == 2
+
+
+def test_different_seed_different_metrics(store):
+    a = run(RunConfig("synthetic", "adamw", seed=0, max_steps=40), store)
+    b = run(RunConfig("synthetic", "adamw", seed=1, max_steps=40), store)
+    assert _metrics(store, a) != _metrics(store, b)
+
+
+def test_non_finite_loss_is_diverged(store):
+    cfg = RunConfig("synthetic", "sgd_nesterov", hparams={"learning_rate": 1e6}, max_steps=200)
+    doc = store.run_doc(run(cfg, store))
+    assert doc["status"] == "diverged"
+    assert "non-finite" in doc["stop_reason"]
+
+
+class _StopsAt(Algorithm):
+    name = "stops_at_7"
+
+    def init(self, model, workload):
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def update(self, model, batch, step, workload):
+        if step == 7:
+            raise TrainingComplete
+        self.opt.zero_grad()
+        loss = workload.loss(model, batch)
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+
+class _Raises(_StopsAt):
+    def update(self, model, batch, step, workload):
+        if step == 3:
+            raise RuntimeError("boom inside update")
+        return super().update(model, batch, step, workload)
+
+
+def test_algorithm_can_end_training(store):
+    run_id = run(RunConfig("synthetic", "custom"), store, algorithm=_StopsAt({}))
+    doc = store.run_doc(run_id)
+    assert doc["status"] == "complete" and doc["steps"] == 7
+    assert doc["stop_reason"] == "algorithm requested the end of training"
+    assert list(store.evals([run_id]).step) == [7]
+
+
+def test_exception_in_update_gives_failed_run_with_traceback(store):
+    with pytest.raises(RuntimeError, match="boom"):
+        run(RunConfig("synthetic", "custom"), store, algorithm=_Raises({}))
+    runs = store.runs()
+    assert list(runs.status) == ["failed"]
+    assert "boom inside update" in runs.error.iloc[0] and "Traceback" in runs.error.iloc[0]
+
+
+def test_stops_when_both_targets_reached(store):
+    run_id = run(RunConfig("synthetic", "adamw"), store)
+    doc = store.run_doc(run_id)
+    assert doc["status"] == "complete"
+    assert doc["stop_reason"] == "validation and test targets reached"
+    row = store.runs().iloc[0]
+    assert row.reached_target and math.isfinite(row.time_to_target)
+    assert doc["steps"] < doc["budget_steps"]
+
+
+def test_time_budget_stops_without_a_free_eval(store, monkeypatch):
+    from workbench import catalog
+    from workbench.spec import Budget
+    import dataclasses
+    spec = dataclasses.replace(catalog.CATALOG["synthetic"], budget=Budget(seconds=0.05, steps=10**6))
+    monkeypatch.setitem(catalog.CATALOG, "synthetic", spec)
+    run_id = run(RunConfig("synthetic", "adamw", stop_on_target=False), store)
+    doc = store.run_doc(run_id)
+    assert "time budget" in doc["stop_reason"]
+    assert doc["train_seconds"] >= 0.05
+    assert (store.evals([run_id]).train_seconds < 0.05 + 0.05).all()

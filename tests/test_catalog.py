@@ -1,0 +1,44 @@
+"""The catalog: entries are valid data, variants restate targets, targets match their records."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.catalog import CATALOG, base_workloads, get_workload, variants_of
+
+TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
+
+
+def test_every_base_workload_has_two_variants_with_their_own_targets():
+    for base in base_workloads():
+        variants = variants_of(base)
+        assert len(variants) >= 2, base
+        for name in variants:
+            v = get_workload(name)
+            assert v.base == base and v.variant != "base"
+            assert v.model != get_workload(base).model  # a variant changes knobs
+
+
+def test_entries_are_complete():
+    for w in CATALOG.values():
+        assert w.step_hint > 0 and w.budget.seconds > 0 and w.budget.steps > 0
+        assert w.batch_size > 0 and w.eval_every.steps
+        assert w.target.direction in ("min", "max")
+
+
+def test_unknown_workload_lists_the_valid_names():
+    with pytest.raises(KeyError, match="known are digits_mlp"):
+        get_workload("cifar")
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_target_equals_the_target_setting_record(name):
+    """Targets are set by `pacebench set-targets`; its record is committed under targets/."""
+    record = json.loads((TARGETS_DIR / f"{name}.json").read_text())
+    target = get_workload(name).target
+    assert record["metric"] == target.metric and record["direction"] == target.direction
+    assert target.validation == pytest.approx(record["validation_target"], abs=1e-9)
+    assert target.test == pytest.approx(record["test_target"], abs=1e-9)
+    assert len(record["reruns"]) >= 3

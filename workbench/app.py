@@ -1,0 +1,45 @@
+"""The served dashboard: `panel serve workbench/app.py` (store from env PACEBENCH_STORE, default
+`results`). This module only assembles: the selection and views live in `workbench.views`.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import panel as pn
+
+from workbench.views.curves import Curves
+from workbench.views.leaderboard import Leaderboard
+from workbench.views.profiles import Profiles
+from workbench.views.selection import Filters, Selection, StoreNotice
+
+__all__ = ["build_app", "store_from_env", "REFRESH_MS"]
+
+REFRESH_MS = 5000  # how often a served dashboard re-reads the store for new or growing runs
+
+
+def store_from_env() -> Path:
+    """The store the dashboard shows: $PACEBENCH_STORE, else `results`."""
+    return Path(os.environ.get("PACEBENCH_STORE", "results"))
+
+
+def build_app(store_path: str | os.PathLike) -> pn.template.BootstrapTemplate:
+    """The dashboard over the store at `store_path`: filters in the sidebar, views in tabs."""
+    pn.extension("tabulator", sizing_mode="stretch_width", notifications=False)
+    selection = Selection(store_path=str(store_path))
+    tabs = pn.Tabs(("Leaderboard", Leaderboard(selection=selection)),
+                   ("Profiles", Profiles(selection=selection)),
+                   ("Curves", Curves(selection=selection)),
+                   sizing_mode="stretch_width")
+    if pn.state.served:
+        pn.state.add_periodic_callback(selection.refresh, period=REFRESH_MS)
+    return pn.template.BootstrapTemplate(
+        title="Pacebench",
+        sidebar=[pn.pane.Markdown(f"**Store** `{store_path}`"), Filters(selection=selection)],
+        main=[pn.Column(StoreNotice(selection=selection), tabs, sizing_mode="stretch_width")],
+        header_background="#1f4e79",
+    )
+
+
+if __name__.startswith("bokeh"):
+    build_app(store_from_env()).servable()

@@ -1,0 +1,98 @@
+"""A static, self-contained HTML report of a store: the dashboard's views in one file.
+
+Bokeh's and Panel's JavaScript and CSS are inlined, so the file opens from disk with no network.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import os
+import re
+from pathlib import Path
+
+import panel as pn
+from bokeh.document import Document
+from bokeh.model import Model
+from bokeh.models import ImportedStyleSheet, InlineStyleSheet
+from bokeh.resources import INLINE
+from panel.io.resources import CDN_DIST, DIST_DIR
+
+from workbench.views.curves import Curves
+from workbench.views.leaderboard import Leaderboard
+from workbench.views.profiles import Profiles
+from workbench.views.selection import Selection, StoreNotice
+
+__all__ = ["write_report", "report_layout"]
+
+# Panel's page template links its favicon from a CDN; an inline icon keeps the file offline.
+_FAVICON = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
+            "%3Crect width='16' height='16' rx='3' fill='%231f77b4'/%3E%3C/svg%3E")
+
+
+_DATA_TYPES = {".woff2": "font/woff2", ".svg": "image/svg+xml", ".png": "image/png"}
+_CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]+)['\"]?\s*\)")
+
+
+def _embed_urls(css: str, folder: Path) -> str:
+    """CSS with each relative url() of a font or image that the browser would fetch inlined."""
+    def embed(match: re.Match) -> str:
+        target = folder / match.group(1).split("?")[0].split("#")[0]
+        kind = _DATA_TYPES.get(target.suffix)
+        if match.group(1).startswith(("data:", "http")) or kind is None or not target.is_file():
+            return match.group(0)
+        return f"url(data:{kind};base64,{base64.b64encode(target.read_bytes()).decode()})"
+    return _CSS_URL.sub(embed, css)
+
+
+def _inline_stylesheets(root: Model) -> None:
+    """Swap Panel's stylesheet links to its CDN for the same CSS from the installed package."""
+    inlined: dict[str, InlineStyleSheet] = {}
+
+    def local(sheet):
+        url = getattr(sheet, "url", "") if isinstance(sheet, ImportedStyleSheet) else ""
+        path = DIST_DIR / url[len(CDN_DIST):].split("?")[0] if url.startswith(CDN_DIST) else None
+        if path is None or not path.is_file():
+            return sheet
+        if url not in inlined:
+            inlined[url] = InlineStyleSheet(css=_embed_urls(path.read_text(), path.parent))
+        return inlined[url]
+
+    for model in list(root.references()):
+        if getattr(model, "stylesheets", None):
+            model.stylesheets = [local(sheet) for sheet in model.stylesheets]
+
+
+def _summary(selection: Selection, title: str) -> str:
+    runs = selection.runs
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"# {title}\nStore `{selection.store_path}`, written {stamp}: {len(runs)} runs of "
+            f"{runs['algorithm'].nunique()} algorithms on {runs['workload'].nunique()} workloads.")
+
+
+def report_layout(selection: Selection, title: str) -> pn.Column:
+    """The report page: a summary line, any store notice, and the views in tabs."""
+    return pn.Column(
+        pn.pane.Markdown(_summary(selection, title)),
+        StoreNotice(selection=selection),
+        pn.Tabs(("Leaderboard", Leaderboard(selection=selection)),
+                ("Profiles", Profiles(selection=selection)),
+                ("Curves", Curves(selection=selection)), sizing_mode="stretch_width"),
+        sizing_mode="stretch_width", styles={"padding": "0 1.5em"},
+    )
+
+
+def write_report(store_path: str | os.PathLike, out_path: str | os.PathLike,
+                 title: str | None = None) -> Path:
+    """Write the report of the store at `store_path` to `out_path` (HTML); returns its path."""
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pn.extension("tabulator")
+    title = title or f"Pacebench report: {Path(store_path).name}"
+    layout = report_layout(Selection(store_path=str(store_path)), title)
+    doc = Document()
+    root = layout.get_root(doc)
+    doc.add_root(root)
+    _inline_stylesheets(root)
+    pn.io.save.save(doc, out, title=title, resources=INLINE,
+                    template_variables={"app_favicon": _FAVICON, "apple_icon": ""})
+    return out

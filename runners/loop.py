@@ -78,7 +78,31 @@ def run_document(p: Prepared) -> dict:
         "budget_seconds": p.budget.seconds, "budget_steps": p.budget.steps,
         "step_hint": s.step_hint, "config": c.to_dict(), "workload_spec": s.to_dict(),
         "environment": capture_environment(p.device, c.threads),
+        "algorithm_source": p.algorithm.provenance() or None,
     }
+
+
+def _record_setup_failure(config: RunConfig, store: Store) -> None:
+    """A run that failed before its clock started still leaves a `failed` record with the traceback."""
+    import sys
+    import traceback
+
+    try:
+        spec = get_workload(config.workload)
+        ident = {"workload": spec.name, "base_workload": spec.base, "variant": spec.variant,
+                 "target_metric": spec.target.metric, "target_direction": spec.target.direction,
+                 "target_validation": spec.target.validation, "target_test": spec.target.test}
+    except KeyError:
+        ident = {"workload": config.workload}
+    c = config
+    doc = {**ident, "trial_key": c.trial_key, "study_name": c.study_name, "algorithm": c.algorithm,
+           "ruleset": c.ruleset, "study": c.study, "trial": c.trial, "seed": c.seed,
+           "rng_seed": c.rng_seed, "hparams": dict(c.hparams), "source": "pacebench",
+           "config": c.to_dict()}
+    exc = sys.exc_info()[1]
+    with store.new_run(doc) as writer:
+        writer.finish("failed", stop_reason=f"set-up failed: {type(exc).__name__}: {exc}"[:500],
+                      error=traceback.format_exc())
 
 
 def _evaluate(workload: Workload, model: torch.nn.Module) -> dict[str, float]:
@@ -93,7 +117,11 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
         data_dir: str | Path | None = None, algorithm: Algorithm | None = None,
         on_eval: Callable[[dict], None] | None = None) -> str:
     """Train one run to a stop condition, recording it in `store`; returns its run_id."""
-    p = prepare(config, device, data_dir, algorithm)
+    try:
+        p = prepare(config, device, data_dir, algorithm)
+    except Exception:
+        _record_setup_failure(config, store)
+        raise
     spec, target, model, algo = p.spec, p.spec.target, p.model, p.algorithm
     cadence, budget, log_every = spec.eval_every, p.budget, spec.train_loss_every
     batches = p.workload.train_batches(p.batch_size, config.rng_seed)
@@ -119,7 +147,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
             last = now
 
             # --- untimed: training-loss rows and the divergence check
-            if not stop_requested and step % log_every == 0:
+            if not stop_requested and loss is not None and step % log_every == 0:
                 value = float(loss)
                 writer.append_train({"step": step, "examples": step * p.batch_size,
                                      "train_seconds": train_s, "loss": value})
@@ -148,6 +176,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
                    "train_seconds": train_s, "eval_seconds": eval_s,
                    "wall_seconds": after - start, **metrics}
             writer.append_eval(row)
+            algo.observe_eval(row)
             if on_eval:
                 on_eval(row)
             eval_index += 1

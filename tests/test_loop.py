@@ -136,3 +136,16 @@ def test_time_budget_stops_without_a_free_eval(store, monkeypatch):
     assert "time budget" in doc["stop_reason"]
     assert doc["train_seconds"] >= 0.05
     assert (store.evals([run_id]).train_seconds < 0.05 + 0.05).all()
+
+
+class _InitFails(_StopsAt):
+    def init(self, model, workload):
+        raise RuntimeError("cannot build optimizer state")
+
+
+def test_failure_before_the_clock_still_leaves_a_failed_record(store):
+    with pytest.raises(RuntimeError, match="optimizer state"):
+        run(RunConfig("synthetic", "custom"), store, algorithm=_InitFails({}))
+    row = store.runs().iloc[0]
+    assert row.status == "failed" and "set-up failed" in row.stop_reason
+    assert "cannot build optimizer state" in row.error

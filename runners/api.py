@@ -77,15 +77,24 @@ class Algorithm(abc.ABC):
 
     @abc.abstractmethod
     def update(self, model: torch.nn.Module, batch: Batch, step: int,
-               workload: Workload) -> torch.Tensor:
+               workload: Workload) -> torch.Tensor | None:
         """One training step on `batch` (`step` counts from 0); returns the minibatch loss.
 
         Raise TrainingComplete to stop early. Must not call .item() on device tensors needlessly:
-        the runner reads the returned loss only every `train_loss_every` steps.
+        the runner reads the returned loss only every `train_loss_every` steps. Return None when
+        there is no loss to log (e.g. an AlgoPerf submission that computed none): the step then
+        writes no training-loss row and cannot trip the divergence check.
         """
 
     def prepare_for_eval(self, model: torch.nn.Module) -> None:
         """Called before each eval, on the clock (e.g. to swap in averaged weights)."""
+
+    def observe_eval(self, row: Mapping[str, Any]) -> None:
+        """Called after each eval, off the clock, with its eval row (step, times, metrics)."""
+
+    def provenance(self) -> dict[str, Any]:
+        """Where the algorithm's code came from, stored in the run document (e.g. file + sha256)."""
+        return {}
 
     def current_lr(self) -> float | None:
         """The learning rate used by the last update, for logging; None if not meaningful."""

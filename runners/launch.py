@@ -18,6 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig, StudySpec, stable_hash
@@ -32,12 +33,15 @@ class StudyExistsError(RuntimeError):
     """The store already holds runs of a study with this name and resume was not asked for."""
 
 
-def plan_study(spec: StudySpec) -> list[RunConfig]:
+def plan_study(spec: StudySpec,
+               search_spaces: Mapping[str, str | Path] | None = None) -> list[RunConfig]:
     """Every run of the study, in launch order: workloads x algorithms x studies x trials x seeds.
 
     External tuning draws each study's trials from the algorithm's search space with scrambled
     Halton sampling (or without replacement from a list of points); self-tuning runs the
-    algorithm's defaults once per study, with the budget multiplied.
+    algorithm's defaults once per study, with the budget multiplied. `search_spaces` maps an
+    algorithm name to the JSON search space to use instead of its own (e.g. an AlgoPerf
+    submission's --tuning-search-space).
     """
     from runners.algorithms import search_space_path
     from runners.tuning import SearchSpace, study_trials
@@ -47,7 +51,8 @@ def plan_study(spec: StudySpec) -> list[RunConfig]:
     configs = []
     for algorithm in spec.algorithms:
         if spec.ruleset == "external":
-            space = SearchSpace.from_json(search_space_path(algorithm))
+            path = (search_spaces or {}).get(algorithm) or search_space_path(algorithm)
+            space = SearchSpace.from_json(path)
             draw_seed = int(stable_hash([spec.name, algorithm], 8), 16)
             points = study_trials(space, spec.studies, spec.trials, draw_seed)
         else:
@@ -82,12 +87,16 @@ class StudyResult:
 
 
 def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = False,
-              data_dir: str | Path | None = None, progress: bool = True) -> StudyResult:
-    """Run every planned trial that is not done yet, `workers` processes at a time."""
+              data_dir: str | Path | None = None, progress: bool = True,
+              search_spaces: Mapping[str, str | Path] | None = None) -> StudyResult:
+    """Run every planned trial that is not done yet, `workers` processes at a time.
+
+    `search_spaces`: per-algorithm search-space overrides, as in plan_study.
+    """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     store.ensure()
-    configs = plan_study(spec)
+    configs = plan_study(spec, search_spaces)
     existing = _runs_of_study(store, spec.name)
     if existing and not resume:
         raise StudyExistsError(

@@ -9,6 +9,7 @@ from runners.algorithms.base import HparamError, OptimizerAlgorithm
 from runners.algorithms.heavy_ball import HeavyBall
 from runners.algorithms.nadamw import NAdamW, NAdamWOptimizer
 from runners.algorithms.sgd_nesterov import SGDNesterov
+from runners.algoperf import ALGOPERF_PREFIX, AlgoPerfAlgorithm, submission_path
 from runners.api import Algorithm
 
 __all__ = ["ALGORITHMS", "get_algorithm", "algorithm_names", "search_space_path",
@@ -27,7 +28,12 @@ def _algorithm_class(name: str) -> type[Algorithm]:
 
 
 def get_algorithm(name: str, hparams: Mapping[str, Any] | None = None) -> Algorithm:
-    """Algorithm `name` with `hparams`; missing ones take the class defaults, unknown ones raise."""
+    """Algorithm `name` with `hparams`; missing ones take the class defaults, unknown ones raise.
+
+    A name "algoperf:<path>" is an AlgoPerf submission file, run by runners.algoperf.
+    """
+    if name.startswith(ALGOPERF_PREFIX):
+        return AlgoPerfAlgorithm.from_name(name, hparams)
     return _algorithm_class(name)(hparams or {})
 
 
@@ -36,5 +42,15 @@ def algorithm_names() -> list[str]:
 
 
 def search_space_path(name: str) -> Path:
-    """The AlgoPerf-format JSON search space shipped for algorithm `name`."""
+    """The AlgoPerf-format JSON search space shipped for algorithm `name`.
+
+    For a submission "algoperf:<path>" it is AlgoPerf's convention: tuning_search_space.json in the
+    submission's folder.
+    """
+    if name.startswith(ALGOPERF_PREFIX):
+        path = submission_path(name).parent / "tuning_search_space.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"no search space for {name}: {path} does not exist; pass "
+                                    "--tuning-search-space path.json")
+        return path
     return Path(__file__).resolve().parent / _algorithm_class(name).search_space

@@ -1,0 +1,275 @@
+"""AlgoPerf-API submissions run unchanged: the adapter, the workload surface, CLI studies, timing."""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from runners.algoperf import (AlgoPerfAlgorithm, SubmissionError, algorithm_name,
+                              ensure_algoperf_imports, hyperparameters_from, load_submission)
+from runners.algoperf_workload import AlgoPerfWorkload
+from runners.cli import main
+from runners.loop import run
+from runners.workloads import build_workload
+from workbench.catalog import get_workload
+from workbench.cubes import final_cube
+from workbench.scoring import workload_times
+from workbench.spec import RunConfig
+from workbench.store import open_store
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ADAMW = FIXTURES / "algoperf_adamw" / "submission.py"
+RAISES = FIXTURES / "algoperf_raises" / "submission.py"
+
+# A submission for timing and protocol tests: init sleeps INIT_SLEEP_S, every update UPDATE_SLEEP_S.
+TIMED = '''
+import time
+
+import torch
+from algoperf import spec
+
+SEEN = {}
+
+
+def get_batch_size(workload_name):
+    return 32
+
+
+def init_optimizer_state(workload, model_params, model_state, hyperparameters, rng):
+    time.sleep(1.0)
+    SEEN["hyperparameters"] = hyperparameters
+    return {"sgd": torch.optim.SGD(model_params.parameters(), lr=hyperparameters.learning_rate)}
+
+
+def update_params(workload, current_param_container, current_params_types, model_state,
+                  hyperparameters, batch, loss_type, optimizer_state, eval_results, global_step,
+                  rng, train_state=None):
+    SEEN["train_state"] = train_state
+    SEEN["eval_results"] = list(eval_results)
+    if global_step == hyperparameters.stop_at:
+        raise spec.TrainingCompleteError("enough")
+    time.sleep(0.01)
+    logits, model_state = workload.model_fn(current_param_container, batch, model_state,
+                                            spec.ForwardPassMode.TRAIN, rng, True)
+    out = workload.loss_fn(batch["targets"], logits)
+    optimizer_state["sgd"].zero_grad()
+    (out["summed"] / out["n_valid_examples"]).backward()
+    optimizer_state["sgd"].step()
+    return optimizer_state, current_param_container, model_state
+
+
+def data_selection(workload, input_queue, optimizer_state, current_param_container, model_state,
+                   hyperparameters, global_step, rng):
+    return next(input_queue)
+'''
+INIT_SLEEP_S, UPDATE_SLEEP_S = 1.0, 0.01
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread: tiny models run faster and tests do not fight over the 2 cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture()
+def store(tmp_path):
+    return open_store(tmp_path / "store", create=True)
+
+
+def _write(tmp_path: Path, source: str, name: str = "submission.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+# --- loading and hyperparameters ---------------------------------------------------------------
+def test_hyperparameters_are_a_namedtuple_with_attribute_access():
+    hp = hyperparameters_from({"learning_rate": 0.1, "beta2": 0.999})
+    assert hp.learning_rate == 0.1 and hp.beta2 == 0.999 and hp._asdict()["beta2"] == 0.999
+    assert hyperparameters_from({}) is None  # self-tuning: AlgoPerf passes None
+    with pytest.raises(SubmissionError, match="identifiers"):
+        hyperparameters_from({"not valid": 1})
+
+
+def test_a_missing_required_function_is_named_with_the_file(tmp_path):
+    source = RAISES.read_text().replace("def update_params(", "def renamed_update(")
+    path = _write(tmp_path, source)
+    with pytest.raises(SubmissionError, match="update_params") as err:
+        load_submission(path)
+    assert str(path) in str(err.value)
+    with pytest.raises(SubmissionError, match="not found"):
+        load_submission(tmp_path / "absent.py")
+
+
+def test_compat_imports_never_shadow_an_installed_algoperf(tmp_path, monkeypatch):
+    fake = tmp_path / "site" / "algoperf"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("REAL = True\n")
+    ensure_algoperf_imports()
+    import algoperf.spec  # noqa: F401 - so that the deletions below are undone after the test
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    for name in [m for m in sys.modules if m == "algoperf" or m.startswith("algoperf.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert "algoperf" not in ensure_algoperf_imports()
+    import algoperf
+    assert getattr(algoperf, "REAL", False)
+
+
+def test_get_batch_size_raising_falls_back_to_the_catalog_and_says_so(caplog):
+    algo = AlgoPerfAlgorithm(ADAMW, {"learning_rate": 1e-3})
+    with caplog.at_level(logging.WARNING, logger="runners.algoperf"):
+        assert algo.batch_size(get_workload("digits_mlp")) == 64
+    assert "using the workload's default batch size 64" in caplog.text
+    assert "get_batch_size('digits_mlp')" in caplog.text
+
+
+# --- the workload surface ----------------------------------------------------------------------
+def _surface(name: str, data_dir=None) -> tuple[AlgoPerfWorkload, torch.nn.Module, dict]:
+    ensure_algoperf_imports()
+    from algoperf import spec
+    workload = build_workload(get_workload(name), data_dir=data_dir)
+    model = workload.init_model(0)
+    surface = AlgoPerfWorkload(workload, spec, model)
+    batch = next(workload.train_batches(8, seed=0))
+    return surface, model, batch
+
+
+@pytest.mark.parametrize("name", ["digits_mlp", "synthetic"])
+def test_loss_fn_mean_equals_our_loss(name):
+    surface, model, batch = _surface(name)
+    logits, state = surface.model_fn(model, batch, None, surface.api.ForwardPassMode.TRAIN, None,
+                                     True)
+    out = surface.loss_fn(batch["targets"], logits)
+    assert out["per_example"].shape == (8,) and out["n_valid_examples"] == 8 and state is None
+    expected = surface.workload.loss(model, batch).detach()
+    mean = (out["summed"] / out["n_valid_examples"]).detach()
+    assert float(mean) == pytest.approx(float(expected), 1e-6)
+    assert float(surface.last_loss) == pytest.approx(float(expected), 1e-6)
+    mask = torch.tensor([1.0] * 4 + [0.0] * 4)
+    masked = surface.loss_fn(batch["targets"], logits, mask_batch=mask)
+    assert float(masked["n_valid_examples"]) == 4
+    assert float(masked["summed"].detach()) == pytest.approx(
+        float(out["per_example"][:4].sum().detach()), 1e-6)
+    expected_type = "SOFTMAX_CROSS_ENTROPY" if name == "digits_mlp" else "MEAN_SQUARED_ERROR"
+    assert surface.loss_type.name == expected_type
+
+
+def test_sequence_loss_and_parameter_types_on_the_transformer(shared_data):
+    surface, model, batch = _surface("shakespeare_char", shared_data)
+    types = surface.api.ParameterType
+    logits, _ = surface.model_fn(model, batch, None, surface.api.ForwardPassMode.EVAL, None, False)
+    assert logits.dim() == 3 and not logits.requires_grad and not model.training
+    out = surface.loss_fn(batch["targets"], logits)
+    assert out["per_example"].shape == batch["targets"].shape  # (B, T): one loss per token
+    mean = float(out["summed"] / out["n_valid_examples"])
+    assert mean == pytest.approx(float(surface.workload.loss(model, batch).detach()), 1e-5)
+    kinds = surface.model_params_types
+    assert list(kinds) == [n for n, _ in model.named_parameters()]
+    assert kinds["tok.weight"] == types.EMBEDDING and kinds["pos.weight"] == types.EMBEDDING
+    assert kinds["blocks.0.ln1.weight"] == types.LAYER_NORM_SCALE
+    assert kinds["blocks.0.ln1.bias"] == types.LAYER_NORM_BIAS
+    assert kinds["blocks.0.attn.qkv.weight"] == types.ATTENTION_QKV
+    assert kinds["blocks.0.attn.qkv.bias"] == types.ATTENTION_BIAS
+    assert kinds["blocks.0.attn.proj.weight"] == types.ATTENTION_OUT
+    assert kinds["blocks.0.mlp.0.weight"] == types.WEIGHT
+    assert kinds["blocks.0.mlp.0.bias"] == types.BIAS
+    assert surface.param_shapes["tok.weight"].shape_tuple == (65, 64)
+    assert surface.is_output_params("head.weight") and not surface.is_output_params("tok.weight")
+
+
+def test_workload_facts_come_from_the_catalog():
+    surface, _, _ = _surface("digits_mlp")
+    spec = get_workload("digits_mlp")
+    assert surface.step_hint == spec.step_hint
+    assert surface.target_metric_name == "accuracy"
+    assert surface.validation_target_value == spec.target.validation
+    assert surface.test_target_value == spec.target.test
+    assert surface.max_allowed_runtime_sec == spec.budget.seconds
+    assert surface.eval_period_time_sec == pytest.approx(60.0 * 25 / 800)  # step cadence in s
+    assert surface.num_train_examples > 1000 and surface.metrics_logger is None
+    assert surface.has_reached_validation_target({"validation/accuracy": 0.99})
+    assert not surface.has_reached_test_target({"test/accuracy": 0.5})
+    with pytest.raises(AttributeError, match="Pacebench provides"):
+        surface.eval_batch_size
+    assert isinstance(surface, surface.api.Workload)  # registered as a virtual subclass
+
+
+# --- the timed loop ----------------------------------------------------------------------------
+def test_init_is_off_the_clock_updates_on_it_and_training_complete_stops(tmp_path, store):
+    path = _write(tmp_path, TIMED)
+    hparams = {"learning_rate": 0.05, "stop_at": 30}
+    algo = AlgoPerfAlgorithm(path, hparams)
+    config = RunConfig("synthetic", algorithm_name(path), hparams=hparams, max_steps=40)
+    doc = store.run_doc(run(config, store, algorithm=algo))
+    assert doc["status"] == "complete" and doc["steps"] == 30
+    assert doc["stop_reason"] == "algorithm requested the end of training"
+    # 30 updates sleep 0.3 s on the clock; init's 1 s sleep is not counted
+    assert 30 * UPDATE_SLEEP_S <= doc["train_seconds"] < INIT_SLEEP_S
+    seen = algo.module.SEEN
+    assert seen["hyperparameters"].learning_rate == 0.05 and seen["hyperparameters"].stop_at == 30
+    assert seen["train_state"]["accumulated_submission_time"] > 0  # as of the last eval
+    assert [s for s, _ in seen["eval_results"]] == [20]  # evals every 20 steps (catalog)
+    assert "validation/loss" in seen["eval_results"][0][1]
+    train = store.train_rows([doc["run_id"]])
+    assert list(train.step) == [5, 10, 15, 20, 25, 30] and train.loss.map(math.isfinite).all()
+    assert doc["algorithm_source"] == {"kind": "algoperf_submission", "path": str(path),
+                                       "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def test_a_submission_that_computes_no_loss_is_not_marked_diverged(tmp_path, store):
+    source = TIMED.replace("time.sleep(1.0)", "pass").replace("time.sleep(0.01)", "pass").replace(
+        "out = workload.loss_fn(batch[\"targets\"], logits)",
+        "out = {'summed': ((logits - batch['targets']) ** 2).sum(), 'n_valid_examples': 32}")
+    path = _write(tmp_path, source)
+    config = RunConfig("synthetic", algorithm_name(path), hparams={"learning_rate": 0.05,
+                                                                   "stop_at": -1},
+                       max_steps=20, stop_on_target=False)
+    doc = store.run_doc(run(config, store))  # built from the name, via get_algorithm
+    assert doc["status"] == "complete" and doc["steps"] == 20
+    assert store.train_rows([doc["run_id"]]).empty  # no loss to log, no divergence check
+
+
+# --- the CLI -----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_adamw_submission_study_reaches_the_digits_target(tmp_path, capsys):
+    root = tmp_path / "store"
+    code = main(["study", "--workloads", "digits_mlp", "--algoperf-submission", str(ADAMW),
+                 "--tuning-search-space", str(ADAMW.parent / "tuning_search_space.json"),
+                 "--trials", "2", "--workers", "2", "--name", "apf", "--store", str(root),
+                 "--quiet"])
+    assert code == 0, capsys.readouterr()
+    runs = open_store(root).runs()
+    assert len(runs) == 2 and set(runs.status) == {"complete"}
+    # the study reaches the catalog target (validation accuracy >= 0.9767), scored as AlgoPerf
+    # does: the best trial's time to target. A single trial may miss by one image of 300.
+    assert runs.reached_target.any()
+    times = workload_times(final_cube(runs)).sel(workload="digits_mlp")
+    assert math.isfinite(times.sel(algorithm=algorithm_name(ADAMW)).item())
+    assert set(runs.algorithm) == {algorithm_name(ADAMW)} and set(runs.batch_size) == {64}
+    assert all(set(h) == {"learning_rate", "one_minus_beta1", "beta2", "weight_decay",
+                          "warmup_factor"} for h in runs.hparams)
+    logs = "".join(p.read_text() for p in (root / "logs").glob("*.log"))
+    assert logs.count("using the workload's default batch size 64") == 2
+
+
+@pytest.mark.slow
+def test_a_raising_submission_fails_its_run_not_the_study(tmp_path, capsys):
+    root = tmp_path / "store"
+    code = main(["study", "--workloads", "synthetic", "--algoperf-submission", str(RAISES),
+                 "--trials", "1", "--name", "boom", "--store", str(root), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1 and "1 trials planned" in out and "1 failed" in out
+    runs = open_store(root).runs()
+    assert list(runs.status) == ["failed"]
+    error = runs.error.iloc[0]
+    assert "Traceback" in error and "deliberate failure in update_params at step 3" in error
+    assert str(RAISES) in error  # the traceback points into the submission file

@@ -1,4 +1,4 @@
-"""The `pacebench` command: run, study, score, report, serve, set-targets, list.
+"""The `pacebench` command: run, study, score, report, serve, set-targets, list, import-algoperf.
 
 Training commands import torch lazily, so `pacebench score` and `pacebench report` start fast.
 The store is `--store`, else $PACEBENCH_STORE, else `results/`.
@@ -48,13 +48,45 @@ def _hparams(text: str) -> dict:
     return value
 
 
+def _submission(args: argparse.Namespace) -> str | None:
+    """The algorithm name of --algoperf-submission ("algoperf:<absolute path>"), or None."""
+    if not args.algoperf_submission:
+        if args.tuning_search_space:
+            raise ValueError("--tuning-search-space goes with --algoperf-submission")
+        return None
+    path = Path(args.algoperf_submission)
+    if not path.is_file():
+        raise FileNotFoundError(f"AlgoPerf submission file not found: {path}")
+    from runners.algoperf import algorithm_name, load_submission
+    load_submission(path)  # fail now, naming what is missing, rather than in every worker
+    return algorithm_name(path)
+
+
+def _first_trial(space_path: str, study_name: str, algorithm: str) -> dict:
+    """Trial 0 of a one-trial draw from the search space at `space_path` (as `study` draws it)."""
+    from runners.tuning import SearchSpace, draw_trials
+    from workbench.spec import stable_hash
+
+    seed = int(stable_hash([study_name, algorithm], 8), 16)
+    return draw_trials(SearchSpace.from_json(space_path), 1, seed)[0]
+
+
 # --- commands ----------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
     from runners.loop import run
     from workbench.spec import RunConfig
     from workbench.store import open_store
 
-    config = RunConfig(workload=args.workload, algorithm=args.algorithm, hparams=args.hparams,
+    submission = _submission(args)
+    algorithm = submission or args.algorithm
+    hparams, space = args.hparams, args.tuning_search_space
+    if submission and not space:  # AlgoPerf's convention: the search space beside the submission
+        beside = Path(args.algoperf_submission).parent / "tuning_search_space.json"
+        space = str(beside) if beside.is_file() else None
+    if space and not hparams:
+        hparams = _first_trial(space, args.name, algorithm)
+        print(f"hyperparameters drawn from {space}: {json.dumps(hparams)}")
+    config = RunConfig(workload=args.workload, algorithm=algorithm, hparams=hparams,
                        seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
                        threads=args.threads, study_name=args.name)
     store = open_store(_store_path(args), create=True)
@@ -74,13 +106,18 @@ def cmd_study(args: argparse.Namespace) -> int:
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
-    spec = StudySpec(workloads=args.workloads, algorithms=args.algorithms, ruleset=args.ruleset,
+    submission = _submission(args)
+    algorithms = [*(args.algorithms or []), *([submission] if submission else [])]
+    if not algorithms:
+        raise ValueError("give --algorithms, --algoperf-submission, or both")
+    spaces = {submission: args.tuning_search_space} if args.tuning_search_space else None
+    spec = StudySpec(workloads=args.workloads, algorithms=algorithms, ruleset=args.ruleset,
                      studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
                      name=args.name, max_steps=args.max_steps, threads=args.threads)
     store = open_store(_store_path(args), create=True)
     try:
         result = run_study(spec, store, workers=args.workers, resume=args.resume,
-                           data_dir=args.data_dir, progress=not args.quiet)
+                           data_dir=args.data_dir, progress=not args.quiet, search_spaces=spaces)
     except StudyExistsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -94,24 +131,59 @@ def cmd_score(args: argparse.Namespace) -> int:
     from workbench.cubes import final_cube
     from workbench.store import open_store
 
-    runs = open_store(_store_path(args)).runs()
+    store = open_store(_store_path(args))
+    runs = store.runs()
     if runs.empty:
         print(f"error: store {_store_path(args)} has no runs", file=sys.stderr)
         return 1
+    doc = store.scoring_config()  # an imported benchmark's rules; else the plain rules
+    config = scoring.ScoringConfig.from_dict(doc) if doc else None
     cube = final_cube(runs)
-    table = scoring.score_table(cube)
+    table = scoring.score_table(cube, config)
     times = scoring.workload_times(cube)
+    speedups = _speedups(cube, config, runs, args.reference)
     if args.json:
         ttt = {str(a): {str(w): _seconds(times.sel(algorithm=a, workload=w).item())
                         for w in times.workload.values} for a in times.algorithm.values}
-        print(json.dumps({"scores": {r.algorithm: round(float(r.score), 6)
-                                     for r in table.itertuples()},
-                          "time_to_target": ttt}, indent=2))
+        out = {"scores": {r.algorithm: round(float(r.score), 6) for r in table.itertuples()},
+               "time_to_target": ttt}
+        if speedups is not None:
+            out["speedups"] = {"reference": speedups.attrs["reference"],
+                               "faster_by": {str(a): round(float(v), 6) for a, v in
+                                             zip(speedups.algorithm.values, speedups.values)}}
+        print(json.dumps(out, indent=2))
     else:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         print("\nmedian time to target (training seconds; inf = not reached):")
         print(times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}"))
+        if speedups is not None:
+            print(f"\nspeedup over {speedups.attrs['reference']} (AlgoPerf: 1 - geometric mean "
+                  "of time ratios; misses cost the budget + 1 s):")
+            print(speedups.to_pandas().to_string(float_format=lambda v: f"{v:+.4f}"))
     return 0
+
+
+def _speedups(cube, config, runs, reference: str | None):
+    """AlgoPerf speedups over `reference` (default "baseline") when the config has budgets."""
+    from workbench import scoring
+
+    names = [str(a) for a in cube["algorithm"].values]
+    reference = reference or ("baseline" if "baseline" in names else None)
+    if config is None or not config.budgets or reference is None:
+        return None
+    rulesets = set(runs["ruleset"].dropna())
+    ruleset = rulesets.pop() if len(rulesets) == 1 else "external"
+    return scoring.algoperf_speedups(cube, config, reference, ruleset)
+
+
+def cmd_import_algoperf(args: argparse.Namespace) -> int:
+    from workbench.importers.algoperf import import_algoperf
+
+    report = import_algoperf(args.logdir, _store_path(args), args.targets, ruleset=args.ruleset)
+    print(f"{report.summary()} into {_store_path(args)}")
+    for problem in report.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    return 1 if report.problems else 0
 
 
 def _seconds(value: float) -> float | None:
@@ -174,7 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="train one run and record it")
     p.add_argument("--workload", required=True)
-    p.add_argument("--algorithm", required=True)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--algorithm")
+    which.add_argument("--algoperf-submission", metavar="SUBMISSION.py",
+                       help="an AlgoPerf-API PyTorch submission file, run unchanged")
+    p.add_argument("--tuning-search-space", metavar="SPACE.json",
+                   help="draw the submission's hyperparameters (unless --hparams) from this "
+                        "AlgoPerf search space (default: tuning_search_space.json beside it)")
     p.add_argument("--hparams", type=_hparams, default={}, help="JSON object or @file.json")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int)
@@ -184,7 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
     p.add_argument("--workloads", type=_csv, required=True)
-    p.add_argument("--algorithms", type=_csv, required=True)
+    p.add_argument("--algorithms", type=_csv, help="registry names (and/or --algoperf-submission)")
+    p.add_argument("--algoperf-submission", metavar="SUBMISSION.py",
+                   help="an AlgoPerf-API PyTorch submission file, run unchanged")
+    p.add_argument("--tuning-search-space", metavar="SPACE.json",
+                   help="its AlgoPerf search space (default: tuning_search_space.json beside it)")
     p.add_argument("--ruleset", choices=("external", "self"), default="external")
     p.add_argument("--studies", type=int, default=1)
     p.add_argument("--trials", type=int, default=5)
@@ -197,8 +279,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="AlgoPerf scores and times to target of a store")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--reference", help="algorithm the speedups are measured against "
+                                       "(default: baseline, when the store has budgets)")
     common(p)
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("import-algoperf", help="import AlgoPerf scoring logs into a store")
+    p.add_argument("logdir", help="folder holding <submission>/study_<k>/<workload>_<fw>/trial_<i>/")
+    p.add_argument("--targets", required=True,
+                   help="AlgoPerf targets file, e.g. workload_targets_v05.json")
+    p.add_argument("--ruleset", choices=("external", "self"),
+                   help="default: from an external_tuning / self_tuning folder in the path")
+    common(p)
+    p.set_defaults(func=cmd_import_algoperf)
 
     p = sub.add_parser("report", help="write a self-contained HTML report")
     p.add_argument("--out", required=True)

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from workbench import query
@@ -142,3 +143,44 @@ def test_runs_frame_is_fast_on_a_larger_store(tmp_path):
     runs = query.runs_frame(store)
     assert len(runs) == 200 and time.perf_counter() - start < 5.0
     assert np.isfinite(runs["best_validation"]).all()
+
+
+def test_run_index_gives_the_same_table_and_never_hides_a_run(tmp_path):
+    store = make_store(tmp_path / "s", interrupted=2, failed=2)
+    from_folders = query.runs_frame(store)
+    assert store.index_parts() == []  # fewer than INDEX_AFTER finished runs: nothing written
+    added = query.refresh_index(store)
+    assert added == len(from_folders) - 2  # every run but the two `running` (interrupted) ones
+    pd.testing.assert_frame_equal(query.runs_frame(store), from_folders)
+    # A run folder that is gone drops out although the index lists it.
+    gone = from_folders["run_id"].iloc[0]
+    import shutil
+    shutil.rmtree(store.runs_dir / gone)
+    assert gone not in set(query.runs_frame(store)["run_id"])
+    # An unreadable part is ignored: the runs are read from their folders.
+    good = store.index_parts()[0]
+    bad = good.with_name(good.name.replace(".parquet", "-bad.parquet"))
+    bad.write_bytes(b"not parquet")
+    expected = from_folders.iloc[1:].reset_index(drop=True)
+    pd.testing.assert_frame_equal(query.runs_frame(store), expected)
+    good.write_bytes(b"torn")
+    pd.testing.assert_frame_equal(query.runs_frame(store), expected)
+    assert query.refresh_index(store) == len(expected) - 2  # bad parts are merged away
+    assert len(store.index_parts()) == 1
+    pd.testing.assert_frame_equal(query.runs_frame(store), expected)
+
+
+def test_run_index_parts_merge(tmp_path, monkeypatch):
+    store = make_store(tmp_path / "s", algorithms=("a",), workloads=("digits_mlp",), studies=1,
+                       trials=2)
+    monkeypatch.setattr(query, "MAX_INDEX_PARTS", 2)
+    query.refresh_index(store)
+    assert query.refresh_index(store) == 0 and len(store.index_parts()) == 1
+    for k in range(2):  # two more finished runs, indexed one part each; the third part merges
+        doc = {**store.run_doc(query.runs_frame(store)["run_id"].iloc[0]), "status": "complete"}
+        rows = pa.Table.from_pylist([_row(0, **{"validation/accuracy": 0.95})])
+        store.write_sealed_run(doc, rows, f"extra-{k}")
+        assert query.refresh_index(store) == 1
+    assert len(store.index_parts()) == 1
+    assert sorted(query.runs_frame(store)["run_id"])[-2:] == ["extra-0", "extra-1"]
+    assert len(query.runs_frame(store)) == 4

@@ -166,3 +166,78 @@ def test_speedups_geometric_mean_with_budgets():
         scoring.speedups(times, "nope")
     with pytest.raises(ValueError, match="budgets lack"):
         scoring.speedups(times, "ref", budgets={"w1": 1.0})
+
+
+# Held-out golden case (research/algoperf.md 5.2 item 5): base workloads w1, w2; held-out v1 of w1.
+#            w1    w2    v1
+#   A       100    10    90
+#   B       150    50   400
+#   C       inf    20    20
+#   D       100    10     -   (no v1 result: NaN)
+HELD = {"A": {"w1": 100.0, "w2": 10.0, "v1": 90.0}, "B": {"w1": 150.0, "w2": 50.0, "v1": 400.0},
+        "C": {"w1": INF, "w2": 20.0, "v1": 20.0}, "D": {"w1": 100.0, "w2": 10.0}}
+V05 = scoring.ScoringConfig(base_workloads=("w1", "w2"), held_out={"v1": "w1"},
+                            apply_held_out=True, budgets={"w1": 1000.0, "w2": 100.0})
+
+
+def test_held_out_rule_golden():
+    # 1. v1 is inf where w1 is inf/NaN: C's v1 (20) -> inf, so the best v1 is A's 90, not 20.
+    # 2. 4x cut-off on every column: w2 best 10 -> B's 50 > 40 -> inf; v1 best 90 -> B's 400 >
+    #    360 -> inf (with C's 20 as the best, A's 90 > 80 would have been cut too).
+    # 3. w1 is inf where v1 is inf/NaN: B (v1 cut) and D (no v1 result) lose w1.
+    ruled = scoring.held_out_rule(tiny_times(HELD), {"v1": "w1"})
+    assert ruled.sel(workload="v1").values.tolist()[:3] == [90.0, INF, INF]
+    assert np.isnan(ruled.sel(algorithm="D", workload="v1").item())
+    scored = scoring.apply_rules(tiny_times(HELD), V05).transpose("algorithm", "workload")
+    assert scored["workload"].values.tolist() == ["w1", "w2"]
+    assert scored.values.tolist() == [[100.0, 10.0], [INF, INF], [INF, 20.0], [INF, 10.0]]
+    # ratios: A (1, 1), B none, C (-, 2), D (-, 1) -> scores 1, 0, 2.0151515/6, 3/6
+    np.testing.assert_allclose(scoring.benchmark_scores(scored).values,
+                               [1.0, 0.0, (3 / 99) * 66.5 / 6, 0.5], rtol=1e-12)
+
+
+def test_plain_rules_cut_off_and_bases_only():
+    # Without the held-out rule v1 is just not scored; the cut-off still removes B's w2 (50 > 40).
+    plain = scoring.ScoringConfig(base_workloads=("w1", "w2"))
+    scored = scoring.apply_rules(tiny_times(HELD), plain).transpose("algorithm", "workload")
+    assert scored.values.tolist() == [[100.0, 10.0], [150.0, INF], [INF, 20.0], [100.0, 10.0]]
+    cut = scoring.time_cutoff(tiny_times({"A": {"w": 10.0}, "B": {"w": 40.0}, "C": {"w": 40.1}}))
+    assert cut.values[:, 0].tolist() == [10.0, 40.0, INF]  # exactly 4x keeps its time
+    # A configured base workload without results counts in the denominator.
+    wide = scoring.apply_rules(tiny_times(HELD), scoring.ScoringConfig(("w1", "w2", "w3")))
+    assert wide.sizes["workload"] == 3 and np.isnan(wide.sel(workload="w3")).all()
+
+
+def test_scoring_config_round_trip_and_errors():
+    assert scoring.ScoringConfig.from_dict(V05.to_dict()) == V05
+    with pytest.raises(ValueError, match="unknown scoring config keys"):
+        scoring.ScoringConfig.from_dict({"held_outs": {}})
+    with pytest.raises(ValueError, match="not base workloads"):
+        scoring.ScoringConfig(base_workloads=("w1",), held_out={"v": "w9"})
+
+
+def test_score_table_with_held_out_config():
+    trials = {(a, w, 0, 0): (None if math.isinf(t) else (1, t))
+              for a, row in HELD.items() for w, t in row.items()}
+    cube = tiny_cube(trials, base_of={"v1": "w1"})
+    table = scoring.score_table(cube, V05).set_index("algorithm")
+    assert table.loc["A", "score"] == pytest.approx(1.0)
+    assert table.loc["B", "score"] == 0.0 and table.loc["B", "workloads_reached"] == 0
+    assert table["workloads_scored"].eq(2).all()
+
+
+def test_algoperf_speedups_count_misses_and_gaps_as_budget():
+    # Base workloads w1 (budget 1000 s), w2 (budget 100 s); reference A = (100, 10); no filters.
+    #   B: (150, 50)                -> 1 - sqrt(1.5 * 5)
+    #   C: (inf -> 1001 s, 20)      -> 1 - sqrt(10.01 * 2)
+    #   E: (50, missing -> 101 s)   -> 1 - sqrt(0.5 * 10.1)
+    times = {"A": (100.0, 10.0), "B": (150.0, 50.0), "C": (INF, 20.0), "E": (50.0, None)}
+    trials = {(a, w, 0, 0): (None if math.isinf(t) else (1, t))
+              for a, row in times.items() for w, t in zip(("w1", "w2"), row) if t is not None}
+    out = scoring.algoperf_speedups(tiny_cube(trials), V05, "A")
+    expected = [0.0, 1 - math.sqrt(1.5 * 5), 1 - math.sqrt(10.01 * 2), 1 - math.sqrt(0.5 * 10.1)]
+    np.testing.assert_allclose(out.values, expected, rtol=1e-12, atol=1e-15)
+    # Self-tuning budgets are config.self_tuning_budget_factor x the budget: C's miss is 3001 s.
+    selfish = scoring.ScoringConfig(**{**V05.to_dict(), "self_tuning_budget_factor": 3.0})
+    out = scoring.algoperf_speedups(tiny_cube(trials), selfish, "A", ruleset="self")
+    assert out.sel(algorithm="C").item() == pytest.approx(1 - math.sqrt(30.01 * 2))

@@ -157,3 +157,27 @@ def test_done_trial_keys(tmp_path):
     store.new_run(_doc("e"))  # still running (this process is alive)
     assert store.done_trial_keys() == {"a", "b"}
     assert query.runs_frame(store).set_index("trial_key").loc["e", "status"] == "running"
+
+
+def test_write_sealed_run_is_all_or_nothing_and_never_overwrites(tmp_path):
+    import pyarrow as pa
+
+    store = open_store(tmp_path, create=True)
+    rows = pa.Table.from_pylist([_eval(0, 0.5), _eval(1, 0.05)])
+    doc = _doc("imp", status="complete")
+    assert store.write_sealed_run(doc, rows, "imported-1")
+    assert not store.write_sealed_run({**doc, "algorithm": "other"}, rows, "imported-1")
+    assert store.run_doc("imported-1")["algorithm"] == "sgd"  # the first write stands
+    sealed = pq.read_table(store.runs_dir / "imported-1" / R.EVALS_SEALED)
+    assert sealed.column_names[0] == "run_id" and sealed["run_id"].to_pylist() == ["imported-1"] * 2
+    (store.runs_dir / ".tmp-crashed-abc").mkdir()  # what a crash mid-write leaves
+    (store.runs_dir / ".tmp-crashed-abc" / R.RUN_DOC).write_text("{}")
+    assert [d.name for d in store.run_dirs()] == ["imported-1"]
+    runs = query.runs_frame(store)
+    assert runs["run_id"].tolist() == ["imported-1"] and runs["time_to_target"].item() == 2.0
+    with pytest.raises(ValueError, match="final status"):
+        store.write_sealed_run(_doc("x", status="running"), rows, "imported-2")
+    with pytest.raises(ValueError, match="plain folder name"):
+        store.write_sealed_run(doc, rows, "../escape")
+    with pytest.raises(ValueError, match=r"lack columns \['step'"):
+        store.write_sealed_run(doc, rows.drop_columns(["step"]), "imported-3")

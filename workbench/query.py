@@ -5,6 +5,14 @@ All SQL of the project lives here. Values are always bound as parameters, file l
 found in the files' own schemas. Rows are read from sealed Parquet and from live JSON lines alike,
 so running, crashed and finished runs are all visible; a torn last JSON line reads as an all-NULL
 row, which is dropped.
+
+The run table of finished runs is also kept in the store's run index (records.INDEX_DIR):
+Parquet parts of runs_frame rows, written by refresh_index. runs_frame reads the index in one
+scan and reads the run folders only for runs the index lacks, so a store of thousands of runs is
+read in a fraction of a second. Only runs whose document has a final status are indexed (their
+documents and rows never change again); a run folder that is gone drops out of the table even if
+the index still lists it; a part that cannot be read is ignored (its runs are read from their
+folders), so the index can never hide or change a run.
 """
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ import glob
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import duckdb
@@ -21,7 +30,7 @@ import pandas as pd
 from workbench import records as R
 from workbench.store import Store
 
-__all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "RUN_DTYPES"]
+__all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "refresh_index", "RUN_DTYPES"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "eval_index_to_target",
@@ -53,6 +62,8 @@ _ROW_TYPES = {"run_id": "VARCHAR", "eval_index": "BIGINT", "step": "BIGINT", "ex
               "loss": "DOUBLE"}
 
 _RETRIES = 3  # a live file may be sealed (and removed) between listing and reading it
+INDEX_AFTER = 200     # runs_frame indexes the finished runs it read from folders when this many
+MAX_INDEX_PARTS = 8   # refresh_index merges the parts into one when there are more
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -274,6 +285,104 @@ def _finish_runs(docs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(RUN_DTYPES).sort_values("run_id", ignore_index=True)
 
 
+def _runs_from_folders(con: duckdb.DuckDBPyConnection, store: Store,
+                       run_ids: list[str]) -> pd.DataFrame:
+    """Run-table rows of `run_ids` read from their folders; `status` as the documents say."""
+    if not run_ids:
+        return _empty_runs()
+    docs = _read_docs(con, [str(store.runs_dir / rid / R.RUN_DOC) for rid in run_ids])
+
+    def build(rows: _Rows | None) -> pd.DataFrame:
+        return _finish_runs(docs, _summaries(con, docs, rows))
+
+    return _read_rows(con, store, R.EVALS_SEALED, R.EVALS_LIVE, run_ids, build)
+
+
+def _run_ids(store: Store) -> list[str]:
+    """Ids of the runs in the store (folders holding a run document), sorted."""
+    return [os.path.basename(os.path.dirname(p)) for p in _glob(store, R.RUN_DOC)]
+
+
+def _read_parts(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> pd.DataFrame | None:
+    """Rows of index parts, or None when one cannot be read or lacks run-table columns."""
+    try:
+        frame = con.execute("SELECT * FROM read_parquet(?, union_by_name = true)",
+                            [[str(p) for p in parts]]).df()
+    except duckdb.Error:  # not Parquet, torn, or removed by a merge since it was listed
+        return None
+    return frame if all(c in frame.columns for c in R.RUN_COLUMNS) else None
+
+
+def _read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFrame, list, list]:
+    """(run-table rows of the index, the parts listed, the parts read); bad parts are skipped."""
+    parts = store.index_parts()
+    if not parts:
+        return _empty_runs(), [], []
+    frame, read = _read_parts(con, parts), parts
+    if frame is None:  # find the parts that can be read
+        pieces = {p: _read_parts(con, [p]) for p in parts}
+        read = [p for p, f in pieces.items() if f is not None]
+        if not read:
+            return _empty_runs(), parts, []
+        frame = pd.concat([pieces[p].astype(RUN_DTYPES) for p in read],
+                          ignore_index=True)
+    frame = frame.drop_duplicates("run_id")[list(R.RUN_COLUMNS)]
+    frame["hparams"] = [json.loads(h) if isinstance(h, str) else {} for h in frame["hparams"]]
+    return frame.astype(RUN_DTYPES), parts, read
+
+
+def _index_table(frame: pd.DataFrame) -> "pa.Table":  # noqa: F821
+    """Run-table rows as an Arrow table for an index part (hparams as JSON text)."""
+    import pyarrow as pa
+
+    out = frame[list(R.RUN_COLUMNS)].copy()
+    out["hparams"] = [json.dumps(h, sort_keys=True) for h in out["hparams"]]
+    return pa.Table.from_pandas(out, preserve_index=False)
+
+
+def _runs_table(store: Store, con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                                       list, list]:
+    """(every run's row with the documents' status, the rows read from folders, index parts
+    listed, index parts read)."""
+    run_ids = _run_ids(store)
+    indexed, parts, read = _read_index(con, store)
+    present = set(run_ids)
+    indexed = indexed[indexed["run_id"].isin(present)]
+    known = set(indexed["run_id"])
+    fresh = _runs_from_folders(con, store, [r for r in run_ids if r not in known])
+    frames = [f for f in (indexed, fresh) if len(f)]
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else \
+        (frames[0] if frames else _empty_runs())
+    frame = frame.astype(RUN_DTYPES).sort_values("run_id", ignore_index=True)
+    return frame, fresh, parts, read
+
+
+def _add_to_index(store: Store, fresh: pd.DataFrame) -> int:
+    """Write the finished runs of `fresh` as a new index part; returns how many were added."""
+    done = fresh[fresh["status"].isin(R.TERMINAL)]
+    if len(done):
+        store.write_index_part(_index_table(done))
+    return len(done)
+
+
+def refresh_index(store: Store) -> int:
+    """Add the finished runs that the run index lacks; merge its parts when there are many.
+
+    Safe at any time and from many processes: a part is written atomically, a merge writes the
+    merged part before removing the old ones (a crash in between only leaves duplicate rows,
+    which readers drop). A part that cannot be read is merged away. Returns the number of runs
+    added.
+    """
+    con = connect()
+    frame, fresh, listed, read = _runs_table(store, con)
+    added = _add_to_index(store, fresh)
+    parts = store.index_parts()
+    if len(parts) > MAX_INDEX_PARTS or len(read) < len(listed):
+        store.write_index_part(_index_table(frame[frame["status"].isin(R.TERMINAL)]))
+        store.drop_index_parts(parts)  # their runs are all in the merged part (or re-read)
+    return added
+
+
 def runs_frame(store: Store) -> pd.DataFrame:
     """One row per run attempt, columns records.RUN_COLUMNS in order (dtypes: RUN_DTYPES).
 
@@ -282,16 +391,16 @@ def runs_frame(store: Store) -> pd.DataFrame:
     step_to_target and best_validation are computed from the eval rows against each run's own
     validation target; NaN and null values never meet a target. steps, train_seconds and
     wall_seconds come from the document, else (interrupted runs) from the last eval rows.
+    Finished runs come from the run index when it has them (see the module docstring); when
+    INDEX_AFTER or more finished runs had to be read from their folders, they are indexed (if
+    the store is writable) so that the next read is fast.
     """
-    docs_files = _glob(store, R.RUN_DOC)
-    if not docs_files:
-        return _empty_runs()
     con = connect()
-    docs = _read_docs(con, docs_files)
-
-    def build(rows: _Rows | None) -> pd.DataFrame:
-        return _finish_runs(docs, _summaries(con, docs, rows))
-
-    frame = _read_rows(con, store, R.EVALS_SEALED, R.EVALS_LIVE, None, build)
+    frame, fresh, _, _ = _runs_table(store, con)
+    if (fresh["status"].isin(R.TERMINAL)).sum() >= INDEX_AFTER:
+        try:
+            _add_to_index(store, fresh)
+        except (OSError, ValueError, TypeError):  # Arrow's errors derive from these
+            pass  # the index only speeds reads up: a store it cannot be written to reads as before
     _effective_status(store, frame)
     return frame

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUSES", "TERMINAL", "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
+    "SCORING_DOC", "INDEX_DIR", "INDEX_PART_PREFIX",
     "EVAL_COLUMNS", "TRAIN_COLUMNS", "RUN_COLUMNS", "SPLITS", "metric_column", "split_of",
 ]
 
@@ -31,6 +32,13 @@ EVALS_SEALED = "evals.parquet"      # the same rows, sealed when the run ends
 TRAIN_LIVE = "train.jsonl"          # training-loss rows every `train_loss_every` steps
 TRAIN_SEALED = "train.parquet"
 HEARTBEAT = "heartbeat"             # touched by a live run; its age tells a dead run from a live one
+SCORING_DOC = "pacebench-scoring.json"  # at the root, optional: how to score the store (an import
+                                        # of AlgoPerf logs writes the benchmark version's rules)
+# The run index: Parquet parts, each holding finished runs' rows of the run table (RUN_COLUMNS,
+# hparams as JSON text), so that the run table of a large store is read in one scan. Derived data
+# only: every row is recomputable from the run folders, and deleting the folder is always safe.
+INDEX_DIR = "index"
+INDEX_PART_PREFIX = f"runs-v{SCHEMA_VERSION}-"  # + a unique name + ".parquet"
 
 SPLITS = ("train", "validation", "test")
 

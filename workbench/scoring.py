@@ -6,30 +6,80 @@ The chain (research/algoperf.md sections 5.1, 5.2 and 8):
       -> study_times: per study, the trial with the smallest eval index at which it first met the
          validation target (ties: smaller time); its training seconds there; +inf if none did
       -> workload_times: median over the studies present (+inf takes part), NaN if none
-      -> scored_times: the workloads that are scored (base workloads)
+      -> scored_times: the rules of a ScoringConfig: the v0.5 held-out variant rule (if it
+         applies), the 4x cut-off, then the scored (base) workloads only
       -> performance_ratios: time / best time of the workload (+inf or NaN: no credit)
       -> performance_profile: share of workloads with ratio <= tau
       -> benchmark_scores: trapezoid area of the profile on 100 points of tau in [1, 4], / 3
 
 Each step takes and returns xarray objects and keeps any extra dimension (e.g. a bootstrap
-`replicate`), so rules such as the held-out variant filter and the 4x cut-off slot in between
-workload_times and the ratios without changing the others. Times are training seconds.
+`replicate`). Times are training seconds. A ScoringConfig says which workloads are scored and
+whether the held-out rule applies; the default is the plain rules for our own studies (the base
+workloads of the cube, the 4x cut-off, no held-out rule). An import of AlgoPerf logs records its
+benchmark version's config in the store (Store.scoring_config).
 """
 from __future__ import annotations
 
 import warnings
-from typing import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["study_times", "median_over_studies", "workload_times", "scored_workloads",
-           "scored_times", "performance_ratios", "performance_profile", "benchmark_scores",
-           "exact_scores", "score_table", "bootstrap_scores", "speedups", "TAU_MAX", "NUM_TAUS"]
+__all__ = ["ScoringConfig", "study_times", "median_over_studies", "workload_times",
+           "scored_workloads", "time_cutoff", "held_out_rule", "apply_rules", "scored_times",
+           "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
+           "score_table", "bootstrap_scores", "speedups", "algoperf_speedups", "TAU_MAX",
+           "NUM_TAUS"]
 
-TAU_MAX = 4.0   # ratios above this earn nothing
+TAU_MAX = 4.0   # ratios above this earn nothing; also the cut-off factor on times
 NUM_TAUS = 100  # points of the official tau grid, np.linspace(1, TAU_MAX, NUM_TAUS)
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """Which workloads are scored and by which rules (research/algoperf.md sections 5.2 and 8).
+
+    The default is the plain rules: score the cube's base workloads (variant == "base"), apply
+    the 4x cut-off, no held-out rule. AlgoPerf v0.5 is `base_workloads` = its 8 workloads,
+    `held_out` = its 6 sampled variants and `apply_held_out` = True.
+    """
+
+    base_workloads: tuple[str, ...] | None = None   # scored workloads; None: the cube's bases
+    held_out: Mapping[str, str] = field(default_factory=dict)  # held-out variant -> its base
+    apply_held_out: bool = False                   # the v0.5 held-out variant rule
+    budgets: Mapping[str, float] = field(default_factory=dict)  # workload -> budget s (speedups)
+    self_tuning_budget_factor: float = 1.0         # self-tuning budget = factor x budget
+    benchmark_version: str | None = None           # e.g. "0.5"; informative
+
+    def __post_init__(self) -> None:
+        if self.base_workloads is not None:
+            object.__setattr__(self, "base_workloads", tuple(self.base_workloads))
+        unknown = sorted({b for b in self.held_out.values()} - set(self.base_workloads or ()))
+        if self.base_workloads is not None and unknown:
+            raise ValueError(f"held-out variants map to {unknown}, which are not base workloads; "
+                             f"base workloads are {list(self.base_workloads)}")
+        if self.apply_held_out and not self.held_out:
+            raise ValueError("apply_held_out needs held_out: {held-out variant: base workload}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict (what Store.write_scoring_config records)."""
+        doc = asdict(self)
+        doc["held_out"], doc["budgets"] = dict(self.held_out), dict(self.budgets)
+        if self.base_workloads is not None:
+            doc["base_workloads"] = list(self.base_workloads)
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "ScoringConfig":
+        """The config of a dict written by to_dict (keys beginning with "_" are comments)."""
+        valid = {f.name for f in fields(cls)}
+        unknown = sorted(k for k in doc if k not in valid and not str(k).startswith("_"))
+        if unknown:
+            raise ValueError(f"unknown scoring config keys {unknown}: valid are {sorted(valid)}")
+        return cls(**{k: v for k, v in doc.items() if k in valid})
 
 
 def _need(obj: xr.Dataset | xr.DataArray, dims: tuple[str, ...], what: str) -> None:
@@ -77,10 +127,74 @@ def scored_workloads(cube: xr.Dataset | xr.DataArray) -> list[str]:
     return base or names
 
 
-def scored_times(cube: xr.Dataset) -> xr.DataArray:
-    """Per-workload times restricted to the scored workloads: what the profile is built from."""
-    times = workload_times(cube)
-    return times.sel(workload=scored_workloads(times))
+def _with_workloads(times: xr.DataArray, names: list[str]) -> xr.DataArray:
+    """`times` on exactly the workloads `names` (NaN where a workload has no results)."""
+    times = times.reset_coords(drop=True)  # per-workload labels would not survive the rules
+    return times.reindex(workload=names, fill_value=np.nan)
+
+
+def time_cutoff(times: xr.DataArray, factor: float = TAU_MAX) -> xr.DataArray:
+    """Every time above `factor` x its workload's best finite time becomes +inf (NaN stays)."""
+    _need(times, ("algorithm", "workload"), "times")
+    best = times.where(np.isfinite(times)).min("algorithm", skipna=True)
+    return times.where(~(times > factor * best), np.inf)
+
+
+def _column_of(times: xr.DataArray, pairs: Mapping[str, str]) -> xr.DataArray:
+    """For each key workload of `pairs`, the times of its paired workload, labelled by the key."""
+    keys = list(pairs)
+    return times.sel(workload=[pairs[k] for k in keys]).assign_coords(workload=keys)
+
+
+def _replace(times: xr.DataArray, columns: xr.DataArray) -> xr.DataArray:
+    """`times` with the workloads of `columns` replaced by them."""
+    kept = times.drop_sel(workload=columns["workload"].values)
+    out = xr.concat([kept, columns.transpose(*times.dims)], dim="workload")
+    return out.sel(workload=times["workload"].values).transpose(*times.dims)
+
+
+def held_out_rule(times: xr.DataArray, held_out: Mapping[str, str],
+                  factor: float = TAU_MAX) -> xr.DataArray:
+    """AlgoPerf v0.5's held-out variant rule, with the cut-off, on times over all workloads.
+
+    In order: a held-out variant's time is +inf where its base's time is +inf or NaN (so the
+    fastest time on a variant is taken over algorithms that are finite on its base); every time
+    above `factor` x its workload's best becomes +inf (all workloads); a base's time is +inf
+    where its held-out variant's time is +inf or NaN. `held_out`: {variant: base}; every
+    workload named must be in `times`.
+    """
+    if not held_out:
+        return time_cutoff(times, factor)
+    variants = list(held_out)
+    base_ok = np.isfinite(_column_of(times, held_out))
+    times = _replace(times, times.sel(workload=variants).where(base_ok, np.inf))
+    times = time_cutoff(times, factor)
+    variant_of = {b: v for v, b in held_out.items()}
+    variant_ok = np.isfinite(_column_of(times, variant_of))
+    return _replace(times, times.sel(workload=list(variant_of)).where(variant_ok, np.inf))
+
+
+def apply_rules(times: xr.DataArray, config: ScoringConfig | None = None) -> xr.DataArray:
+    """Per-workload times -> the scored times: held-out rule if it applies, 4x cut-off, bases.
+
+    The result has exactly the scored workloads (config.base_workloads, else the base
+    workloads of `times`), NaN where one has no results, so the profile's denominator is their
+    count. Held-out variants without results count as missed (NaN knocks out the base).
+    """
+    config = config or ScoringConfig()
+    base = list(config.base_workloads) if config.base_workloads is not None \
+        else scored_workloads(times)
+    if config.apply_held_out:
+        extra = [v for v in config.held_out if v not in base]
+        ruled = held_out_rule(_with_workloads(times, base + extra), config.held_out)
+    else:
+        ruled = time_cutoff(_with_workloads(times, base))
+    return ruled.sel(workload=base).rename("time_to_target").assign_attrs(units="s")
+
+
+def scored_times(cube: xr.Dataset, config: ScoringConfig | None = None) -> xr.DataArray:
+    """Per-workload times after the scoring rules (apply_rules): what the profile is built from."""
+    return apply_rules(workload_times(cube), config)
 
 
 def performance_ratios(times: xr.DataArray) -> xr.DataArray:
@@ -151,9 +265,12 @@ def _table(times: xr.DataArray) -> pd.DataFrame:
     return table.sort_values(["score", "algorithm"], ascending=[False, True], ignore_index=True)
 
 
-def score_table(cube: xr.Dataset) -> pd.DataFrame:
-    """algorithm, score, exact_score, workloads_reached, workloads_scored; best score first."""
-    return _table(scored_times(cube).transpose("algorithm", "workload"))
+def score_table(cube: xr.Dataset, config: ScoringConfig | None = None) -> pd.DataFrame:
+    """algorithm, score, exact_score, workloads_reached, workloads_scored; best score first.
+
+    workloads_reached counts the scored workloads whose time is finite after the rules.
+    """
+    return _table(scored_times(cube, config).transpose("algorithm", "workload"))
 
 
 def _resample_studies(times: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -167,12 +284,12 @@ def _resample_studies(times: np.ndarray, n: int, rng: np.random.Generator) -> np
     return np.where(slot < present, draws, np.nan)  # k present studies: k draws
 
 
-def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0,
-                     level: float = 0.9) -> pd.DataFrame:
+def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0, level: float = 0.9,
+                     config: ScoringConfig | None = None) -> pd.DataFrame:
     """Percentile interval (algorithm, low, high) of the score when studies are resampled.
 
     Each replicate redraws, independently for every (algorithm, workload), as many studies as it
-    has, with replacement, then scores exactly as score_table does.
+    has, with replacement, then scores exactly as score_table does (same `config`).
     """
     if not 0 < level < 1 or n < 1:
         raise ValueError(f"need 0 < level < 1 and n >= 1, got level={level}, n={n}")
@@ -180,7 +297,7 @@ def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0,
     draws = _resample_studies(st.values, n, np.random.default_rng(seed))
     replicas = st.isel(study=0, drop=True).expand_dims(replicate=n).copy(
         data=_nanmedian_last(draws))
-    scores = benchmark_scores(replicas.sel(workload=scored_workloads(replicas)))
+    scores = benchmark_scores(apply_rules(replicas, config).transpose("algorithm", ...))
     tail = (1.0 - level) / 2
     low = scores.quantile(tail, dim="replicate").values
     high = scores.quantile(1.0 - tail, dim="replicate").values
@@ -218,3 +335,28 @@ def speedups(times: xr.DataArray, reference: str,
         logs = np.log(times.sel(algorithm=reference, drop=True) / times)
         out = np.exp(logs.mean("workload", skipna=True))
     return out.rename("speedup").assign_attrs(units="1", reference=reference)
+
+
+def algoperf_speedups(cube: xr.Dataset, config: ScoringConfig, reference: str,
+                      ruleset: str = "external") -> xr.DataArray:
+    """AlgoPerf's speedups: 1 - gmean over base workloads of t(algorithm) / t(reference).
+
+    As compute_speedups (research/algoperf.md 5.2 item 10): medians over studies without the
+    held-out rule or the cut-off; a miss, and a workload without results, counts as the
+    workload's budget + 1 s (the budget x config.self_tuning_budget_factor for the self-tuning
+    ruleset). 0.279 means 27.9 % less time than the reference. (Counting a workload without
+    results as a miss is what reproduces the published v0.5 speedups of CASPR Adaptive, 24.3 %,
+    and Schedule Free Prodigy, -15.7 %, which have no Criteo runs.)
+    """
+    base = list(config.base_workloads) if config.base_workloads is not None \
+        else scored_workloads(cube)
+    times = _with_workloads(workload_times(cube), base)
+    factor = config.self_tuning_budget_factor if ruleset == "self" else 1.0
+    budgets = {w: factor * float(config.budgets[w]) for w in base if w in config.budgets}
+    lacking = [w for w in base if w not in budgets]
+    if lacking:
+        raise ValueError(f"the scoring config has no budgets for {lacking}: speedups need the "
+                         "runtime budget of every base workload")
+    times = times.fillna(np.inf)  # no results: a miss
+    ratio = speedups(times, reference, budgets)  # gmean of t(reference) / t(algorithm)
+    return (1.0 - 1.0 / ratio).rename("faster_by").assign_attrs(units="1", reference=reference)

@@ -9,12 +9,19 @@ A store is a directory::
     <store>/runs/<run_id>/evals.parquet sealed eval rows, written when the run ends (then the
     <store>/runs/<run_id>/train.parquet   JSON-lines files are removed)
     <store>/runs/<run_id>/heartbeat     touched while the run lives
+    <store>/pacebench-scoring.json      optional: the scoring rules of an imported benchmark
+    <store>/index/runs-v1-*.parquet     optional: the run table of finished runs (derived data,
+                                        written by workbench.query.refresh_index)
 
 Each attempt at a trial gets its own folder, created with an atomic mkdir, so many processes on
 many machines can write one store at once and nothing written is ever overwritten by another run.
 A run killed at any moment keeps every row it flushed; its document still says `running`, and
 readers show it as `interrupted` once its process is gone (same host) or its heartbeat is stale.
 Nothing is pickled: documents are JSON, rows are JSON lines and Parquet.
+
+Importers add finished runs in one step with Store.write_sealed_run: the folder is built and
+fsynced under a hidden temporary name and renamed into place, so a reader (or a crash) sees the
+whole run or none of it.
 """
 from __future__ import annotations
 
@@ -23,9 +30,11 @@ import json
 import math
 import os
 import re
+import shutil
 import socket
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -92,6 +101,23 @@ def _process_alive(process: Mapping[str, Any] | None, heartbeat: Path) -> bool:
         return time.time() - heartbeat.stat().st_mtime < STALE_AFTER_S
     except OSError:
         return False
+
+
+def _fsync_path(path: Path) -> None:
+    """fsync a file or a directory by path (a directory: makes the names in it durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_parquet_durable(table: "pa.Table", path: Path) -> None:  # noqa: F821
+    """Write a Parquet file and fsync it (the caller renames it into place)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)
+    _fsync_path(path)
 
 
 def _slug(text: str) -> str:
@@ -199,6 +225,15 @@ def _seal(live: Path, sealed: Path) -> None:
     live.unlink()
 
 
+def _with_run_id(table: "pa.Table", run_id: str) -> "pa.Table":  # noqa: F821
+    """`table` with its first column `run_id` set to `run_id` on every row."""
+    import pyarrow as pa
+
+    if "run_id" in table.column_names:
+        table = table.drop_columns(["run_id"])
+    return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+
+
 class Store:
     """A results store rooted at a directory. See the module docstring for the layout."""
 
@@ -261,11 +296,102 @@ class Store:
         atomic_write_json(path / R.RUN_DOC, doc)
         return RunWriter(path, doc)
 
+    def write_sealed_run(self, doc: Mapping[str, Any], evals: "pa.Table",  # noqa: F821
+                         run_id: str, train: "pa.Table | None" = None) -> bool:  # noqa: F821
+        """Add a finished run in one step (for importers): its document and its sealed rows.
+
+        `doc` is the run document (see records.RUN_COLUMNS; its status must be terminal);
+        `evals` and `train` are the rows as Arrow tables, records.EVAL_COLUMNS / TRAIN_COLUMNS
+        and metric columns (`run_id` is set here). The files are written and fsynced in a hidden
+        folder under runs/, which is then renamed to `run_id`: readers and crashes see the whole
+        run or nothing (a crash leaves only a hidden `.tmp-*` folder that readers ignore).
+        Thread-safe. Returns False, writing nothing, when run `run_id` already exists.
+        """
+        status = doc.get("status")
+        if status not in R.TERMINAL:
+            raise ValueError(f"a sealed run needs a final status, one of {R.TERMINAL}; got {status!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
+            raise ValueError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
+                             "'_', '.', '-' (not leading '.')")
+        lacking = [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
+        if lacking:
+            raise ValueError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
+                             "(null where unknown) and the <split>/<metric> columns")
+        final = self.runs_dir / run_id
+        if final.exists():
+            return False
+        tmp = self.runs_dir / f".tmp-{run_id}-{uuid.uuid4().hex[:12]}"
+        tmp.mkdir(parents=True)
+        try:
+            for table, name in ((evals, R.EVALS_SEALED), (train, R.TRAIN_SEALED)):
+                if table is not None and table.num_rows:
+                    _write_parquet_durable(_with_run_id(table, run_id), tmp / name)
+            full = {"attempt": 1, **doc, "schema_version": R.SCHEMA_VERSION, "run_id": run_id}
+            with open(tmp / R.RUN_DOC, "w") as f:
+                json.dump(_clean(full), f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            _fsync_path(tmp)
+            try:
+                os.rename(tmp, final)  # fails when `final` exists and is not empty
+            except OSError:
+                return False
+            _fsync_path(self.runs_dir)
+            return True
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    # -- the scoring rules and the run index ------------------------------------------------
+    def scoring_config(self) -> dict[str, Any] | None:
+        """The store's scoring rules (records.SCORING_DOC), or None: score by the plain rules."""
+        path = self.root / R.SCORING_DOC
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError as e:
+            raise StoreError(f"{path} is not valid JSON ({e}); delete it to score by the plain "
+                             "rules, or import the benchmark's logs again") from None
+
+    def write_scoring_config(self, doc: Mapping[str, Any]) -> None:
+        """Record how the store is scored (see workbench.scoring.ScoringConfig.to_dict)."""
+        self.ensure()
+        atomic_write_json(self.root / R.SCORING_DOC, doc)
+
+    def index_parts(self) -> list[Path]:
+        """Parquet parts of the run index readable by this schema version, sorted by name."""
+        folder = self.root / R.INDEX_DIR
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir()
+                      if p.name.startswith(R.INDEX_PART_PREFIX) and p.name.endswith(".parquet"))
+
+    def write_index_part(self, table: "pa.Table") -> Path:  # noqa: F821
+        """Add one part to the run index, atomically (readers see all of it or none of it)."""
+        folder = self.root / R.INDEX_DIR
+        folder.mkdir(exist_ok=True)
+        name = f"{R.INDEX_PART_PREFIX}{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        tmp = folder / f".{name}.tmp"
+        try:
+            _write_parquet_durable(table, tmp)
+            os.replace(tmp, folder / name)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return folder / name
+
+    def drop_index_parts(self, parts: Iterable[Path]) -> None:
+        """Remove index parts (after their rows were written into a merged part)."""
+        for part in parts:
+            Path(part).unlink(missing_ok=True)
+
     # -- reading ----------------------------------------------------------------------------
     def run_dirs(self) -> list[Path]:
+        """Folders of the runs (hidden folders, i.e. runs being added, are not runs yet)."""
         if not self.runs_dir.is_dir():
             return []
-        return sorted(p for p in self.runs_dir.iterdir() if (p / R.RUN_DOC).exists())
+        return sorted(p for p in self.runs_dir.iterdir()
+                      if not p.name.startswith(".") and (p / R.RUN_DOC).exists())
 
     def run_doc(self, run_id: str) -> dict[str, Any]:
         path = self.runs_dir / run_id / R.RUN_DOC

@@ -1,0 +1,235 @@
+"""AlgoPerf log trees -> store: a hand-made tree in AlgoPerf's layout, and the real v0.5 logs."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runners.cli import main
+from workbench import query, records as R, scoring
+from workbench.importers.algoperf import import_algoperf, load_targets, trial_logs
+from workbench.store import open_store
+
+TARGETS = {
+    "benchmark_version": "0.5",
+    "base_workloads": ["wa", "wb"],
+    "held_out_workloads": ["wa_tanh"],
+    "workloads": {
+        "wa": {"target_metric_name": "accuracy", "validation_target_value": 0.8, "step_hint": 100},
+        "wa_tanh": {"target_metric_name": "accuracy", "validation_target_value": 0.7,
+                    "step_hint": 100},
+        "wb": {"target_metric_name": "loss", "validation_target_value": 0.5, "step_hint": 50},
+    },
+}
+HEADER = ("accumulated_eval_time,accumulated_logging_time,accumulated_submission_time,global_step,"
+          "preemption_count,score,test/accuracy,total_duration,train/loss,validation/accuracy")
+# (step, score, validation accuracy) rows of wa trials; "" = an empty cell (a diverged eval).
+ROWS = {
+    "alpha/study_0/wa_jax/trial_1": [(1, 10.0, 0.1), (50, 60.0, ""), (100, 110.0, 0.85)],
+    "alpha/study_0/wa_jax/trial_2": [(1, 12.0, 0.2), (40, 150.0, 0.81)],
+    "alpha/study_0/wa_jax-2024-03-01-10-00-00/trial_2": [(1, 9.0, 0.3)],  # merged, renumbered
+    "beta/study_0/wa_pytorch/trial_1": [(1, 20.0, 0.5), (30, 40.0, 0.9)],
+}
+
+
+def _csv(rows) -> str:
+    lines = [HEADER]
+    for step, score, acc in rows:
+        lines.append(f"{score / 2},0.0,{score},{step},0,{score},0.5,{score * 1.5},1.0,{acc}")
+    return "\n".join(lines) + "\n"
+
+
+def _meta(seed: int) -> dict:
+    return {"workload.max_allowed_runtime_sec": 1000, "workload.eval_period_time_sec": 10,
+            "workload.step_hint": 100, "workload.target_metric_name": "accuracy",
+            "workload.validation_target_value": 0.123,  # the targets file wins over this
+            "workload.test_target_value": 0.75, "gpu_model_name": "Tesla V100-SXM2-16GB",
+            "gpu_count": 8, "rng_seed": seed}
+
+
+def write_tree(root: Path) -> Path:
+    """A small AlgoPerf log tree under root/external_tuning, with the awkward cases."""
+    logs = root / "external_tuning"
+    for i, (trial, rows) in enumerate(ROWS.items()):
+        path = logs / trial
+        path.mkdir(parents=True)
+        (path / "eval_measurements.csv").write_text(_csv(rows))
+        (path / "meta_data_0.json").write_text(json.dumps(_meta(100 + i)))
+        (path / "hparams.json").write_text(json.dumps({"learning_rate": 0.001 * (i + 1)}))
+    bad = logs / "alpha/study_0/wb_jax/trial_1"  # malformed CSV: a row with too many cells
+    bad.mkdir(parents=True)
+    (bad / "eval_measurements.csv").write_text("global_step,score,validation/loss\n1,2.0,0.9\n"
+                                               "2,3.0,0.8,7\n")
+    (logs / "alpha/study_0/wa_tanh_jax").mkdir()                # no trial_* folders: ignored
+    (logs / "alpha/study_0/trial_1").mkdir()                     # stray trial: ignored
+    (logs / "alpha/study_0/trial_1/eval_measurements.csv").write_text(_csv([(1, 1.0, 0.99)]))
+    (logs / "alpha/study_0/mnist_jax/trial_1").mkdir(parents=True)  # not in the targets file
+    (logs / "alpha/study_0/mnist_jax/trial_1/eval_measurements.csv").write_text(
+        _csv([(1, 1.0, 0.99)]))
+    (logs / "beta/study_1/wa_pytorch/trial_1").mkdir(parents=True)  # no eval file: nothing to do
+    (logs / "beta/study_1/wa_pytorch/trial_1/hparams.json").write_text("{}")
+    targets = root / "targets.json"
+    targets.write_text(json.dumps(TARGETS))
+    return targets
+
+
+@pytest.fixture()
+def imported(tmp_path):
+    targets = write_tree(tmp_path)
+    store = open_store(tmp_path / "store", create=True)
+    report = import_algoperf(tmp_path / "external_tuning", store, targets)
+    return tmp_path, targets, store, report
+
+
+def test_trial_logs_merge_timestamped_folders(tmp_path):
+    write_tree(tmp_path)
+    logs = list(trial_logs(tmp_path / "external_tuning" / "alpha"))
+    wa = [(t.experiment, t.path.name, t.trial) for t in logs if t.workload == "wa"]
+    assert wa == [("wa_jax", "trial_1", 1), ("wa_jax", "trial_2", 2),
+                  ("wa_jax-2024-03-01-10-00-00", "trial_2", 3)]
+    assert {t.workload for t in logs} == {"wa", "wb", "mnist"}  # wa_tanh_jax has no trials
+
+
+def test_import_report(imported):
+    _, _, _, report = imported
+    assert report.imported == 4 and report.existing == 0 and report.without_evals == 1
+    assert report.submissions == ["alpha", "beta"]
+    assert len(report.problems) == 1
+    problem = report.problems[0]
+    assert "wb_jax/trial_1/eval_measurements.csv" in problem and "not a readable CSV" in problem
+    ignored = "\n".join(report.ignored)
+    assert "'mnist' is not in the targets file" in ignored
+    assert "trial folder directly under a study" in ignored and "no trial_* folders" in ignored
+    assert report.summary().startswith("imported 4 runs from 2 submissions")
+
+
+def test_runs_documents_and_targets(imported):
+    _, _, store, _ = imported
+    runs = store.runs().set_index("run_id")
+    assert len(runs) == 4
+    run = runs.loc["algoperf-v0.5-external--alpha--study_0--wa_jax--trial_1"]
+    assert (run.algorithm, run.workload, run.base_workload, run.variant) == \
+        ("alpha", "wa", "wa", "base")
+    assert (run.study_name, run.ruleset, run.source, run.status) == \
+        ("algoperf-v0.5-external", "external", "algoperf", "complete")
+    assert (run.study, run.trial, run.seed, run.rng_seed) == (0, 1, 0, 100)
+    assert (run.target_metric, run.target_direction, run.target_validation) == \
+        ("accuracy", "max", 0.8)  # from the targets file, not the meta data
+    assert (run.target_test, run.budget_seconds, run.hardware) == \
+        (0.75, 1000.0, "8x Tesla V100-SXM2-16GB")
+    assert run.hparams == {"learning_rate": 0.001}
+    assert (run.steps, run.train_seconds, run.wall_seconds) == (100, 110.0, 165.0)
+    # The empty cell at eval 1 never meets the target; eval 2 does.
+    assert run.reached_target and run.eval_index_to_target == 2 and run.time_to_target == 110.0
+    doc = store.run_doc("algoperf-v0.5-external--alpha--study_0--wa_jax--trial_1")
+    assert doc["step_hint"] == 100 and doc["framework"] == "jax"
+    merged = runs.loc["algoperf-v0.5-external--alpha--study_0--wa_jax-2024-03-01-10-00-00--trial_2"]
+    assert merged.trial == 3 and not merged.reached_target
+    beta = runs.loc["algoperf-v0.5-external--beta--study_0--wa_pytorch--trial_1"]
+    assert beta.time_to_target == 40.0 and beta.eval_index_to_target == 1
+
+
+def test_eval_rows(imported):
+    _, _, store, _ = imported
+    evals = store.evals(["algoperf-v0.5-external--alpha--study_0--wa_jax--trial_1"])
+    assert list(evals.columns[:7]) == list(R.EVAL_COLUMNS)
+    assert evals["eval_index"].tolist() == [0, 1, 2]
+    assert evals["step"].tolist() == [1, 50, 100]
+    assert evals["train_seconds"].tolist() == [10.0, 60.0, 110.0]   # score
+    assert evals["eval_seconds"].tolist() == [5.0, 30.0, 55.0]      # accumulated_eval_time
+    assert evals["wall_seconds"].tolist() == [15.0, 90.0, 165.0]    # total_duration
+    assert evals["examples"].isna().all()
+    acc = evals["validation/accuracy"].to_numpy()
+    assert acc[0] == 0.1 and np.isnan(acc[1]) and acc[2] == 0.85
+    assert {"test/accuracy", "train/loss"} <= set(evals.columns)
+
+
+def test_scoring_config_recorded(imported):
+    _, _, store, _ = imported
+    config = scoring.ScoringConfig.from_dict(store.scoring_config())
+    assert config.base_workloads == ("wa", "wb") and config.held_out == {"wa_tanh": "wa"}
+    assert config.apply_held_out and config.benchmark_version == "0.5"
+    assert config.budgets == {"wa": 1000.0} and config.self_tuning_budget_factor == 3.0
+
+
+def test_import_twice_changes_nothing_and_fixed_files_import(imported):
+    root, targets, store, _ = imported
+    before = {p: p.stat().st_mtime_ns for p in store.runs_dir.rglob("*")}
+    again = import_algoperf(root / "external_tuning", store, targets)
+    assert (again.imported, again.existing, len(again.problems)) == (0, 4, 1)
+    assert {p: p.stat().st_mtime_ns for p in store.runs_dir.rglob("*")} == before
+    bad = root / "external_tuning/alpha/study_0/wb_jax/trial_1/eval_measurements.csv"
+    bad.write_text("global_step,score,validation/loss\n1,2.0,0.9\n2,3.0,0.4\n")
+    fixed = import_algoperf(root / "external_tuning", store, targets)
+    assert (fixed.imported, fixed.existing, fixed.problems) == (1, 4, [])
+    wb = store.runs().set_index("workload").loc["wb"]
+    assert (wb.target_direction, wb.time_to_target, wb.eval_index_to_target) == ("min", 3.0, 1)
+
+
+def test_targets_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="workload_targets"):
+        load_targets(tmp_path / "nope.json")
+    (tmp_path / "t.json").write_text(json.dumps({"benchmark_version": "0.5"}))
+    with pytest.raises(ValueError, match="lacks keys"):
+        load_targets(tmp_path / "t.json")
+
+
+def test_cli_import_and_score(tmp_path, capsys):
+    targets = write_tree(tmp_path)
+    store = str(tmp_path / "store")
+    code = main(["import-algoperf", str(tmp_path / "external_tuning"), "--store", store,
+                 "--targets", str(targets)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "imported 4 runs" in out and "not a readable CSV" in err
+    assert main(["score", "--store", store, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # alpha and beta both lack wa_tanh results and wb: the held-out rule leaves nothing finite.
+    assert result["scores"] == {"alpha": 0.0, "beta": 0.0}
+    assert result["time_to_target"]["alpha"]["wa"] == 150.0  # eval 1 beats a faster eval 2
+    assert result["time_to_target"]["beta"]["wa"] == 40.0
+
+
+# -- the real AlgoPerf v0.5 external-tuning logs ----------------------------------------------
+PUBLISHED_V05_EXTERNAL = {
+    "shampoo_submission": 0.7784, "schedule_free_adamw": 0.7077, "generalized_adam": 0.6383,
+    "cyclic_lr": 0.6301, "nadamp": 0.5909, "baseline": 0.5707, "amos": 0.4918,
+    "caspr_adaptive": 0.4722, "lawa_queue": 0.3699, "lawa_ema": 0.3384,
+    "schedule_free_prodigy": 0.0,
+}
+
+
+@pytest.mark.slow
+def test_real_v05_logs_reproduce_the_published_leaderboard(shared_data, tmp_path):
+    tarball = shared_data / "algoperf" / "algoperf_v05_external_tuning_logs.tar.xz"
+    targets = shared_data / "algoperf" / "workload_targets_v05.json"
+    with tarfile.open(tarball) as tar:
+        tar.extractall(tmp_path / "logs", filter="data")
+    start = time.perf_counter()
+    report = import_algoperf(tmp_path / "logs", tmp_path / "store", targets)
+    import_s = time.perf_counter() - start
+    assert report.problems == [] and report.imported == 3700 and len(report.submissions) == 11
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "runners.cli", "score", "--store",
+                           str(tmp_path / "store"), "--json"], capture_output=True, text=True)
+    score_s = time.perf_counter() - start
+    print(f"\nimport {import_s:.1f} s ({report.summary()}); score --json {score_s:.2f} s")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert set(result["scores"]) == set(PUBLISHED_V05_EXTERNAL)
+    for name, published in PUBLISHED_V05_EXTERNAL.items():
+        assert result["scores"][name] == pytest.approx(published, abs=1e-4), name
+    assert import_s <= 60.0
+    # research/algoperf.md 5.3: Shampoo 27.9 % faster than the baseline, CASPR 24.3 %.
+    faster = result["speedups"]["faster_by"]
+    assert faster["shampoo_submission"] == pytest.approx(0.279, abs=1e-3)
+    assert faster["caspr_adaptive"] == pytest.approx(0.243, abs=1e-3)
+    assert math.isclose(result["time_to_target"]["shampoo_submission"]["imagenet_vit"], 33094,
+                        abs_tol=1)
+    assert len(query.runs_frame(open_store(tmp_path / "store"))) == 3700

@@ -1,0 +1,416 @@
+"""AlgoPerf log trees -> a Pacebench store (research/algoperf.md sections 2, 5.2, 5.4 and 8).
+
+AlgoPerf's scoring runs write one folder per trial::
+
+    <submission>/study_<k>/<workload>_<jax|pytorch>[-YYYY-MM-DD-HH-MM-SS]/trial_<i>/
+        eval_measurements.csv   one row per eval; `score` is the accumulated submission time
+        meta_data_0.json        the workload's properties (targets, budget, eval period, step
+                                hint), the hardware, the trial's rng_seed
+        hparams.json            the trial's hyperparameters (external tuning only)
+
+Each trial with an eval file becomes one sealed run of the store (source "algoperf"), under a
+run id made from its path, so importing twice adds nothing. Experiment folders that differ only
+by a timestamp suffix are one workload; folders without `trial_*` folders, `trial_*` folders
+directly under a study, and workloads absent from the targets file are ignored, as the official
+scorer does. A trial whose files cannot be read is reported (file and reason) and left out; the
+rest is imported. The targets file (e.g. workload_targets_v05.json) gives each workload's target
+metric and validation target, and the benchmark version's scoring rules, which are recorded in
+the store so that `pacebench score` reproduces the official leaderboard.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from workbench import query
+from workbench import records as R
+from workbench.scoring import ScoringConfig
+from workbench.store import Store, open_store
+
+__all__ = ["import_algoperf", "ImportReport", "AlgoPerfTargets", "load_targets", "TrialLog",
+           "find_submissions", "trial_logs", "read_evals", "metric_direction"]
+
+EVAL_FILE = "eval_measurements.csv"
+META_FILE = "meta_data_0.json"
+HPARAMS_FILE = "hparams.json"
+WORKERS = 8  # trials read and written at once (the work is mostly file I/O and fsync)
+
+_STUDY = re.compile(r"study_(\d+)")
+_TRIAL = re.compile(r"trial_(\d+)")
+_EXPERIMENT = re.compile(r"(?P<workload>.+)_(?P<framework>jax|pytorch)"
+                         r"(?P<stamp>-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2})?")
+# Metric names by direction, as the official scorer decides it.
+_MINIMIZE = frozenset({"loss", "ce_loss", "error_rate", "ctc_loss", "wer", "l1_loss", "ppl"})
+_MAXIMIZE = frozenset({"mean_average_precision", "ssim", "accuracy", "bleu"})
+# AlgoPerf eval columns -> ours (records.EVAL_COLUMNS); `<split>/<metric>` columns keep their name.
+_COLUMNS = {"global_step": "step", "score": "train_seconds",
+            "accumulated_eval_time": "eval_seconds", "total_duration": "wall_seconds"}
+_REQUIRED = ("global_step", "score")
+
+
+def metric_direction(metric: str) -> str:
+    """"min" or "max" for an AlgoPerf target metric name."""
+    if metric in _MINIMIZE:
+        return "min"
+    if metric in _MAXIMIZE:
+        return "max"
+    raise ValueError(f"unknown AlgoPerf target metric {metric!r}: known are "
+                     f"{sorted(_MINIMIZE | _MAXIMIZE)}")
+
+
+# -- the targets file ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlgoPerfTargets:
+    """A benchmark version's targets file: workloads' targets and the scored workload lists."""
+
+    version: str                              # e.g. "0.5"
+    base_workloads: tuple[str, ...]
+    held_out_workloads: tuple[str, ...]
+    workloads: Mapping[str, Mapping[str, Any]]  # name -> target_metric_name, ..._value, step_hint
+
+    def base_of(self, workload: str) -> tuple[str, str]:
+        """(base workload, variant): the base is the longest base workload prefixing the name."""
+        if workload in self.base_workloads:
+            return workload, "base"
+        bases = [b for b in self.base_workloads if workload.startswith(b + "_")]
+        if not bases:
+            return workload, "base"  # not a variant of a scored workload (e.g. mnist)
+        base = max(bases, key=len)
+        return base, workload[len(base) + 1:]
+
+    def scoring_config(self, budgets: Mapping[str, float]) -> ScoringConfig:
+        """The version's scoring rules; the held-out rule applies before v0.6."""
+        old = tuple(int(x) for x in re.findall(r"\d+", self.version)[:2]) < (0, 6)
+        return ScoringConfig(
+            base_workloads=self.base_workloads,
+            held_out={w: self.base_of(w)[0] for w in self.held_out_workloads},
+            apply_held_out=old and bool(self.held_out_workloads),
+            budgets={w: float(b) for w, b in sorted(budgets.items())},
+            self_tuning_budget_factor=3.0 if old else 1.5, benchmark_version=self.version)
+
+
+def load_targets(path: str | os.PathLike) -> AlgoPerfTargets:
+    """Read an AlgoPerf targets file (scoring/workload_targets*.json) and check its shape."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no targets file {path}: pass AlgoPerf's "
+                                "scoring/workload_targets_v05.json (or another version's)") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"targets file {path} is not valid JSON: {e}") from None
+    need = ("benchmark_version", "base_workloads", "held_out_workloads", "workloads")
+    missing = [k for k in need if k not in doc] if isinstance(doc, dict) else list(need)
+    if missing:
+        raise ValueError(f"targets file {path} lacks keys {missing}: an AlgoPerf targets file has "
+                         f"{list(need)}")
+    targets = AlgoPerfTargets(str(doc["benchmark_version"]), tuple(doc["base_workloads"]),
+                              tuple(doc["held_out_workloads"]), doc["workloads"])
+    for name in targets.base_workloads + targets.held_out_workloads:
+        entry = targets.workloads.get(name)
+        if not entry or "target_metric_name" not in entry or "validation_target_value" not in entry:
+            raise ValueError(f"targets file {path}: workload {name!r} needs target_metric_name "
+                             "and validation_target_value under 'workloads'")
+        metric_direction(entry["target_metric_name"])
+    return targets
+
+
+# -- the log tree ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrialLog:
+    """One trial folder of an AlgoPerf log tree."""
+
+    submission: str   # the submission folder's name: our algorithm
+    study: int
+    workload: str     # the experiment folder's name without framework and timestamp
+    framework: str    # "jax" or "pytorch"
+    experiment: str   # the experiment folder's name
+    trial: int        # trial_<i>'s i (renumbered past the others if merged folders repeat it)
+    path: Path
+
+    def run_id(self, study_name: str) -> str:
+        """The run's id in the store: the same trial always gets the same id."""
+        sub = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.submission)
+        return f"{study_name}--{sub}--study_{self.study}--{self.experiment}--{self.path.name}"
+
+
+def find_submissions(logdir: str | os.PathLike) -> list[Path]:
+    """Submission folders (those holding study_<k> folders) at or below `logdir`."""
+    logdir = Path(logdir)
+    if not logdir.is_dir():
+        raise FileNotFoundError(f"no AlgoPerf log folder {logdir}: pass the folder holding "
+                                "<submission>/study_<k>/<workload>_<framework>/trial_<i>/")
+    found = []
+    for root, dirs, _ in os.walk(logdir):
+        if any(_STUDY.fullmatch(d) for d in dirs):
+            found.append(Path(root))
+            dirs[:] = []
+        else:
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    return sorted(found)
+
+
+def _subdirs(path: Path, pattern: re.Pattern) -> list[tuple[re.Match, Path]]:
+    """(match, folder) of the sub-folders of `path` whose names match `pattern` in full."""
+    out = []
+    for child in path.iterdir():
+        match = pattern.fullmatch(child.name)
+        if match and child.is_dir():
+            out.append((match, child))
+    return out
+
+
+def trial_logs(submission: str | os.PathLike) -> Iterator[TrialLog]:
+    """The trials of one submission folder, study by study, merged experiment folders included."""
+    submission = Path(submission)
+    studies = sorted(_subdirs(submission, _STUDY), key=lambda mp: int(mp[0].group(1)))
+    for study_match, study_dir in studies:
+        groups: dict[str, list[tuple[re.Match, Path]]] = {}
+        for match, exp in sorted(_subdirs(study_dir, _EXPERIMENT), key=lambda mp: mp[1].name):
+            groups.setdefault(match.group("workload"), []).append((match, exp))
+        for workload, experiments in sorted(groups.items()):
+            used: set[int] = set()
+            for match, exp in experiments:  # the un-stamped folder first, then by timestamp
+                trials = sorted(_subdirs(exp, _TRIAL), key=lambda mp: int(mp[0].group(1)))
+                for trial_match, trial_dir in trials:
+                    number = int(trial_match.group(1))
+                    number = number if number not in used else max(used) + 1
+                    used.add(number)
+                    yield TrialLog(submission.name, int(study_match.group(1)), workload,
+                                   match.group("framework"), exp.name, number, trial_dir)
+
+
+# -- one trial's files -----------------------------------------------------------------------
+class _BadFile(ValueError):
+    """A file of a trial that cannot be read; the message names the file and the reason."""
+
+
+def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
+    """An eval_measurements.csv as eval rows: records.EVAL_COLUMNS (less run_id) + metrics.
+
+    eval_index is the row order, step = global_step, train_seconds = score, eval_seconds =
+    accumulated_eval_time, wall_seconds = total_duration; `<split>/<metric>` columns are kept
+    as floats (empty cells are null); examples is unknown (null). Raises ValueError naming the
+    file when it is not a readable AlgoPerf eval log.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        raw = pcsv.read_csv(path, read_options=pcsv.ReadOptions(use_threads=False))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise _BadFile(f"{path}: not a readable CSV ({str(e).strip()})") from None
+    missing = [c for c in _REQUIRED if c not in raw.column_names]
+    if missing:
+        raise _BadFile(f"{path}: lacks columns {missing}; an AlgoPerf eval log has "
+                       f"{', '.join(_COLUMNS)} and <split>/<metric> columns")
+    n = raw.num_rows
+    columns = {"eval_index": pa.array(range(n), pa.int64())}
+    for theirs, ours in (("global_step", "step"), (None, "examples"), ("score", "train_seconds"),
+                         ("accumulated_eval_time", "eval_seconds"),
+                         ("total_duration", "wall_seconds")):
+        kind = pa.int64() if ours in ("step", "examples") else pa.float64()
+        columns[ours] = _column(raw, theirs, kind, path) if theirs in raw.column_names \
+            else pa.nulls(n, kind)
+    for name in sorted(c for c in raw.column_names if R.split_of(c)):
+        columns[name] = _column(raw, name, pa.float64(), path)
+    return pa.table(columns)
+
+
+def _column(raw: "pa.Table", name: str, kind: "pa.DataType", path) -> "pa.Array":  # noqa: F821
+    import pyarrow as pa
+
+    try:
+        return raw[name].cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise _BadFile(f"{path}: column {name!r} is not numeric ({str(e).strip()})") from None
+
+
+def _read_json(path: Path, required: bool) -> dict[str, Any] | None:
+    """A JSON object file; None when it is absent and not required."""
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        if required:
+            raise _BadFile(f"{path}: missing") from None
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise _BadFile(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise _BadFile(f"{path}: expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def _hardware(meta: Mapping[str, Any]) -> str | None:
+    model, count = meta.get("gpu_model_name"), meta.get("gpu_count")
+    if not model:
+        return meta.get("cpu_model_name")
+    return f"{count}x {model}" if count else str(model)
+
+
+def _document(log: TrialLog, targets: AlgoPerfTargets, study_name: str, ruleset: str,
+              meta: Mapping[str, Any], hparams: Mapping[str, Any], evals: "pa.Table",  # noqa: F821
+              run_id: str) -> dict[str, Any]:
+    """The run document of one imported trial (records.RUN_COLUMNS plus AlgoPerf details)."""
+    import pyarrow.compute as pc
+
+    entry = targets.workloads[log.workload]
+    metric = entry["target_metric_name"]
+    base, variant = targets.base_of(log.workload)
+
+    def last(column: str) -> Any:
+        return pc.max(evals[column]).as_py() if evals.num_rows else None
+
+    return {
+        "run_id": run_id, "trial_key": run_id, "attempt": 1, "study_name": study_name,
+        "workload": log.workload, "base_workload": base, "variant": variant,
+        "algorithm": log.submission, "ruleset": ruleset, "study": log.study, "trial": log.trial,
+        "seed": 0, "rng_seed": meta.get("rng_seed"), "hparams": dict(hparams),
+        "batch_size": None, "status": "complete", "stop_reason": "imported from AlgoPerf logs",
+        "hardware": _hardware(meta), "source": "algoperf", "target_metric": metric,
+        "target_direction": metric_direction(metric),
+        "target_validation": float(entry["validation_target_value"]),
+        "target_test": meta.get("workload.test_target_value"),
+        "budget_seconds": meta.get("workload.max_allowed_runtime_sec"), "budget_steps": None,
+        "steps": last("step"), "train_seconds": last("train_seconds"),
+        "wall_seconds": last("wall_seconds"), "started_at": None, "ended_at": None, "error": None,
+        "step_hint": entry.get("step_hint", meta.get("workload.step_hint")),
+        "eval_period_seconds": meta.get("workload.eval_period_time_sec"),
+        "framework": log.framework,
+        "algoperf": {"benchmark_version": targets.version, "experiment": log.experiment,
+                     "trial_dir": log.path.name, "path": str(log.path)},
+    }
+
+
+# -- the import ------------------------------------------------------------------------------
+@dataclass
+class ImportReport:
+    """What an import did: counts, and every file that could not be read."""
+
+    imported: int = 0            # runs added to the store
+    existing: int = 0            # trials already in the store (left untouched)
+    without_evals: int = 0       # trial folders without eval_measurements.csv (nothing to import)
+    ignored: list[str] = field(default_factory=list)   # what the official scorer ignores, and why
+    problems: list[str] = field(default_factory=list)  # files that could not be read: not imported
+    submissions: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One line: what was imported, skipped and wrong."""
+        return (f"imported {self.imported} runs from {len(self.submissions)} submissions in "
+                f"{self.seconds:.1f} s ({self.existing} already in the store, "
+                f"{self.without_evals} trial folders without {EVAL_FILE}, "
+                f"{len(self.ignored)} folders ignored, {len(self.problems)} problems)")
+
+
+def _ruleset_of(submission: Path, given: str | None) -> str | None:
+    """"external" / "self" from `given`, else from an external_tuning / self_tuning folder."""
+    if given is not None:
+        return given
+    parts = submission.resolve().parts
+    if "self_tuning" in parts:
+        return "self"
+    if "external_tuning" in parts:
+        return "external"
+    return None  # decided per trial: hparams.json exists only for external tuning
+
+
+def _import_trial(store: Store, log: TrialLog, targets: AlgoPerfTargets, ruleset: str | None,
+                  budgets: dict[str, float]) -> str:
+    """Import one trial; returns "imported", "existing" or "without_evals"; _BadFile on errors."""
+    if not (log.path / EVAL_FILE).is_file():
+        return "without_evals"
+    hparams = _read_json(log.path / HPARAMS_FILE, required=False)
+    ruleset = ruleset or ("external" if hparams is not None else "self")
+    study_name = f"algoperf-v{targets.version}-{ruleset}"
+    run_id = log.run_id(study_name)
+    if (store.runs_dir / run_id).exists():
+        return "existing"
+    evals = read_evals(log.path / EVAL_FILE)
+    meta = _read_json(log.path / META_FILE, required=False) or {}
+    if meta.get("workload.max_allowed_runtime_sec") is not None:
+        budgets.setdefault(log.workload, float(meta["workload.max_allowed_runtime_sec"]))
+    doc = _document(log, targets, study_name, ruleset, meta, hparams or {}, evals, run_id)
+    return "imported" if store.write_sealed_run(doc, evals, run_id) else "existing"
+
+
+def _record_config(store: Store, targets: AlgoPerfTargets, budgets: Mapping[str, float]) -> None:
+    """Write the version's scoring rules into the store; refuse another version's store."""
+    old = store.scoring_config()
+    new = targets.scoring_config({**((old or {}).get("budgets") or {}), **budgets})
+    if old is not None:
+        same = ("benchmark_version", "base_workloads", "held_out", "apply_held_out")
+        if any(old.get(k) != new.to_dict()[k] for k in same):
+            raise ValueError(f"store {store.root} holds AlgoPerf v{old.get('benchmark_version')} "
+                             f"results with other scoring rules than v{targets.version}'s: "
+                             "import each benchmark version into its own store")
+    store.write_scoring_config(new.to_dict())
+
+
+def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
+                    targets_path: str | os.PathLike, ruleset: str | None = None,
+                    workers: int = WORKERS) -> ImportReport:
+    """Import every trial under `logdir` into `store`; see the module docstring.
+
+    `ruleset` ("external" or "self") defaults to the external_tuning / self_tuning folder in
+    the path, else to external for trials with hparams.json. Runs already in the store are left
+    as they are. Finishes by recording the scoring rules and refreshing the store's run index.
+    """
+    if ruleset not in (None, "external", "self"):
+        raise ValueError(f"unknown ruleset {ruleset!r}: valid are 'external', 'self' or None")
+    start = time.perf_counter()
+    targets = load_targets(targets_path)
+    submissions = find_submissions(logdir)  # checks logdir before the store is touched
+    store = store if isinstance(store, Store) else open_store(store, create=True)
+    store.ensure()
+    report = ImportReport()
+    budgets: dict[str, float] = {}
+    _record_config(store, targets, budgets)  # fails early on a store of another version
+    jobs = []
+    for submission in submissions:
+        report.submissions.append(submission.name)
+        rules = _ruleset_of(submission, ruleset)
+        jobs += [(log, rules) for log in _scored_trials(submission, targets, report)]
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        futures = [pool.submit(_import_trial, store, log, targets, rules, budgets)
+                   for log, rules in jobs]
+        for future in futures:
+            try:
+                outcome = future.result()
+            except _BadFile as e:
+                report.problems.append(str(e))
+                continue
+            setattr(report, outcome, getattr(report, outcome) + 1)
+    _record_config(store, targets, budgets)
+    query.refresh_index(store)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _scored_trials(submission: Path, targets: AlgoPerfTargets,
+                   report: ImportReport) -> Iterator[TrialLog]:
+    """The trials of a submission whose workload the targets file knows; notes what is ignored."""
+    unknown: set[str] = set()
+    for log in trial_logs(submission):
+        if log.workload in targets.workloads:
+            yield log
+        elif log.workload not in unknown:
+            unknown.add(log.workload)
+            report.ignored.append(f"{submission.name}: workload {log.workload!r} is not in the "
+                                  "targets file")
+    for study_dir in sorted(submission.iterdir()):
+        if not _STUDY.fullmatch(study_dir.name) or not study_dir.is_dir():
+            continue
+        for child in sorted(study_dir.iterdir()):
+            if _TRIAL.fullmatch(child.name):
+                report.ignored.append(f"{child}: trial folder directly under a study")
+            elif child.is_dir() and not _EXPERIMENT.fullmatch(child.name):
+                report.ignored.append(f"{child}: not a <workload>_<jax|pytorch> folder")
+            elif child.is_dir() and not _subdirs(child, _TRIAL):
+                report.ignored.append(f"{child}: no trial_* folders")

@@ -30,8 +30,13 @@ __all__ = ["set_targets", "targets_from_reruns"]
 
 
 def targets_from_reruns(target: Target, reruns: list[dict]) -> tuple[float, float]:
-    """(validation target, test target) from rerun summaries with best_validation and test_at_target."""
-    validation = statistics.median(r["best_validation"] for r in reruns)
+    """(validation target, test target) from rerun summaries with best_validation and test_at.
+
+    A rerun that reached nothing (diverged at once: NaN best) counts as the worst possible value.
+    """
+    worst_value = -math.inf if target.direction == "max" else math.inf
+    validation = statistics.median(r["best_validation"] if math.isfinite(r["best_validation"])
+                                   else worst_value for r in reruns)
     probe = Target(target.metric, target.direction, validation, math.nan)
     tests = [r["test_at"](validation) for r in reruns if probe.reached(r["best_validation"])]
     tests = [t for t in tests if t is not None and math.isfinite(t)]
@@ -40,6 +45,7 @@ def targets_from_reruns(target: Target, reruns: list[dict]) -> tuple[float, floa
 
 
 def _best(values: pd.Series, direction: str) -> float:
+    """Best finite value of a metric column (NaN when it has none)."""
     return float(values.max() if direction == "max" else values.min())
 
 
@@ -65,22 +71,27 @@ def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target) -> dict:
 
 def _study(store, name: str, workload: str, algorithms: list[str], trials: int, seeds: tuple,
            max_steps: int, workers: int, data_dir, hparams: dict | None = None) -> pd.DataFrame:
-    from runners.launch import run_study
+    """Run (or resume) the planned runs; return their finished attempts, one per trial."""
+    from runners.launch import plan_study, run_study
     from runners.loop import run
     from workbench.spec import RunConfig
 
     if hparams is None:
         spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
                          name=name, max_steps=max_steps, stop_on_target=False)
+        keys = {c.trial_key for c in plan_study(spec)}
         run_study(spec, store, workers=workers, resume=True, data_dir=data_dir)
     else:
+        keys = set()
         for seed in seeds:  # reruns of one configuration: few, so in this process
             cfg = RunConfig(workload=workload, algorithm=algorithms[0], hparams=hparams, seed=seed,
                             study_name=name, max_steps=max_steps, stop_on_target=False)
+            keys.add(cfg.trial_key)
             if cfg.trial_key not in store.done_trial_keys():
                 run(cfg, store, data_dir=data_dir)
-    runs = store.runs()
-    return runs[(runs.study_name == name) & (runs.status == "complete")]
+    runs = store.runs()  # diverged runs count: a configuration that diverges is part of the record
+    done = runs[runs.trial_key.isin(keys) & runs.status.isin(["complete", "diverged"])]
+    return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")
 
 
 def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, reruns: int = 3,
@@ -98,7 +109,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, rer
     tuning = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
     key = (lambda t: t["best_validation"]) if spec.target.direction == "max" \
         else (lambda t: -t["best_validation"])
-    best = max(tuning, key=key)
+    best = max((t for t in tuning if math.isfinite(t["best_validation"])), key=key)
     print(f"best tuning trial: {best['algorithm']} {best['hparams']} -> {best['best_validation']:.4f}")
 
     rerun_runs = _study(store, f"{tag}-reruns", workload, [best["algorithm"]], 1,

@@ -42,3 +42,22 @@ def test_target_equals_the_target_setting_record(name):
     assert target.validation == pytest.approx(record["validation_target"], abs=1e-9)
     assert target.test == pytest.approx(record["test_target"], abs=1e-9)
     assert len(record["reruns"]) >= 3
+
+
+def test_targets_from_reruns_median_and_worst_test_among_reaching():
+    from runners.target_setting import targets_from_reruns
+    from workbench.spec import Target
+
+    target = Target("accuracy", "max", 0.0, 0.0)
+    tests = {0.97: 0.95, 0.98: 0.96, 0.99: 0.975}  # test value at the eval reaching the median
+
+    def rerun(best, test_at):
+        return {"best_validation": best, "test_at": lambda goal: test_at}
+
+    reruns = [rerun(0.97, None), rerun(0.98, tests[0.98]), rerun(0.99, tests[0.99])]
+    validation, test = targets_from_reruns(target, reruns)
+    assert validation == 0.98                     # median of 0.97, 0.98, 0.99
+    assert test == 0.96                           # worst test among the two reaching 0.98
+    # a rerun that diverged at once (NaN best) counts as the worst value, not as missing
+    validation, _ = targets_from_reruns(target, [rerun(float("nan"), None), *reruns[1:]])
+    assert validation == 0.98

@@ -200,3 +200,98 @@ def test_dashboard_shows_runs_written_while_it_is_open(page, tmp_path):
             page.wait_for_timeout(250)
         playwright_api.expect(page.get_by_role("checkbox", name="later")).to_be_checked()
     assert page.errors == []
+
+
+# -- the real AlgoPerf v0.5 logs, imported ---------------------------------------------------
+PUBLISHED_V05 = [  # the published v0.5 external-tuning leaderboard, in its order
+    ("shampoo_submission", "0.7784"), ("schedule_free_adamw", "0.7077"),
+    ("generalized_adam", "0.6383"), ("cyclic_lr", "0.6301"), ("nadamp", "0.5909"),
+    ("baseline", "0.5707"), ("amos", "0.4918"), ("caspr_adaptive", "0.4722"),
+    ("lawa_queue", "0.3699"), ("lawa_ema", "0.3384"), ("schedule_free_prodigy", "0.0000"),
+]
+FIRST_RENDER_S = 10.0  # page load to the leaderboard's rows on the imported store (2 shared cores)
+
+
+@pytest.fixture(scope="module")
+def algoperf_store(shared_data, tmp_path_factory):
+    """The real AlgoPerf v0.5 external-tuning logs imported into a store (3,700 runs)."""
+    import tarfile
+
+    from workbench.importers.algoperf import import_algoperf
+
+    root = tmp_path_factory.mktemp("algoperf")
+    with tarfile.open(shared_data / "algoperf" / "algoperf_v05_external_tuning_logs.tar.xz") as tar:
+        tar.extractall(root / "logs", filter="data")
+    report = import_algoperf(root / "logs", root / "store",
+                             shared_data / "algoperf" / "workload_targets_v05.json")
+    assert report.problems == [] and report.imported == 3700
+    return root / "store"
+
+
+def _leaderboard_scores(page) -> list[tuple[str, str]]:
+    scores = page.locator(".pb-scores .tabulator-row .tabulator-cell[tabulator-field='score']")
+    return list(zip(_leaderboard_algorithms(page), [t.strip() for t in scores.all_inner_texts()]))
+
+
+def _shoot_tabs(page, prefix: str) -> None:
+    """A full-page screenshot of each view tab, after its content has drawn."""
+    ready = {"Studies": ".pb-studies .tabulator-row", "Speedups": ".pb-speedups .tabulator-row",
+             "Profiles": ".pb-profiles canvas", "Curves": ".pb-curve canvas"}
+    for tab, selector in ready.items():
+        _open_tab(page, tab)
+        page.locator(selector).first.wait_for(timeout=60_000)
+        page.wait_for_timeout(800)
+        page.screenshot(path=SHOTS / f"{prefix}-{tab.lower()}.png", full_page=True)
+    _open_tab(page, "Leaderboard")
+
+
+@pytest.mark.slow
+def test_dashboard_on_the_imported_algoperf_v05_logs(page, algoperf_store):
+    with _panel_serve(algoperf_store) as url:
+        start = time.monotonic()
+        page.goto(url)
+        _wait_rows(page, [name for name, _ in PUBLISHED_V05])
+        first_render = time.monotonic() - start
+        print(f"\nfirst render of the imported store: {first_render:.1f} s")
+        assert _leaderboard_scores(page) == PUBLISHED_V05
+        page.screenshot(path=SHOTS / "algoperf-app-leaderboard.png", full_page=True)
+        _shoot_tabs(page, "algoperf-app")
+        _open_tab(page, "Speedups")
+        faster = page.locator(".pb-speedups .tabulator-cell[tabulator-field='faster_by']")
+        faster.first.wait_for()
+        assert faster.all_inner_texts()[1].strip() == "+27.9 %"  # shampoo over the baseline
+        _open_tab(page, "Leaderboard")
+        page.get_by_role("checkbox", name="shampoo_submission").uncheck()  # scores recompute
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while _leaderboard_algorithms(page)[:1] != ["schedule_free_adamw"]:
+            assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
+            page.wait_for_timeout(250)
+        page.screenshot(path=SHOTS / "algoperf-app-filtered.png", full_page=True)
+    assert page.errors == []
+    assert first_render < FIRST_RENDER_S
+
+
+@pytest.mark.slow
+def test_report_of_the_imported_algoperf_v05_logs_offline(page, algoperf_store, tmp_path):
+    from workbench.report import write_report
+
+    out = write_report(algoperf_store, tmp_path / "algoperf.html", title="AlgoPerf v0.5")
+    print(f"\nreport of the imported store: {out.stat().st_size / 1e6:.1f} MB")
+    blocked: list[str] = []
+
+    def only_files(route) -> None:
+        if route.request.url.startswith(("file://", "data:")):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_files)
+    page.set_default_timeout(90_000)  # a 3,700-run report: more to parse on 2 shared cores
+    page.goto(out.as_uri())
+    _wait_rows(page, [name for name, _ in PUBLISHED_V05])
+    assert _leaderboard_scores(page) == PUBLISHED_V05
+    page.screenshot(path=SHOTS / "algoperf-report-leaderboard.png", full_page=True)
+    _shoot_tabs(page, "algoperf-report")
+    assert blocked == [] and page.errors == []
+    assert out.stat().st_size < 30e6

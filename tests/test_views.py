@@ -2,6 +2,7 @@
 and explain an empty or missing store instead of failing."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from workbench.views.curves import Curves, loss_plot, validation_plot
 from workbench.views.leaderboard import MISS, Leaderboard, score_frame, times_frame
 from workbench.views.profiles import Profiles, profile_plot
 from workbench.views.selection import Filters, Selection, StoreNotice
+from workbench.views.speedups import Speedups, speedup_frame, uses_budgets
+from workbench.views.studies import StudyTimes, study_frame
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +98,16 @@ def test_profile_plot_is_a_step_line_per_algorithm(selection):
     _renders(Profiles(selection=selection))
 
 
+def _lines(plot) -> int:
+    """Runs drawn on a curves plot (one hv.Path per algorithm, a line per run)."""
+    return sum(len(path.split()) for path in plot.Path.values())
+
+
 def test_curves_mark_targets_and_follow_the_time_axis(selection):
     plot = validation_plot(selection, "digits_mlp")
     runs = selection.runs.query("workload == 'digits_mlp'")
-    assert len(plot.Curve.values()) == len(runs)
+    assert [p.label for p in plot.Path.values()] == ["fast", "slow"]  # one per algorithm
+    assert _lines(plot) == len(runs)
     (hits,) = [e for e in plot if isinstance(e, hv.Scatter)]
     (target,) = [e for e in plot if isinstance(e, hv.HLine)]
     assert len(hits) == int(runs["reached_target"].fillna(False).sum())
@@ -107,11 +116,11 @@ def test_curves_mark_targets_and_follow_the_time_axis(selection):
     assert np.allclose(np.sort(hits.dimension_values("train_seconds")),
                        np.sort(reached["time_to_target"].astype(float)))
     selection.time_axis = "step"
-    assert validation_plot(selection, "digits_mlp").Curve.values()[0].kdims[0].name == "step"
+    assert validation_plot(selection, "digits_mlp").Path.values()[0].kdims[0].name == "step"
     selection.time_axis = "wall_seconds"  # training rows have no wall clock: train seconds
     assert loss_plot(selection, "digits_mlp").values()[0].kdims[0].name == "train_seconds"
     selection.curve_runs = list(runs["run_id"][:2])
-    assert len(validation_plot(selection, "digits_mlp").Curve.values()) == 2
+    assert _lines(validation_plot(selection, "digits_mlp")) == 2
     _renders(Curves(selection=selection))
 
 
@@ -148,3 +157,160 @@ def test_report_is_self_contained(store_path, tmp_path):
     remote = [t for t in tags if re.search(r"""(?:src|href)=["']?(?:https?:)?//""", t)]
     assert remote == []
     assert "cdn.holoviz.org" not in html.replace("cdn.holoviz.org/panel/", "")  # no CSS links
+
+
+# -- a store imported from a tiny AlgoPerf log tree ------------------------------------------
+TARGETS = {
+    "benchmark_version": "0.5", "base_workloads": ["wa", "wb"], "held_out_workloads": ["wa_tanh"],
+    "workloads": {
+        "wa": {"target_metric_name": "accuracy", "validation_target_value": 0.8, "step_hint": 10},
+        "wa_tanh": {"target_metric_name": "accuracy", "validation_target_value": 0.8,
+                    "step_hint": 10},
+        "wb": {"target_metric_name": "loss", "validation_target_value": 0.5, "step_hint": 10},
+    },
+}
+# (algorithm, workload) -> per study, per trial: seconds at which the trial met its target
+# (None: it never did). wa_tanh is held out: baseline misses it, which (v0.5's held-out rule)
+# makes baseline's wa count as a miss in the score though its wa time is finite.
+HITS = {
+    ("baseline", "wa"): [[100.0, 130.0], [None, 120.0]], ("baseline", "wb"): [[200.0, None]] * 2,
+    ("baseline", "wa_tanh"): [[None, None]] * 2,
+    ("fast", "wa"): [[50.0, 60.0], [70.0, None]], ("fast", "wb"): [[100.0, 150.0], [140.0, None]],
+    ("fast", "wa_tanh"): [[90.0, None]] * 2,
+    ("slow", "wa"): [[None, None]] * 2, ("slow", "wb"): [[400.0, None]] * 2,
+    ("slow", "wa_tanh"): [[90.0, None]] * 2,
+}
+
+
+def _trial_csv(workload: str, hit: float | None) -> str:
+    metric = "loss" if workload == "wb" else "accuracy"
+    good, bad = (0.4, 0.9) if metric == "loss" else (0.9, 0.1)
+    end = hit if hit is not None else 500.0
+    last = good if hit is not None else bad
+    return (f"global_step,score,accumulated_eval_time,total_duration,validation/{metric},"
+            f"train/loss\n1,{end / 2},1.0,{end},{bad},2.0\n2,{end},2.0,{end * 1.5},{last},1.0\n")
+
+
+def write_algoperf_tree(root) -> tuple:
+    """An AlgoPerf log tree (submission/study_k/<workload>_jax/trial_i) and its targets file."""
+    for (algorithm, workload), studies in HITS.items():
+        for study, trials in enumerate(studies):
+            for trial, hit in enumerate(trials, start=1):
+                path = root / "logs" / algorithm / f"study_{study}" / f"{workload}_jax" / \
+                    f"trial_{trial}"
+                path.mkdir(parents=True)
+                (path / "eval_measurements.csv").write_text(_trial_csv(workload, hit))
+                (path / "meta_data_0.json").write_text(
+                    json.dumps({"workload.max_allowed_runtime_sec": 1000, "rng_seed": trial}))
+                (path / "hparams.json").write_text(json.dumps({"learning_rate": 0.1 * trial}))
+    (root / "targets.json").write_text(json.dumps(TARGETS))
+    return root / "logs", root / "targets.json"
+
+
+@pytest.fixture(scope="module")
+def algoperf_path(tmp_path_factory):
+    from workbench.importers.algoperf import import_algoperf
+
+    root = tmp_path_factory.mktemp("algoperf_views")
+    logs, targets = write_algoperf_tree(root)
+    report = import_algoperf(logs, root / "store", targets)
+    assert report.problems == [] and report.imported == 36
+    return root / "store"
+
+
+@pytest.fixture
+def imported(algoperf_path):
+    return Selection(store_path=str(algoperf_path))
+
+
+def test_imported_store_is_scored_by_its_own_rules(imported, algoperf_path):
+    config = scoring.ScoringConfig.from_dict(open_store(algoperf_path).scoring_config())
+    assert imported.scoring_config == config and config.apply_held_out
+    assert imported.workload_groups() == {"scored": ["wa", "wb"], "held_out": ["wa_tanh"],
+                                          "other": []}
+    table = score_frame(imported)
+    expected = scoring.score_table(imported.cube, config)
+    assert list(table["algorithm"]) == ["fast", "baseline", "slow"]
+    assert np.allclose(table["score"], expected.set_index("algorithm").loc[table["algorithm"],
+                                                                         "score"])
+    # By hand: fast is fastest on both; baseline's wa is a miss by the held-out rule, its wb
+    # ratio is 200/120 (credit from tau = 5/3); slow only has wb at 400/120 = 10/3.
+    exact = table.set_index("algorithm")["exact_score"]
+    assert exact["fast"] == pytest.approx(1.0)
+    assert exact["baseline"] == pytest.approx((4 - 200 / 120) / 3 / 2)
+    assert exact["slow"] == pytest.approx((4 - 400 / 120) / 3 / 2)
+    plain = scoring.score_table(imported.cube).set_index("algorithm")["exact_score"]
+    assert plain["baseline"] > exact["baseline"]  # without the rule baseline's wa counts
+    assert scoring.scored_times(imported.cube, config).sizes["workload"] == 2
+    assert [c.label for c in profile_plot(imported).values()] == ["baseline", "fast", "slow"]
+    _renders(Leaderboard(selection=imported))
+
+
+def test_filters_rescore_over_what_is_shown(imported):
+    imported.workloads = ["wa", "wa_tanh"]  # wb hidden: scored over wa alone
+    assert imported.scoring_config.base_workloads == ("wa",)
+    table = score_frame(imported).set_index("algorithm")["score"]
+    assert table.to_dict() == {"fast": 1.0, "baseline": 0.0, "slow": 0.0}
+    imported.workloads = ["wa", "wb"]  # a hidden held-out variant still feeds its base's score
+    assert score_frame(imported).set_index("algorithm")["score"]["baseline"] < 0.5
+    assert "wa_tanh" in imported.cube["workload"].values
+    assert list(times_frame(imported, ["fast"]).columns) == ["algorithm", "wa", "wb"]
+    imported.workloads = ["wa_tanh"]  # no scored workload shown
+    assert score_frame(imported).empty and profile_plot(imported) is None
+
+
+def test_per_study_table_names_the_chosen_trials(imported):
+    frame = study_frame(imported).set_index(["workload", "algorithm"])
+    assert list(frame.columns) == ["role", "median", "study 0", "study 1"]
+    fast_wa = frame.loc[("wa", "fast")]
+    assert fast_wa["median"] == "60.0 s"  # median of 50 and 70
+    assert fast_wa["study 0"] == "50.0 s, trial 1 (2/2)"
+    assert fast_wa["study 1"] == "70.0 s, trial 1 (1/2)"
+    assert frame.loc[("wa", "baseline"), "study 1"] == "120 s, trial 2 (1/2)"
+    assert frame.loc[("wa", "slow"), "study 0"] == "miss (0/2)"
+    assert frame.loc[("wa_tanh", "fast"), "role"] == "held-out variant"
+    assert list(study_frame(imported)["workload"].unique()) == ["wa", "wb", "wa_tanh"]
+    choices = scoring.study_choices(imported.cube)
+    assert choices["trial"].sel(algorithm="baseline", workload="wa").values.tolist() == [1.0, 2.0]
+    _renders(StudyTimes(selection=imported))
+
+
+def test_speedups_use_the_budgets_and_the_reference(imported):
+    assert imported.reference == "baseline"  # the default when the store has it
+    assert uses_budgets(imported)
+    frame = speedup_frame(imported).set_index("algorithm")
+    assert list(frame.index) == ["baseline", "fast", "slow"]
+    assert frame.loc["baseline", "faster_by"] == pytest.approx(0.0)
+    # AlgoPerf: 1 - gmean over wa, wb of t(fast) / t(baseline), medians over studies.
+    assert frame.loc["fast", "faster_by"] == pytest.approx(1 - np.sqrt(60 / 110 * 120 / 200))
+    expected = scoring.algoperf_speedups(imported.cube, imported.scoring_config, "baseline")
+    assert frame.loc["slow", "faster_by"] == pytest.approx(float(expected.sel(algorithm="slow")))
+    imported.reference = "slow"
+    assert speedup_frame(imported)["algorithm"].iloc[0] == "slow"
+    imported.reference = "baseline"
+    imported.algorithms = ["fast", "slow"]  # the reference is hidden: the top scorer takes over
+    assert imported.reference == "fast" and imported.param.reference.objects == ["fast", "slow"]
+    _renders(Speedups(selection=imported))
+    _renders(Filters(selection=imported))
+
+
+def test_speedups_without_budgets_are_plain_geometric_means(selection):
+    assert not uses_budgets(selection) and selection.reference == "fast"  # no baseline: top
+    frame = speedup_frame(selection).set_index("algorithm")
+    times = scoring.workload_times(selection.cube)
+    ratio = float(np.exp(np.log(times.sel(algorithm="slow") / times.sel(algorithm="fast"))
+                         .mean()))
+    assert frame.loc["slow", "time_ratio"] == pytest.approx(ratio)
+
+
+def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch):
+    import workbench.views.selection as selection_module
+
+    monkeypatch.setattr(selection_module, "MAX_DEFAULT_CURVES", 2)  # wa has 12 runs: pick
+    shown = imported.shown_curve_runs
+    wa = shown.query("workload == 'wa'").set_index("algorithm")
+    assert sorted(wa.index) == ["baseline", "fast"]  # slow never met the target on wa
+    assert len(imported.curve_evals()) == 2 * len(shown)
+    assert loss_plot(imported, "wa").opts.get().kwargs["title"] == "wa: training loss at evals"
+    curves = Curves(selection=imported, one_workload=True)
+    assert curves.workload == "wa" and len(curves.plots()) == 1

@@ -12,8 +12,10 @@ from workbench.views.curves import Curves
 from workbench.views.leaderboard import Leaderboard
 from workbench.views.profiles import Profiles
 from workbench.views.selection import Filters, Selection, StoreNotice
+from workbench.views.speedups import Speedups
+from workbench.views.studies import StudyTimes
 
-__all__ = ["build_app", "store_from_env", "REFRESH_MS"]
+__all__ = ["build_app", "store_from_env", "view_tabs", "REFRESH_MS"]
 
 REFRESH_MS = 5000  # how often a served dashboard re-reads the store for new or growing runs
 
@@ -27,10 +29,8 @@ def build_app(store_path: str | os.PathLike) -> pn.template.BootstrapTemplate:
     """The dashboard over the store at `store_path`: filters in the sidebar, views in tabs."""
     pn.extension("tabulator", sizing_mode="stretch_width", notifications=False)
     selection = Selection(store_path=str(store_path))
-    tabs = pn.Tabs(("Leaderboard", Leaderboard(selection=selection)),
-                   ("Profiles", Profiles(selection=selection)),
-                   ("Curves", Curves(selection=selection)),
-                   sizing_mode="stretch_width")
+    # dynamic: a tab is rendered when first opened, so the first page shows fast on big stores
+    tabs = view_tabs(selection, dynamic=True)
     if pn.state.served:
         pn.state.add_periodic_callback(selection.refresh, period=REFRESH_MS)
     return pn.template.BootstrapTemplate(
@@ -39,6 +39,19 @@ def build_app(store_path: str | os.PathLike) -> pn.template.BootstrapTemplate:
         main=[pn.Column(StoreNotice(selection=selection), tabs, sizing_mode="stretch_width")],
         header_background="#1f4e79",
     )
+
+
+def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
+    """The views, one tab each. `dynamic` (the dashboard): tabs render when opened and the
+    curves show one workload at a time; else (the report) everything is drawn up front, the
+    curves of the scored workloads only."""
+    return pn.Tabs(("Leaderboard", Leaderboard(selection=selection)),
+                   ("Studies", StudyTimes(selection=selection)),
+                   ("Speedups", Speedups(selection=selection)),
+                   ("Profiles", Profiles(selection=selection)),
+                   ("Curves", Curves(selection=selection, one_workload=dynamic,
+                                            only_scored=not dynamic)),
+                   dynamic=dynamic, sizing_mode="stretch_width")
 
 
 if __name__.startswith("bokeh"):

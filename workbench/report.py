@@ -17,9 +17,7 @@ from bokeh.models import ImportedStyleSheet, InlineStyleSheet
 from bokeh.resources import INLINE
 from panel.io.resources import CDN_DIST, DIST_DIR
 
-from workbench.views.curves import Curves
-from workbench.views.leaderboard import Leaderboard
-from workbench.views.profiles import Profiles
+from workbench.app import view_tabs
 from workbench.views.selection import Selection, StoreNotice
 
 __all__ = ["write_report", "report_layout"]
@@ -65,8 +63,11 @@ def _inline_stylesheets(root: Model) -> None:
 def _summary(selection: Selection, title: str) -> str:
     runs = selection.runs
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"# {title}\nStore `{selection.store_path}`, written {stamp}: {len(runs)} runs of "
+    text = (f"# {title}\nStore `{selection.store_path}`, written {stamp}: {len(runs)} runs of "
             f"{runs['algorithm'].nunique()} algorithms on {runs['workload'].nunique()} workloads.")
+    if selection.reference is not None:
+        text += f" Speedups are measured against **{selection.reference}**."
+    return text
 
 
 def report_layout(selection: Selection, title: str) -> pn.Column:
@@ -74,9 +75,7 @@ def report_layout(selection: Selection, title: str) -> pn.Column:
     return pn.Column(
         pn.pane.Markdown(_summary(selection, title)),
         StoreNotice(selection=selection),
-        pn.Tabs(("Leaderboard", Leaderboard(selection=selection)),
-                ("Profiles", Profiles(selection=selection)),
-                ("Curves", Curves(selection=selection)), sizing_mode="stretch_width"),
+        view_tabs(selection),
         sizing_mode="stretch_width", styles={"padding": "0 1.5em"},
     )
 

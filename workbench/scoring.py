@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["ScoringConfig", "study_times", "median_over_studies", "workload_times",
-           "scored_workloads", "time_cutoff", "held_out_rule", "apply_rules", "scored_times",
+__all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies",
+           "workload_times", "scored_workloads", "time_cutoff", "held_out_rule", "apply_rules",
+           "scored_times",
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
            "score_table", "bootstrap_scores", "speedups", "algoperf_speedups", "TAU_MAX",
            "NUM_TAUS"]
@@ -102,6 +103,38 @@ def study_times(cube: xr.Dataset) -> xr.DataArray:
     first = index.min("_trial", skipna=True)  # +inf when none reached, NaN when no trial
     out = time.where(index == first).min("_trial", skipna=True)
     return out.rename("time_to_target").assign_attrs(units="s")
+
+
+def study_choices(cube: xr.Dataset) -> xr.Dataset:
+    """Which trial study_times chose, per (algorithm, workload, study), and how many there were.
+
+    Data vars: time_to_target (s, exactly study_times), trial and seed of the chosen trial and
+    its run_id (NaN / "" when no trial met the target), trials (trials the study ran) and
+    trials_reached (of them, those that met the target).
+    """
+    _need(cube, ("trial", "seed"), "cube")
+    index = cube["eval_index_to_target"].stack(_trial=("trial", "seed"))
+    time = cube["time_to_target"].stack(_trial=("trial", "seed"))
+    first = index.min("_trial", skipna=True)
+    best = time.where(index == first).min("_trial", skipna=True)
+    chosen = (index == first) & (time == best) & np.isfinite(first)
+    found = chosen.any("_trial")
+    pick = chosen.argmax("_trial")  # the first of equal trials; masked below where none is chosen
+
+    def picked(values: xr.DataArray, fill) -> xr.DataArray:
+        stacked = values.stack(_trial=("trial", "seed")).transpose(*pick.dims, "_trial")
+        taken = np.take_along_axis(stacked.values, pick.values[..., None], axis=-1)[..., 0]
+        return pick.copy(data=taken).where(found, fill)
+
+    trial, seed = xr.broadcast(cube["trial"], cube["seed"], cube["time_to_target"])[:2]
+    return xr.Dataset({
+        "time_to_target": study_times(cube),
+        "trial": picked(trial.astype(float), np.nan),
+        "seed": picked(seed.astype(float), np.nan),
+        "run_id": picked(cube["run_id"], ""),
+        "trials": index.notnull().sum("_trial"),
+        "trials_reached": np.isfinite(index).sum("_trial"),
+    })
 
 
 def median_over_studies(times: xr.DataArray) -> xr.DataArray:

@@ -19,13 +19,16 @@ hv.extension("bokeh", logo=False)  # the backend whose options the plots below s
 __all__ = ["Curves", "validation_plot", "loss_plot"]
 
 
-def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str]) -> list[hv.Curve]:
-    """One hv.Curve per run of `rows` (which carry `algorithm`), labelled by algorithm."""
-    return [
-        hv.Curve(group.sort_values(x), kdims=x, vdims=[y, "run_id"], label=str(name[0]))
-        .opts(color=colors.get(name[0], "gray"))
-        for name, group in rows.groupby(["algorithm", "run_id"], sort=True)
-    ]
+def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str]) -> list[hv.Path]:
+    """Per algorithm of `rows` (which carry `algorithm` and `run_id`), one hv.Path holding a line
+    per run: one glyph per algorithm keeps hundreds of runs fast to draw."""
+    lines = []
+    for algorithm, runs in rows.groupby("algorithm", sort=True):
+        paths = [{x: group[x].to_numpy(float), y: group[y].to_numpy(float), "run_id": run_id}
+                 for run_id, group in runs.sort_values(x).groupby("run_id", sort=True)]
+        lines.append(hv.Path(paths, kdims=[x, y], vdims=["run_id"], label=str(algorithm))
+                     .opts(color=colors.get(algorithm, "gray")))
+    return lines
 
 
 def _target_points(runs: pd.DataFrame, evals: pd.DataFrame, x: str, y: str) -> hv.Scatter:
@@ -47,6 +50,19 @@ def _target(run: pd.Series) -> tuple[list[hv.HLine], str]:
     return [line], f"target {float(value):g}, {run['target_direction']}"
 
 
+def _y_range(values: pd.Series, target: float) -> tuple[float, float] | tuple[None, None]:
+    """The bulk of the values and the target (2nd to 98th percentile), so that a few early
+    evals far from the target do not squash every curve against it."""
+    values = values.dropna()
+    if not len(values):
+        return (None, None)
+    low, high = values.quantile(0.02), values.quantile(0.98)
+    if target is not None and not pd.isna(target):
+        low, high = min(low, float(target)), max(high, float(target))
+    pad = 0.05 * (high - low) or 0.05 * abs(high) or 0.05
+    return (low - pad, high + pad)
+
+
 def validation_plot(selection: Selection, workload: str) -> hv.Overlay:
     """Validation target metric of the shown runs of one workload, with target and hits."""
     runs = selection.shown_curve_runs.query("workload == @workload")
@@ -59,57 +75,117 @@ def validation_plot(selection: Selection, workload: str) -> hv.Overlay:
         color="algorithm", cmap=selection.colors, size=9, marker="circle", line_color="black",
         show_legend=False)
     return hv.Overlay([*_run_lines(evals, x, y, selection.colors), *target, hits]).opts(
-        hv.opts.Curve(line_width=1.5, alpha=0.85, tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=320, xlabel=TIME_AXES[x],
+        hv.opts.Path(line_width=1.5, alpha=0.85, tools=["hover"], show_legend=True),
+        hv.opts.Overlay(responsive=True, min_height=320, xlabel=TIME_AXES[x], shared_axes=False,
+                        ylim=_y_range(evals[y], runs.iloc[0]["target_validation"]),
                         ylabel=f"validation {metric}", show_grid=True, legend_position="right",
                         title=f"{workload}: validation {metric} ({about})"))
 
 
+EVAL_LOSS = R.metric_column("train", "loss")  # the training-split loss measured at each eval
+
+
+def _eval_loss_column(evals: pd.DataFrame) -> str | None:
+    """train/loss, else another training-split loss column (AlgoPerf's speech: train/ctc_loss)."""
+    if EVAL_LOSS in evals:
+        return EVAL_LOSS
+    losses = sorted(c for c in evals.columns if c.startswith("train/") and c.endswith("loss")
+                    and evals[c].notna().any())
+    return losses[0] if losses else None
+
+
+def _loss_rows(selection: Selection, runs: pd.DataFrame) -> tuple[pd.DataFrame, str, str]:
+    """(rows with `loss`, x column, what they are): the minibatch losses the runner recorded, or
+    else (AlgoPerf logs record none) the training-split loss of the eval rows."""
+    keys = runs[["run_id", "algorithm"]]
+    train = selection.curve_train().merge(keys, on="run_id").dropna(subset=["loss"])
+    evals = selection.curve_evals().merge(keys, on="run_id")
+    column = _eval_loss_column(evals)
+    if len(train) or column is None:
+        # Training rows carry no wall clock: on the wall-seconds axis they stay on train seconds.
+        x = selection.time_axis if selection.time_axis in R.TRAIN_COLUMNS else "train_seconds"
+        return train, x, "training loss"
+    evals = evals.drop(columns=["loss"], errors="ignore").rename(columns={column: "loss"})
+    what = "training loss" if column == EVAL_LOSS else column.replace("/", " ")
+    return evals.dropna(subset=["loss"]), selection.time_axis, f"{what} at evals"
+
+
 def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
-    """Minibatch training loss of the shown runs of one workload (log scale when positive)."""
+    """Training loss of the shown runs of one workload (log scale when positive)."""
     runs = selection.shown_curve_runs.query("workload == @workload")
-    train = selection.curve_train().merge(runs[["run_id", "algorithm"]], on="run_id")
-    # Training rows carry no wall clock: on the wall-seconds axis they stay on train seconds.
-    x = selection.time_axis if selection.time_axis in R.TRAIN_COLUMNS else "train_seconds"
-    train = train.dropna(subset=["loss"])
+    train, x, what = _loss_rows(selection, runs)
     return hv.Overlay(_run_lines(train, x, "loss", selection.colors)).opts(
-        hv.opts.Curve(line_width=1, alpha=0.8, tools=["hover"]),
+        hv.opts.Path(line_width=1, alpha=0.8, tools=["hover"]),
         hv.opts.Overlay(responsive=True, min_height=320, xlabel=TIME_AXES[x], ylabel="loss",
+                        shared_axes=False,
                         logy=bool(len(train)) and bool((train["loss"] > 0).all()),
                         show_grid=True, show_legend=False,
-                        title=f"{workload}: training loss"))
+                        title=f"{workload}: {what}"))
+
+
+def _pane(plot: hv.Overlay, workload: str, css_class: str) -> pn.viewable.Viewable:
+    """The plot, or a line saying there is nothing to draw (Bokeh cannot draw an empty plot)."""
+    if not any(len(path.split()) for path in plot.traverse(lambda e: e, [hv.Path])):
+        what = "training loss" if css_class == "pb-loss" else "validation metric"
+        return pn.pane.Markdown(f"*{workload}: no {what} recorded for the drawn runs.*",
+                                sizing_mode="stretch_width")
+    return pn.pane.HoloViews(plot, sizing_mode="stretch_width", css_classes=[css_class])
 
 
 class Curves(pn.viewable.Viewer):
-    """Per shown workload: validation curves beside training-loss curves."""
+    """Per workload: validation curves beside training-loss curves. In the dashboard
+    (`one_workload`) a picker in the view chooses the workload drawn; the report draws every
+    shown scored workload (`only_scored`). The plots are built when the view is first rendered."""
 
     selection = param.ClassSelector(class_=Selection)
+    one_workload = param.Boolean(default=False, doc="Draw one workload, picked in the view.")
+    workload = param.Selector(default=None, objects=[], allow_None=True,
+                              doc="The workload drawn when one_workload is set.")
+    only_scored = param.Boolean(default=False, doc="Draw the scored workloads only (the report: "
+                                                   "keeps a big store's file small).")
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
-        self._body = pn.Column(sizing_mode="stretch_width")
-        self._update()
+        self._workloads_changed()
+
+    @param.depends("selection.version", "selection.workloads", watch=True)
+    def _workloads_changed(self) -> None:
+        groups = self.selection.workload_groups()
+        shown = [w for ws in groups.values() for w in ws if w in self.selection.workloads]
+        self.param.workload.objects = shown
+        if self.workload not in shown:
+            self.workload = shown[0] if shown else None
+
+    def _drawn(self, runs: pd.DataFrame) -> list[str]:
+        if self.one_workload:
+            return [self.workload] if self.workload in set(runs["workload"]) else []
+        scored = self.selection.workload_groups()["scored"]
+        return sorted(w for w in runs["workload"].unique() if not self.only_scored or w in scored)
 
     @param.depends("selection.version", "selection.workloads", "selection.algorithms",
-                   "selection.time_axis", "selection.curve_runs", watch=True)
-    def _update(self) -> None:
+                   "selection.time_axis", "selection.curve_runs", "workload")
+    def plots(self) -> pn.Column:
+        """One row per drawn workload: its validation plot and its loss plot."""
         runs = self.selection.shown_curve_runs
-        if not len(runs):
-            self._body.objects = [pn.pane.Markdown("No runs to draw with the current selection.")]
-            return
-        self._body.objects = [
-            pn.Row(pn.pane.HoloViews(validation_plot(self.selection, w),
-                                     sizing_mode="stretch_width", css_classes=["pb-curve"]),
-                   pn.pane.HoloViews(loss_plot(self.selection, w), sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width")
-            for w in sorted(runs["workload"].unique())
-        ]
+        drawn = self._drawn(runs)
+        if not drawn:
+            return pn.Column(pn.pane.Markdown("No runs to draw with the current selection."))
+        return pn.Column(*[
+            pn.Row(_pane(validation_plot(self.selection, w), w, "pb-curve"),
+                   _pane(loss_plot(self.selection, w), w, "pb-loss"), sizing_mode="stretch_width")
+            for w in drawn
+        ], sizing_mode="stretch_width")
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(
             pn.pane.Markdown(
                 f"### Learning curves\nOne line per run, coloured by algorithm; the dashed line "
                 f"is the validation target and a dot marks the first eval that met it. Showing "
-                f"the runs picked in the sidebar, or else the first {MAX_DEFAULT_CURVES} "
-                f"shown runs."),
-            self._body, sizing_mode="stretch_width")
+                f"the runs picked in the sidebar, or else per workload all its runs when it has "
+                f"at most {MAX_DEFAULT_CURVES}, and otherwise one run per algorithm: the trial "
+                f"chosen in its middle study (by time) among the studies that met the target "
+                f"(an algorithm that never met it is drawn only when its runs are picked)."),
+            pn.widgets.Select.from_param(self.param.workload, name="Workload", width=320,
+                                         visible=self.one_workload),
+            pn.param.ParamMethod(self.plots, lazy=True, sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")

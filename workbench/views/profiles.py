@@ -1,7 +1,9 @@
 """Performance profiles: for each algorithm, the fraction of workloads it solves within tau
 times the fastest algorithm's time, drawn as right-continuous step lines for tau in [1, 4].
 
-The profile itself is `workbench.scoring.performance_profile`; this view only draws it.
+The profile itself is `workbench.scoring.performance_profile` of the times after the selection's
+scoring rules (the store's, e.g. AlgoPerf v0.5's held-out rule, when it records them); this view
+only draws it.
 """
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ PROFILE_TAUS = np.linspace(1.0, 4.0, 601)
 
 def profile_plot(selection: Selection) -> hv.Overlay | None:
     """Step lines rho(tau) over the scored workloads, one per algorithm; None if none is scored."""
-    if not len(selection.runs):
+    if not len(selection.runs) or not selection.workload_groups()["scored"]:
         return None
-    times = scoring.scored_times(selection.cube)
+    times = scoring.scored_times(selection.cube, selection.scoring_config)
     if times.sizes.get("workload", 0) == 0 or times.sizes.get("algorithm", 0) == 0:
         return None
     profile = scoring.performance_profile(times, taus=PROFILE_TAUS)
@@ -39,7 +41,7 @@ def profile_plot(selection: Selection) -> hv.Overlay | None:
         hv.opts.Curve(interpolation="steps-post", line_width=2.5, tools=["hover"]),
         hv.opts.Overlay(xlim=(1, 4), ylim=(-0.02, 1.02), responsive=True, min_height=380,
                         xlabel="tau (time / fastest algorithm's time)",
-                        ylabel="fraction of workloads within tau", legend_position="bottom_right",
+                        ylabel="fraction of workloads within tau", legend_position="right",
                         title="Performance profiles", show_grid=True))
 
 
@@ -66,8 +68,9 @@ class Profiles(pn.viewable.Viewer):
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(
             pn.pane.Markdown(
-                "### Performance profiles\nrho(tau): share of the shown workloads on which an "
-                "algorithm reaches the target within tau times the fastest algorithm's median "
-                "time. Higher and further left is better; a line that never rises missed "
-                "every target."),
+                "### Performance profiles\nrho(tau): share of the shown scored workloads on "
+                "which an algorithm reaches the target within tau times the fastest algorithm's "
+                "median time, after the same rules as the leaderboard score (held-out variants "
+                "and the 4x cut-off where they apply). Higher and further left is better; a "
+                "line that never rises missed every target."),
             self._empty, self._pane, sizing_mode="stretch_width")

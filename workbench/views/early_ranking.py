@@ -1,0 +1,149 @@
+"""Early ranking: how well the loss-curve estimators (TSE, TSE-EMA, LCGA, ...) rank the runs of a
+study against their final validation metric, as a function of the budget fraction used; the LCGA
+fit's predicted loss curve against the actual one; and the compute the early-stopping tuner saved.
+
+Everything is computed by workbench.curves and workbench.early_stopping; this module only lays the
+results out. Rows are read from the store for the selected runs.
+"""
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+
+from workbench import curves
+from workbench import records as R
+from workbench.early_stopping import study_summary
+from workbench.store import open_store
+from workbench.views.selection import Selection
+
+hv.extension("bokeh", logo=False)
+
+__all__ = ["EarlyRanking", "ranking_tables", "ranking_plot", "prediction_plot", "saved_frame",
+           "MIN_RUNS", "PREDICT_FRACTION"]
+
+MIN_RUNS = 3            # fewer complete runs in a group give no rank correlation
+PREDICT_FRACTION = 0.2  # the LCGA fit of the prediction plot uses the first 20 % of the budget
+SHOWN_PREDICTIONS = 4   # runs on the prediction plot (the best by final metric)
+
+
+def _groups(runs: pd.DataFrame):
+    done = runs[runs["status"] == "complete"]
+    for key, group in done.groupby(["study_name", "workload", "algorithm"], sort=True):
+        if len(group) >= MIN_RUNS:
+            yield key, group
+
+
+def _finals(group: pd.DataFrame, evals: pd.DataFrame) -> pd.Series:
+    """run_id -> validation target metric at the run's last eval."""
+    column = R.metric_column("validation", group["target_metric"].iloc[0])
+    rows = evals[evals["run_id"].isin(group["run_id"])].sort_values("step")
+    return rows.groupby("run_id")[column].last() if column in rows else pd.Series(dtype=float)
+
+
+def ranking_tables(store, runs: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    """(study_name, workload, algorithm) -> curves.early_ranking_table of its complete runs."""
+    out = {}
+    for key, group in _groups(runs):
+        ids = list(group["run_id"])
+        finals = _finals(group, store.evals(ids))
+        budget = float(group["budget_steps"].max())
+        out[key] = curves.early_ranking_table(store.train_rows(ids), finals,
+                                              group["target_direction"].iloc[0],
+                                              budget_steps=budget)
+    return out
+
+
+def ranking_plot(table: pd.DataFrame, title: str) -> hv.Overlay:
+    """Spearman rho against the budget fraction, one line per estimator."""
+    lines = [hv.Curve(g, kdims="fraction", vdims=["spearman", "kendall", "n"], label=name)
+             .opts(tools=["hover"]) * hv.Scatter(g, "fraction", "spearman").opts(size=6)
+             for name, g in table.groupby("estimator", sort=True)]
+    return hv.Overlay(lines).opts(
+        hv.opts.Overlay(responsive=True, min_height=300, logx=True, ylim=(-1.05, 1.05),
+                        xlabel="fraction of the step budget", ylabel="Spearman rho vs final",
+                        show_grid=True, legend_position="right", title=title))
+
+
+def prediction_plot(train: pd.DataFrame, finals: pd.Series, budget: float,
+                    fraction: float = PREDICT_FRACTION) -> hv.Overlay:
+    """Actual training loss (solid) vs the LCGA fit on the first `fraction` (dashed), for the best
+    SHOWN_PREDICTIONS runs by final metric (`finals` sorted best first)."""
+    cutoff, parts = fraction * budget, []
+    grid = np.linspace(1.0, budget, 200)
+    for run_id in finals.index[:SHOWN_PREDICTIONS]:
+        rows = train[train["run_id"] == run_id].sort_values("step")
+        seen = rows[rows["step"] <= cutoff]
+        fit = curves.fit_lcga(seen["step"], seen["loss"])
+        label = str(run_id)[-16:]
+        parts.append(hv.Curve(rows, "step", "loss", label=label).opts(line_width=1, alpha=0.7))
+        parts.append(hv.Curve((grid, fit.predict(grid)), "step", "loss", label=f"{label} fit")
+                     .opts(line_dash="dashed", line_width=2))
+    parts.append(hv.VLine(cutoff).opts(color="gray", line_dash="dotted"))
+    return hv.Overlay(parts).opts(hv.opts.Overlay(
+        responsive=True, min_height=300, logy=True, show_grid=True, legend_position="right",
+        title=f"LCGA fitted on the first {fraction:.0%} of the budget vs the actual loss"))
+
+
+def saved_frame(store, study_names) -> pd.DataFrame:
+    """Compute spent and saved by pruning per study group (empty when no study pruned)."""
+    rows = []
+    for name in study_names:
+        summary = study_summary(store, name)
+        if not summary["estimators"]:
+            continue
+        for g in summary["groups"]:
+            rows.append({"study": name, "workload": g["workload"], "algorithm": g["algorithm"],
+                         "estimator": ", ".join(summary["estimators"]), "trials": g["trials"],
+                         "pruned": g["pruned"], "train s spent": g["spent_train_seconds"],
+                         "train s saved": g["saved_train_seconds"],
+                         "saved %": 100 * g["saved_fraction_seconds"],
+                         "best trial": (g["best"] or {}).get("trial")})
+    return pd.DataFrame(rows)
+
+
+class EarlyRanking(pn.viewable.Viewer):
+    """Per study group: rank correlation vs budget fraction, predicted vs actual, compute saved."""
+
+    selection = param.ClassSelector(class_=Selection)
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._body = pn.Column(sizing_mode="stretch_width")
+        self._update()
+
+    @param.depends("selection.version", "selection.workloads", "selection.algorithms", watch=True)
+    def _update(self) -> None:
+        runs = self.selection.runs
+        if not len(runs):
+            self._body.objects = [pn.pane.Markdown("No runs with the current selection.")]
+            return
+        store = open_store(self.selection.store_path)
+        tables = ranking_tables(store, runs)
+        parts = []
+        for (study, workload, algorithm), table in tables.items():
+            group = runs[(runs["study_name"] == study) & (runs["workload"] == workload) &
+                         (runs["algorithm"] == algorithm) & (runs["status"] == "complete")]
+            finals = _finals(group, store.evals(list(group["run_id"])))
+            finals = finals.sort_values(ascending=group["target_direction"].iloc[0] == "min")
+            title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
+            parts.append(pn.Row(
+                pn.pane.HoloViews(ranking_plot(table, title), sizing_mode="stretch_width"),
+                pn.pane.HoloViews(prediction_plot(store.train_rows(list(group["run_id"])),
+                                                  finals, float(group["budget_steps"].max())),
+                                  sizing_mode="stretch_width"), sizing_mode="stretch_width"))
+        saved = saved_frame(store, sorted(runs["study_name"].unique()))
+        if len(saved):
+            parts.append(pn.pane.Markdown("#### Compute saved by the early-stopping tuner"))
+            parts.append(pn.pane.DataFrame(saved.round(2), index=False))
+        self._body.objects = parts or [pn.pane.Markdown(
+            f"No study group has {MIN_RUNS} or more complete runs to rank.")]
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(pn.pane.Markdown(
+            "### Early ranking\nSigned Spearman rho between each estimator computed on the first "
+            "fraction of the step budget and the final validation metric (+1: perfect ranking). "
+            "All estimators are 'lower predicts better'; LCGA is the fitted loss at the full "
+            "budget, LCGA-D1N's sign is uncalibrated."), self._body, sizing_mode="stretch_width")

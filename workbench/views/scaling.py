@@ -1,0 +1,130 @@
+"""Scaling: steps-to-result against batch size on log-log axes, one series per sparsity, with the
+fitted S(B) = S_min (1 + B_crit/B), B_crit, the regimes and the gradient-noise-scale estimate.
+
+The goal is the workload's validation target unless the study recorded its own (a scaling study's
+summary document, records.study_summary_path). Computed by workbench.scaling.
+"""
+from __future__ import annotations
+
+import json
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+
+from workbench import records as R
+from workbench import scaling
+from workbench.store import open_store
+from workbench.views.selection import Selection
+
+hv.extension("bokeh", logo=False)
+
+__all__ = ["Scaling", "study_goal", "scaling_results", "scaling_plot"]
+
+
+def study_goal(store, study_name: str, runs: pd.DataFrame) -> float:
+    """The scaling study's goal from its summary document, else the runs' validation target."""
+    path = R.study_summary_path(store.root, study_name)
+    if path.exists():
+        goal = (json.loads(path.read_text()).get("spec") or {}).get("goal")
+        if goal is not None:
+            return float(goal)
+    return float(runs["target_validation"].iloc[0])
+
+
+def scaling_results(store, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(steps-to-result per study/workload/algorithm/sparsity/batch size, fits per sparsity with
+    B_crit and the noise-scale estimate B_simple from the winning runs' measurements)."""
+    results, fits = [], []
+    for (study, workload, algorithm), group in runs.groupby(
+            ["study_name", "workload", "algorithm"], sort=True):
+        metric = R.metric_column("validation", group["target_metric"].iloc[0])
+        evals = store.evals(list(group["run_id"]))
+        table = scaling.steps_to_result(group, evals, study_goal(store, study, group), metric,
+                                        group["target_direction"].iloc[0])
+        table = table.assign(study_name=study, workload=workload, algorithm=algorithm)
+        results.append(table)
+        for sparsity, part in table.groupby("sparsity", sort=True):
+            fit = scaling.fit_steps_to_result(part["batch_size"], part["steps"])
+            winners = part.dropna(subset=["run_id"])
+            noise = scaling.noise_estimate(evals, winners["run_id"],
+                                           dict(zip(winners["run_id"], winners["steps"])))
+            fits.append({"study_name": study, "workload": workload, "algorithm": algorithm,
+                         "sparsity": sparsity, "s_min": fit["s_min"], "b_crit": fit["b_crit"],
+                         "b_simple": noise, "points": fit["n"], "rmse_log": fit["rmse_log"]})
+    if not results:
+        return pd.DataFrame(), pd.DataFrame()
+    return pd.concat(results, ignore_index=True), pd.DataFrame(fits)
+
+
+def scaling_plot(results: pd.DataFrame, fits: pd.DataFrame, title: str) -> hv.Overlay:
+    """log-log steps-to-result vs batch size per sparsity: measured points and the fitted curve."""
+    parts = []
+    for sparsity, part in results.groupby("sparsity", sort=True):
+        fit = fits[fits["sparsity"] == sparsity].iloc[0]
+        label = f"sparsity {sparsity:g}"
+        reached = part.dropna(subset=["steps"])
+        parts.append(hv.Scatter(reached, "batch_size", ["steps", "trial"], label=label)
+                     .opts(size=8, tools=["hover"]))
+        if np.isfinite(fit["b_crit"]):
+            grid = np.geomspace(part["batch_size"].min(), part["batch_size"].max(), 100)
+            curve = scaling.predicted_steps(grid, fit["s_min"], fit["b_crit"])
+            parts.append(hv.Curve((grid, curve), "batch_size", "steps",
+                                  label=f"{label} fit, B_crit {fit['b_crit']:.0f}")
+                         .opts(line_dash="dashed"))
+    return hv.Overlay(parts).opts(hv.opts.Overlay(
+        responsive=True, min_height=340, logx=True, logy=True, show_grid=True,
+        xlabel="batch size", ylabel="steps to result", legend_position="right", title=title))
+
+
+def _regimes(fits: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for fit in fits.itertuples():
+        batches = sorted(results.loc[results["sparsity"] == fit.sparsity, "batch_size"].unique())
+        labels = scaling.regime(batches, fit.b_crit) if np.isfinite(fit.b_crit) else ["-"] * len(batches)
+        rows.append({"sparsity": fit.sparsity, **{str(b): lab for b, lab in zip(batches, labels)}})
+    return pd.DataFrame(rows)
+
+
+class Scaling(pn.viewable.Viewer):
+    """Steps-to-result vs batch size per sparsity, the fit, B_crit, noise scale and regimes."""
+
+    selection = param.ClassSelector(class_=Selection)
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._body = pn.Column(sizing_mode="stretch_width")
+        self._update()
+
+    @param.depends("selection.version", "selection.workloads", "selection.algorithms", watch=True)
+    def _update(self) -> None:
+        runs = self.selection.runs
+        if not len(runs) or runs["batch_size"].nunique() < 2:
+            self._body.objects = [pn.pane.Markdown(
+                "No scaling study here: it needs runs at two or more batch sizes "
+                "(`pacebench study --kind scaling ...`).")]
+            return
+        store = open_store(self.selection.store_path)
+        keep = set(runs["run_id"])
+        runs = scaling.scaling_runs(store)
+        results, fits = scaling_results(store, runs[runs["run_id"].isin(keep)])
+        parts = []
+        for (study, workload, algorithm), part in results.groupby(
+                ["study_name", "workload", "algorithm"], sort=True):
+            fit = fits[(fits["study_name"] == study) & (fits["workload"] == workload) &
+                       (fits["algorithm"] == algorithm)]
+            parts += [pn.pane.HoloViews(scaling_plot(part, fit, f"{study}: {workload} / "
+                                                     f"{algorithm}"), sizing_mode="stretch_width"),
+                      pn.pane.DataFrame(fit.round(3), index=False),
+                      pn.pane.Markdown("Regimes per batch size:"),
+                      pn.pane.DataFrame(_regimes(fit, part), index=False)]
+        self._body.objects = parts
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(pn.pane.Markdown(
+            "### Batch-size scaling\nSteps to the goal (minimum over the trials at each batch size) "
+            "on log-log axes, per sparsity; dashed: S(B) = S_min (1 + B_crit/B) fitted on log S. "
+            "B_simple: gradient noise scale (ratio of mean estimates) from the winning runs."),
+            self._body, sizing_mode="stretch_width")

@@ -1,0 +1,106 @@
+"""Speedups over a reference algorithm (the sidebar's choice): AlgoPerf's summary of how much less
+time an algorithm needs, 1 - geometric mean over the scored workloads of t(algorithm) /
+t(reference).
+
+With the budgets an AlgoPerf import records, this is `scoring.algoperf_speedups` (a miss costs
+the workload's budget + 1 s, as the official compute_speedups does); without budgets it is
+`scoring.speedups` over the workloads both reached. This view only picks, orders and formats.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+import xarray as xr
+
+from workbench import scoring
+from workbench.views.formats import percent
+from workbench.views.leaderboard import TABLE_CSS, score_frame
+from workbench.views.selection import Selection
+
+__all__ = ["Speedups", "speedup_frame", "uses_budgets"]
+
+TITLES = {"algorithm": "Algorithm", "faster_by": "Less time than the reference",
+          "time_ratio": "Time ratio (geometric mean)"}
+
+
+def uses_budgets(selection: Selection) -> bool:
+    """Whether the store's rules give a budget for every scored workload (AlgoPerf speedups)."""
+    config = selection.scoring_config
+    scored = selection.workload_groups()["scored"]
+    return config is not None and bool(scored) and all(w in config.budgets for w in scored)
+
+
+def _time_ratios(selection: Selection) -> xr.DataArray:
+    """gmean of t(algorithm) / t(reference) over the scored workloads, per algorithm."""
+    reference, cube = selection.reference, selection.cube
+    if uses_budgets(selection):
+        faster = scoring.algoperf_speedups(cube, selection.scoring_config, reference,
+                                           selection.ruleset)
+        return 1.0 - faster
+    times = scoring.workload_times(cube).sel(workload=selection.workload_groups()["scored"])
+    with np.errstate(divide="ignore"):
+        return 1.0 / scoring.speedups(times, reference)
+
+
+def speedup_frame(selection: Selection) -> pd.DataFrame:
+    """algorithm, faster_by (1 - time_ratio), time_ratio; in leaderboard order, the reference
+    first. Empty when there is no reference or no scored workload."""
+    if (selection.reference is None or not len(selection.runs)
+            or not selection.workload_groups()["scored"]):
+        return pd.DataFrame(columns=list(TITLES))
+    ratios = _time_ratios(selection).to_series()
+    order = [selection.reference] + [a for a in score_frame(selection)["algorithm"]
+                                     if a != selection.reference and a in ratios.index]
+    ratios = ratios.reindex(order)
+    return pd.DataFrame({"algorithm": order, "faster_by": (1.0 - ratios).to_numpy(),
+                         "time_ratio": ratios.to_numpy()})
+
+
+def _shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame as text: '+27.9 %' and '0.721'."""
+    ratio = [f"{r:.3f}" if math.isfinite(r) else ("inf" if r > 0 else "n/a")
+             for r in frame["time_ratio"]]
+    return frame.assign(faster_by=frame["faster_by"].map(percent), time_ratio=ratio)
+
+
+class Speedups(pn.viewable.Viewer):
+    """A table of each shown algorithm's speedup over the selection's reference algorithm."""
+
+    selection = param.ClassSelector(class_=Selection)
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._about = pn.pane.Markdown(sizing_mode="stretch_width")
+        self._table = pn.widgets.Tabulator(
+            disabled=True, show_index=False, layout="fit_data_stretch", titles=TITLES,
+            text_align={"faster_by": "right", "time_ratio": "right"},
+            sizing_mode="stretch_width", css_classes=["pb-speedups"], stylesheets=[TABLE_CSS])
+        self._update()
+
+    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
+                   "selection.reference", watch=True)
+    def _update(self) -> None:
+        frame = speedup_frame(self.selection)
+        self._table.value = _shown(frame)
+        self._about.object = self._text()
+
+    def _text(self) -> str:
+        reference = self.selection.reference
+        if reference is None:
+            return "No algorithm is shown to measure speedups against."
+        how = ("A miss (and a workload without results) counts as the workload's runtime "
+               "budget + 1 s, as AlgoPerf's compute_speedups does; medians over studies, "
+               "before the held-out rule and the cut-off" if uses_budgets(self.selection) else
+               "Workloads that one of the two has no result on are left out; a miss where the "
+               "reference reached the target makes the ratio infinite (no budgets recorded)")
+        return (f"Against **{reference}** (pick another in the sidebar): *less time* = 1 - the "
+                f"geometric mean over the shown scored workloads of t(algorithm) / "
+                f"t({reference}); +27.9 % means 27.9 % less training time. {how}.")
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(pn.pane.Markdown("### Speedups"), self._about, self._table,
+                         sizing_mode="stretch_width")

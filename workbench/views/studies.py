@@ -1,0 +1,100 @@
+"""Per-study times to target: for each workload and algorithm, every study's time and the trial
+that AlgoPerf's rule chose in it, beside the median the leaderboard shows.
+
+The choices are `workbench.scoring.study_choices`; this view only formats and groups them.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import panel as pn
+import param
+
+from workbench import scoring
+from workbench.views.formats import MISS, duration, unit_for
+from workbench.views.leaderboard import TABLE_CSS, score_frame
+from workbench.views.selection import Selection
+
+__all__ = ["StudyTimes", "study_frame"]
+
+ROLE_TITLES = {"scored": "scored", "held_out": "held-out variant", "other": "variant, not scored"}
+
+
+def _cell(time: float, trial: float, seed: float, trials: int, reached: int, seeds: bool,
+          unit: str) -> str:
+    """'5,043 s, trial 3 (2/5)', 'miss (0/5)', or '' when the study is absent."""
+    if trials == 0:
+        return ""
+    counts = f"({reached}/{trials})"
+    if math.isinf(time) or math.isnan(trial):
+        return f"{MISS} {counts}"
+    which = f"trial {int(trial)}" + (f" seed {int(seed)}" if seeds else "")
+    return f"{duration(time, unit)}, {which} {counts}"
+
+
+def study_frame(selection: Selection) -> pd.DataFrame:
+    """One row per shown (workload, algorithm) with runs: workload, role, algorithm, median, and
+    one column per study (`study <k>`) naming its time and chosen trial. Workloads in leaderboard
+    groups (scored, held out, other), algorithms in leaderboard order."""
+    columns = ["workload", "role", "algorithm", "median"]
+    if not len(selection.runs):
+        return pd.DataFrame(columns=columns)
+    choices = scoring.study_choices(selection.cube)
+    long = choices.drop_vars([c for c in choices.coords if c not in choices.dims]).to_dataframe()
+    seeds = selection.cube.sizes["seed"] > 1
+    units = long.groupby(level="workload")["time_to_target"].agg(unit_for)  # one per workload
+    long["text"] = [_cell(*values, seeds, units[w]) for w, *values in zip(
+        long.index.get_level_values("workload"), long["time_to_target"], long["trial"],
+        long["seed"], long["trials"], long["trials_reached"])]
+    wide = long["text"].unstack("study")
+    wide.columns = [f"study {k}" for k in wide.columns]
+    medians = scoring.median_over_studies(choices["time_to_target"]).to_series()
+    medians = medians.reindex(wide.index)
+    wide.insert(0, "median", [duration(v, units[w]) for (_, w), v in medians.items()])
+    wide = wide[long.groupby(level=["algorithm", "workload"])["trials"].sum() > 0]
+    role = {w: ROLE_TITLES[r] for r, ws in selection.workload_groups().items() for w in ws}
+    rank = {a: i for i, a in enumerate(score_frame(selection)["algorithm"])}
+    frame = wide.reset_index()
+    frame = frame[frame["workload"].isin(role)].assign(role=frame["workload"].map(role))
+    frame["_w"] = frame["workload"].map(list(role).index)
+    frame["_a"] = frame["algorithm"].map(lambda a: rank.get(a, len(rank)))
+    frame = frame.sort_values(["_w", "_a", "algorithm"], kind="stable")
+    studies = [c for c in frame.columns if c.startswith("study ")]
+    return frame[columns + studies].reset_index(drop=True)
+
+
+class StudyTimes(pn.viewable.Viewer):
+    """A table of every study's time to target and chosen trial, grouped by workload."""
+
+    selection = param.ClassSelector(class_=Selection)
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._table = pn.widgets.Tabulator(
+            disabled=True, show_index=False, layout="fit_data_stretch", groupby=["workload"],
+            hidden_columns=["workload"], titles={"algorithm": "Algorithm", "median": "Median"},
+            sizing_mode="stretch_width", height=640, css_classes=["pb-studies"],
+            stylesheets=[TABLE_CSS])
+        self._update()
+
+    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
+                   watch=True)
+    def _update(self) -> None:
+        frame = study_frame(self.selection)
+        # the group header names the workload and its role; the rows need not repeat it
+        frame = frame.assign(workload=frame["workload"] + " (" + frame["role"] + ")") \
+            .drop(columns="role")
+        self._table.param.update(value=frame, text_align={c: "right" for c in frame.columns
+                                                          if c.startswith("study") or
+                                                          c == "median"})
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(
+            pn.pane.Markdown(
+                "### Time to target per study\nEach study tunes its own trials; AlgoPerf "
+                "keeps, per study, the trial that met the validation target at the earliest "
+                "eval (ties: less time). A cell gives that trial's training time, which trial "
+                "it was, and (k/n) how many of the study's n trials met the target; *median* is "
+                "the leaderboard's number. Click a workload's header to fold it."),
+            self._table, sizing_mode="stretch_width")

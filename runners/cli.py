@@ -101,11 +101,49 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if doc["status"] in ("complete", "diverged") else 1
 
 
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(t) for t in _csv(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def cmd_scaling(args: argparse.Namespace) -> int:
+    """`study --kind scaling`: steps-to-result per batch size and sparsity (runners/scaling_study)."""
+    from runners.launch import StudyExistsError
+    from runners.scaling_study import run_scaling
+    from workbench.spec import ScalingSpec
+    from workbench.store import open_store
+
+    if not args.algorithms:
+        raise ValueError("a scaling study needs --algorithms")
+    if not args.batch_sizes:
+        raise ValueError("a scaling study needs --batch-sizes, e.g. 8,16,32,64")
+    spec = ScalingSpec(workloads=args.workloads, algorithms=args.algorithms,
+                       batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
+                       prune_method=args.prune_method, trials=args.trials, goal=args.goal,
+                       max_steps=args.max_steps or ScalingSpec.max_steps,
+                       eval_every=args.eval_every, noise_every=args.noise_every,
+                       lr_scaling=args.lr_scaling, name=args.name, threads=args.threads)
+    store = open_store(_store_path(args), create=True)
+    try:
+        result = run_scaling(spec, store, workers=args.workers, resume=args.resume,
+                             data_dir=args.data_dir, progress=not args.quiet)
+    except StudyExistsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    print(f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")
+    return 0 if not result.failed else 1
+
+
 def cmd_study(args: argparse.Namespace) -> int:
     from runners.launch import StudyExistsError, run_study
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
+    if args.kind == "scaling":
+        return cmd_scaling(args)
     submission = _submission(args)
     algorithms = [*(args.algorithms or []), *([submission] if submission else [])]
     if not algorithms:
@@ -113,11 +151,13 @@ def cmd_study(args: argparse.Namespace) -> int:
     spaces = {submission: args.tuning_search_space} if args.tuning_search_space else None
     spec = StudySpec(workloads=args.workloads, algorithms=algorithms, ruleset=args.ruleset,
                      studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
-                     name=args.name, max_steps=args.max_steps, threads=args.threads)
+                     name=args.name, max_steps=args.max_steps, threads=args.threads,
+                     stop_on_target=not args.no_stop_on_target)
     store = open_store(_store_path(args), create=True)
     try:
         result = run_study(spec, store, workers=args.workers, resume=args.resume,
-                           data_dir=args.data_dir, progress=not args.quiet, search_spaces=spaces)
+                           data_dir=args.data_dir, progress=not args.quiet, search_spaces=spaces,
+                           prune=args.prune, eta=args.eta)
     except StudyExistsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -274,6 +314,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="trials run at once, one process each")
     p.add_argument("--resume", action="store_true", help="run only trials not yet done")
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
+    p.add_argument("--no-stop-on-target", action="store_true",
+                   help="train every run to its budget (full curves) even after its targets")
+    p.add_argument("--prune", choices=("none", "lcga", "tse"), default="none",
+                   help="early-stopping tuner: successive halving at 1/9 and 1/3 of the step "
+                        "budget ranked by this estimator (default none)")
+    p.add_argument("--eta", type=int, default=3, help="--prune keeps the best 1/eta at a rung")
+    p.add_argument("--kind", choices=("tuning", "scaling"), default="tuning",
+                   help="scaling: steps-to-result per batch size (and sparsity) to a goal")
+    scaling = p.add_argument_group("--kind scaling")
+    scaling.add_argument("--batch-sizes", type=_ints, help="e.g. 8,16,32,64,128,256,512,1024")
+    scaling.add_argument("--sparsities", type=_floats, default=[0.0], help="e.g. 0,0.5,0.9")
+    scaling.add_argument("--prune-method", choices=("snip", "magnitude", "random"),
+                         default="snip", help="pruning at init for sparsity > 0 (default snip)")
+    scaling.add_argument("--goal", type=float,
+                         help="validation target-metric goal (default: the catalog's target)")
+    scaling.add_argument("--eval-every", type=int, default=5, help="eval cadence in steps")
+    scaling.add_argument("--noise-every", type=int, default=50,
+                         help="steps between gradient-noise measurements (0: none)")
+    scaling.add_argument("--lr-scaling", choices=("none", "sqrt", "linear"), default="sqrt",
+                         help="shift of the learning-rate range with batch size (default sqrt)")
     common(p, training=True)
     p.set_defaults(func=cmd_study)
 

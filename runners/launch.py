@@ -5,6 +5,11 @@ each running one trial and writing its own run folder. A worker dies with its la
 PR_SET_PDEATHSIG), so killing a study never leaves orphans training on; the runs they were writing
 then read as `interrupted`. `resume=True` runs only the trials that have no complete or diverged
 attempt in the store yet.
+
+Hooks (`hooks` of run_configs, passed to every worker in its job file, applied with
+runners.loop.run's `should_stop` / `measure`): "prune" = {"estimator", "eta"} (runners/pruning.py),
+"goal" = a validation goal that ends a run (runners/scaling_study.py), "noise_every" = steps
+between gradient-noise measurements (runners/noise.py).
 """
 from __future__ import annotations
 
@@ -18,15 +23,17 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig, StudySpec, stable_hash
 from workbench.store import Store
 
-__all__ = ["plan_study", "run_study", "StudyResult", "StudyExistsError", "worker_main"]
+__all__ = ["plan_study", "run_study", "run_configs", "StudyResult", "StudyExistsError",
+           "worker_main", "PRUNE_CHOICES"]
 
 POLL_S = 0.1  # how often the launcher checks its workers
+PRUNE_CHOICES = ("none", "lcga", "tse")  # --prune: the early-stopping tuner's estimator
 
 
 class StudyExistsError(RuntimeError):
@@ -79,34 +86,70 @@ class StudyResult:
     succeeded: int = 0
     failed: list[str] = field(default_factory=list)  # one line per failed or killed worker
     seconds: float = 0.0
+    pruning: dict[str, Any] | None = None  # the study summary when the tuner pruned (run_study)
 
     def summary(self) -> str:
         text = (f"{self.planned} trials planned, {self.skipped} already done, {self.succeeded} ran, "
                 f"{len(self.failed)} failed, in {self.seconds:.1f} s")
-        return "\n".join([text, *("  " + f for f in self.failed)])
+        return "\n".join([text, *("  " + f for f in self.failed), *self._pruning_lines()])
+
+    def _pruning_lines(self) -> list[str]:
+        if not self.pruning:
+            return []
+        lines = []
+        for g in self.pruning["groups"]:
+            best = g["best"] or {}
+            lines.append(
+                f"pruning ({', '.join(self.pruning['estimators'])}) {g['workload']} "
+                f"{g['algorithm']}: {g['pruned']} of {g['trials']} trials pruned; "
+                f"{g['spent_train_seconds']:.1f} train s spent, {g['saved_train_seconds']:.1f} s "
+                f"saved ({100 * g['saved_fraction_seconds']:.0f} %), "
+                f"{g['saved_steps']:.0f} steps saved ({100 * g['saved_fraction_steps']:.0f} %); "
+                f"best trial {best.get('trial')} ({best.get('best_validation')})")
+        return lines
 
 
 def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = False,
               data_dir: str | Path | None = None, progress: bool = True,
-              search_spaces: Mapping[str, str | Path] | None = None) -> StudyResult:
+              search_spaces: Mapping[str, str | Path] | None = None,
+              prune: str = "none", eta: int = 3) -> StudyResult:
     """Run every planned trial that is not done yet, `workers` processes at a time.
 
-    `search_spaces`: per-algorithm search-space overrides, as in plan_study.
+    `search_spaces`: per-algorithm search-space overrides, as in plan_study. `prune`: the
+    early-stopping tuner's estimator (PRUNE_CHOICES; "none" = off), halving rate `eta`; with it
+    on, the study's summary (compute spent and saved, best trial) is written to the store
+    (records.study_summary_path) and returned in result.pruning.
     """
+    if prune not in PRUNE_CHOICES:
+        raise ValueError(f"unknown --prune {prune!r}: valid are {', '.join(PRUNE_CHOICES)}")
+    hooks = {"prune": {"estimator": prune, "eta": eta}} if prune != "none" else {}
+    result = run_configs(plan_study(spec, search_spaces), store, spec.name, workers, resume,
+                         data_dir, progress, hooks)
+    if prune != "none":
+        from workbench.early_stopping import write_study_summary
+        result.pruning = write_study_summary(store, spec.name, {"kind": "study", "prune": prune,
+                                                                "eta": eta,
+                                                                "wall_seconds": result.seconds})
+    return result
+
+
+def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int = 1,
+                resume: bool = False, data_dir: str | Path | None = None, progress: bool = True,
+                hooks: Mapping[str, Any] | None = None) -> StudyResult:
+    """Run the `configs` of study `name` not done yet (resume), with the workers' `hooks`."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     store.ensure()
-    configs = plan_study(spec, search_spaces)
-    existing = _runs_of_study(store, spec.name)
+    existing = _runs_of_study(store, name)
     if existing and not resume:
         raise StudyExistsError(
-            f"store {store.root} already has {existing} runs of study {spec.name!r}: pass "
+            f"store {store.root} already has {existing} runs of study {name!r}: pass "
             "--resume to run only the missing trials, or --name to start a new study")
     done = store.done_trial_keys() if resume else set()
     todo = [c for c in configs if c.trial_key not in done]
     result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo))
     t0 = time.perf_counter()
-    _LocalPool(store, workers, data_dir, progress).run(todo, result)
+    _LocalPool(store, workers, data_dir, progress, hooks).run(todo, result)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -122,8 +165,10 @@ def _runs_of_study(store: Store, name: str) -> int:
 class _LocalPool:
     """Up to `workers` child processes, one trial each, with a progress bar."""
 
-    def __init__(self, store: Store, workers: int, data_dir, progress: bool) -> None:
+    def __init__(self, store: Store, workers: int, data_dir, progress: bool,
+                 hooks: Mapping[str, Any] | None = None) -> None:
         self.store, self.workers, self.data_dir, self.progress = store, workers, data_dir, progress
+        self.hooks = dict(hooks or {})
         self.log_dir = store.root / "logs"
 
     def run(self, todo: list[RunConfig], result: StudyResult) -> None:
@@ -154,7 +199,8 @@ class _LocalPool:
         fd, path = tempfile.mkstemp(prefix="pacebench-run-", suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump({"config": config.to_dict(), "store": str(self.store.root),
-                       "data_dir": str(self.data_dir) if self.data_dir else None}, f)
+                       "data_dir": str(self.data_dir) if self.data_dir else None,
+                       "hooks": self.hooks}, f)
         log = open(self.log_dir / f"{config.study_name}-{config.trial_key}.log", "a")
         env = {**os.environ, "PACEBENCH_PARENT_PID": str(os.getpid())}
         proc = subprocess.Popen([sys.executable, "-m", "runners.launch", path], stdout=log,
@@ -197,15 +243,45 @@ def worker_main(spec_path: str) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM -> `interrupted`
     job = json.loads(Path(spec_path).read_text())
     config = RunConfig.from_dict(job["config"])
+    store = Store(job["store"])
+    should_stop, measure, pruner = _hooks(config, store, job.get("hooks") or {})
     try:
-        run_id = run(config, Store(job["store"]), data_dir=job["data_dir"])
+        run_id = run(config, store, data_dir=job["data_dir"], should_stop=should_stop,
+                     measure=measure)
     except Exception:
         import traceback
         traceback.print_exc()
         return 1
-    status = Store(job["store"]).run_doc(run_id)["status"]
+    if pruner is not None:
+        from runners.pruning import mark_pruned
+        mark_pruned(store, run_id, pruner)
+    status = store.run_doc(run_id)["status"]
     print(f"{run_id}: {status}", flush=True)
     return 0 if status in ("complete", "diverged") else 1
+
+
+def _hooks(config: RunConfig, store: Store, hooks: Mapping[str, Any]):
+    """(should_stop, measure, pruner) for one worker from the job's hooks (see module doc)."""
+    stops, measure, pruner = [], None, None
+    if hooks.get("prune"):
+        from runners.pruning import Pruner
+        budget = get_workload(config.workload).budget.scaled(config.budget_multiplier).steps
+        budget = min(budget, config.max_steps or budget)
+        pruner = Pruner(store, config, budget, hooks["prune"]["estimator"],
+                        int(hooks["prune"].get("eta", 3)))
+        stops.append(pruner)
+    if "goal" in hooks:
+        from runners.scaling_study import GoalStop
+        stops.append(GoalStop(config.workload, hooks["goal"]))
+    if hooks.get("noise_every"):
+        from runners.noise import NoiseProbe
+        batch = config.batch_size or get_workload(config.workload).batch_size
+        measure = NoiseProbe(batch, int(hooks["noise_every"]), config.rng_seed)
+
+    def should_stop(row: dict) -> str | None:
+        return next((reason for stop in stops if (reason := stop(row))), None)
+
+    return (should_stop if stops else None), measure, pruner
 
 
 if __name__ == "__main__":

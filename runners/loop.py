@@ -6,13 +6,18 @@ clock; evals, logging and record writes run off it. The device is synchronised b
 clock reading (runners/timing.py). A run stops at its budget (training seconds or steps), once
 both validation and test targets are reached, when the algorithm raises TrainingComplete, or on a
 non-finite loss (status `diverged`). Every eval row lands in the store as soon as it is computed.
+
+Two optional hooks run off the clock at each eval: `measure(model, workload, step)` returns extra
+columns for the eval row (e.g. the gradient noise scale, runners/noise.py), and `should_stop(row)`
+(row with its run_id) returns a reason to end the run early (e.g. pruning, runners/pruning.py),
+which then ends `complete` with that stop_reason.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 
@@ -21,7 +26,7 @@ from runners.env import capture_environment, hardware_string
 from runners.timing import DeviceClock
 from workbench.catalog import get_workload
 from workbench.records import metric_column
-from workbench.spec import Budget, RunConfig, WorkloadSpec
+from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
 
 __all__ = ["run", "Prepared", "prepare", "run_document"]
@@ -53,6 +58,10 @@ def prepare(config: RunConfig, device: str | torch.device = "cpu", data_dir: str
     torch.set_num_threads(config.threads)  # fixed per run: reductions (and so results) depend on it
     spec = get_workload(config.workload)
     algorithm = algorithm or get_algorithm(config.algorithm, config.hparams)
+    if config.sparsity:  # pruning at init: masks chosen in init (before the clock), kept fixed
+        from runners.sparsity import MaskedAlgorithm
+        algorithm = MaskedAlgorithm(algorithm, config.sparsity, config.prune_method,
+                                    config.rng_seed)
     workload = build_workload(spec, device=device, data_dir=data_dir)
     torch.manual_seed(config.rng_seed)
     model = workload.init_model(config.rng_seed)
@@ -115,8 +124,14 @@ def _evaluate(workload: Workload, model: torch.nn.Module) -> dict[str, float]:
 
 def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
         data_dir: str | Path | None = None, algorithm: Algorithm | None = None,
-        on_eval: Callable[[dict], None] | None = None) -> str:
-    """Train one run to a stop condition, recording it in `store`; returns its run_id."""
+        on_eval: Callable[[dict], None] | None = None,
+        should_stop: Callable[[dict], str | None] | None = None,
+        measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None,
+        ) -> str:
+    """Train one run to a stop condition, recording it in `store`; returns its run_id.
+
+    `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
+    """
     try:
         p = prepare(config, device, data_dir, algorithm)
     except Exception:
@@ -124,6 +139,8 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
         raise
     spec, target, model, algo = p.spec, p.spec.target, p.model, p.algorithm
     cadence, budget, log_every = spec.eval_every, p.budget, spec.train_loss_every
+    if config.eval_every:
+        cadence = EvalCadence(steps=config.eval_every)
     batches = p.workload.train_batches(p.batch_size, config.rng_seed)
     val_col, test_col = (metric_column(s, target.metric) for s in ("validation", "test"))
 
@@ -170,6 +187,8 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
             now = clock.now()
             train_s += now - last
             metrics = _evaluate(p.workload, model)
+            if measure:
+                metrics.update(measure(model, p.workload, step))
             after = clock.now()
             eval_s += after - now
             row = {"eval_index": eval_index, "step": step, "examples": step * p.batch_size,
@@ -190,6 +209,10 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
                 break
             if stop_requested:
                 reason = "algorithm requested the end of training"
+                break
+            hook_reason = should_stop({"run_id": writer.run_id, **row}) if should_stop else None
+            if hook_reason:
+                reason = hook_reason
                 break
             if out_of_steps:
                 reason = f"step budget of {budget.steps} steps used"

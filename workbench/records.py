@@ -10,7 +10,8 @@ from __future__ import annotations
 __all__ = [
     "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUSES", "TERMINAL", "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
-    "SCORING_DOC", "INDEX_DIR", "INDEX_PART_PREFIX",
+    "SCORING_DOC", "INDEX_DIR", "INDEX_PART_PREFIX", "PRUNING_DIR", "STUDIES_DIR", "NOISE_COLUMNS",
+    "pruning_path", "study_summary_path",
     "EVAL_COLUMNS", "TRAIN_COLUMNS", "RUN_COLUMNS", "SPLITS", "metric_column", "split_of",
 ]
 
@@ -38,6 +39,13 @@ SCORING_DOC = "pacebench-scoring.json"  # at the root, optional: how to score th
 # hparams as JSON text), so that the run table of a large store is read in one scan. Derived data
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
 INDEX_DIR = "index"
+# Early-stopping tuner (runners/pruning.py): one JSON document per trial at
+# <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
+# "estimator", "budget_steps", "rungs": {"<rung>": {"step", "estimate"}}, "pruned_at_rung"
+# (null while alive), "reason"}; other trials of the same study read them at each rung.
+PRUNING_DIR = "pruning"
+# Study summaries (compute spent and saved by pruning, ...): <store>/studies/<study_name>.json
+STUDIES_DIR = "studies"
 INDEX_PART_PREFIX = f"runs-v{SCHEMA_VERSION}-"  # + a unique name + ".parquet"
 
 SPLITS = ("train", "validation", "test")
@@ -70,6 +78,28 @@ RUN_COLUMNS = (
     "train_seconds", "wall_seconds", "reached_target", "time_to_target", "step_to_target",
     "eval_index_to_target", "best_validation", "started_at", "ended_at", "error",
 )
+
+
+# Extra eval-row columns of the gradient noise scale (runners/noise.py), measured off the clock:
+NOISE_COLUMNS = (
+    "noise/b_small",      # int examples: the small batch (the run's batch size)
+    "noise/b_big",        # int examples: the big batch
+    "noise/grad_sq",      # float: unbiased |G|^2 estimate of this measurement
+    "noise/trace_sigma",  # float: unbiased tr(Sigma) estimate of this measurement
+    "noise/b_simple",     # float examples: EMA(tr Sigma) / EMA(|G|^2) over the run so far
+)
+
+
+def pruning_path(root, study_name: str, trial_key: str):
+    """Path of a trial's pruning document (see PRUNING_DIR); `root` is the store's directory."""
+    from pathlib import Path
+    return Path(root) / PRUNING_DIR / study_name / f"{trial_key}.json"
+
+
+def study_summary_path(root, study_name: str):
+    """Path of a study's summary document (see STUDIES_DIR)."""
+    from pathlib import Path
+    return Path(root) / STUDIES_DIR / f"{study_name}.json"
 
 
 def metric_column(split: str, metric: str) -> str:

@@ -15,12 +15,14 @@ from typing import Any, Literal, Mapping
 
 __all__ = [
     "Direction", "Target", "Budget", "EvalCadence", "WorkloadSpec", "RunConfig", "StudySpec",
-    "RULESETS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash", "to_plain", "as_tuple",
+    "ScalingSpec", "RULESETS", "PRUNE_METHODS", "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash", "to_plain", "as_tuple",
 ]
 
 Direction = Literal["min", "max"]
 RULESETS = ("external", "self")
 SELF_TUNING_BUDGET_MULTIPLIER = 1.5  # AlgoPerf v0.6: self-tuning runs get 1.5x the budget
+PRUNE_METHODS = ("snip", "magnitude", "random")  # pruning at initialisation (runners/sparsity.py)
+LR_SCALINGS = ("none", "sqrt", "linear")  # how a scaling study shifts the learning-rate range
 
 
 class SpecError(ValueError):
@@ -158,6 +160,9 @@ class RunConfig:
     budget_multiplier: float = 1.0          # self-tuning runs get SELF_TUNING_BUDGET_MULTIPLIER
     threads: int = 1                        # torch intra-op threads, fixed per run for determinism
     stop_on_target: bool = True             # stop once validation and test targets are both reached
+    sparsity: float = 0.0                   # fraction of weights pruned at init, masks kept fixed
+    prune_method: str = "snip"              # how they are chosen: one of PRUNE_METHODS
+    eval_every: int | None = None           # overrides the workload's eval cadence (steps)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
@@ -165,6 +170,13 @@ class RunConfig:
             raise SpecError(f"unknown ruleset {self.ruleset!r}: valid are {', '.join(RULESETS)}")
         if self.threads < 1:
             raise SpecError(f"threads must be >= 1, got {self.threads}")
+        if not 0.0 <= self.sparsity < 1.0:
+            raise SpecError(f"sparsity must be in [0, 1), got {self.sparsity}")
+        if self.prune_method not in PRUNE_METHODS:
+            raise SpecError(f"unknown prune_method {self.prune_method!r}: valid are "
+                            f"{', '.join(PRUNE_METHODS)}")
+        if self.eval_every is not None and self.eval_every < 1:
+            raise SpecError(f"eval_every must be >= 1 step, got {self.eval_every}")
 
     @property
     def rng_seed(self) -> int:
@@ -176,7 +188,13 @@ class RunConfig:
         """Identity of the trial, shared by all attempts at it (a resumed trial keeps its key)."""
         ident = [self.study_name, self.workload, self.algorithm, self.ruleset, self.study,
                  self.trial, self.seed, dict(self.hparams), self.batch_size, self.max_steps]
-        return stable_hash(ident, 12)
+        # Fields added later join the identity only when set, so old trials keep their keys.
+        extra = {"sparsity": self.sparsity, "prune_method": self.prune_method,
+                 "eval_every": self.eval_every}
+        extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
+        if extra.get("prune_method") and not self.sparsity:
+            del extra["prune_method"]  # no pruning: the method is moot
+        return stable_hash(ident + ([extra] if extra else []), 12)
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)
@@ -184,6 +202,9 @@ class RunConfig:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
         return cls(**dict(d))
+
+
+_RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None}
 
 
 @dataclass(frozen=True)
@@ -225,3 +246,52 @@ class StudySpec:
     @property
     def budget_multiplier(self) -> float:
         return SELF_TUNING_BUDGET_MULTIPLIER if self.ruleset == "self" else 1.0
+
+
+@dataclass(frozen=True)
+class ScalingSpec:
+    """A batch-size (and sparsity) scaling study: per (batch size, sparsity) cell, `trials`
+    quasirandom points of the algorithm's search space, each run until it meets `goal`.
+
+    Each cell is one "study" in Shallue et al.'s sense (study index = cell index), so every run
+    keeps a distinct (algorithm, workload, study, trial, seed) identity. The same unit Halton
+    points are used in every cell; the learning-rate range is shifted by (B / B_ref)^p
+    (`lr_scaling` "sqrt": p = 1/2, "linear": p = 1, "none": p = 0; B_ref = the workload's batch).
+    """
+
+    workloads: tuple[str, ...]
+    algorithms: tuple[str, ...]
+    batch_sizes: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024)
+    sparsities: tuple[float, ...] = (0.0,)
+    prune_method: str = "snip"       # pruning at init for sparsity > 0: one of PRUNE_METHODS
+    trials: int = 5                  # quasirandom points per (batch size, sparsity)
+    goal: float | None = None        # validation target-metric goal (default: the catalog's)
+    max_steps: int = 3000            # cap on steps per run; the catalog budget (800 for the
+                                     # digits workloads) is the ceiling; runs stop at the goal
+    eval_every: int = 5              # eval cadence in steps (steps-to-result resolution)
+    noise_every: int = 50            # steps between gradient-noise measurements (0: none)
+    lr_scaling: str = "sqrt"         # learning-rate range shift with batch size, see above
+    search_space: str | None = None  # JSON search space (default: runners/scaling_space.json)
+    name: str = "scaling"
+    seed: int = 0
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "workloads", as_tuple(self.workloads))
+        object.__setattr__(self, "algorithms", as_tuple(self.algorithms))
+        object.__setattr__(self, "batch_sizes", tuple(int(b) for b in as_tuple(self.batch_sizes)))
+        object.__setattr__(self, "sparsities", tuple(float(s) for s in as_tuple(self.sparsities)))
+        if not self.workloads or not self.algorithms or not self.batch_sizes:
+            raise SpecError("a scaling study needs workloads, algorithms and batch sizes")
+        if any(b < 1 for b in self.batch_sizes):
+            raise SpecError(f"batch sizes must be >= 1, got {self.batch_sizes}")
+        if any(not 0.0 <= s < 1.0 for s in self.sparsities):
+            raise SpecError(f"sparsities must be in [0, 1), got {self.sparsities}")
+        if self.prune_method not in PRUNE_METHODS:
+            raise SpecError(f"unknown prune_method {self.prune_method!r}: valid are "
+                            f"{', '.join(PRUNE_METHODS)}")
+        if self.lr_scaling not in LR_SCALINGS:
+            raise SpecError(f"unknown lr_scaling {self.lr_scaling!r}: valid are "
+                            f"{', '.join(LR_SCALINGS)}")
+        if self.trials < 1 or self.max_steps < 1 or self.eval_every < 1 or self.noise_every < 0:
+            raise SpecError("trials, max_steps and eval_every must be >= 1, noise_every >= 0")

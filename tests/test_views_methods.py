@@ -1,0 +1,80 @@
+"""The early-ranking and scaling views over small synthetic stores: they build and show the
+numbers workbench.curves / workbench.scaling compute."""
+from __future__ import annotations
+
+import json
+
+import panel as pn
+import pytest
+
+from workbench import records as R
+from workbench.store import open_store
+from workbench.testing import make_store
+from workbench.views.early_ranking import EarlyRanking, ranking_tables, saved_frame
+from workbench.views.scaling import Scaling, scaling_results
+from workbench.views.selection import Selection
+
+BATCHES = (16, 32, 64, 128)
+
+
+@pytest.fixture(scope="module")
+def ranking_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ranking") / "store"
+    store = make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=2, trials=3)
+    keys = sorted(json.loads((d / R.RUN_DOC).read_text())["trial_key"] for d in store.run_dirs())
+    folder = R.pruning_path(path, "synthetic", "x").parent
+    folder.mkdir(parents=True)
+    for i, key in enumerate(keys):  # one trial pruned at rung 1, as the tuner records it
+        (folder / f"{key}.json").write_text(json.dumps(
+            {"trial_key": key, "estimator": "lcga", "rungs": {},
+             "pruned_at_rung": 1 if i == 0 else None}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def scaling_store(tmp_path_factory):
+    """Runs at 4 batch sizes x 2 sparsities (2 trials each), written as make_store writes them."""
+    path = tmp_path_factory.mktemp("scaling") / "store"
+    store = make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=8, trials=2)
+    for d in store.run_dirs():
+        doc = json.loads((d / R.RUN_DOC).read_text())
+        doc["batch_size"] = BATCHES[doc["study"] % 4]
+        doc["config"]["sparsity"] = 0.5 if doc["study"] >= 4 else 0.0
+        (d / R.RUN_DOC).write_text(json.dumps(doc))
+    return path
+
+
+def test_ranking_tables_and_saved(ranking_store):
+    store = open_store(ranking_store)
+    tables = ranking_tables(store, store.runs())
+    (key, table), = tables.items()
+    assert key == ("synthetic", "digits_mlp", "fast")
+    assert set(table["fraction"]) == {0.05, 0.1, 0.2, 0.5}
+    assert {"TSE", "TSE-EMA", "LCGA"} <= set(table["estimator"])
+    saved = saved_frame(store, ["synthetic"])
+    assert saved["pruned"].tolist() == [1] and saved["trials"].tolist() == [6]
+
+
+def test_early_ranking_view_renders(ranking_store):
+    view = EarlyRanking(selection=Selection(store_path=str(ranking_store)))
+    assert pn.panel(view).get_root() is not None
+    kinds = [type(o).__name__ for o in view._body.objects]
+    assert "Row" in kinds and "DataFrame" in kinds  # the plots and the compute-saved table
+
+
+def test_scaling_results_and_view(scaling_store):
+    from workbench.scaling import scaling_runs
+
+    store = open_store(scaling_store)
+    results, fits = scaling_results(store, scaling_runs(store))
+    assert sorted(results["batch_size"].unique()) == list(BATCHES)
+    assert sorted(fits["sparsity"]) == [0.0, 0.5]
+    assert {"s_min", "b_crit", "b_simple"} <= set(fits.columns)
+    view = Scaling(selection=Selection(store_path=str(scaling_store)))
+    assert pn.panel(view).get_root() is not None
+    assert any(type(o).__name__ == "HoloViews" for o in view._body.objects)
+
+
+def test_scaling_view_explains_a_store_without_batch_sizes(ranking_store):
+    view = Scaling(selection=Selection(store_path=str(ranking_store)))
+    assert "No scaling study" in view._body.objects[0].object

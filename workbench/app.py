@@ -9,8 +9,10 @@ from pathlib import Path
 import panel as pn
 
 from workbench.views.curves import Curves
+from workbench.views.early_ranking import EarlyRanking
 from workbench.views.leaderboard import Leaderboard
 from workbench.views.profiles import Profiles
+from workbench.views.scaling import Scaling
 from workbench.views.selection import Filters, Selection, StoreNotice
 from workbench.views.speedups import Speedups
 from workbench.views.studies import StudyTimes
@@ -51,6 +53,8 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
                    ("Profiles", Profiles(selection=selection)),
                    ("Curves", Curves(selection=selection, one_workload=dynamic,
                                             only_scored=not dynamic)),
+                   ("Early ranking", EarlyRanking(selection=selection)),
+                   ("Scaling", Scaling(selection=selection)),
                    dynamic=dynamic, sizing_mode="stretch_width")
 
 

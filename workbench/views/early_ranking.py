@@ -30,7 +30,8 @@ SHOWN_PREDICTIONS = 4   # runs on the prediction plot (the best by final metric)
 
 
 def _groups(runs: pd.DataFrame):
-    done = runs[runs["status"] == "complete"]
+    # Only runs with per-step training loss (our runner's); imported logs have evals only.
+    done = runs[(runs["status"] == "complete") & (runs["source"] == "pacebench")]
     for key, group in done.groupby(["study_name", "workload", "algorithm"], sort=True):
         if len(group) >= MIN_RUNS:
             yield key, group

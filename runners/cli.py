@@ -258,6 +258,35 @@ def cmd_set_targets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rank(args: argparse.Namespace) -> int:
+    """Spearman/Kendall of each early estimator vs the final validation metric, per budget fraction,
+    for each (study, workload, algorithm) with 3+ complete runs; plus pruning's compute saved."""
+    from workbench.early_stopping import study_summary
+    from workbench.store import open_store
+    from workbench.views.early_ranking import ranking_tables
+
+    store = open_store(_store_path(args))
+    runs = store.runs()
+    if args.study:
+        runs = runs[runs.study_name == args.study]
+    fractions = [float(f) for f in _csv(args.fractions)]
+    for (study, workload, algorithm), table in ranking_tables(store, runs, fractions).items():
+        print(f"\n{study}: {workload} / {algorithm}")
+        for stat in ("spearman", "kendall"):
+            print(f"{stat}:\n" + table.pivot(index="estimator", columns="fraction",
+                                             values=stat).round(3).to_string())
+    for study in sorted(runs.study_name.unique()):
+        for group in study_summary(store, study)["groups"]:
+            if group["pruned_trials"]:
+                print(f"\npruning in {study} ({group['workload']} / {group['algorithm']}): "
+                      f"{len(group['pruned_trials'])} trials pruned, "
+                      f"{group['saved_train_seconds']:.1f} training s saved of "
+                      f"{group['saved_train_seconds'] + group['spent_train_seconds']:.1f} "
+                      f"({100 * group['saved_fraction_seconds']:.0f} %); best trial "
+                      f"{(group['best'] or {}).get('trial')}")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from runners.algorithms import algorithm_names
     from workbench.catalog import CATALOG
@@ -374,6 +403,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="targets", help="folder for the target-setting record")
     common(p, training=True)
     p.set_defaults(func=cmd_set_targets)
+
+    p = sub.add_parser("rank", help="early ranking: how well TSE/LCGA estimators rank a study's runs")
+    p.add_argument("--study", help="study name (default: every study in the store)")
+    p.add_argument("--fractions", default="0.05,0.1,0.2,0.5", help="budget fractions")
+    common(p)
+    p.set_defaults(func=cmd_rank)
 
     p = sub.add_parser("list", help="list workloads and algorithms")
     p.set_defaults(func=cmd_list)

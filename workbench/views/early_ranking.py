@@ -44,7 +44,8 @@ def _finals(group: pd.DataFrame, evals: pd.DataFrame) -> pd.Series:
     return rows.groupby("run_id")[column].last() if column in rows else pd.Series(dtype=float)
 
 
-def ranking_tables(store, runs: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+def ranking_tables(store, runs: pd.DataFrame,
+                   fractions: tuple[float, ...] = curves.DEFAULT_FRACTIONS) -> dict[tuple, pd.DataFrame]:
     """(study_name, workload, algorithm) -> curves.early_ranking_table of its complete runs."""
     out = {}
     for key, group in _groups(runs):
@@ -53,7 +54,7 @@ def ranking_tables(store, runs: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
         budget = float(group["budget_steps"].max())
         out[key] = curves.early_ranking_table(store.train_rows(ids), finals,
                                               group["target_direction"].iloc[0],
-                                              budget_steps=budget)
+                                              fractions=fractions, budget_steps=budget)
     return out
 
 

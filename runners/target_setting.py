@@ -26,7 +26,7 @@ from workbench.records import metric_column
 from workbench.spec import StudySpec, Target
 from workbench.store import open_store
 
-__all__ = ["set_targets", "targets_from_reruns"]
+__all__ = ["set_targets", "targets_from_reruns", "lenient_round"]
 
 
 def targets_from_reruns(target: Target, reruns: list[dict]) -> tuple[float, float]:
@@ -42,6 +42,14 @@ def targets_from_reruns(target: Target, reruns: list[dict]) -> tuple[float, floa
     tests = [t for t in tests if t is not None and math.isfinite(t)]
     worst = min(tests) if target.direction == "max" else max(tests)
     return validation, worst
+
+
+def lenient_round(value: float, direction: str, decimals: int = 4) -> float:
+    """Round a target to `decimals` places towards the easy side, so the value it came from
+    still meets it (0.986667 -> 0.9866 for a max metric, not 0.9867, which it would miss)."""
+    scale = 10 ** decimals
+    step = math.floor if direction == "max" else math.ceil
+    return step(value * scale + (1e-9 if direction == "max" else -1e-9)) / scale
 
 
 def _best(values: pd.Series, direction: str) -> float:
@@ -120,7 +128,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, rer
     times = [t for t in (r["time_at"](validation) for r in rerun) if t is not None]
     record = {
         "workload": workload, "metric": spec.target.metric, "direction": spec.target.direction,
-        "validation_target": round(validation, 4), "test_target": round(test, 4),
+        "validation_target": lenient_round(validation, spec.target.direction),
+        "test_target": lenient_round(test, spec.target.direction),
         "procedure": __doc__.strip().splitlines()[0], "steps_per_run": steps,
         "algorithms": algorithms, "best_algorithm": best["algorithm"],
         "best_hparams": best["hparams"],

@@ -249,7 +249,7 @@ def test_adamw_submission_study_reaches_the_digits_target(tmp_path, capsys):
     assert code == 0, capsys.readouterr()
     runs = open_store(root).runs()
     assert len(runs) == 2 and set(runs.status) == {"complete"}
-    # the study reaches the catalog target (validation accuracy >= 0.9767), scored as AlgoPerf
+    # the study reaches the catalog target (validation accuracy >= 0.9866), scored as AlgoPerf
     # does: the best trial's time to target. A single trial may miss by one image of 300.
     assert runs.reached_target.any()
     times = workload_times(final_cube(runs)).sel(workload="digits_mlp")

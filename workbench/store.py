@@ -81,11 +81,12 @@ def atomic_write_json(path: Path, doc: Mapping[str, Any]) -> None:
 
 
 def _proc_start_ticks(pid: int) -> int | None:
-    """Start time of process `pid` in clock ticks since boot (Linux), to tell a reused pid apart."""
+    """Start time of a live process `pid` in clock ticks since boot (Linux), to tell a reused pid
+    apart; None when there is no such process or it is dead (a zombie nobody has reaped yet)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[19])
+        return None if fields[0] in ("Z", "X", "x") else int(fields[19])
     except (OSError, IndexError, ValueError):
         return None
 

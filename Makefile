@@ -33,7 +33,7 @@ test-fast: install
 
 demo: install
 	$(VENV)/bin/pacebench study --workloads digits_mlp,digits_cnn --algorithms adamw,nadamw,sgd_nesterov \
-	  --studies 1 --trials 3 --workers 2 --name demo --store results/demo --resume
+	  --studies 1 --trials 5 --workers 2 --name demo --store results/demo --resume
 	$(VENV)/bin/pacebench score --store results/demo
 	$(VENV)/bin/pacebench report --store results/demo --out reports/demo.html --title "Pacebench demo"
 	@echo

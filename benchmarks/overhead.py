@@ -7,7 +7,9 @@ bare / runner so that machine noise hits both alike; the ratio of medians is pri
     .venv/bin/python benchmarks/overhead.py [--workload digits_mlp] [--steps 2000] [--rounds 5]
 
 `runner/bare` uses the runner's own training clock (evals and logging are off the clock, as in
-AlgoPerf); `runner wall-eval/bare` charges the runner everything except its evals (logging too).
+AlgoPerf) against a bare loop that also evaluates at the same cadence with its timer paused;
+`runner wall-eval/bare` charges the runner everything except its evals (logging too);
+`runner/bare-no-evals` compares with a bare loop that never evaluates.
 """
 from __future__ import annotations
 
@@ -33,8 +35,13 @@ from workbench.spec import Budget, RunConfig  # noqa: E402
 from workbench.store import open_store  # noqa: E402
 
 
-def bare_loop(workload_name: str, steps: int, seed: int) -> float:
-    """Seconds for `steps` AdamW steps written as the plainest PyTorch loop."""
+def bare_loop(workload_name: str, steps: int, seed: int, with_evals: bool = True) -> float:
+    """Seconds for `steps` AdamW steps written as the plainest PyTorch loop.
+
+    `with_evals`: evaluate the three splits at the workload's eval cadence with the timer paused,
+    as the runner does. Evals are off both clocks, but they evict the training step's data from
+    the CPU caches, so the steps after them run slower in either loop; pausing the bare timer for
+    them isolates what the runner itself adds."""
     spec = get_workload(workload_name)
     workload = build_workload(spec)
     hp = get_algorithm("adamw").hparams
@@ -44,7 +51,7 @@ def bare_loop(workload_name: str, steps: int, seed: int) -> float:
                             betas=(1 - hp["one_minus_beta1"], hp["beta2"]),
                             weight_decay=hp["weight_decay"], foreach=True)
     inputs, targets = workload.splits["train"]
-    n, bs = inputs.shape[0], spec.batch_size
+    n, bs, every = inputs.shape[0], spec.batch_size, spec.eval_every.steps
     gen = torch.Generator().manual_seed(rng_seed)
     perm, pos = torch.randperm(n, generator=gen), n
     start = time.perf_counter()
@@ -60,6 +67,11 @@ def bare_loop(workload_name: str, steps: int, seed: int) -> float:
                                                  targets.index_select(0, idx))
         loss.backward()
         opt.step()
+        if with_evals and (step + 1) % every == 0:
+            paused = time.perf_counter()
+            for split in ("train", "validation", "test"):
+                workload.evaluate(model, split)
+            start += time.perf_counter() - paused
     return time.perf_counter() - start
 
 
@@ -89,21 +101,26 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     allow_steps(args.workload, args.steps)
-    bare, runner, runner_wall = [], [], []
+    bare, bare_no_eval, runner, runner_wall = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         bare_loop(args.workload, 50, 0)  # warm-up: allocator, kernels, data
         for r in range(args.rounds):
             bare.append(bare_loop(args.workload, args.steps, r))
+            bare_no_eval.append(bare_loop(args.workload, args.steps, r, with_evals=False))
             t, w = runner_loop(args.workload, args.steps, r, Path(tmp) / "store")
             runner.append(t)
             runner_wall.append(w)
-            print(f"round {r}: bare {bare[-1]:.3f} s  runner {t:.3f} s  (wall-eval {w:.3f} s)")
+            print(f"round {r}: bare {bare[-1]:.3f} s (no evals {bare_no_eval[-1]:.3f} s)  "
+                  f"runner {t:.3f} s  (wall-eval {w:.3f} s)")
     b = statistics.median(bare)
     print(f"\n{args.workload}, {args.steps} steps, batch {get_workload(args.workload).batch_size}, "
           f"1 thread, {args.rounds} rounds (median; spread = min..max)")
     print(f"bare loop        {b:.3f} s  ({min(bare):.3f}..{max(bare):.3f})")
     print(f"runner (clock)   {statistics.median(runner):.3f} s  ({min(runner):.3f}..{max(runner):.3f})")
+    print(f"bare, no evals   {statistics.median(bare_no_eval):.3f} s")
     print(f"runner/bare            = {statistics.median(runner) / b:.3f}")
+    print(f"runner/bare-no-evals   = {statistics.median(runner) / statistics.median(bare_no_eval):.3f}"
+          "  (includes the cache cost of evals, which any loop that evaluates pays)")
     print(f"runner wall-eval/bare  = {statistics.median(runner_wall) / b:.3f}")
     return 0
 

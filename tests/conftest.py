@@ -23,3 +23,14 @@ def shared_data() -> Path:
         pytest.fail(f"real data not found at {path}: put ../shared beside the checkout or set "
                     "PACEBENCH_DATA to a folder holding tinyshakespeare/input.txt")
     return path
+
+
+@pytest.fixture()
+def one_thread():
+    """One intra-op torch thread: tiny models run faster and tests do not fight over 2 cores."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -16,12 +16,8 @@ from workbench.catalog import get_workload
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: tiny models run faster and tests do not fight over the 2 cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here trains tiny models: one torch thread (see conftest.one_thread)."""
 
 
 # --- schedules: lr = 1, step_hint = 100, warmup_factor = 0.1 -> W = 10

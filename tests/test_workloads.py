@@ -17,12 +17,8 @@ LOCAL = [n for n, w in CATALOG.items() if w.dataset != "tinyshakespeare"]
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: tiny models run faster and tests do not fight over the 2 cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here trains tiny models: one torch thread (see conftest.one_thread)."""
 
 
 def _data_dir() -> Path:

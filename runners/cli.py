@@ -110,7 +110,6 @@ def _floats(text: str) -> list[float]:
 
 def cmd_scaling(args: argparse.Namespace) -> int:
     """`study --kind scaling`: steps-to-result per batch size and sparsity (runners/scaling_study)."""
-    from runners.launch import StudyExistsError
     from runners.scaling_study import run_scaling
     from workbench.spec import ScalingSpec
     from workbench.store import open_store
@@ -126,19 +125,28 @@ def cmd_scaling(args: argparse.Namespace) -> int:
                        eval_every=args.eval_every, noise_every=args.noise_every,
                        lr_scaling=args.lr_scaling, name=args.name, threads=args.threads)
     store = open_store(_store_path(args), create=True)
+    return _launch(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
+                                       data_dir=args.data_dir, progress=not args.quiet),
+                   f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")
+
+
+def _launch(launch, next_step: str) -> int:
+    """Run a study launcher; print its summary and what to do next. Exit 2 if the study exists
+    (and --resume was not given), 1 if any trial failed."""
+    from runners.launch import StudyExistsError
+
     try:
-        result = run_scaling(spec, store, workers=args.workers, resume=args.resume,
-                             data_dir=args.data_dir, progress=not args.quiet)
+        result = launch()
     except StudyExistsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(result.summary())
-    print(f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")
+    print(next_step)
     return 0 if not result.failed else 1
 
 
 def cmd_study(args: argparse.Namespace) -> int:
-    from runners.launch import StudyExistsError, run_study
+    from runners.launch import run_study
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
@@ -154,16 +162,10 @@ def cmd_study(args: argparse.Namespace) -> int:
                      name=args.name, max_steps=args.max_steps, threads=args.threads,
                      stop_on_target=not args.no_stop_on_target)
     store = open_store(_store_path(args), create=True)
-    try:
-        result = run_study(spec, store, workers=args.workers, resume=args.resume,
-                           data_dir=args.data_dir, progress=not args.quiet, search_spaces=spaces,
-                           prune=args.prune, eta=args.eta)
-    except StudyExistsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(result.summary())
-    print(f"store: {store.root}   score it: pacebench score --store {store.root}")
-    return 0 if not result.failed else 1
+    return _launch(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
+                                     data_dir=args.data_dir, progress=not args.quiet,
+                                     search_spaces=spaces, prune=args.prune, eta=args.eta),
+                   f"store: {store.root}   score it: pacebench score --store {store.root}")
 
 
 def cmd_score(args: argparse.Namespace) -> int:

@@ -109,6 +109,29 @@ def served(store):
         yield url
 
 
+def _offline(page) -> list[str]:
+    """Abort every request that is not a file or data URL; returns the list of blocked URLs."""
+    blocked: list[str] = []
+
+    def only_files(route) -> None:
+        if route.request.url.startswith(("file://", "data:")):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_files)
+    return blocked
+
+
+def _shoot(page, tab: str, selector: str, name: str) -> None:
+    """Open `tab`, wait for `selector` to draw, and take a full-page screenshot `name`."""
+    _open_tab(page, tab)
+    page.locator(selector).first.wait_for()
+    page.wait_for_timeout(500)
+    page.screenshot(path=SHOTS / name, full_page=True)
+
+
 def _open_tab(page, title: str) -> None:
     page.locator(".bk-tab", has_text=title).first.click()
 
@@ -149,15 +172,9 @@ def test_dashboard(page, served):
     _wait_rows(page, ["fast", "slow"])
     page.screenshot(path=SHOTS / "app-leaderboard.png", full_page=True)
 
-    _open_tab(page, "Profiles")
-    page.locator(".pb-profiles canvas").first.wait_for()
-    page.wait_for_timeout(500)
-    page.screenshot(path=SHOTS / "app-profiles.png", full_page=True)
+    _shoot(page, "Profiles", ".pb-profiles canvas", "app-profiles.png")
 
-    _open_tab(page, "Curves")
-    page.locator(".pb-curve canvas").first.wait_for()
-    page.wait_for_timeout(500)
-    page.screenshot(path=SHOTS / "app-curves.png", full_page=True)
+    _shoot(page, "Curves", ".pb-curve canvas", "app-curves.png")
 
     _open_tab(page, "Leaderboard")
     _uncheck_until(page, "fast", ["slow"])
@@ -169,27 +186,12 @@ def test_report_offline(page, store, tmp_path):
     from workbench.report import write_report
 
     out = write_report(store, tmp_path / "report.html", title="Browser test report")
-    blocked: list[str] = []
-
-    def only_files(route) -> None:
-        if route.request.url.startswith(("file://", "data:")):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", only_files)
+    blocked = _offline(page)
     page.goto(out.as_uri())
     _wait_rows(page, ["fast", "slow"])
     page.screenshot(path=SHOTS / "report-leaderboard.png", full_page=True)
-    _open_tab(page, "Profiles")
-    page.locator(".pb-profiles canvas").first.wait_for()
-    page.wait_for_timeout(500)
-    page.screenshot(path=SHOTS / "report-profiles.png", full_page=True)
-    _open_tab(page, "Curves")
-    page.locator(".pb-curve canvas").first.wait_for()
-    page.wait_for_timeout(500)
-    page.screenshot(path=SHOTS / "report-curves.png", full_page=True)
+    _shoot(page, "Profiles", ".pb-profiles canvas", "report-profiles.png")
+    _shoot(page, "Curves", ".pb-curve canvas", "report-curves.png")
     assert blocked == []
     assert page.errors == []
 
@@ -294,16 +296,7 @@ def test_report_of_the_imported_algoperf_v05_logs_offline(page, algoperf_store, 
 
     out = write_report(algoperf_store, tmp_path / "algoperf.html", title="AlgoPerf v0.5")
     print(f"\nreport of the imported store: {out.stat().st_size / 1e6:.1f} MB")
-    blocked: list[str] = []
-
-    def only_files(route) -> None:
-        if route.request.url.startswith(("file://", "data:")):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", only_files)
+    blocked = _offline(page)
     page.set_default_timeout(90_000)  # a 3,700-run report: more to parse on 2 shared cores
     page.goto(out.as_uri())
     _wait_rows(page, [name for name, _ in PUBLISHED_V05])

@@ -44,18 +44,27 @@ def build_app(store_path: str | os.PathLike) -> pn.template.BootstrapTemplate:
 
 
 def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
-    """The views, one tab each. `dynamic` (the dashboard): tabs render when opened and the
-    curves show one workload at a time; else (the report) everything is drawn up front, the
-    curves of the scored workloads only."""
-    return pn.Tabs(("Leaderboard", Leaderboard(selection=selection)),
-                   ("Studies", StudyTimes(selection=selection)),
-                   ("Speedups", Speedups(selection=selection)),
-                   ("Profiles", Profiles(selection=selection)),
-                   ("Curves", Curves(selection=selection, one_workload=dynamic,
-                                            only_scored=not dynamic)),
-                   ("Early ranking", EarlyRanking(selection=selection)),
-                   ("Scaling", Scaling(selection=selection)),
-                   dynamic=dynamic, sizing_mode="stretch_width")
+    """The views, one tab each. `dynamic` (the dashboard): a view draws only while its tab is
+    open (filter changes redraw the open one; the others when opened) and the curves show one
+    workload at a time; else (the report) everything is drawn up front, the curves of the
+    scored workloads only."""
+    views = [
+        ("Leaderboard", Leaderboard), ("Studies", StudyTimes), ("Speedups", Speedups),
+        ("Profiles", Profiles),
+        ("Curves", lambda **kw: Curves(one_workload=dynamic, only_scored=not dynamic, **kw)),
+        ("Early ranking", EarlyRanking), ("Scaling", Scaling),
+    ]
+    shown = [name for name, _ in views][:1] if dynamic else [name for name, _ in views]
+    tabs = pn.Tabs(*[(name, make(selection=selection, shown=name in shown))
+                     for name, make in views], dynamic=dynamic, sizing_mode="stretch_width")
+
+    def show_active(event) -> None:
+        for i, view in enumerate(tabs.objects):
+            view.shown = i == event.new
+
+    if dynamic:
+        tabs.param.watch(show_active, "active")
+    return tabs
 
 
 if __name__.startswith("bokeh"):

@@ -25,7 +25,7 @@ CURVE_COORDS = ("run_id", "algorithm", "workload", "base_workload", "variant", "
                 "ruleset", "study", "trial", "seed", "attempt", "status", "target_metric",
                 "target_direction", "target_validation")
 CURVE_VARS = ("step", "examples", "train_seconds", "eval_seconds", "wall_seconds")
-UNITS = {"time_to_target": "s", "train_seconds": "s", "eval_seconds": "s", "wall_seconds": "s",
+UNITS = {"time_to_target": "s", "wall_to_target": "s", "train_seconds": "s", "eval_seconds": "s", "wall_seconds": "s",
          "eval_index_to_target": "evals", "step_to_target": "steps", "step": "steps",
          "examples": "examples", "reached": "1", "status": "", "run_id": ""}
 
@@ -89,7 +89,8 @@ def _workload_coords(chosen: pd.DataFrame, workloads: np.ndarray) -> dict[str, t
 def final_cube(runs: pd.DataFrame) -> xr.Dataset:
     """Per-trial results as a Dataset with dims FINAL_DIMS (see select_attempts for attempts).
 
-    time_to_target (s), eval_index_to_target and step_to_target are +inf when the trial ran and
+    time_to_target (training s), wall_to_target (wall s), eval_index_to_target and
+    step_to_target are +inf when the trial ran and
     missed its target and NaN when there is no such trial; reached is 1/0 (NaN: no trial);
     best_validation is the best validation value of the target metric; status and run_id are ""
     where there is no trial.
@@ -113,6 +114,7 @@ def final_cube(runs: pd.DataFrame) -> xr.Dataset:
         "time_to_target": missed_inf("time_to_target"),
         "eval_index_to_target": missed_inf("eval_index_to_target"),
         "step_to_target": missed_inf("step_to_target"),
+        "wall_to_target": missed_inf("wall_to_target"),
         "best_validation": chosen["best_validation"].to_numpy(float, na_value=np.nan),
         "reached": reached.astype(float),
     }

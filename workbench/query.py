@@ -33,15 +33,15 @@ from workbench.store import Store
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "refresh_index", "RUN_DTYPES"]
 
 # Columns computed from eval rows rather than read from the run document.
-_COMPUTED = ("reached_target", "time_to_target", "step_to_target", "eval_index_to_target",
-             "best_validation")
+_COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
+             "eval_index_to_target", "best_validation")
 # Columns that the document holds but that may be missing (interrupted runs): max over eval rows.
 _FROM_ROWS = ("steps", "train_seconds", "wall_seconds")
 
 _INT = ("attempt", "study", "trial", "seed", "rng_seed", "batch_size", "budget_steps", "steps",
         "step_to_target", "eval_index_to_target")
 _FLOAT = ("target_validation", "target_test", "budget_seconds", "train_seconds", "wall_seconds",
-          "time_to_target", "best_validation")
+          "time_to_target", "wall_to_target", "best_validation", "inference_seconds")
 
 # pandas dtype of every column of runs_frame (the empty frame has the same dtypes).
 RUN_DTYPES: dict[str, Any] = {
@@ -233,6 +233,7 @@ SELECT run_id,
        min(eval_index) FILTER (WHERE met) AS eval_index_to_target,
        arg_min(train_seconds, eval_index) FILTER (WHERE met) AS time_to_target,
        arg_min(step, eval_index) FILTER (WHERE met) AS step_to_target,
+       arg_min(wall_seconds, eval_index) FILTER (WHERE met) AS wall_to_target,
        CASE any_value(direction) WHEN 'max' THEN max(value) FILTER (WHERE isfinite(value))
                                  ELSE min(value) FILTER (WHERE isfinite(value)) END
            AS best_validation,
@@ -388,8 +389,9 @@ def runs_frame(store: Store) -> pd.DataFrame:
 
     `status` is the effective status (a `running` document whose process is gone reads
     `interrupted`). reached_target, eval_index_to_target, time_to_target (training seconds),
-    step_to_target and best_validation are computed from the eval rows against each run's own
-    validation target; NaN and null values never meet a target. steps, train_seconds and
+    step_to_target, wall_to_target (wall seconds) and best_validation are computed from the
+    eval rows against each run's own validation target; NaN and null values never meet a
+    target. steps, train_seconds and
     wall_seconds come from the document, else (interrupted runs) from the last eval rows.
     Finished runs come from the run index when it has them (see the module docstring); when
     INDEX_AFTER or more finished runs had to be read from their folders, they are indexed (if

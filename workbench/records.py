@@ -76,7 +76,8 @@ RUN_COLUMNS = (
     "status", "stop_reason", "hardware", "source", "target_metric", "target_direction",
     "target_validation", "target_test", "budget_seconds", "budget_steps", "steps",
     "train_seconds", "wall_seconds", "reached_target", "time_to_target", "step_to_target",
-    "eval_index_to_target", "best_validation", "started_at", "ended_at", "error",
+    "wall_to_target", "eval_index_to_target", "best_validation", "inference_seconds",
+    "started_at", "ended_at", "error",
 )
 
 

@@ -33,7 +33,7 @@ __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies
            "scored_times",
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
            "score_table", "bootstrap_scores", "speedups", "algoperf_speedups", "TAU_MAX",
-           "NUM_TAUS"]
+           "NUM_TAUS", "SCORE_COLUMNS"]
 
 TAU_MAX = 4.0   # ratios above this earn nothing; also the cut-off factor on times
 NUM_TAUS = 100  # points of the official tau grid, np.linspace(1, TAU_MAX, NUM_TAUS)
@@ -90,6 +90,11 @@ def _need(obj: xr.Dataset | xr.DataArray, dims: tuple[str, ...], what: str) -> N
                          "build it with workbench.cubes.final_cube")
 
 
+def _units(values: xr.DataArray) -> str:
+    """The units of a time variable: seconds unless it says otherwise (e.g. steps)."""
+    return values.attrs.get("units", "s")
+
+
 def study_times(cube: xr.Dataset) -> xr.DataArray:
     """Per (algorithm, workload, study): the time of the study's chosen trial, in seconds.
 
@@ -102,7 +107,7 @@ def study_times(cube: xr.Dataset) -> xr.DataArray:
     time = cube["time_to_target"].stack(_trial=("trial", "seed"))
     first = index.min("_trial", skipna=True)  # +inf when none reached, NaN when no trial
     out = time.where(index == first).min("_trial", skipna=True)
-    return out.rename("time_to_target").assign_attrs(units="s")
+    return out.rename("time_to_target").assign_attrs(units=_units(cube["time_to_target"]))
 
 
 def study_choices(cube: xr.Dataset) -> xr.Dataset:
@@ -143,7 +148,7 @@ def median_over_studies(times: xr.DataArray) -> xr.DataArray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells: no study, stays NaN
         out = times.reduce(np.nanmedian, dim="study")
-    return out.rename("time_to_target").assign_attrs(units="s")
+    return out.rename("time_to_target").assign_attrs(units=_units(times))
 
 
 def workload_times(cube: xr.Dataset) -> xr.DataArray:
@@ -207,8 +212,10 @@ def held_out_rule(times: xr.DataArray, held_out: Mapping[str, str],
     return _replace(times, times.sel(workload=list(variant_of)).where(variant_ok, np.inf))
 
 
-def apply_rules(times: xr.DataArray, config: ScoringConfig | None = None) -> xr.DataArray:
-    """Per-workload times -> the scored times: held-out rule if it applies, 4x cut-off, bases.
+def apply_rules(times: xr.DataArray, config: ScoringConfig | None = None,
+                cutoff: float = TAU_MAX) -> xr.DataArray:
+    """Per-workload times -> the scored times: held-out rule if it applies, the cut-off (4x the
+    best time, AlgoPerf's tau_max; a profile drawn further out passes its own), bases.
 
     The result has exactly the scored workloads (config.base_workloads, else the base
     workloads of `times`), NaN where one has no results, so the profile's denominator is their
@@ -219,15 +226,16 @@ def apply_rules(times: xr.DataArray, config: ScoringConfig | None = None) -> xr.
         else scored_workloads(times)
     if config.apply_held_out:
         extra = [v for v in config.held_out if v not in base]
-        ruled = held_out_rule(_with_workloads(times, base + extra), config.held_out)
+        ruled = held_out_rule(_with_workloads(times, base + extra), config.held_out, cutoff)
     else:
-        ruled = time_cutoff(_with_workloads(times, base))
-    return ruled.sel(workload=base).rename("time_to_target").assign_attrs(units="s")
+        ruled = time_cutoff(_with_workloads(times, base), cutoff)
+    return ruled.sel(workload=base).rename("time_to_target").assign_attrs(units=_units(times))
 
 
-def scored_times(cube: xr.Dataset, config: ScoringConfig | None = None) -> xr.DataArray:
+def scored_times(cube: xr.Dataset, config: ScoringConfig | None = None,
+                 cutoff: float = TAU_MAX) -> xr.DataArray:
     """Per-workload times after the scoring rules (apply_rules): what the profile is built from."""
-    return apply_rules(workload_times(cube), config)
+    return apply_rules(workload_times(cube), config, cutoff)
 
 
 def performance_ratios(times: xr.DataArray) -> xr.DataArray:
@@ -284,6 +292,9 @@ def exact_scores(times: xr.DataArray, tau_max: float = TAU_MAX,
     credit = np.maximum(0.0, tau_max - performance_ratios(times)).fillna(0.0)
     return (credit.sum("workload") / ((tau_max - 1.0) * n)).rename("exact_score") \
         .assign_attrs(units="1")
+
+
+SCORE_COLUMNS = ("algorithm", "score", "exact_score", "workloads_reached", "workloads_scored")
 
 
 def _table(times: xr.DataArray) -> pd.DataFrame:

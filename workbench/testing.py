@@ -32,6 +32,7 @@ __all__ = ["make_store", "synthetic_run", "SyntheticRun", "tiny_cube", "tiny_tim
 STEPS_PER_EVAL = 25     # synthetic eval cadence, in update steps
 BATCH_SIZE = 64
 EVAL_SECONDS = 0.25     # synthetic cost of one eval, off the training clock
+INFERENCE_SECONDS = 0.001  # synthetic batch-1 latency of the first algorithm; see synthetic_run
 _T0 = pd.Timestamp("2026-01-01T00:00:00Z")
 
 
@@ -43,6 +44,7 @@ class SyntheticRun:
     seconds_per_eval: float      # training seconds between evals
     evals: list[dict[str, Any]]  # eval rows (without run_id), records.EVAL_COLUMNS + metrics
     train: list[dict[str, Any]]  # training-loss rows (without run_id)
+    inference_seconds: float = INFERENCE_SECONDS  # batch-1 latency recorded when it completes
 
 
 def synthetic_run(workload: str, algorithm_index: int, trial: int, n_evals: int,
@@ -52,6 +54,7 @@ def synthetic_run(workload: str, algorithm_index: int, trial: int, n_evals: int,
     seconds_per_eval = (1 + algorithm_index / 2) * (1 + trial / 10); the validation target metric is
     strictly worse than the target before eval `hit_index` and meets it from there on, where
     hit_index = U[n_evals/5, n_evals) + algorithm_index * n_evals/4 (no hit if >= n_evals).
+    A complete run records inference_seconds = INFERENCE_SECONDS * (1 + algorithm_index).
     """
     target = get_workload(workload).target
     hit = int(rng.integers(max(1, n_evals // 5), max(2, n_evals))) + algorithm_index * (n_evals // 4)
@@ -69,7 +72,7 @@ def synthetic_run(workload: str, algorithm_index: int, trial: int, n_evals: int,
         evals.append(row)
         train.append({"step": step, "examples": step * BATCH_SIZE, "train_seconds": (k + 1) * dt,
                       "loss": loss * 0.9})
-    return SyntheticRun(hit_index, dt, evals, train)
+    return SyntheticRun(hit_index, dt, evals, train, INFERENCE_SECONDS * (1 + algorithm_index))
 
 
 def _metric_value(direction: str, target: float, k: int, hit: int) -> float:
@@ -141,7 +144,8 @@ def _write_sealed(store: Store, doc: dict[str, Any], run: SyntheticRun, n_rows: 
            "ended_at": ended.isoformat(timespec="milliseconds"), "steps": last["step"],
            "examples": last["step"] * BATCH_SIZE, "train_seconds": last["train_seconds"],
            "eval_seconds": last["eval_seconds"], "wall_seconds": last["wall_seconds"],
-           "reached_validation": run.hit_index is not None and run.hit_index < n_rows}
+           "reached_validation": run.hit_index is not None and run.hit_index < n_rows,
+           "inference_seconds": run.inference_seconds if status == "complete" else None}
     # Same bytes as store.atomic_write_json; no fsync needed while nobody reads the new store.
     (path / R.RUN_DOC).write_text(json.dumps(doc, indent=1, sort_keys=True))
 
@@ -235,6 +239,7 @@ def runs_table(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             "steps": 100, "train_seconds": 100.0, "wall_seconds": 110.0,
             "reached_target": reached, "time_to_target": time if reached else math.nan,
             "step_to_target": None if index is None else 10 * (index + 1),
+            "wall_to_target": time * 1.1 if reached else math.nan, "inference_seconds": math.nan,
             "eval_index_to_target": index, "best_validation": 0.95 if reached else 0.5,
             "started_at": (_T0 + pd.Timedelta(seconds=i)).isoformat(), "ended_at": None,
             "error": None, **r})

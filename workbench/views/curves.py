@@ -12,11 +12,12 @@ import panel as pn
 import param
 
 from workbench import records as R
+from workbench.views.base import FILTERS, View
 from workbench.views.selection import MAX_DEFAULT_CURVES, TIME_AXES, Selection
 
 hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
 
-__all__ = ["Curves", "validation_plot", "loss_plot"]
+__all__ = ["Curves", "validation_plot", "loss_plot", "figures"]
 
 
 def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str]) -> list[hv.Path]:
@@ -123,21 +124,38 @@ def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
                         title=f"{workload}: {what}"))
 
 
+def _has_lines(plot: hv.Overlay) -> bool:
+    return any(len(path.split()) for path in plot.traverse(lambda e: e, [hv.Path]))
+
+
+def figures(selection: Selection) -> dict[str, hv.Overlay]:
+    """For `workbench.figures`: per workload with drawn runs, "curves_<workload>" (validation)
+    and "curves_<workload>_loss"; a plot without any line is left out."""
+    out = {}
+    for workload in sorted(selection.shown_curve_runs["workload"].unique()):
+        for name, plot in ((f"curves_{workload}", validation_plot(selection, workload)),
+                           (f"curves_{workload}_loss", loss_plot(selection, workload))):
+            if _has_lines(plot):
+                out[name] = plot
+    return out
+
+
 def _pane(plot: hv.Overlay, workload: str, css_class: str) -> pn.viewable.Viewable:
     """The plot, or a line saying there is nothing to draw (Bokeh cannot draw an empty plot)."""
-    if not any(len(path.split()) for path in plot.traverse(lambda e: e, [hv.Path])):
+    if not _has_lines(plot):
         what = "training loss" if css_class == "pb-loss" else "validation metric"
         return pn.pane.Markdown(f"*{workload}: no {what} recorded for the drawn runs.*",
                                 sizing_mode="stretch_width")
     return pn.pane.HoloViews(plot, sizing_mode="stretch_width", css_classes=[css_class])
 
 
-class Curves(pn.viewable.Viewer):
+class Curves(View):
     """Per workload: validation curves beside training-loss curves. In the dashboard
     (`one_workload`) a picker in the view chooses the workload drawn; the report draws every
-    shown scored workload (`only_scored`). The plots are built when the view is first rendered."""
+    shown scored workload (`only_scored`)."""
 
-    selection = param.ClassSelector(class_=Selection)
+    WATCHES = FILTERS + ("curve_runs",)
+
     one_workload = param.Boolean(default=False, doc="Draw one workload, picked in the view.")
     workload = param.Selector(default=None, objects=[], allow_None=True,
                               doc="The workload drawn when one_workload is set.")
@@ -146,15 +164,18 @@ class Curves(pn.viewable.Viewer):
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
-        self._workloads_changed()
+        self._body = pn.Column(sizing_mode="stretch_width")
+        self.param.watch(lambda _: self._selection_changed(), "workload")
+        self._first_draw()
 
-    @param.depends("selection.version", "selection.workloads", watch=True)
-    def _workloads_changed(self) -> None:
+    def _update(self) -> None:
         groups = self.selection.workload_groups()
         shown = [w for ws in groups.values() for w in ws if w in self.selection.workloads]
         self.param.workload.objects = shown
         if self.workload not in shown:
-            self.workload = shown[0] if shown else None
+            with param.parameterized.discard_events(self):  # drawn just below
+                self.workload = shown[0] if shown else None
+        self._body.objects = self.plots().objects
 
     def _drawn(self, runs: pd.DataFrame) -> list[str]:
         if self.one_workload:
@@ -162,8 +183,6 @@ class Curves(pn.viewable.Viewer):
         scored = self.selection.workload_groups()["scored"]
         return sorted(w for w in runs["workload"].unique() if not self.only_scored or w in scored)
 
-    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
-                   "selection.time_axis", "selection.curve_runs", "workload")
     def plots(self) -> pn.Column:
         """One row per drawn workload: its validation plot and its loss plot."""
         runs = self.selection.shown_curve_runs
@@ -187,5 +206,4 @@ class Curves(pn.viewable.Viewer):
                 f"(an algorithm that never met it is drawn only when its runs are picked)."),
             pn.widgets.Select.from_param(self.param.workload, name="Workload", width=320,
                                          visible=self.one_workload),
-            pn.param.ParamMethod(self.plots, lazy=True, sizing_mode="stretch_width"),
-            sizing_mode="stretch_width")
+            self._body, sizing_mode="stretch_width")

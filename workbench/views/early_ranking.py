@@ -11,13 +11,12 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
-import param
 
 from workbench import curves
 from workbench import records as R
 from workbench.early_stopping import study_summary
 from workbench.store import open_store
-from workbench.views.selection import Selection
+from workbench.views.base import View
 
 hv.extension("bokeh", logo=False)
 
@@ -106,17 +105,14 @@ def saved_frame(store, study_names) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-class EarlyRanking(pn.viewable.Viewer):
+class EarlyRanking(View):
     """Per study group: rank correlation vs budget fraction, predicted vs actual, compute saved."""
-
-    selection = param.ClassSelector(class_=Selection)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._body = pn.Column(sizing_mode="stretch_width")
-        self._update()
+        self._first_draw()
 
-    @param.depends("selection.version", "selection.workloads", "selection.algorithms", watch=True)
     def _update(self) -> None:
         runs = self.selection.runs
         if not len(runs):

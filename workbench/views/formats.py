@@ -1,14 +1,27 @@
-"""How the views write numbers: durations in seconds or hours, shares as percentages."""
+"""How the views write numbers (durations in seconds or hours, shares as percentages) and style
+their tables."""
 from __future__ import annotations
 
 import math
 from typing import Iterable
 
-__all__ = ["duration", "unit_for", "percent", "MISS", "NO_RUNS", "HOURS_FROM"]
+__all__ = ["duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title", "MISS",
+           "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
 
 MISS = "miss"        # shown where the target was not reached
 NO_RUNS = "no runs"  # shown where there is nothing to show
 HOURS_FROM = 10_000  # seconds from which a duration reads better in hours
+# Long workload names wrap in a table header instead of widening every column.
+TABLE_CSS = """
+.tabulator .tabulator-header .tabulator-col .tabulator-col-content .tabulator-col-title {
+  white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip; font-size: 13px;
+}
+"""
+
+
+def wrap_title(name: str) -> str:
+    """A column title that may break after each underscore (zero-width space)."""
+    return name.replace("_", "_\u200b")
 
 
 def unit_for(seconds: Iterable[float]) -> str:
@@ -29,6 +42,29 @@ def duration(seconds: float, unit: str | None = None) -> str:
         hours = seconds / 3600
         return f"{hours:,.1f} h" if hours >= 10 else f"{hours:.2f} h"
     return f"{seconds:,.1f} s" if seconds < 100 else f"{seconds:,.0f} s"
+
+
+def amount(value: float, units: str, unit: str | None = None) -> str:
+    """A time to target in its own units: steps as '1,250 steps', seconds as `duration`."""
+    if units == "steps" and value is not None and math.isfinite(value):
+        return f"{value:,.0f} steps"
+    return duration(value, unit)
+
+
+def ratio_color(ratio: float) -> str:
+    """CSS background for a time that is `ratio` x the best on its workload: green at 1 fading
+    to white at 2 and red at 4 and beyond; grey for a miss (+inf); none where there is no run."""
+    if ratio is None or math.isnan(ratio):
+        return ""
+    if math.isinf(ratio):
+        return "background-color: #e9ecef"
+    if ratio <= 2.0:
+        share = (ratio - 1.0)  # 0 at the best, 1 at twice the best
+        g = (198 + round(57 * share), 239 + round(16 * share), 206 + round(49 * share))
+    else:
+        share = min(1.0, (ratio - 2.0) / 2.0)
+        g = (255, 255 - round(55 * share), 255 - round(55 * share))
+    return f"background-color: rgb{g}"
 
 
 def percent(share: float, signed: bool = True) -> str:

@@ -6,62 +6,87 @@ labels and formats them.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import panel as pn
-import param
 from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import scoring
-from workbench.views.formats import MISS, NO_RUNS, duration, unit_for
+from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, percent, ratio_color,
+                                     unit_for, wrap_title)
+from workbench.views.speedups import speedup_frame
+from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
 
-__all__ = ["Leaderboard", "score_frame", "times_frame", "TABLE_CSS", "GROUP_TITLES",
+__all__ = ["Leaderboard", "score_frame", "times_frame", "workload_time_table", "ratio_styles",
+           "TABLE_CSS", "GROUP_TITLES",
            "wrap_title", "MISS", "NO_RUNS"]
 
 SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (100-point grid)",
+                "interval": "90 % interval (studies resampled)",
                 "exact_score": "Score (exact integral)", "workloads_reached": "Workloads reached",
-                "workloads_scored": "Workloads scored"}
+                "workloads_scored": "Workloads scored", "speedup": "Speedup over the reference"}
 GROUP_TITLES = {
     "scored": "Scored workloads",
     "held_out": "Held-out variants (inputs of their base workload's score, not scored alone)",
     "other": "Other variants (not scored)",
 }
-# Long workload names wrap in the header instead of widening every column.
-TABLE_CSS = """
-.tabulator .tabulator-header .tabulator-col .tabulator-col-content .tabulator-col-title {
-  white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip; font-size: 13px;
-}
-"""
-
-
-def wrap_title(name: str) -> str:
-    """A column title that may break after each underscore (zero-width space)."""
-    return name.replace("_", "_\u200b")
+BOOTSTRAP_REPLICATES = 400  # resamplings of the studies behind the score interval
+BOOTSTRAP_LEVEL = 0.9
 
 
 def score_frame(selection: Selection) -> pd.DataFrame:
-    """`scoring.score_table` of the selection under its scoring rules, best score first (an empty
-    frame when there are no runs or no scored workload is shown)."""
-    if not len(selection.runs) or not selection.workload_groups()["scored"]:
+    """The selection's score table (Selection.scores, best first) with a bootstrap interval
+    ('0.612 to 0.701': studies resampled, scoring.bootstrap_scores) and the speedup over the
+    reference (speedups.speedup_frame, '+27.9 %'); empty when nothing is scored."""
+    scores = selection.scores()
+    if scores.empty:
         return pd.DataFrame(columns=list(SCORE_TITLES))
-    table = scoring.score_table(selection.cube, selection.scoring_config)
-    table = table.sort_values(["score", "exact_score"], ascending=False, kind="stable")
-    return table[list(SCORE_TITLES)].reset_index(drop=True)
+
+    def interval() -> pd.DataFrame:
+        return scoring.bootstrap_scores(selection.cube, n=BOOTSTRAP_REPLICATES,
+                                        level=BOOTSTRAP_LEVEL, config=selection.scoring_config)
+    bounds = selection.cached("score_interval", interval).set_index("algorithm")
+    low, high = (bounds[k].reindex(scores["algorithm"]) for k in ("low", "high"))
+    speedup = speedup_frame(selection).set_index("algorithm")["faster_by"]
+    return scores.assign(
+        interval=[f"{lo:.3f} to {hi:.3f}" for lo, hi in zip(low, high)],
+        speedup=[percent(speedup.get(a, float("nan"))) for a in scores["algorithm"]],
+    )[list(SCORE_TITLES)]
 
 
-def times_frame(selection: Selection, order: list[str],
-                workloads: list[str] | None = None) -> pd.DataFrame:
-    """Median time to target per algorithm (rows, in `order`) and workload (columns, default
-    every shown workload), formatted ('5,043 s', '9.2 h', MISS, NO_RUNS)."""
-    if not len(selection.runs):
-        return pd.DataFrame(columns=["algorithm"])
+def workload_time_table(selection: Selection, order: list[str],
+                        workloads: list[str] | None = None) -> pd.DataFrame:
+    """Median time to target (on the selection's time axis) per algorithm (rows, in `order`)
+    and workload (columns, default every shown workload): numbers, +inf for a miss, NaN where
+    there is no run."""
     times = scoring.workload_times(selection.cube).transpose("algorithm", "workload").to_pandas()
     shown = workloads if workloads is not None else \
         [w for w in times.columns if w in selection.workloads]
     rows = [a for a in order if a in times.index] + [a for a in times.index if a not in order]
-    times = times.reindex(index=rows, columns=shown)
-    text = times.apply(lambda column: column.map(lambda v: duration(v, unit_for(column))))
-    return text.rename_axis(index="algorithm", columns=None).reset_index()
+    return times.reindex(index=rows, columns=shown).rename_axis(index="algorithm", columns=None)
+
+
+def times_frame(selection: Selection, order: list[str],
+                workloads: list[str] | None = None) -> pd.DataFrame:
+    """workload_time_table as text ('5,043 s', '9.2 h', '1,250 steps', MISS, NO_RUNS), one
+    unit per column."""
+    if not len(selection.runs):
+        return pd.DataFrame(columns=["algorithm"])
+    times = workload_time_table(selection, order, workloads)
+    units = selection.cube["time_to_target"].attrs.get("units", "s")
+    text = times.apply(lambda column: column.map(lambda v: amount(v, units, unit_for(column))))
+    return text.reset_index()
+
+
+def ratio_styles(times: pd.DataFrame) -> pd.DataFrame:
+    """CSS per cell of a times_frame: its colour by the ratio to its column's best time."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        best = times.where(np.isfinite(times)).min()
+        ratios = times / best
+    styles = ratios.map(ratio_color).reset_index()
+    styles["algorithm"] = ""
+    return styles
 
 
 def _table(css_class: str, layout: str = "fit_data_stretch", **options) -> pn.widgets.Tabulator:
@@ -70,11 +95,11 @@ def _table(css_class: str, layout: str = "fit_data_stretch", **options) -> pn.wi
                                 stylesheets=[TABLE_CSS], **options)
 
 
-class Leaderboard(pn.viewable.Viewer):
+class Leaderboard(View):
     """The score table (sorted by score) above the median time-to-target tables, one per group
     of workloads (scored, held-out variants, other variants)."""
 
-    selection = param.ClassSelector(class_=Selection)
+    WATCHES = FILTERS + ("reference",)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -86,14 +111,25 @@ class Leaderboard(pn.viewable.Viewer):
         self._about = pn.pane.Markdown(sizing_mode="stretch_width")
         self._groups = {name: (pn.pane.Markdown(f"#### {title}"),
                                _table(f"pb-times-{name}", layout="fit_columns",
-                                      widths={"algorithm": 190}, sortable=False))
+                                      widths={"algorithm": 190}, sortable=False,
+                                      value=pd.DataFrame(columns=["algorithm"])))
                         for name, title in GROUP_TITLES.items()}
+        self._styles: dict[str, pd.DataFrame] = {}  # group -> cell colours of its table
+        for name, (_, table) in self._groups.items():  # a Styler exists once a value is set
+            table.style.apply(lambda frame, name=name: self._style_of(name, frame), axis=None)
+        self._times_about = pn.pane.Markdown(sizing_mode="stretch_width")
         self._times = self._groups["scored"][1]  # the scored workloads' table
-        self._update()
+        self._first_draw()
 
-    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
-                   watch=True)
+    def _style_of(self, name: str, frame: pd.DataFrame) -> pd.DataFrame:
+        styles = self._styles.get(name)
+        if styles is None or styles.shape != frame.shape or list(styles.columns) != \
+                list(frame.columns):
+            return pd.DataFrame("", index=frame.index, columns=frame.columns)
+        return styles.set_axis(frame.index)
+
     def _update(self) -> None:
+        self._times_about.object = self._times_text()
         scores = score_frame(self.selection)
         self._scores.value = scores
         self._about.object = self._rules_text()
@@ -101,6 +137,9 @@ class Leaderboard(pn.viewable.Viewer):
         for name, workloads in self.selection.workload_groups().items():
             title, table = self._groups[name]
             frame = times_frame(self.selection, order, workloads)
+            if len(self.selection.runs):
+                self._styles[name] = ratio_styles(
+                    workload_time_table(self.selection, order, workloads))
             titles = {"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}}
             table.param.update(value=frame, titles=titles,
                                text_align={w: "right" for w in workloads})
@@ -118,6 +157,21 @@ class Leaderboard(pn.viewable.Viewer):
                 "and all submissions; hiding workloads or algorithms recomputes the scores over "
                 "what is shown (the fastest time, hence every ratio, depends on who is shown).")
 
+    def _times_text(self) -> str:
+        axis = self.selection.time_axis
+        what = {"train_seconds": "training seconds (a column in hours when it reaches "
+                                 "10,000 s)",
+                "wall_seconds": "wall-clock seconds, evals included (a column in hours when "
+                                "it reaches 10,000 s)",
+                "step": "update steps"}[axis]
+        return (
+            "### Median time to target\nPer workload: the chosen trial of each study (the "
+            f"first eval meeting the validation target), median over studies, in {what}; "
+            f"*{MISS}* when the median study did not reach the target, *{NO_RUNS}* where there "
+            "is none. Colour: green for the fastest on the workload, white at 2x, red from 4x "
+            "(grey: a miss). These are the times before the held-out rule and the cut-off; the "
+            "Studies tab shows each study and its chosen trial.")
+
     def __panel__(self) -> pn.viewable.Viewable:
         tables = [part for pair in self._groups.values() for part in pair]
         return pn.Column(
@@ -125,14 +179,6 @@ class Leaderboard(pn.viewable.Viewer):
                 "### Benchmark score\nAlgoPerf score: area under the performance profile for "
                 "tau in [1, 4], divided by 3 (1 = fastest on every workload). *Grid* uses the "
                 "official 100 evenly spaced tau; *exact* integrates the step function."),
-            self._about, self._scores,
-            pn.pane.Markdown(
-                "### Median time to target\nPer workload: the chosen trial of each study (the "
-                "first eval meeting the validation target), median over studies, in training "
-                "seconds (a column in hours when it reaches 10,000 s); "
-                f"*{MISS}* when the median study did not reach "
-                f"the target, *{NO_RUNS}* where there is none. These are the times before the "
-                "held-out rule and the cut-off; the Studies tab shows each study."),
-            *tables,
+            self._about, self._scores, self._times_about, *tables,
             sizing_mode="stretch_width",
         )

@@ -13,24 +13,33 @@ import panel as pn
 import param
 
 from workbench import scoring
+from workbench.views.base import View
 from workbench.views.selection import Selection
 
 hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
 
-__all__ = ["Profiles", "profile_plot", "PROFILE_TAUS"]
+__all__ = ["Profiles", "profile_plot", "figures", "PROFILE_TAUS"]
 
 # Drawn on a fine grid so each step sits where the ratio is; the score uses the official grid.
-PROFILE_TAUS = np.linspace(1.0, 4.0, 601)
+PROFILE_POINTS = 601
+PROFILE_TAUS = np.linspace(1.0, scoring.TAU_MAX, PROFILE_POINTS)
+TAU_MAX_CHOICES = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 16.0)  # the view's tau_max slider
 
 
-def profile_plot(selection: Selection) -> hv.Overlay | None:
-    """Step lines rho(tau) over the scored workloads, one per algorithm; None if none is scored."""
+def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.Overlay | None:
+    """Step lines rho(tau) for tau in [1, tau_max] over the scored workloads, one per
+    algorithm; None if none is scored. The cut-off moves with tau_max (at AlgoPerf's 4 the
+    profile is the one the score integrates)."""
     if not len(selection.runs) or not selection.workload_groups()["scored"]:
         return None
-    times = scoring.scored_times(selection.cube, selection.scoring_config)
+    times = scoring.scored_times(selection.cube, selection.scoring_config, cutoff=tau_max)
     if times.sizes.get("workload", 0) == 0 or times.sizes.get("algorithm", 0) == 0:
         return None
-    profile = scoring.performance_profile(times, taus=PROFILE_TAUS)
+    taus = PROFILE_TAUS if tau_max == scoring.TAU_MAX else np.linspace(1.0, tau_max,
+                                                                        PROFILE_POINTS)
+    profile = scoring.performance_profile(times, taus=taus)
+    units = selection.cube["time_to_target"].attrs.get("units", "s")
+    what = "steps" if units == "steps" else "time"
     colors = selection.colors
     lines = [
         hv.Curve((profile["tau"].values, profile.sel(algorithm=name).values),
@@ -39,16 +48,24 @@ def profile_plot(selection: Selection) -> hv.Overlay | None:
     ]
     return hv.Overlay(lines).opts(
         hv.opts.Curve(interpolation="steps-post", line_width=2.5, tools=["hover"]),
-        hv.opts.Overlay(xlim=(1, 4), ylim=(-0.02, 1.02), responsive=True, min_height=380,
-                        xlabel="tau (time / fastest algorithm's time)",
+        hv.opts.Overlay(xlim=(1, tau_max), ylim=(-0.02, 1.02), responsive=True, min_height=380,
+                        xlabel=f"tau ({what} / fastest algorithm's {what})",
                         ylabel="fraction of workloads within tau", legend_position="right",
                         title="Performance profiles", show_grid=True))
 
 
-class Profiles(pn.viewable.Viewer):
-    """Performance-profile plot of the selection, redrawn when data or filters change."""
+def figures(selection: Selection) -> dict[str, hv.Overlay]:
+    """The profile plot for `workbench.figures` ("profiles"); none when nothing is scored."""
+    plot = profile_plot(selection)
+    return {} if plot is None else {"profiles": plot}
 
-    selection = param.ClassSelector(class_=Selection)
+
+class Profiles(View):
+    """Performance-profile plot of the selection, redrawn when data or filters change; tau_max
+    is picked in the view."""
+
+    tau_max = param.Selector(default=scoring.TAU_MAX, objects=list(TAU_MAX_CHOICES),
+                             doc="Right end of the profile (AlgoPerf's score uses 4).")
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -56,12 +73,11 @@ class Profiles(pn.viewable.Viewer):
                                        css_classes=["pb-profiles"])
         self._empty = pn.pane.Markdown("No workload can be scored with the current selection.",
                                        visible=False)
-        self._update()
+        self.param.watch(lambda _: self._selection_changed(), "tau_max")
+        self._first_draw()
 
-    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
-                   watch=True)
     def _update(self) -> None:
-        plot = profile_plot(self.selection)
+        plot = profile_plot(self.selection, self.tau_max)
         self._pane.param.update(object=plot, visible=plot is not None)
         self._empty.visible = plot is None
 
@@ -71,6 +87,8 @@ class Profiles(pn.viewable.Viewer):
                 "### Performance profiles\nrho(tau): share of the shown scored workloads on "
                 "which an algorithm reaches the target within tau times the fastest algorithm's "
                 "median time, after the same rules as the leaderboard score (held-out variants "
-                "and the 4x cut-off where they apply). Higher and further left is better; a "
-                "line that never rises missed every target."),
+                "and a cut-off at tau_max x the best time, AlgoPerf's 4 by default). Higher and "
+                "further left is better; a line that never rises missed every target. The "
+                "sidebar's time axis switches between time and steps to target."),
+            pn.widgets.DiscreteSlider.from_param(self.param.tau_max, name="tau_max", width=320),
             self._empty, self._pane, sizing_mode="stretch_width")

@@ -12,12 +12,11 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
-import param
 
 from workbench import records as R
 from workbench import scaling
 from workbench.store import open_store
-from workbench.views.selection import Selection
+from workbench.views.base import View
 
 hv.extension("bokeh", logo=False)
 
@@ -88,17 +87,14 @@ def _regimes(fits: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-class Scaling(pn.viewable.Viewer):
+class Scaling(View):
     """Steps-to-result vs batch size per sparsity, the fit, B_crit, noise scale and regimes."""
-
-    selection = param.ClassSelector(class_=Selection)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._body = pn.Column(sizing_mode="stretch_width")
-        self._update()
+        self._first_draw()
 
-    @param.depends("selection.version", "selection.workloads", "selection.algorithms", watch=True)
     def _update(self) -> None:
         runs = self.selection.runs
         if not len(runs) or runs["batch_size"].nunique() < 2:

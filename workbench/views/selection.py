@@ -13,7 +13,10 @@ stay in the scored cube while its base is shown, whatever the workload filter sa
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections import OrderedDict
 from pathlib import Path
+from typing import Iterable
 
 import pandas as pd
 import panel as pn
@@ -25,7 +28,7 @@ from workbench import records as R
 from workbench.store import StoreError, open_store
 
 __all__ = ["Selection", "Filters", "StoreNotice", "TIME_AXES", "MAX_DEFAULT_CURVES", "PALETTE",
-           "DEFAULT_REFERENCE"]
+           "DEFAULT_REFERENCE", "FILTER_COLUMNS", "TIME_TO_TARGET"]
 
 # Time axes of the learning curves: eval-row column -> axis label.
 TIME_AXES = {"train_seconds": "train seconds", "wall_seconds": "wall seconds", "step": "steps"}
@@ -35,19 +38,47 @@ MAX_DEFAULT_CURVES = 48
 # 20 distinct colours, the strong ten first: 11 AlgoPerf submissions get 11 colours.
 PALETTE = tuple(Category20_20[0::2] + Category20_20[1::2])
 DEFAULT_REFERENCE = "baseline"  # speedups are measured against it when the store has it
+CACHE_SIZE = 48  # cubes and frames kept for recent filter settings (switching back is instant)
+# Filters over the run table: Selection parameter -> run-table column.
+FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "rulesets": "ruleset",
+                  "studies": "study_name", "hardware": "hardware"}
+# The final cube's variable that time to target is read from, per time axis.
+TIME_TO_TARGET = {"train_seconds": "time_to_target", "wall_seconds": "wall_to_target",
+                  "step": "step_to_target"}
 
 
-def _store_signature(root: Path) -> tuple:
-    """Cheap fingerprint of a store (stat calls only): changes when any run writes or seals rows."""
+def _store_signature(root: Path, finished: Iterable[str] = ()) -> tuple:
+    """Cheap fingerprint of a store: changes when a run folder is added or removed, or when a
+    run not in `finished` (the runs that had ended at the last read) writes, seals or ends.
+    A finished run never changes again, so its files are not looked at: the fingerprint of a
+    100,000-run store costs one directory listing and a few stat calls."""
     runs_dir = root / R.RUNS_DIR
-    if not runs_dir.is_dir():
+    try:
+        names = sorted(os.listdir(runs_dir))
+    except OSError:
         return ((root / R.STORE_DOC).exists(),)
+    done = finished if isinstance(finished, (set, frozenset)) else set(finished)
     sig = []
-    for run in sorted(runs_dir.iterdir()):
-        files = (R.RUN_DOC, R.EVALS_LIVE, R.EVALS_SEALED, R.TRAIN_LIVE, R.TRAIN_SEALED)
-        stats = [(run / f).stat() if (run / f).exists() else None for f in files]
-        sig.append((run.name, *[(s.st_mtime_ns, s.st_size) if s else None for s in stats]))
-    return (True, tuple(sig))
+    for run_id in names:
+        if run_id in done:
+            continue
+        stats = []
+        for name in (R.RUN_DOC, R.EVALS_LIVE, R.EVALS_SEALED, R.TRAIN_LIVE, R.TRAIN_SEALED):
+            try:
+                st = os.stat(runs_dir / run_id / name)
+                stats.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                stats.append(None)
+        sig.append((run_id, *stats))
+    return (True, len(names), hash(tuple(names)), tuple(sig))
+
+
+def _forget_finished(signature: tuple, finished: set[str]) -> tuple:
+    """`signature` as _store_signature would have written it, taken at the same moment, had it
+    been told that the runs in `finished` had ended (their entries dropped)."""
+    if len(signature) < 4:
+        return signature
+    return (*signature[:3], tuple(e for e in signature[3] if e[0] not in finished))
 
 
 def _keep_and_add(selected: list[str], known: list[str], names: list[str]) -> list[str]:
@@ -61,8 +92,14 @@ class Selection(param.Parameterized):
     store_path = param.String(default="results", doc="Directory of the results store.")
     workloads = param.ListSelector(default=[], objects=[], doc="Workloads shown.")
     algorithms = param.ListSelector(default=[], objects=[], doc="Algorithms shown.")
+    rulesets = param.ListSelector(default=[], objects=[],
+                                  doc="AlgoPerf tuning rulesets shown (external, self).")
+    studies = param.ListSelector(default=[], objects=[], doc="Study names shown.")
+    hardware = param.ListSelector(default=[], objects=[],
+                                  doc="Hardware shown (the key runs record their time on).")
     time_axis = param.Selector(default="train_seconds", objects=list(TIME_AXES),
-                               doc="x axis of the learning curves.")
+                               doc="What time to target means (training seconds, wall seconds "
+                                   "or update steps) and the x axis of the learning curves.")
     curve_runs = param.ListSelector(default=[], objects=[],
                                     doc="Runs drawn on the learning curves; none picked = "
                                         "the default (see shown_curve_runs).")
@@ -77,25 +114,27 @@ class Selection(param.Parameterized):
         self._config: scoring.ScoringConfig | None = None
         self._store = None  # the open Store once a read succeeded
         self._signature: tuple | None = None
-        self._cache: dict[tuple, object] = {}  # cubes and curve rows of the current data
+        self._finished: set[str] = set()  # runs that had ended at the last read
+        self._cache: OrderedDict[tuple, object] = OrderedDict()  # cubes, rows of the data
         self.refresh()
 
     # -- loading --------------------------------------------------------------------------
     def refresh(self) -> bool:
         """Re-read the store if anything in it changed; returns whether new data was read."""
         root = Path(self.store_path)
-        signature = _store_signature(root)
+        signature = _store_signature(root, self._finished)
         if signature == self._signature:
             return False
-        self._signature = signature
         message = self._load(root)
+        # taken before the read, so a run that writes during it is read again next time
+        self._finished = set(self._runs.loc[self._runs["status"].isin(R.TERMINAL), "run_id"])
+        self._signature = _forget_finished(signature, self._finished)
         self._cache.clear()
-        workloads = sorted(self._runs["workload"].dropna().unique())
-        algorithms = sorted(self._runs["algorithm"].dropna().unique())
-        new = dict(workloads=_keep_and_add(self.workloads, self.param.workloads.objects, workloads),
-                   algorithms=_keep_and_add(self.algorithms, self.param.algorithms.objects,
-                                            algorithms))
-        self.param.workloads.objects, self.param.algorithms.objects = workloads, algorithms
+        new = {}
+        for name, column in FILTER_COLUMNS.items():
+            names = sorted(self._runs[column].dropna().unique())
+            new[name] = _keep_and_add(getattr(self, name), self.param[name].objects, names)
+            self.param[name].objects = names
         self.param.curve_runs.objects = list(self._runs["run_id"])
         curve_runs = [r for r in self.curve_runs if r in self.param.curve_runs.objects]
         self.param.update(**new, curve_runs=curve_runs, message=message, version=self.version + 1)
@@ -126,12 +165,18 @@ class Selection(param.Parameterized):
         names = self.param.algorithms.objects
         return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
 
+    def _filtered(self, workloads: list[str]) -> pd.DataFrame:
+        """Run attempts passing every filter, with `workloads` in place of the workload filter."""
+        keep = self._runs["workload"].isin(workloads)
+        for name, column in FILTER_COLUMNS.items():
+            if name != "workloads" and len(getattr(self, name)) < len(self.param[name].objects):
+                keep &= self._runs[column].isin(getattr(self, name))
+        return self._runs[keep]
+
     @property
     def runs(self) -> pd.DataFrame:
-        """Run attempts of the selected workloads and algorithms (records.RUN_COLUMNS)."""
-        keep = self._runs["workload"].isin(self.workloads) & \
-            self._runs["algorithm"].isin(self.algorithms)
-        return self._runs[keep]
+        """Run attempts passing the filters (records.RUN_COLUMNS)."""
+        return self.cached("runs", lambda: self._filtered(self.workloads))
 
     @property
     def store_config(self) -> scoring.ScoringConfig | None:
@@ -153,24 +198,45 @@ class Selection(param.Parameterized):
         return dataclasses.replace(config, base_workloads=bases, held_out=held_out,
                                    apply_held_out=config.apply_held_out and bool(held_out))
 
-    def _cached(self, name: str, make):
-        key = (name, self.version, tuple(self.workloads), tuple(self.algorithms),
-               tuple(self.curve_runs))
-        if key not in self._cache:
+    def cached(self, name: str, make):
+        """`make()`, computed once per (name, data version, filters, time axis): the cubes and
+        tables that views derive from the selection are computed once per filter setting, and
+        the last CACHE_SIZE settings are kept so that switching back is instant."""
+        key = (name, self.version, self.time_axis, tuple(self.curve_runs),
+               *(tuple(getattr(self, f)) for f in FILTER_COLUMNS))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        else:
             self._cache[key] = make()
+            while len(self._cache) > CACHE_SIZE:  # least recently used first
+                self._cache.popitem(last=False)
         return self._cache[key]
 
     @property
     def cube(self):
         """`cubes.final_cube` of the filtered runs and of the held-out variants they are scored
-        with (cached until the data or filters change)."""
+        with, its `time_to_target` on the chosen time axis (units in its attrs); cached until
+        the data or filters change."""
         def make():
             config = self.scoring_config
             inputs = set(self.workloads) | set(config.held_out if config else ())
-            runs = self._runs[self._runs["workload"].isin(inputs)
-                              & self._runs["algorithm"].isin(self.algorithms)]
-            return cubes.final_cube(runs)
-        return self._cached("cube", make)
+            cube = cubes.final_cube(self._filtered(sorted(inputs)))
+            if self.time_axis != "train_seconds":
+                axis = cube[TIME_TO_TARGET[self.time_axis]]
+                cube["time_to_target"] = axis.assign_attrs(units=axis.attrs.get("units", "s"))
+            return cube
+        return self.cached("cube", make)
+
+    def scores(self) -> pd.DataFrame:
+        """`scoring.score_table` of the cube under the scoring rules, best score first (ties:
+        exact score); empty when no run or no scored workload is shown."""
+        def make():
+            if not len(self.runs) or not self.workload_groups()["scored"]:
+                return pd.DataFrame(columns=list(scoring.SCORE_COLUMNS))
+            table = scoring.score_table(self.cube, self.scoring_config)
+            return table.sort_values(["score", "exact_score"], ascending=False,
+                                     kind="stable").reset_index(drop=True)
+        return self.cached("scores", make)
 
     def workload_groups(self) -> dict[str, list[str]]:
         """The shown workloads by role: "scored", "held_out" (scoring inputs), "other"."""
@@ -221,7 +287,7 @@ class Selection(param.Parameterized):
             counts = runs.groupby("workload")["run_id"].transform("size")
             keep = (counts <= MAX_DEFAULT_CURVES) | runs["run_id"].isin(self._representatives())
             return runs[keep].groupby("workload").head(MAX_DEFAULT_CURVES)
-        return self._cached("shown_curve_runs", make)
+        return self.cached("shown_curve_runs", make)
 
     def _representatives(self) -> list[str]:
         """Per (algorithm, workload): the chosen trial of its middle study (by time) among the
@@ -234,54 +300,89 @@ class Selection(param.Parameterized):
             frame = frame[frame["run_id"] != ""].sort_values("time_to_target", kind="stable")
             groups = frame.groupby(["algorithm", "workload"])["run_id"]
             return [ids.iloc[(len(ids) - 1) // 2] for _, ids in groups]
-        return self._cached("representatives", make)
+        return self.cached("representatives", make)
 
     def curve_evals(self) -> pd.DataFrame:
         """Eval rows of `shown_curve_runs` (read from the store on first use)."""
         ids = list(self.shown_curve_runs["run_id"])
-        return self._cached("evals", lambda: self._store.evals(ids) if ids else
+        return self.cached("evals", lambda: self._store.evals(ids) if ids else
                             pd.DataFrame(columns=list(R.EVAL_COLUMNS)))
 
     def curve_train(self) -> pd.DataFrame:
         """Training-loss rows of `shown_curve_runs` (read from the store on first use)."""
         ids = list(self.shown_curve_runs["run_id"])
-        return self._cached("train", lambda: self._store.train_rows(ids) if ids else
+        return self.cached("train", lambda: self._store.train_rows(ids) if ids else
                             pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
 
 
 class Filters(pn.viewable.Viewer):
-    """Sidebar widgets bound to a Selection's filters; a filter with no choices yet is hidden."""
+    """Sidebar widgets bound to a Selection's filters. Workloads come as two lists, the base
+    workloads and their variants, that together set `selection.workloads`. A filter is hidden
+    while it offers no choice (ruleset, study, hardware: fewer than two values)."""
 
     selection = param.ClassSelector(class_=Selection)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
         sel = self.selection.param
+        self._bases = pn.widgets.CheckBoxGroup(css_classes=["pb-base-workloads"])
+        self._variants = pn.widgets.CheckBoxGroup(css_classes=["pb-variants"])
         self._choices = {  # filter name -> its titled widget
-            "algorithms": pn.Column("**Algorithms**",
-                                    pn.widgets.CheckBoxGroup.from_param(sel.algorithms, name="")),
-            "workloads": pn.Column("**Workloads**",
-                                   pn.widgets.CheckBoxGroup.from_param(sel.workloads, name="")),
             "reference": pn.Column("**Speedups against**", pn.widgets.Select.from_param(
                 sel.reference, name="")),
+            "algorithms": pn.Column("**Algorithms**",
+                                    pn.widgets.CheckBoxGroup.from_param(sel.algorithms, name="")),
+            "workloads": pn.Column("**Workloads**", self._bases),
+            "variants": pn.Column("**Variants**", self._variants),
+            "rulesets": pn.Column("**Ruleset**",
+                                  pn.widgets.CheckBoxGroup.from_param(sel.rulesets, name="")),
+            "studies": pn.Column("**Studies**",
+                                 pn.widgets.CheckBoxGroup.from_param(sel.studies, name="")),
+            "hardware": pn.Column("**Hardware**",
+                                  pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
             "curve_runs": pn.Column("**Runs on the curves**", pn.widgets.MultiChoice.from_param(
                 sel.curve_runs, name="", placeholder="default: see the Curves tab")),
         }
+        self._bases.param.watch(self._boxes_changed, "value")
+        self._variants.param.watch(self._boxes_changed, "value")
         self._show_filled()
 
-    @param.depends("selection.version", watch=True)
+    def _split(self) -> tuple[list[str], list[str]]:
+        """The store's workloads: (base workloads, variants)."""
+        runs = self.selection._runs
+        names = self.selection.param.workloads.objects
+        variant = set(runs.loc[runs["workload"] != runs["base_workload"], "workload"])
+        return [w for w in names if w not in variant], [w for w in names if w in variant]
+
+    @param.depends("selection.version", "selection.workloads", watch=True)
     def _show_filled(self) -> None:
+        bases, variants = self._split()
+        shown = set(self.selection.workloads)
+        self._bases.param.update(options=bases, value=[w for w in bases if w in shown])
+        self._variants.param.update(options=variants, value=[w for w in variants if w in shown])
         for name, column in self._choices.items():
-            column.visible = bool(self.selection.param[name].objects)
+            if name == "variants":
+                column.visible = bool(variants)
+            elif name == "workloads":
+                column.visible = bool(bases)
+            else:
+                least = 2 if name in ("rulesets", "studies", "hardware") else 1
+                column.visible = len(self.selection.param[name].objects) >= least
+
+    def _boxes_changed(self, _event) -> None:
+        chosen = set(self._bases.value) | set(self._variants.value)
+        workloads = [w for w in self.selection.param.workloads.objects if w in chosen]
+        if workloads != list(self.selection.workloads):
+            self.selection.workloads = workloads
 
     def __panel__(self) -> pn.viewable.Viewable:
         time_axis = pn.widgets.RadioButtonGroup.from_param(
             self.selection.param.time_axis, name="", color="light",
             options={label: column for column, label in TIME_AXES.items()})
-        return pn.Column(self._choices["reference"], self._choices["algorithms"],
-                         self._choices["workloads"], "**Time axis** (curves)", time_axis,
-                         self._choices["curve_runs"],
-                         sizing_mode="stretch_width")
+        c = self._choices
+        return pn.Column(c["reference"], "**Time axis**", time_axis, c["algorithms"],
+                         c["workloads"], c["variants"], c["rulesets"], c["studies"],
+                         c["hardware"], c["curve_runs"], sizing_mode="stretch_width")
 
 
 class StoreNotice(pn.viewable.Viewer):

@@ -13,12 +13,11 @@ import math
 import numpy as np
 import pandas as pd
 import panel as pn
-import param
 import xarray as xr
 
 from workbench import scoring
-from workbench.views.formats import percent
-from workbench.views.leaderboard import TABLE_CSS, score_frame
+from workbench.views.formats import TABLE_CSS, percent
+from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
 
 __all__ = ["Speedups", "speedup_frame", "uses_budgets"]
@@ -31,7 +30,8 @@ def uses_budgets(selection: Selection) -> bool:
     """Whether the store's rules give a budget for every scored workload (AlgoPerf speedups)."""
     config = selection.scoring_config
     scored = selection.workload_groups()["scored"]
-    return config is not None and bool(scored) and all(w in config.budgets for w in scored)
+    return (config is not None and bool(scored) and selection.time_axis == "train_seconds"
+            and all(w in config.budgets for w in scored))
 
 
 def _time_ratios(selection: Selection) -> xr.DataArray:
@@ -53,7 +53,7 @@ def speedup_frame(selection: Selection) -> pd.DataFrame:
             or not selection.workload_groups()["scored"]):
         return pd.DataFrame(columns=list(TITLES))
     ratios = _time_ratios(selection).to_series()
-    order = [selection.reference] + [a for a in score_frame(selection)["algorithm"]
+    order = [selection.reference] + [a for a in selection.scores()["algorithm"]
                                      if a != selection.reference and a in ratios.index]
     ratios = ratios.reindex(order)
     return pd.DataFrame({"algorithm": order, "faster_by": (1.0 - ratios).to_numpy(),
@@ -67,10 +67,11 @@ def _shown(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(faster_by=frame["faster_by"].map(percent), time_ratio=ratio)
 
 
-class Speedups(pn.viewable.Viewer):
+class Speedups(View):
     """A table of each shown algorithm's speedup over the selection's reference algorithm."""
 
-    selection = param.ClassSelector(class_=Selection)
+    WATCHES = FILTERS + ("reference",)
+
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -79,10 +80,8 @@ class Speedups(pn.viewable.Viewer):
             disabled=True, show_index=False, layout="fit_data_stretch", titles=TITLES,
             text_align={"faster_by": "right", "time_ratio": "right"},
             sizing_mode="stretch_width", css_classes=["pb-speedups"], stylesheets=[TABLE_CSS])
-        self._update()
+        self._first_draw()
 
-    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
-                   "selection.reference", watch=True)
     def _update(self) -> None:
         frame = speedup_frame(self.selection)
         self._table.value = _shown(frame)

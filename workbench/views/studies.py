@@ -9,11 +9,11 @@ import math
 
 import pandas as pd
 import panel as pn
-import param
 
 from workbench import scoring
 from workbench.views.formats import MISS, duration, unit_for
 from workbench.views.leaderboard import TABLE_CSS, score_frame
+from workbench.views.base import View
 from workbench.views.selection import Selection
 
 __all__ = ["StudyTimes", "study_frame"]
@@ -64,10 +64,8 @@ def study_frame(selection: Selection) -> pd.DataFrame:
     return frame[columns + studies].reset_index(drop=True)
 
 
-class StudyTimes(pn.viewable.Viewer):
+class StudyTimes(View):
     """A table of every study's time to target and chosen trial, grouped by workload."""
-
-    selection = param.ClassSelector(class_=Selection)
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -76,10 +74,8 @@ class StudyTimes(pn.viewable.Viewer):
             hidden_columns=["workload"], titles={"algorithm": "Algorithm", "median": "Median"},
             sizing_mode="stretch_width", height=640, css_classes=["pb-studies"],
             stylesheets=[TABLE_CSS])
-        self._update()
+        self._first_draw()
 
-    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
-                   watch=True)
     def _update(self) -> None:
         frame = study_frame(self.selection)
         # the group header names the workload and its role; the rows need not repeat it

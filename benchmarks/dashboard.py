@@ -1,0 +1,135 @@
+"""Dashboard speed on a big store: first render and the server time of filter changes.
+
+The store is synthetic (`workbench.testing.make_store`): by default 20 algorithms x 10 workloads
+x 5 studies x 100 trials = 100,000 runs of 100 evals each, written once (it takes a while: about
+20 minutes and 3 GB on a 2-core machine) and reused by later calls with the same shape.
+
+    .venv/bin/python benchmarks/dashboard.py [--store /tmp/pacebench-bench-100k] [--rounds 5]
+
+First render: a new session's whole server side, as `panel serve` does it for a new browser tab:
+`build_app` (read the run table, build the cube, score) plus the Bokeh models of the first page
+(`get_root`). It is measured twice: on a store whose run index is absent (the first ever read
+indexes it) and on the indexed store (what every later visitor gets). A filter change: setting
+one sidebar filter on a built app, with everything its watchers recompute for the open tab
+(the leaderboard), timed per change; the median and the slowest over the rounds are printed.
+Goals (issue 4): first render at most 5 s, a filter change at most 0.3 s.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workbench import records as R  # noqa: E402
+
+ALGORITHMS = [f"algo{i:02d}" for i in range(20)]
+WORKLOADS = ["digits_mlp", "digits_mlp_tanh", "digits_mlp_layernorm", "digits_cnn",
+             "digits_cnn_tanh", "digits_cnn_wide", "synthetic", "synthetic_tanh",
+             "synthetic_large_init", "shakespeare_char"]
+GOAL_FIRST_RENDER_S = 5.0
+GOAL_FILTER_CHANGE_S = 0.3
+
+
+def _write_part(args: tuple) -> int:
+    """Worker: the runs of one workload (a separate process each, for speed)."""
+    from workbench.testing import make_store
+
+    path, workload, studies, trials, n_evals, seed = args
+    make_store(path, algorithms=ALGORITHMS, workloads=[workload], studies=studies, trials=trials,
+               n_evals=n_evals, seed=seed, study_name="bench")
+    return studies * trials * len(ALGORITHMS)
+
+
+def ensure_store(path: Path, workloads: list[str], studies: int, trials: int, n_evals: int,
+                 workers: int) -> int:
+    """The synthetic store at `path`, written unless it already holds the expected runs."""
+    expected = len(ALGORITHMS) * len(workloads) * studies * trials
+    runs = path / R.RUNS_DIR
+    if runs.is_dir() and sum(1 for _ in runs.iterdir()) == expected:
+        return expected
+    if path.exists():
+        shutil.rmtree(path)
+    start = time.perf_counter()
+    print(f"writing {expected:,} runs x {n_evals} evals to {path} ...", flush=True)
+    jobs = [(str(path), w, studies, trials, n_evals, i) for i, w in enumerate(workloads)]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        done = 0
+        for n in pool.imap_unordered(_write_part, jobs):
+            done += n
+            print(f"  {done:,} / {expected:,} runs", flush=True)
+    print(f"written in {time.perf_counter() - start:.0f} s", flush=True)
+    return expected
+
+
+def first_render(path: Path) -> tuple[float, object]:
+    """Seconds to build the app over `path` and create the first page's models; the app."""
+    from bokeh.document import Document
+
+    from workbench.app import build_app
+
+    start = time.perf_counter()
+    app = build_app(path)
+    app.get_root(Document())
+    return time.perf_counter() - start, app
+
+
+def filter_changes(selection, rounds: int) -> dict[str, list[float]]:
+    """Seconds per filter change, by kind, over `rounds` rounds (each change and its undo)."""
+    algorithms = list(selection.param.algorithms.objects)
+    workloads = list(selection.param.workloads.objects)
+    changes = {
+        "untick one algorithm": ("algorithms", algorithms[:-1], algorithms),
+        "untick one workload": ("workloads", workloads[1:], workloads),
+        "time axis to steps": ("time_axis", "step", "train_seconds"),
+        "reference algorithm": ("reference", algorithms[3], algorithms[0]),
+    }
+    out: dict[str, list[float]] = {name: [] for name in changes}
+    for _ in range(rounds):
+        for name, (param_name, value, undo) in changes.items():
+            for v in (value, undo):
+                start = time.perf_counter()
+                selection.param.update(**{param_name: v})
+                out[name].append(time.perf_counter() - start)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--store", type=Path, default=Path("/tmp/pacebench-bench-100k"))
+    parser.add_argument("--studies", type=int, default=5)
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--evals", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    n = ensure_store(args.store, WORKLOADS, args.studies, args.trials, args.evals, args.workers)
+    shutil.rmtree(args.store / R.INDEX_DIR, ignore_errors=True)
+    cold, _ = first_render(args.store)
+    warm, app = first_render(args.store)
+    selection = app.sidebar[1].selection
+    times = filter_changes(selection, args.rounds)
+
+    print(f"\nstore: {n:,} runs x {args.evals} evals ({args.store})")
+    print(f"first render, no run index yet : {cold:6.2f} s")
+    verdict = "ok" if warm <= GOAL_FIRST_RENDER_S else "OVER GOAL"
+    print(f"first render, indexed store    : {warm:6.2f} s  (goal <= {GOAL_FIRST_RENDER_S} s: "
+          f"{verdict})")
+    print("filter change, server time (median / slowest of "
+          f"{2 * args.rounds}; goal <= {GOAL_FILTER_CHANGE_S} s):")
+    worst = 0.0
+    for name, seconds in times.items():
+        worst = max(worst, max(seconds))
+        print(f"  {name:22s} {statistics.median(seconds):6.3f} s / {max(seconds):6.3f} s")
+    print(f"slowest filter change: {worst:.3f} s "
+          f"({'ok' if worst <= GOAL_FILTER_CHANGE_S else 'OVER GOAL'})")
+
+
+if __name__ == "__main__":
+    main()

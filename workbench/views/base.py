@@ -1,0 +1,57 @@
+"""The base of every dashboard view: redraw when the selection changes, but only while shown.
+
+A served dashboard holds every view at once, one per tab, while the user looks at one. A filter
+change must not recompute the hidden ones (on a 100,000-run store that is most of the server's
+time): a hidden view only notes that it is stale and redraws when its tab is opened.
+`workbench.app` sets `shown` from the active tab; a report shows (and so draws) every view.
+"""
+from __future__ import annotations
+
+import panel as pn
+import param
+
+from workbench.views.selection import Selection
+
+__all__ = ["View", "FILTERS"]
+
+# Selection parameters that change what every view shows.
+FILTERS = ("version", "workloads", "algorithms", "rulesets", "studies", "hardware", "time_axis")
+
+
+class View(pn.viewable.Viewer):
+    """A view over a Selection. Subclasses draw in `_update` and list in `WATCHES` the
+    selection parameters that make it redraw (default: the data and every filter)."""
+
+    selection = param.ClassSelector(class_=Selection)
+    shown = param.Boolean(default=True, doc="False while the view's tab is hidden: redraws "
+                                            "wait until it is shown again.")
+
+    WATCHES: tuple[str, ...] = FILTERS
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._stale = False
+        self.selection.param.watch(self._selection_changed, list(self.WATCHES))
+        self.param.watch(self._shown_changed, "shown")
+
+    def _first_draw(self) -> None:
+        """Draw now if shown, else when first shown (call at the end of a subclass __init__)."""
+        if self.shown:
+            self._update()
+        else:
+            self._stale = True
+
+    def _selection_changed(self, *_events) -> None:
+        if self.shown:
+            self._update()
+        else:
+            self._stale = True
+
+    def _shown_changed(self, event) -> None:
+        if event.new and self._stale:
+            self._stale = False
+            self._update()
+
+    def _update(self) -> None:
+        """Redraw from the selection (subclasses)."""
+        raise NotImplementedError

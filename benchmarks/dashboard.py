@@ -68,15 +68,16 @@ def ensure_store(path: Path, workloads: list[str], studies: int, trials: int, n_
 
 
 def first_render(path: Path) -> tuple[float, object]:
-    """Seconds to build the app over `path` and create the first page's models; the app."""
+    """Seconds to build the app over `path` and create the first page's models; its selection."""
     from bokeh.document import Document
 
     from workbench.app import build_app
+    from workbench.views.selection import Selection
 
     start = time.perf_counter()
-    app = build_app(path)
-    app.get_root(Document())
-    return time.perf_counter() - start, app
+    selection = Selection(store_path=str(path))
+    build_app(path, selection).server_doc(Document())
+    return time.perf_counter() - start, selection
 
 
 def filter_changes(selection, rounds: int) -> dict[str, list[float]]:
@@ -112,8 +113,7 @@ def main() -> None:
     n = ensure_store(args.store, WORKLOADS, args.studies, args.trials, args.evals, args.workers)
     shutil.rmtree(args.store / R.INDEX_DIR, ignore_errors=True)
     cold, _ = first_render(args.store)
-    warm, app = first_render(args.store)
-    selection = app.sidebar[1].selection
+    warm, selection = first_render(args.store)
     times = filter_changes(selection, args.rounds)
 
     print(f"\nstore: {n:,} runs x {args.evals} evals ({args.store})")

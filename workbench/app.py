@@ -15,6 +15,7 @@ from workbench.views.profiles import Profiles
 from workbench.views.scaling import Scaling
 from workbench.views.selection import Filters, Selection, StoreNotice
 from workbench.views.speedups import Speedups
+from workbench.views.status import RunStatus
 from workbench.views.studies import StudyTimes
 
 __all__ = ["build_app", "store_from_env", "view_tabs", "REFRESH_MS"]
@@ -27,10 +28,13 @@ def store_from_env() -> Path:
     return Path(os.environ.get("PACEBENCH_STORE", "results"))
 
 
-def build_app(store_path: str | os.PathLike) -> pn.template.BootstrapTemplate:
-    """The dashboard over the store at `store_path`: filters in the sidebar, views in tabs."""
+def build_app(store_path: str | os.PathLike,
+              selection: Selection | None = None) -> pn.template.BootstrapTemplate:
+    """The dashboard over the store at `store_path`: filters in the sidebar, views in tabs.
+    `selection`: an existing Selection of that store to drive it (tests and benchmarks set
+    its filters the way the sidebar does)."""
     pn.extension("tabulator", sizing_mode="stretch_width", notifications=False)
-    selection = Selection(store_path=str(store_path))
+    selection = selection or Selection(store_path=str(store_path))
     # dynamic: a tab is rendered when first opened, so the first page shows fast on big stores
     tabs = view_tabs(selection, dynamic=True)
     if pn.state.served:
@@ -38,7 +42,8 @@ def build_app(store_path: str | os.PathLike) -> pn.template.BootstrapTemplate:
     return pn.template.BootstrapTemplate(
         title="Pacebench",
         sidebar=[pn.pane.Markdown(f"**Store** `{store_path}`"), Filters(selection=selection)],
-        main=[pn.Column(StoreNotice(selection=selection), tabs, sizing_mode="stretch_width")],
+        main=[pn.Column(StoreNotice(selection=selection), RunStatus(selection=selection), tabs,
+                        sizing_mode="stretch_width")],
         header_background="#1f4e79",
     )
 
@@ -55,11 +60,11 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
         ("Early ranking", EarlyRanking), ("Scaling", Scaling),
     ]
     shown = [name for name, _ in views][:1] if dynamic else [name for name, _ in views]
-    tabs = pn.Tabs(*[(name, make(selection=selection, shown=name in shown))
-                     for name, make in views], dynamic=dynamic, sizing_mode="stretch_width")
+    made = [(name, make(selection=selection, shown=name in shown)) for name, make in views]
+    tabs = pn.Tabs(*made, dynamic=dynamic, sizing_mode="stretch_width")
 
-    def show_active(event) -> None:
-        for i, view in enumerate(tabs.objects):
+    def show_active(event) -> None:  # tabs.objects hold the views' layouts, not the views
+        for i, (_, view) in enumerate(made):
             view.shown = i == event.new
 
     if dynamic:

@@ -24,9 +24,9 @@ import xarray as xr
 from workbench import records as R
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig
-from workbench.store import Store, open_store
+from workbench.store import RunWriter, Store, open_store
 
-__all__ = ["make_store", "synthetic_run", "SyntheticRun", "tiny_cube", "tiny_times", "runs_table",
+__all__ = ["make_store", "live_run", "synthetic_run", "SyntheticRun", "tiny_cube", "tiny_times", "runs_table",
            "dead_process"]
 
 STEPS_PER_EVAL = 25     # synthetic eval cadence, in update steps
@@ -206,6 +206,23 @@ def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "sl
         _write_sealed(store, doc, run, n_evals, "complete",
                       f"step budget of {STEPS_PER_EVAL * n_evals} steps used", None, process)
     return store
+
+
+def live_run(path: str | os.PathLike, algorithm: str = "live", workload: str = "digits_mlp",
+             trial: int = 0, n_evals: int = 3, study_name: str = "synthetic") -> RunWriter:
+    """A run that is alive (this process writes it) with `n_evals` eval rows so far: the
+    writer is returned for the caller to append more rows and to `finish` it."""
+    store = open_store(path, create=True)
+    config = RunConfig(workload=workload, algorithm=algorithm, study_name=study_name, study=0,
+                       trial=trial, seed=0, hparams={"learning_rate": 0.01})
+    run = synthetic_run(workload, 0, trial, max(n_evals, 1) * 4, np.random.default_rng(trial))
+    doc = _document(config, 1, 0)
+    writer = store.new_run({k: v for k, v in doc.items() if k not in ("run_id", "attempt")})
+    for row in run.evals[:n_evals]:
+        writer.append_eval(row)
+    for row in run.train[:n_evals]:
+        writer.append_train(row)
+    return writer
 
 
 def _hparams(rng: np.random.Generator) -> dict[str, float]:

@@ -17,11 +17,12 @@ from workbench import records as R
 from workbench.early_stopping import study_summary
 from workbench.store import open_store
 from workbench.views.base import View
+from workbench.views.selection import Selection
 
 hv.extension("bokeh", logo=False)
 
 __all__ = ["EarlyRanking", "ranking_tables", "ranking_plot", "prediction_plot", "saved_frame",
-           "MIN_RUNS", "PREDICT_FRACTION"]
+           "group_plots", "figures", "MIN_RUNS", "PREDICT_FRACTION"]
 
 MIN_RUNS = 3            # fewer complete runs in a group give no rank correlation
 PREDICT_FRACTION = 0.2  # the LCGA fit of the prediction plot uses the first 20 % of the budget
@@ -105,6 +106,37 @@ def saved_frame(store, study_names) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.Overlay]]:
+    """(study_name, workload, algorithm) -> (ranking_plot, prediction_plot) of each group of
+    `runs` with MIN_RUNS or more complete runs."""
+    out = {}
+    for (study, workload, algorithm), table in ranking_tables(store, runs).items():
+        group = runs[(runs["study_name"] == study) & (runs["workload"] == workload) &
+                     (runs["algorithm"] == algorithm) & (runs["status"] == "complete")]
+        finals = _finals(group, store.evals(list(group["run_id"])))
+        finals = finals.sort_values(ascending=group["target_direction"].iloc[0] == "min")
+        title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
+        out[(study, workload, algorithm)] = (
+            ranking_plot(table, title),
+            prediction_plot(store.train_rows(list(group["run_id"])), finals,
+                            float(group["budget_steps"].max())))
+    return out
+
+
+def figures(selection: Selection) -> dict[str, hv.Overlay]:
+    """For `workbench.figures`, per study group: "early_ranking_<study>_<workload>_<algorithm>"
+    and "early_prediction_<study>_<workload>_<algorithm>"."""
+    if not len(selection.runs):
+        return {}
+    plots = group_plots(open_store(selection.store_path), selection.runs)
+    out = {}
+    for (study, workload, algorithm), (ranking, prediction) in plots.items():
+        if np.isfinite(ranking.dimension_values("spearman")).any():  # else nothing to draw
+            out[f"early_ranking_{study}_{workload}_{algorithm}"] = ranking
+        out[f"early_prediction_{study}_{workload}_{algorithm}"] = prediction
+    return out
+
+
 class EarlyRanking(View):
     """Per study group: rank correlation vs budget fraction, predicted vs actual, compute saved."""
 
@@ -119,19 +151,10 @@ class EarlyRanking(View):
             self._body.objects = [pn.pane.Markdown("No runs with the current selection.")]
             return
         store = open_store(self.selection.store_path)
-        tables = ranking_tables(store, runs)
-        parts = []
-        for (study, workload, algorithm), table in tables.items():
-            group = runs[(runs["study_name"] == study) & (runs["workload"] == workload) &
-                         (runs["algorithm"] == algorithm) & (runs["status"] == "complete")]
-            finals = _finals(group, store.evals(list(group["run_id"])))
-            finals = finals.sort_values(ascending=group["target_direction"].iloc[0] == "min")
-            title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
-            parts.append(pn.Row(
-                pn.pane.HoloViews(ranking_plot(table, title), sizing_mode="stretch_width"),
-                pn.pane.HoloViews(prediction_plot(store.train_rows(list(group["run_id"])),
-                                                  finals, float(group["budget_steps"].max())),
-                                  sizing_mode="stretch_width"), sizing_mode="stretch_width"))
+        parts = [pn.Row(pn.pane.HoloViews(ranking, sizing_mode="stretch_width"),
+                        pn.pane.HoloViews(prediction, sizing_mode="stretch_width"),
+                        sizing_mode="stretch_width")
+                 for ranking, prediction in group_plots(store, runs).values()]
         saved = saved_frame(store, sorted(runs["study_name"].unique()))
         if len(saved):
             parts.append(pn.pane.Markdown("#### Compute saved by the early-stopping tuner"))

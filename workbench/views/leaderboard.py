@@ -60,7 +60,7 @@ def workload_time_table(selection: Selection, order: list[str],
     """Median time to target (on the selection's time axis) per algorithm (rows, in `order`)
     and workload (columns, default every shown workload): numbers, +inf for a miss, NaN where
     there is no run."""
-    times = scoring.workload_times(selection.cube).transpose("algorithm", "workload").to_pandas()
+    times = selection.workload_times().transpose("algorithm", "workload").to_pandas()
     shown = workloads if workloads is not None else \
         [w for w in times.columns if w in selection.workloads]
     rows = [a for a in order if a in times.index] + [a for a in times.index if a not in order]

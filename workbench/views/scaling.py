@@ -17,10 +17,11 @@ from workbench import records as R
 from workbench import scaling
 from workbench.store import open_store
 from workbench.views.base import View
+from workbench.views.selection import Selection
 
 hv.extension("bokeh", logo=False)
 
-__all__ = ["Scaling", "study_goal", "scaling_results", "scaling_plot"]
+__all__ = ["Scaling", "study_goal", "scaling_results", "scaling_plot", "figures"]
 
 
 def study_goal(store, study_name: str, runs: pd.DataFrame) -> float:
@@ -87,6 +88,36 @@ def _regimes(fits: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _results(selection: Selection) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """scaling_results of the selection's runs (empty frames when they span one batch size)."""
+    runs = selection.runs
+    if not len(runs) or runs["batch_size"].nunique() < 2:
+        return pd.DataFrame(), pd.DataFrame()
+    store = open_store(selection.store_path)
+    keep = set(runs["run_id"])
+    runs = scaling.scaling_runs(store)
+    return scaling_results(store, runs[runs["run_id"].isin(keep)])
+
+
+def _groups(results: pd.DataFrame, fits: pd.DataFrame):
+    """(study, workload, algorithm), its results and its fits, per group of `results`."""
+    if not len(results):
+        return
+    for (study, workload, algorithm), part in results.groupby(
+            ["study_name", "workload", "algorithm"], sort=True):
+        fit = fits[(fits["study_name"] == study) & (fits["workload"] == workload) &
+                   (fits["algorithm"] == algorithm)]
+        yield (study, workload, algorithm), part, fit
+
+
+def figures(selection: Selection) -> dict[str, hv.Overlay]:
+    """For `workbench.figures`: "scaling_<study>_<workload>_<algorithm>" per scaling study group."""
+    results, fits = _results(selection)
+    return {f"scaling_{study}_{workload}_{algorithm}":
+            scaling_plot(part, fit, f"{study}: {workload} / {algorithm}")
+            for (study, workload, algorithm), part, fit in _groups(results, fits)}
+
+
 class Scaling(View):
     """Steps-to-result vs batch size per sparsity, the fit, B_crit, noise scale and regimes."""
 
@@ -102,15 +133,8 @@ class Scaling(View):
                 "No scaling study here: it needs runs at two or more batch sizes "
                 "(`pacebench study --kind scaling ...`).")]
             return
-        store = open_store(self.selection.store_path)
-        keep = set(runs["run_id"])
-        runs = scaling.scaling_runs(store)
-        results, fits = scaling_results(store, runs[runs["run_id"].isin(keep)])
         parts = []
-        for (study, workload, algorithm), part in results.groupby(
-                ["study_name", "workload", "algorithm"], sort=True):
-            fit = fits[(fits["study_name"] == study) & (fits["workload"] == workload) &
-                       (fits["algorithm"] == algorithm)]
+        for (study, workload, algorithm), part, fit in _groups(*_results(self.selection)):
             parts += [pn.pane.HoloViews(scaling_plot(part, fit, f"{study}: {workload} / "
                                                      f"{algorithm}"), sizing_mode="stretch_width"),
                       pn.pane.DataFrame(fit.round(3), index=False),

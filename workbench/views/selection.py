@@ -20,6 +20,7 @@ from typing import Iterable
 
 import pandas as pd
 import panel as pn
+import xarray as xr
 import param
 from bokeh.palettes import Category20_20
 
@@ -179,6 +180,11 @@ class Selection(param.Parameterized):
         return self.cached("runs", lambda: self._filtered(self.workloads))
 
     @property
+    def store(self):
+        """The open Store once a read succeeded, else None."""
+        return self._store
+
+    @property
     def store_config(self) -> scoring.ScoringConfig | None:
         """The scoring rules the store records (an AlgoPerf import), None for our own studies."""
         return self._config
@@ -238,6 +244,11 @@ class Selection(param.Parameterized):
                                      kind="stable").reset_index(drop=True)
         return self.cached("scores", make)
 
+    def workload_times(self) -> xr.DataArray:
+        """`scoring.workload_times` of the cube: median time to target per (algorithm,
+        workload), on the chosen time axis (cached)."""
+        return self.cached("workload_times", lambda: scoring.workload_times(self.cube))
+
     def workload_groups(self) -> dict[str, list[str]]:
         """The shown workloads by role: "scored", "held_out" (scoring inputs), "other"."""
         config = self.scoring_config
@@ -258,8 +269,10 @@ class Selection(param.Parameterized):
         return rulesets.pop() if len(rulesets) == 1 else "external"
 
     def _choose_reference(self) -> None:
-        """Reference for speedups: kept while shown, else "baseline", else the top scorer."""
-        shown = [a for a in self.param.algorithms.objects if a in self.algorithms]
+        """Reference for speedups: kept while shown, else "baseline", else the top scorer
+        (shown: an algorithm with runs that pass the filters)."""
+        present = set(self.runs["algorithm"])
+        shown = [a for a in self.param.algorithms.objects if a in present]
         self.param.reference.objects = shown
         if self.reference in shown or not shown:
             self.reference = self.reference if shown else None
@@ -267,12 +280,10 @@ class Selection(param.Parameterized):
         if DEFAULT_REFERENCE in shown:
             self.reference = DEFAULT_REFERENCE
             return
-        scored = self.workload_groups()["scored"]
-        top = scoring.score_table(self.cube, self.scoring_config)["algorithm"].iloc[0] \
-            if scored and len(self.runs) else shown[0]
-        self.reference = top
+        scores = self.scores()
+        self.reference = scores["algorithm"].iloc[0] if len(scores) else shown[0]
 
-    @param.depends("algorithms", "workloads", watch=True)
+    @param.depends("algorithms", "workloads", "rulesets", "studies", "hardware", watch=True)
     def _filters_changed(self) -> None:
         self._choose_reference()
 
@@ -343,6 +354,7 @@ class Filters(pn.viewable.Viewer):
             "curve_runs": pn.Column("**Runs on the curves**", pn.widgets.MultiChoice.from_param(
                 sel.curve_runs, name="", placeholder="default: see the Curves tab")),
         }
+        self._syncing = False
         self._bases.param.watch(self._boxes_changed, "value")
         self._variants.param.watch(self._boxes_changed, "value")
         self._show_filled()
@@ -358,8 +370,13 @@ class Filters(pn.viewable.Viewer):
     def _show_filled(self) -> None:
         bases, variants = self._split()
         shown = set(self.selection.workloads)
-        self._bases.param.update(options=bases, value=[w for w in bases if w in shown])
-        self._variants.param.update(options=variants, value=[w for w in variants if w in shown])
+        self._syncing = True  # the boxes follow the selection here, not the other way round
+        try:
+            self._bases.param.update(options=bases, value=[w for w in bases if w in shown])
+            self._variants.param.update(options=variants,
+                                        value=[w for w in variants if w in shown])
+        finally:
+            self._syncing = False
         for name, column in self._choices.items():
             if name == "variants":
                 column.visible = bool(variants)
@@ -370,6 +387,8 @@ class Filters(pn.viewable.Viewer):
                 column.visible = len(self.selection.param[name].objects) >= least
 
     def _boxes_changed(self, _event) -> None:
+        if self._syncing:
+            return
         chosen = set(self._bases.value) | set(self._variants.value)
         workloads = [w for w in self.selection.param.workloads.objects if w in chosen]
         if workloads != list(self.selection.workloads):

@@ -41,7 +41,7 @@ def _time_ratios(selection: Selection) -> xr.DataArray:
         faster = scoring.algoperf_speedups(cube, selection.scoring_config, reference,
                                            selection.ruleset)
         return 1.0 - faster
-    times = scoring.workload_times(cube).sel(workload=selection.workload_groups()["scored"])
+    times = selection.workload_times().sel(workload=selection.workload_groups()["scored"])
     with np.errstate(divide="ignore"):
         return 1.0 / scoring.speedups(times, reference)
 
@@ -49,7 +49,7 @@ def _time_ratios(selection: Selection) -> xr.DataArray:
 def speedup_frame(selection: Selection) -> pd.DataFrame:
     """algorithm, faster_by (1 - time_ratio), time_ratio; in leaderboard order, the reference
     first. Empty when there is no reference or no scored workload."""
-    if (selection.reference is None or not len(selection.runs)
+    if (selection.reference not in set(selection.runs["algorithm"])
             or not selection.workload_groups()["scored"]):
         return pd.DataFrame(columns=list(TITLES))
     ratios = _time_ratios(selection).to_series()

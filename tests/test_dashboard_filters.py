@@ -1,0 +1,135 @@
+"""The dashboard's selection beyond algorithms and workloads: ruleset, study, hardware and
+variant filters, the time axis that time to target is measured on, views that wait while
+hidden, the store fingerprint, and the live run status."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from workbench import records as R
+from workbench.testing import live_run, make_store
+from workbench.views.leaderboard import Leaderboard, ratio_styles, score_frame, times_frame
+from workbench.views.profiles import profile_plot
+from workbench.views.selection import Filters, Selection
+from workbench.views.status import RunStatus, running_frame
+
+
+@pytest.fixture(scope="module")
+def two_studies(tmp_path_factory):
+    """Two study campaigns (names) on different hardware, and a variant workload."""
+    path = tmp_path_factory.mktemp("filters") / "store"
+    make_store(path, workloads=("digits_mlp", "digits_mlp_tanh"), studies=2, trials=2)
+    make_store(path, algorithms=("other",), workloads=("digits_mlp",), studies=1, trials=2,
+               study_name="second")
+    for doc_path in (path / R.RUNS_DIR).glob(f"*/{R.RUN_DOC}"):
+        doc = json.loads(doc_path.read_text())
+        if doc["study_name"] == "second":
+            doc["hardware"] = "other machine"
+            doc_path.write_text(json.dumps(doc))
+    return path
+
+
+def test_filters_offer_every_value_and_select_all(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    assert sel.studies == ["second", "synthetic"]
+    assert sel.hardware == ["other machine", "synthetic CPU x1"]
+    assert sel.rulesets == ["external"]
+    assert set(sel.runs["algorithm"]) == {"fast", "slow", "other"}
+
+
+def test_study_and_hardware_filters_select_runs(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    sel.studies = ["second"]
+    assert set(sel.runs["study_name"]) == {"second"} and set(sel.runs["algorithm"]) == {"other"}
+    assert list(sel.cube["algorithm"].values) == ["other"]
+    sel.studies = ["second", "synthetic"]
+    sel.hardware = ["synthetic CPU x1"]
+    assert set(sel.runs["algorithm"]) == {"fast", "slow"}
+    assert list(score_frame(sel)["algorithm"]) == ["fast", "slow"]
+
+
+def test_sidebar_splits_base_workloads_from_variants(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    filters = Filters(selection=sel)
+    assert filters._bases.options == ["digits_mlp"]
+    assert filters._variants.options == ["digits_mlp_tanh"]
+    filters._variants.value = []  # untick the variant: the selection follows
+    assert sel.workloads == ["digits_mlp"]
+    sel.workloads = ["digits_mlp", "digits_mlp_tanh"]  # and the boxes follow the selection
+    assert filters._variants.value == ["digits_mlp_tanh"]
+
+
+def test_time_axis_switches_time_to_target_to_steps_and_wall_seconds(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    sel.studies = ["synthetic"]
+    train = sel.workload_times().copy()
+    runs = sel.runs.set_index("run_id")
+    sel.time_axis = "step"
+    steps = sel.workload_times()
+    assert steps.attrs["units"] == "steps"
+    chosen = sel.cube["run_id"].values.ravel()
+    chosen = [r for r in chosen if r and runs.loc[r, "reached_target"]]
+    assert chosen and all(runs.loc[r, "step_to_target"] % 25 == 0 for r in chosen)
+    text = times_frame(sel, ["fast", "slow"]).drop(columns="algorithm").to_numpy().ravel()
+    assert all(t.endswith(" steps") or t == "miss" for t in text)
+    assert "steps" in profile_plot(sel).opts["xlabel"]
+    sel.time_axis = "wall_seconds"  # wall time counts the evals too: never below training time
+    wall = sel.workload_times()
+    finite = np.isfinite(train.values)
+    assert (wall.values[finite] > train.values[finite]).all()
+
+
+def test_time_table_is_coloured_by_the_ratio_to_the_best(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    sel.studies = ["synthetic"]
+    from workbench.views.leaderboard import workload_time_table
+
+    times = workload_time_table(sel, ["fast", "slow"])
+    styles = ratio_styles(times)
+    best = times["digits_mlp"].idxmin()
+    row = list(times.index).index(best)
+    assert styles.loc[row, "digits_mlp"] == "background-color: rgb(198, 239, 206)"  # the best
+
+
+def test_leaderboard_has_an_interval_and_a_speedup(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    sel.studies = ["synthetic"]
+    sel.reference = "slow"
+    frame = score_frame(sel).set_index("algorithm")
+    low, high = (float(x) for x in frame.loc["fast", "interval"].split(" to "))
+    assert low <= frame.loc["fast", "score"] <= high
+    assert frame.loc["slow", "speedup"] == "+0.0 %"
+    assert frame.loc["fast", "speedup"].startswith("+")  # fast needs less time than slow
+
+
+def test_hidden_view_waits_and_redraws_when_shown(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    view = Leaderboard(selection=sel, shown=False)
+    assert view._scores.value is None or len(view._scores.value) == 0  # not drawn while hidden
+    view.shown = True
+    assert len(view._scores.value) > 0
+    view.shown = False
+    sel.algorithms = ["slow"]
+    assert "fast" in list(view._scores.value["algorithm"])  # stale while hidden
+    view.shown = True
+    assert list(view._scores.value["algorithm"]) == ["slow"]
+
+
+def test_running_trials_are_listed_with_their_latest_eval(tmp_path):
+    make_store(tmp_path, algorithms=("fast",), workloads=("digits_mlp",), studies=1, trials=2)
+    writer = live_run(tmp_path, n_evals=3)
+    sel = Selection(store_path=str(tmp_path))
+    status = RunStatus(selection=sel)
+    assert "1 running" in status._line.object and "2 complete" in status._line.object
+    frame = running_frame(sel)
+    assert list(frame["run_id"]) == [writer.run_id] and list(frame["step"]) == [75]
+    writer.append_eval({**sel.store.evals([writer.run_id]).iloc[-1].drop("run_id").to_dict(),
+                        "eval_index": 3, "step": 100})
+    assert sel.refresh()  # the live run wrote: the fingerprint changed
+    assert list(running_frame(sel)["step"]) == [100]
+    writer.finish("complete", stop_reason="done")
+    assert sel.refresh()
+    assert "3 complete" in status._line.object and not status._table.visible
+    assert not sel.refresh()  # nothing changed since

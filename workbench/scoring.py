@@ -95,6 +95,16 @@ def _units(values: xr.DataArray) -> str:
     return values.attrs.get("units", "s")
 
 
+def _trials(values: xr.DataArray) -> xr.DataArray:
+    """`values` with its trial and seed dims merged into one `_trial` dim (trial-major), by a
+    reshape: xarray's stack would build a MultiIndex, the slowest step on a big cube."""
+    other = [d for d in values.dims if d not in ("trial", "seed")]
+    ordered = values.transpose(*other, "trial", "seed")
+    coords = {k: c for k, c in ordered.coords.items() if set(c.dims) <= set(other)}
+    data = ordered.values.reshape(ordered.shape[:-2] + (-1,))
+    return xr.DataArray(data, dims=(*other, "_trial"), coords=coords, attrs=values.attrs)
+
+
 def study_times(cube: xr.Dataset) -> xr.DataArray:
     """Per (algorithm, workload, study): the time of the study's chosen trial, in seconds.
 
@@ -103,8 +113,8 @@ def study_times(cube: xr.Dataset) -> xr.DataArray:
     it; NaN when the study has no trial at all.
     """
     _need(cube, ("trial", "seed"), "cube")
-    index = cube["eval_index_to_target"].stack(_trial=("trial", "seed"))
-    time = cube["time_to_target"].stack(_trial=("trial", "seed"))
+    index = _trials(cube["eval_index_to_target"])
+    time = _trials(cube["time_to_target"])
     first = index.min("_trial", skipna=True)  # +inf when none reached, NaN when no trial
     out = time.where(index == first).min("_trial", skipna=True)
     return out.rename("time_to_target").assign_attrs(units=_units(cube["time_to_target"]))
@@ -118,8 +128,8 @@ def study_choices(cube: xr.Dataset) -> xr.Dataset:
     trials_reached (of them, those that met the target).
     """
     _need(cube, ("trial", "seed"), "cube")
-    index = cube["eval_index_to_target"].stack(_trial=("trial", "seed"))
-    time = cube["time_to_target"].stack(_trial=("trial", "seed"))
+    index = _trials(cube["eval_index_to_target"])
+    time = _trials(cube["time_to_target"])
     first = index.min("_trial", skipna=True)
     best = time.where(index == first).min("_trial", skipna=True)
     chosen = (index == first) & (time == best) & np.isfinite(first)
@@ -127,7 +137,7 @@ def study_choices(cube: xr.Dataset) -> xr.Dataset:
     pick = chosen.argmax("_trial")  # the first of equal trials; masked below where none is chosen
 
     def picked(values: xr.DataArray, fill) -> xr.DataArray:
-        stacked = values.stack(_trial=("trial", "seed")).transpose(*pick.dims, "_trial")
+        stacked = _trials(values).transpose(*pick.dims, "_trial")
         taken = np.take_along_axis(stacked.values, pick.values[..., None], axis=-1)[..., 0]
         return pick.copy(data=taken).where(found, fill)
 
@@ -309,12 +319,15 @@ def _table(times: xr.DataArray) -> pd.DataFrame:
     return table.sort_values(["score", "algorithm"], ascending=[False, True], ignore_index=True)
 
 
-def score_table(cube: xr.Dataset, config: ScoringConfig | None = None) -> pd.DataFrame:
+def score_table(cube: xr.Dataset, config: ScoringConfig | None = None,
+                times: xr.DataArray | None = None) -> pd.DataFrame:
     """algorithm, score, exact_score, workloads_reached, workloads_scored; best score first.
 
     workloads_reached counts the scored workloads whose time is finite after the rules.
+    `times`: workload_times(cube) when the caller has it already.
     """
-    return _table(scored_times(cube, config).transpose("algorithm", "workload"))
+    times = workload_times(cube) if times is None else times
+    return _table(apply_rules(times, config).transpose("algorithm", "workload"))
 
 
 def _resample_studies(times: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -375,10 +388,13 @@ def speedups(times: xr.DataArray, reference: str,
         cap = xr.DataArray([budgets[w] + 1.0 for w in workloads], dims="workload",
                            coords={"workload": times["workload"].values})
         times = times.where(~np.isposinf(times), cap)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(times.sel(algorithm=reference, drop=True) / times)
-        out = np.exp(logs.mean("workload", skipna=True))
-    return out.rename("speedup").assign_attrs(units="1", reference=reference)
+    values = times.transpose("algorithm", "workload").values  # NumPy: small arrays, no alignment
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no common workload: NaN
+        logs = np.log(values[names.index(reference)][None, :] / values)
+        out = np.exp(np.nanmean(logs, axis=1))
+    return xr.DataArray(out, dims="algorithm", coords={"algorithm": times["algorithm"].values},
+                        name="speedup", attrs={"units": "1", "reference": reference})
 
 
 def algoperf_speedups(cube: xr.Dataset, config: ScoringConfig, reference: str,

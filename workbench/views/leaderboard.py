@@ -31,7 +31,7 @@ GROUP_TITLES = {
     "held_out": "Held-out variants (inputs of their base workload's score, not scored alone)",
     "other": "Other variants (not scored)",
 }
-BOOTSTRAP_REPLICATES = 400  # resamplings of the studies behind the score interval
+BOOTSTRAP_REPLICATES = 200  # resamplings of the studies behind the score interval
 BOOTSTRAP_LEVEL = 0.9
 
 

@@ -13,7 +13,9 @@ stay in the scored cube while its base is shown, whatever the workload filter sa
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Iterable
@@ -24,7 +26,7 @@ import xarray as xr
 import param
 from bokeh.palettes import Category20_20
 
-from workbench import cubes, scoring
+from workbench import cubes, query, scoring
 from workbench import records as R
 from workbench.store import StoreError, open_store
 
@@ -39,7 +41,8 @@ MAX_DEFAULT_CURVES = 48
 # 20 distinct colours, the strong ten first: 11 AlgoPerf submissions get 11 colours.
 PALETTE = tuple(Category20_20[0::2] + Category20_20[1::2])
 DEFAULT_REFERENCE = "baseline"  # speedups are measured against it when the store has it
-CACHE_SIZE = 48  # cubes and frames kept for recent filter settings (switching back is instant)
+MAX_PICKABLE = 2000  # runs offered by the sidebar's run picker (the most recent of the selection)
+CACHE_SIZE = 64  # cubes and frames kept for recent filter settings (switching back is instant)
 # Filters over the run table: Selection parameter -> run-table column.
 FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "rulesets": "ruleset",
                   "studies": "study_name", "hardware": "hardware"}
@@ -74,12 +77,51 @@ def _store_signature(root: Path, finished: Iterable[str] = ()) -> tuple:
     return (True, len(names), hash(tuple(names)), tuple(sig))
 
 
+def _frozen(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _indexed(root: Path) -> set[str]:
+    """Runs that the store's run index lists (finished: never written again)."""
+    try:
+        return query.indexed_run_ids(open_store(root))
+    except StoreError:
+        return set()
+
+
 def _forget_finished(signature: tuple, finished: set[str]) -> tuple:
     """`signature` as _store_signature would have written it, taken at the same moment, had it
     been told that the runs in `finished` had ended (their entries dropped)."""
     if len(signature) < 4:
         return signature
     return (*signature[:3], tuple(e for e in signature[3] if e[0] not in finished))
+
+
+class _Shared:
+    """What every dashboard session of one server process shares, per store: the last read
+    (runs, rules, fingerprint) and the values computed from it. `panel serve` runs app.py once
+    per browser tab; without this, each new tab would re-read and re-score a big store.
+    Shared values must never be modified in place."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reads: dict[str, tuple] = {}  # store path -> (signature, finished, runs, config, store)
+        self.values: OrderedDict[tuple, object] = OrderedDict()
+
+    def value(self, key: tuple, make):
+        with self.lock:
+            if key in self.values:
+                self.values.move_to_end(key)
+                return self.values[key]
+        value = make()
+        with self.lock:
+            self.values[key] = value
+            while len(self.values) > CACHE_SIZE:  # least recently used first
+                self.values.popitem(last=False)
+        return value
+
+
+SHARED = _Shared()
 
 
 def _keep_and_add(selected: list[str], known: list[str], names: list[str]) -> list[str]:
@@ -116,21 +158,34 @@ class Selection(param.Parameterized):
         self._store = None  # the open Store once a read succeeded
         self._signature: tuple | None = None
         self._finished: set[str] = set()  # runs that had ended at the last read
-        self._cache: OrderedDict[tuple, object] = OrderedDict()  # cubes, rows of the data
+        self._data_key = 0  # identifies the data read (the same in every session that read it)
         self.refresh()
 
     # -- loading --------------------------------------------------------------------------
     def refresh(self) -> bool:
         """Re-read the store if anything in it changed; returns whether new data was read."""
         root = Path(self.store_path)
+        key = str(root.resolve())
+        if self._signature is None:  # first read: another session's, or the index's, runs
+            shared = SHARED.reads.get(key)
+            self._finished = shared[1] if shared else _indexed(root)
         signature = _store_signature(root, self._finished)
         if signature == self._signature:
             return False
-        message = self._load(root)
-        # taken before the read, so a run that writes during it is read again next time
-        self._finished = set(self._runs.loc[self._runs["status"].isin(R.TERMINAL), "run_id"])
+        shared = SHARED.reads.get(key)
+        if shared is not None and shared[0] == _forget_finished(signature, shared[1]):
+            _, self._finished, self._runs, self._config, self._store = shared  # read already
+            message = self._message(root)
+        else:
+            message = self._load(root)
+            # taken before the read, so a run that writes during it is read again next time
+            self._finished = set(self._runs.loc[self._runs["status"].isin(R.TERMINAL),
+                                                "run_id"])
+            if not message:
+                SHARED.reads[key] = (_forget_finished(signature, self._finished),
+                                     self._finished, self._runs, self._config, self._store)
         self._signature = _forget_finished(signature, self._finished)
-        self._cache.clear()
+        self._data_key = hash((key, self._signature))
         new = {}
         for name, column in FILTER_COLUMNS.items():
             names = sorted(self._runs[column].dropna().unique())
@@ -154,7 +209,10 @@ class Selection(param.Parameterized):
         except Exception as exc:  # a store being written may be half-readable: say so, keep going
             return f"**Could not read the store at `{root}`:** {type(exc).__name__}: {exc}"
         self._store, self._runs, self._config = store, runs, config
-        if not len(runs):
+        return self._message(root)
+
+    def _message(self, root: Path) -> str:
+        if not len(self._runs):
             return (f"The store at `{root}` has no runs yet. Start a study with "
                     f"`pacebench study --store {root} ...`; runs appear here as they are written.")
         return ""
@@ -166,11 +224,14 @@ class Selection(param.Parameterized):
         names = self.param.algorithms.objects
         return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
 
-    def _filtered(self, workloads: list[str]) -> pd.DataFrame:
-        """Run attempts passing every filter, with `workloads` in place of the workload filter."""
+    def _filtered(self, workloads: list[str], algorithms: bool = True) -> pd.DataFrame:
+        """Run attempts passing every filter, with `workloads` in place of the workload filter
+        (and every algorithm unless `algorithms`)."""
         keep = self._runs["workload"].isin(workloads)
         for name, column in FILTER_COLUMNS.items():
-            if name != "workloads" and len(getattr(self, name)) < len(self.param[name].objects):
+            if name == "workloads" or (name == "algorithms" and not algorithms):
+                continue
+            if len(getattr(self, name)) < len(self.param[name].objects):
                 keep &= self._runs[column].isin(getattr(self, name))
         return self._runs[keep]
 
@@ -178,6 +239,11 @@ class Selection(param.Parameterized):
     def runs(self) -> pd.DataFrame:
         """Run attempts passing the filters (records.RUN_COLUMNS)."""
         return self.cached("runs", lambda: self._filtered(self.workloads))
+
+    def present(self, column: str) -> frozenset:
+        """The distinct values of a run-table column among the filtered runs (no nulls)."""
+        return self.cached(f"present:{column}", lambda: frozenset(
+            self.runs[column].dropna().unique().tolist()))
 
     @property
     def store(self):
@@ -204,34 +270,42 @@ class Selection(param.Parameterized):
         return dataclasses.replace(config, base_workloads=bases, held_out=held_out,
                                    apply_held_out=config.apply_held_out and bool(held_out))
 
-    def cached(self, name: str, make):
-        """`make()`, computed once per (name, data version, filters, time axis): the cubes and
-        tables that views derive from the selection are computed once per filter setting, and
-        the last CACHE_SIZE settings are kept so that switching back is instant."""
-        key = (name, self.version, self.time_axis, tuple(self.curve_runs),
-               *(tuple(getattr(self, f)) for f in FILTER_COLUMNS))
-        if key in self._cache:
-            self._cache.move_to_end(key)
-        else:
-            self._cache[key] = make()
-            while len(self._cache) > CACHE_SIZE:  # least recently used first
-                self._cache.popitem(last=False)
-        return self._cache[key]
+    def cached(self, name: str, make, filters: tuple[str, ...] | None = None):
+        """`make()`, computed once per (name, data read, filters, time axis) and shared by the
+        sessions of this server process: the cubes and tables that views derive from the
+        selection are computed once per filter setting, and the last CACHE_SIZE are kept so
+        that switching back is instant. `filters`: the only filters the value depends on
+        (default: all, the curve runs and the time axis). Never modify the value in place."""
+        names = filters if filters is not None else \
+            (*FILTER_COLUMNS, "curve_runs", "time_axis")
+        key = (name, self._data_key, *((n, _frozen(getattr(self, n))) for n in names))
+        return SHARED.value(key, make)
 
     @property
     def cube(self):
         """`cubes.final_cube` of the filtered runs and of the held-out variants they are scored
-        with, its `time_to_target` on the chosen time axis (units in its attrs); cached until
-        the data or filters change."""
+        with, its `time_to_target` on the chosen time axis (units in its attrs). Cut from the
+        cube of every algorithm and workload (built once per ruleset, study, hardware and time
+        axis), so ticking algorithms and workloads costs a slice, not a rebuild."""
         def make():
             config = self.scoring_config
             inputs = set(self.workloads) | set(config.held_out if config else ())
-            cube = cubes.final_cube(self._filtered(sorted(inputs)))
+            full = self._full_cube()
+            algorithms = [a for a in full["algorithm"].values if a in set(self.algorithms)]
+            workloads = [w for w in full["workload"].values if w in inputs]
+            return full.sel(algorithm=algorithms, workload=workloads)
+        return self.cached("cube", make)
+
+    def _full_cube(self):
+        """The final cube of the runs passing the ruleset, study and hardware filters."""
+        def make():
+            cube = cubes.final_cube(self._filtered(self.param.workloads.objects,
+                                                   algorithms=False))
             if self.time_axis != "train_seconds":
                 axis = cube[TIME_TO_TARGET[self.time_axis]]
                 cube["time_to_target"] = axis.assign_attrs(units=axis.attrs.get("units", "s"))
             return cube
-        return self.cached("cube", make)
+        return self.cached("full_cube", make, ("rulesets", "studies", "hardware", "time_axis"))
 
     def scores(self) -> pd.DataFrame:
         """`scoring.score_table` of the cube under the scoring rules, best score first (ties:
@@ -239,7 +313,7 @@ class Selection(param.Parameterized):
         def make():
             if not len(self.runs) or not self.workload_groups()["scored"]:
                 return pd.DataFrame(columns=list(scoring.SCORE_COLUMNS))
-            table = scoring.score_table(self.cube, self.scoring_config)
+            table = scoring.score_table(self.cube, self.scoring_config, self.workload_times())
             return table.sort_values(["score", "exact_score"], ascending=False,
                                      kind="stable").reset_index(drop=True)
         return self.cached("scores", make)
@@ -265,13 +339,13 @@ class Selection(param.Parameterized):
     @property
     def ruleset(self) -> str:
         """The AlgoPerf ruleset of the shown runs ("self" or "external"; external if mixed)."""
-        rulesets = set(self.runs["ruleset"].dropna())
+        rulesets = set(self.present("ruleset"))
         return rulesets.pop() if len(rulesets) == 1 else "external"
 
     def _choose_reference(self) -> None:
         """Reference for speedups: kept while shown, else "baseline", else the top scorer
         (shown: an algorithm with runs that pass the filters)."""
-        present = set(self.runs["algorithm"])
+        present = self.present("algorithm")
         shown = [a for a in self.param.algorithms.objects if a in present]
         self.param.reference.objects = shown
         if self.reference in shown or not shown:
@@ -338,6 +412,9 @@ class Filters(pn.viewable.Viewer):
         sel = self.selection.param
         self._bases = pn.widgets.CheckBoxGroup(css_classes=["pb-base-workloads"])
         self._variants = pn.widgets.CheckBoxGroup(css_classes=["pb-variants"])
+        self._runs_picker = pn.widgets.MultiChoice(
+            placeholder="default: see the Curves tab", search_option_limit=50,
+            css_classes=["pb-curve-runs"])
         self._choices = {  # filter name -> its titled widget
             "reference": pn.Column("**Speedups against**", pn.widgets.Select.from_param(
                 sel.reference, name="")),
@@ -351,13 +428,14 @@ class Filters(pn.viewable.Viewer):
                                  pn.widgets.CheckBoxGroup.from_param(sel.studies, name="")),
             "hardware": pn.Column("**Hardware**",
                                   pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
-            "curve_runs": pn.Column("**Runs on the curves**", pn.widgets.MultiChoice.from_param(
-                sel.curve_runs, name="", placeholder="default: see the Curves tab")),
+            "curve_runs": pn.Column("**Runs on the curves**", self._runs_picker),
         }
         self._syncing = False
+        self._runs_picker.param.watch(self._picked, "value")
         self._bases.param.watch(self._boxes_changed, "value")
         self._variants.param.watch(self._boxes_changed, "value")
         self._show_filled()
+        self._offer_runs()
 
     def _split(self) -> tuple[list[str], list[str]]:
         """The store's workloads: (base workloads, variants)."""
@@ -385,6 +463,29 @@ class Filters(pn.viewable.Viewer):
             else:
                 least = 2 if name in ("rulesets", "studies", "hardware") else 1
                 column.visible = len(self.selection.param[name].objects) >= least
+
+    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
+                   "selection.rulesets", "selection.studies", "selection.hardware",
+                   "selection.curve_runs", watch=True)
+    def _offer_runs(self) -> None:
+        """The picker offers the filtered runs, the most recent MAX_PICKABLE of them (a list of
+        100,000 ids would weigh on the page), plus the ones picked."""
+        sel = self.selection
+        recent = sel.cached("recent_runs", lambda: sel._runs.sort_values(
+            "started_at", ascending=False, kind="stable")["run_id"].tolist(), filters=())
+        shown = set(sel.runs["run_id"].tolist())
+        picked = list(sel.curve_runs)
+        options = picked + list(itertools.islice(
+            (r for r in recent if r in shown and r not in picked), MAX_PICKABLE))
+        self._syncing = True
+        try:
+            self._runs_picker.param.update(options=options, value=picked)
+        finally:
+            self._syncing = False
+
+    def _picked(self, event) -> None:
+        if not self._syncing and list(event.new) != list(self.selection.curve_runs):
+            self.selection.curve_runs = list(event.new)
 
     def _boxes_changed(self, _event) -> None:
         if self._syncing:

@@ -49,7 +49,7 @@ def _time_ratios(selection: Selection) -> xr.DataArray:
 def speedup_frame(selection: Selection) -> pd.DataFrame:
     """algorithm, faster_by (1 - time_ratio), time_ratio; in leaderboard order, the reference
     first. Empty when there is no reference or no scored workload."""
-    if (selection.reference not in set(selection.runs["algorithm"])
+    if (selection.reference not in selection.present("algorithm")
             or not selection.workload_groups()["scored"]):
         return pd.DataFrame(columns=list(TITLES))
     ratios = _time_ratios(selection).to_series()

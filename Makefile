@@ -35,9 +35,11 @@ demo: install
 	$(VENV)/bin/pacebench study --workloads digits_mlp,digits_cnn --algorithms adamw,nadamw,sgd_nesterov \
 	  --studies 1 --trials 5 --workers 2 --name demo --store results/demo --resume
 	$(VENV)/bin/pacebench score --store results/demo
-	$(VENV)/bin/pacebench report --store results/demo --out reports/demo.html --title "Pacebench demo"
+	$(VENV)/bin/pacebench report --store results/demo --out reports/demo.html --title "Pacebench demo" \
+	  --figures reports/demo-figures
 	@echo
 	@echo "Report:    open reports/demo.html in a browser (self-contained, works offline)"
+	@echo "Figures:   reports/demo-figures/ (PNG and SVG of each plot, for papers)"
 	@echo "Dashboard: $(VENV)/bin/pacebench serve --store results/demo   then open http://127.0.0.1:5006/app"
 	@echo "   or:     PACEBENCH_STORE=results/demo $(VENV)/bin/panel serve workbench/app.py"
 

@@ -235,8 +235,13 @@ def _seconds(value: float) -> float | None:
 def cmd_report(args: argparse.Namespace) -> int:
     from workbench.report import write_report
 
-    out = write_report(_store_path(args), Path(args.out), title=args.title)
+    out = write_report(_store_path(args), Path(args.out), title=args.title,
+                       rulesets=args.rulesets, workloads=args.workloads,
+                       algorithms=args.algorithms, figures=args.figures,
+                       formats=args.formats)
     print(f"report written to {out} (self-contained; open it in a browser)")
+    if args.figures:
+        print(f"figures ({', '.join(args.formats)}) written to {args.figures}")
     return 0
 
 
@@ -384,9 +389,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(func=cmd_import_algoperf)
 
-    p = sub.add_parser("report", help="write a self-contained HTML report")
-    p.add_argument("--out", required=True)
+    p = sub.add_parser("report", help="write a self-contained HTML report (and figures)")
+    p.add_argument("--out", required=True, help="the HTML file to write")
     p.add_argument("--title")
+    p.add_argument("--rulesets", help="show only these tuning rulesets, comma-separated")
+    p.add_argument("--workloads", help="show only these workloads, comma-separated")
+    p.add_argument("--algorithms", help="show only these algorithms, comma-separated")
+    p.add_argument("--figures", metavar="DIR",
+                   help="also write each view's plots into DIR as files for papers")
+    p.add_argument("--formats", type=_csv, default="png,svg",
+                   help="figure formats, comma-separated (default png,svg)")
     common(p)
     p.set_defaults(func=cmd_report)
 

@@ -1,6 +1,9 @@
-"""A static, self-contained HTML report of a store: the dashboard's views in one file.
+"""A static, self-contained HTML report of a store: the dashboard's views in one file, and
+optionally each view's plots as PNG and SVG figures for papers (`workbench.figures`).
 
 Bokeh's and Panel's JavaScript and CSS are inlined, so the file opens from disk with no network.
+The report can be narrowed to some rulesets, workloads and algorithms; each value must be one the
+store holds.
 """
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import datetime as _dt
 import os
 import re
 from pathlib import Path
+from typing import Iterable
 
 import panel as pn
 from bokeh.document import Document
@@ -18,9 +22,10 @@ from bokeh.resources import INLINE
 from panel.io.resources import CDN_DIST, DIST_DIR
 
 from workbench.app import view_tabs
+from workbench.figures import FORMATS, check_formats, write_figures
 from workbench.views.selection import Selection, StoreNotice
 
-__all__ = ["write_report", "report_layout"]
+__all__ = ["write_report", "save_report", "report_selection", "report_layout", "names"]
 
 # Panel's page template links its favicon from a CDN; an inline icon keeps the file offline.
 _FAVICON = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
@@ -60,11 +65,61 @@ def _inline_stylesheets(root: Model) -> None:
             model.stylesheets = [local(sheet) for sheet in model.stylesheets]
 
 
+def names(value: str | Iterable[str] | None) -> list[str] | None:
+    """A filter value as a list of names: "a,b" (CLI flags, papermill -p) or a list; None: all."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def report_selection(store_path: str | os.PathLike,
+                     rulesets: str | Iterable[str] | None = None,
+                     workloads: str | Iterable[str] | None = None,
+                     algorithms: str | Iterable[str] | None = None) -> Selection:
+    """The selection of the store narrowed to the given names (None: all the store holds).
+
+    A name the store does not hold is an error that lists the ones it does; so is a filter
+    that leaves nothing (say, an empty list).
+    """
+    selection = Selection(store_path=str(store_path))
+    if selection.message:
+        raise ValueError(f"nothing to report: {selection.message.replace('**', '')}")
+    chosen = {"rulesets": names(rulesets), "workloads": names(workloads),
+              "algorithms": names(algorithms)}
+    update = {}
+    for name, values in chosen.items():
+        if values is None:
+            continue
+        if name not in selection.param:
+            raise ValueError(f"this version of the selection has no {name} filter")
+        valid = list(selection.param[name].objects)
+        unknown = [v for v in values if v not in valid]
+        if unknown or not values:
+            raise ValueError(f"unknown {name} {', '.join(map(repr, unknown)) or '(none given)'}: "
+                             f"the store at {store_path} holds {', '.join(valid)}")
+        update[name] = [v for v in valid if v in values]  # the store's order
+    selection.param.update(**update)
+    return selection
+
+
+def _filters_text(selection: Selection) -> str:
+    """"Shown: algorithms a, b." for each narrowed filter; empty when everything is shown."""
+    parts = []
+    for name in ("rulesets", "workloads", "algorithms"):
+        if name in selection.param:
+            chosen, known = getattr(selection, name), selection.param[name].objects
+            if len(chosen) < len(known):
+                parts.append(f"{name} {', '.join(chosen)}")
+    return f" Shown: {'; '.join(parts)}." if parts else ""
+
+
 def _summary(selection: Selection, title: str) -> str:
     runs = selection.runs
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (f"# {title}\nStore `{selection.store_path}`, written {stamp}: {len(runs)} runs of "
-            f"{runs['algorithm'].nunique()} algorithms on {runs['workload'].nunique()} workloads.")
+            f"{runs['algorithm'].nunique()} algorithms on {runs['workload'].nunique()} workloads."
+            f"{_filters_text(selection)}")
     if selection.reference is not None:
         text += f" Speedups are measured against **{selection.reference}**."
     return text
@@ -80,18 +135,39 @@ def report_layout(selection: Selection, title: str) -> pn.Column:
     )
 
 
-def write_report(store_path: str | os.PathLike, out_path: str | os.PathLike,
-                 title: str | None = None) -> Path:
-    """Write the report of the store at `store_path` to `out_path` (HTML); returns its path."""
+def save_report(selection: Selection, out_path: str | os.PathLike, title: str | None = None,
+                figures: str | os.PathLike | None = None,
+                formats: str | Iterable[str] = FORMATS) -> Path:
+    """Write the report of `selection` to `out_path` (HTML) and, when `figures` names a folder,
+    each view's plots there as files of `formats` ("png", "svg"); returns the HTML's path."""
+    formats = check_formats(formats)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     pn.extension("tabulator")
-    title = title or f"Pacebench report: {Path(store_path).name}"
-    layout = report_layout(Selection(store_path=str(store_path)), title)
+    title = title or f"Pacebench report: {Path(selection.store_path).name}"
+    layout = report_layout(selection, title)
     doc = Document()
     root = layout.get_root(doc)
     doc.add_root(root)
     _inline_stylesheets(root)
     pn.io.save.save(doc, out, title=title, resources=INLINE,
                     template_variables={"app_favicon": _FAVICON, "apple_icon": ""})
+    if figures is not None:  # after the HTML: a figure that fails leaves the report written
+        write_figures(selection, figures, formats)
     return out
+
+
+def write_report(store_path: str | os.PathLike, out_path: str | os.PathLike,
+                 title: str | None = None, rulesets: str | Iterable[str] | None = None,
+                 workloads: str | Iterable[str] | None = None,
+                 algorithms: str | Iterable[str] | None = None,
+                 figures: str | os.PathLike | None = None,
+                 formats: str | Iterable[str] = FORMATS) -> Path:
+    """Write the report of the store at `store_path` to `out_path` (HTML); returns its path.
+
+    rulesets, workloads, algorithms: show only these (names, or "a,b"; None: all), each one the
+    store holds. figures: a folder that also receives each view's plots as files of `formats`.
+    """
+    check_formats(formats)  # before the store is read: a typo fails fast
+    selection = report_selection(store_path, rulesets, workloads, algorithms)
+    return save_report(selection, out_path, title, figures, formats)

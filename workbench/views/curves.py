@@ -72,8 +72,10 @@ def validation_plot(selection: Selection, workload: str) -> hv.Overlay:
     evals = selection.curve_evals().merge(runs[["run_id", "algorithm"]], on="run_id")
     evals = evals.dropna(subset=[y]) if y in evals else evals.assign(**{y: float("nan")})
     target, about = _target(runs.iloc[0])
+    # the drawn algorithms' colours only: a filtered report names no algorithm it leaves out
+    colors = {a: c for a, c in selection.colors.items() if a in set(runs["algorithm"])}
     hits = _target_points(runs, evals, x, y).opts(
-        color="algorithm", cmap=selection.colors, size=9, marker="circle", line_color="black",
+        color="algorithm", cmap=colors, size=9, marker="circle", line_color="black",
         show_legend=False)
     return hv.Overlay([*_run_lines(evals, x, y, selection.colors), *target, hits]).opts(
         hv.opts.Path(line_width=1.5, alpha=0.85, tools=["hover"], show_legend=True),

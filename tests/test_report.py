@@ -1,0 +1,213 @@
+"""Reports: `workbench.report` (filters, HTML), `workbench.figures` (PNG/SVG for papers),
+`pacebench report` and notebooks/report.ipynb run by papermill."""
+from __future__ import annotations
+
+import inspect
+import logging
+import struct
+import sys
+import types
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import holoviews as hv
+import nbformat
+import papermill as pm
+import pytest
+
+from runners.cli import main
+from workbench.figures import FigureError, collect, save_figure, to_matplotlib, write_figures
+from workbench.report import report_selection, write_report
+from workbench.testing import make_store
+from workbench.views.selection import Selection
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "report.ipynb"
+ALGORITHMS = ("alg_fast", "alg_mid", "alg_slow")  # names no library code contains
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "store"
+    make_store(path, algorithms=ALGORITHMS)
+    return path
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels from the PNG header (IHDR is the first chunk)."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def svg_texts(path: Path) -> str:
+    """All text of an SVG (which must parse as XML), joined by newlines."""
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    return "\n".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
+
+
+# -- filters ---------------------------------------------------------------------------------
+def test_filters_narrow_the_selection(store):
+    selection = report_selection(store, workloads="digits_mlp", algorithms=["alg_slow", "alg_fast"])
+    assert sorted(selection.runs["algorithm"].unique()) == ["alg_fast", "alg_slow"]
+    assert set(selection.runs["workload"]) == {"digits_mlp"}
+    everything = report_selection(store)
+    assert sorted(everything.runs["algorithm"].unique()) == list(ALGORITHMS)
+
+
+@pytest.mark.parametrize("filters, wrong, valid", [
+    ({"algorithms": "alg_fast,adamw"}, "'adamw'", "alg_fast, alg_mid, alg_slow"),
+    ({"workloads": ["cifar"]}, "'cifar'", "digits_cnn, digits_mlp"),
+    ({"rulesets": "selff"}, "'selff'", "external"),
+    ({"algorithms": []}, "(none given)", "alg_fast, alg_mid, alg_slow"),
+])
+def test_a_bad_filter_value_names_the_valid_ones(store, tmp_path, filters, wrong, valid):
+    out = tmp_path / "r.html"
+    with pytest.raises(ValueError) as error:
+        write_report(store, out, **filters)
+    message = str(error.value)
+    assert wrong in message and valid in message and next(iter(filters)) in message
+    assert not out.exists()
+
+
+def test_a_bad_format_or_a_missing_store_is_an_error(store, tmp_path):
+    with pytest.raises(ValueError, match="'pdf': valid are png, svg"):
+        write_report(store, tmp_path / "r.html", figures=tmp_path / "f", formats="png,pdf")
+    with pytest.raises(ValueError, match="nothing to report"):
+        write_report(tmp_path / "no-store", tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_cli_rejects_a_bad_filter(store, tmp_path, capsys):
+    assert main(["report", "--store", str(store), "--out", str(tmp_path / "r.html"),
+                 "--algorithms", "alg_fast,nope"]) == 2
+    assert "unknown algorithms 'nope'" in capsys.readouterr().err
+
+
+# -- figures ---------------------------------------------------------------------------------
+def test_matplotlib_keeps_the_bokeh_styling():
+    line = hv.Curve([(1, 2.0), (10, 0.5)], label="adamw").opts(
+        color="#123456", line_width=4, line_dash="dashed", tools=["hover"])
+    dots = hv.Scatter([(1, 2.0)], label="hits").opts(color="red", size=10, marker="circle")
+    plot = (line * dots).opts(hv.opts.Overlay(title="T", xlabel="steps", ylabel="loss",
+                                              logy=True, responsive=True, show_grid=True))
+    mpl = to_matplotlib(plot)
+    top = hv.Store.lookup_options("matplotlib", mpl, "plot").kwargs
+    assert {k: top[k] for k in ("title", "xlabel", "ylabel", "logy")} == \
+        {"title": "T", "xlabel": "steps", "ylabel": "loss", "logy": True}
+    assert "responsive" not in top and "fig_inches" in top
+    curve, scatter = mpl
+    style = hv.Store.lookup_options("matplotlib", curve, "style").kwargs
+    assert style["color"] == "#123456" and style["linestyle"] == "dashed"
+    assert style["linewidth"] == pytest.approx(3.0)  # 4 px = 3 pt
+    style = hv.Store.lookup_options("matplotlib", scatter, "style").kwargs
+    assert style["marker"] == "o" and style["s"] == pytest.approx(56.25)  # (10 px = 7.5 pt)^2
+    assert hv.Store.lookup_options("matplotlib", curve, "plot").kwargs["show_grid"] is True
+
+
+def test_profiles_figure_as_png_and_svg(store, tmp_path):
+    selection = Selection(store_path=str(store))
+    figures = collect(selection, ["profiles"])
+    assert list(figures) == ["profiles"]
+    png, svg = save_figure(figures["profiles"], tmp_path / "profiles")
+    width, height = png_size(png)
+    assert 1200 <= width <= 2400 and 700 <= height <= 1400 and width > height  # 300 dpi, ~5 in
+    text = svg_texts(svg)
+    for label in ("Performance profiles", "fraction of workloads within tau", *ALGORITHMS):
+        assert label in text
+    source = svg.read_text()
+    for color in selection.colors.values():  # each algorithm keeps its dashboard colour
+        assert f"stroke: {color}" in source
+
+
+def test_collect_skips_missing_views_with_a_note(store, caplog):
+    caplog.set_level(logging.WARNING, logger="workbench.figures")
+    figures = collect(Selection(store_path=str(store)),
+                      ["profiles", "no_such_view", "formats"])  # formats draws no plots
+    assert list(figures) == ["profiles"]
+    notes = " ".join(r.getMessage() for r in caplog.records)
+    assert "workbench.views.no_such_view" in notes and "workbench.views.formats has no" in notes
+
+
+def test_a_figure_that_fails_does_not_stop_the_others(store, tmp_path, monkeypatch):
+    broken = types.ModuleType("workbench.views.broken_view")
+    broken.figures = lambda selection: {"good": hv.Curve([(0, 1), (1, 2)]), "bad": object()}
+    monkeypatch.setitem(sys.modules, broken.__name__, broken)
+    with pytest.raises(FigureError, match=r"failed, 1 figures are in [\s\S]*\n  bad: "):
+        write_figures(Selection(store_path=str(store)), tmp_path, "png", modules=["broken_view"])
+    assert [p.name for p in tmp_path.iterdir()] == ["good.png"]
+
+
+# -- the notebook ----------------------------------------------------------------------------
+def test_notebook_parameters_are_write_report_arguments():
+    arguments = {"store_path": "store", "out_path": "out"}
+    expected = {arguments.get(name, name) for name in inspect.signature(write_report).parameters}
+    assert set(pm.inspect_notebook(str(NOTEBOOK))) == expected
+
+
+def test_committed_notebook_has_no_outputs():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    assert all(not c.get("outputs") and c.get("execution_count") is None
+               for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.slow
+def test_papermill_writes_a_filtered_report_with_figures(store, tmp_path):
+    html, figures, executed = tmp_path / "r.html", tmp_path / "figures", tmp_path / "out.ipynb"
+    pm.execute_notebook(str(NOTEBOOK), str(executed), cwd=str(tmp_path), kernel_name="python3",
+                        parameters={"store": str(store), "out": str(html), "title": "Filtered",
+                                    "workloads": "digits_mlp", "algorithms": "alg_fast,alg_slow",
+                                    "figures": str(figures)})
+    page = html.read_text()
+    assert "Filtered" in page and "alg_fast" in page and "alg_slow" in page
+    assert "alg_mid" not in page and "digits_cnn" not in page  # left out by the filters
+    assert "Shown: workloads digits_mlp; algorithms alg_fast, alg_slow." in page
+
+    names = {p.name for p in figures.iterdir()}
+    assert {f"{stem}.{fmt}" for stem in ("profiles", "curves_digits_mlp")
+            for fmt in ("png", "svg")} <= names
+    assert not any("digits_cnn" in n or "alg_mid" in n for n in names)
+    for png in figures.glob("*.png"):
+        width, height = png_size(png)
+        assert 800 <= width <= 4000 and 500 <= height <= 3000, (png.name, width, height)
+    curves = svg_texts(figures / "curves_digits_mlp.svg")
+    assert "train seconds" in curves and "validation accuracy" in curves
+    assert "alg_fast" in curves and "alg_slow" in curves and "alg_mid" not in curves
+    for svg in figures.glob("*.svg"):
+        assert "alg_mid" not in svg_texts(svg)
+
+    nb = nbformat.read(executed, as_version=4)
+    text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+                     for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"report written to {html}" in text and "profiles.svg" in text
+    assert "exact_score" in text  # the score table was shown
+    assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+               for o in c.outputs)  # the profiles figure, inline
+    assert nb.metadata["papermill"]["parameters"]["algorithms"] == "alg_fast,alg_slow"
+
+
+@pytest.mark.slow
+def test_cli_writes_only_the_asked_formats(store, tmp_path, capsys):
+    figures = tmp_path / "figures"
+    assert main(["report", "--store", str(store), "--out", str(tmp_path / "r.html"),
+                 "--algorithms", "alg_mid", "--figures", str(figures), "--formats", "svg"]) == 0
+    assert "figures (svg) written" in capsys.readouterr().out
+    files = list(figures.iterdir())
+    assert files and all(p.suffix == ".svg" for p in files)
+    assert "alg_mid" in svg_texts(figures / "profiles.svg")
+
+
+def test_matplotlib_options_set_by_a_view_win(store, monkeypatch):
+    def figures(selection):  # a view that sizes its figure for Matplotlib itself
+        plot = hv.Curve([(1, 2), (2, 3)]).opts(color="red", title="bokeh title")
+        return {"big": plot.opts(backend="matplotlib", color="blue", fig_inches=(9, 4))}
+
+    view = types.ModuleType("workbench.views.sized_view")
+    view.figures = figures
+    monkeypatch.setitem(sys.modules, view.__name__, view)
+    mpl = to_matplotlib(collect(Selection(store_path=str(store)), ["sized_view"])["big"])
+    assert hv.Store.lookup_options("matplotlib", mpl, "style").kwargs["color"] == "blue"
+    options = hv.Store.lookup_options("matplotlib", mpl, "plot").kwargs
+    assert options["fig_inches"] == (9, 4) and options["title"] == "bokeh title"

@@ -1,0 +1,310 @@
+"""Hyperparameters: each trial's outcome (time to target or best validation value) against each
+hyperparameter, and a parallel-coordinates view of the trials, for one workload and algorithm
+picked in the view.
+
+The trial table, the log-axis rule and the normalisation are `workbench.hparams`; this view only
+draws them. At most MAX_TRIALS trials are drawn: above that, a fixed random sample
+(`hparams.sample_trials`, seed 0), and the view says how many of how many.
+"""
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+
+from workbench import hparams as H
+from workbench.views.base import View
+from workbench.views.selection import Selection
+
+hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
+
+__all__ = ["Hyperparameters", "figures", "trials_for", "scatter_plots", "parallel_plot",
+           "MAX_TRIALS", "OUTCOMES"]
+
+MAX_TRIALS = 2000  # trials drawn at most, per workload and algorithm (a Bokeh line each)
+OUTCOMES = {"time_to_target": "time to target", "best_validation": "best validation value"}
+MISS_COLOR = "#aaaaaa"
+MISS_LEVEL = 1.12  # where a miss sits on the parallel plot's outcome axis (axes span 0..1)
+CMAP = "viridis"
+
+
+def trials_for(selection: Selection, workload: str, algorithm: str) -> pd.DataFrame:
+    """`hparams.trial_frame` of one workload and algorithm of the selection (empty when the
+    selection has no such runs); cached with the selection's data and filters."""
+    def make() -> pd.DataFrame:
+        runs = selection.runs
+        mine = runs[(runs["workload"] == workload) & (runs["algorithm"] == algorithm)]
+        if not len(mine):
+            return pd.DataFrame(columns=list(H.OUTCOME_COLUMNS))
+        return H.trial_frame(selection.cube, mine, workload, algorithm)
+    return selection.cached(f"hparams_trials/{workload}/{algorithm}", make).copy()
+
+
+def _time_label(frame: pd.DataFrame) -> str:
+    return f"time to target ({frame.attrs.get('time_units', 's')})"
+
+
+def _outcome_label(frame: pd.DataFrame, outcome: str, metric: str) -> str:
+    return _time_label(frame) if outcome == "time_to_target" else f"best validation {metric}"
+
+
+def scatter_plots(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_target",
+                  metric: str = "target metric") -> hv.Layout | None:
+    """One scatter per varying numeric hyperparameter: the outcome against it (log x where
+    `hparams.log_axes` says so). Time to target: a miss is a grey cross on a line above the
+    slowest hit (1.1x its time, 1.5x on a log axis). None when no hyperparameter varies."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
+    axes = H.numeric_axes(frame)
+    if not axes or not len(frame):
+        return None
+    logs = H.log_axes(frame, algorithm, axes)
+    y_label = _outcome_label(frame, outcome, metric)
+    values = frame[outcome].astype(float)
+    finite = values[np.isfinite(values)]
+    logy = H.infer_log(finite)
+    miss_y = (finite.max() * (1.5 if logy else 1.1)) if len(finite) else 1.0
+    plots = []
+    for column in axes:
+        name = H.hparam_name(column)
+        data = pd.DataFrame({name: frame[column].astype(float), "y": values,
+                             "run_id": frame["run_id"], "study": frame["study"],
+                             "trial": frame["trial"]})
+        hit = data[np.isfinite(data["y"])]
+        miss = data[np.isinf(data["y"])].assign(y=miss_y)
+        vdims = [hv.Dimension("y", label=y_label), "run_id", "study", "trial"]
+        points = hv.Scatter(hit, kdims=name, vdims=vdims, label="reached").opts(
+            color="#1f77b4", size=7, alpha=0.8)
+        misses = hv.Scatter(miss, kdims=name, vdims=vdims, label="miss").opts(
+            color=MISS_COLOR, marker="x", size=9)
+        plots.append((points * misses).opts(
+            hv.opts.Scatter(tools=["hover"]),
+            hv.opts.Overlay(logx=logs[column], logy=logy, title=name, xlabel=name,
+                            ylabel=y_label, show_legend=False, width=320, height=260,
+                            show_grid=True)))
+    return hv.Layout(plots).cols(3).opts(shared_axes=False)
+
+
+def parallel_plot(frame: pd.DataFrame, algorithm: str) -> hv.Overlay | None:
+    """Parallel coordinates: one line per trial through its value on each varying numeric
+    hyperparameter (each axis normalised to [0, 1], log10 where log) and, last, its time to
+    target; coloured by time to target, misses grey (drawn first, on a 'miss' level above the
+    time axis). Tick labels in real units. None when no hyperparameter varies."""
+    axes = H.numeric_axes(frame)
+    if not axes or not len(frame):
+        return None
+    logs = H.log_axes(frame, algorithm, axes)
+    times = frame["time_to_target"].astype(float).to_numpy()
+    reached = np.isfinite(times)
+    log_time = H.infer_log(times[reached])
+    columns = {c: H.normalise(frame[c].astype(float), logs[c]) for c in axes}
+    columns["time"] = np.where(reached, H.normalise(np.where(reached, times, np.nan), log_time),
+                               MISS_LEVEL)
+    segments = _segments(np.column_stack(list(columns.values())), times,
+                         frame["run_id"].to_numpy(object))
+    time_dim = hv.Dimension("time", label=_time_label(frame))
+    kdims, vdims = ["x0", "y0", "x1", "y1"], [time_dim, "run_id"]
+    missed = segments[~np.isfinite(segments["time"])]
+    hits = segments[np.isfinite(segments["time"])]
+    layers = [hv.Segments(missed, kdims=kdims, vdims=vdims, label="miss").opts(
+        color=MISS_COLOR, alpha=0.5, line_width=1.2)]
+    if len(hits):
+        layers.append(hv.Segments(hits, kdims=kdims, vdims=vdims).opts(
+            color="time", cmap=CMAP, colorbar=True, cnorm="log" if log_time else "linear",
+            line_width=1.8, alpha=0.85, clim=(float(np.min(times[reached])),
+                                              float(np.max(times[reached])))))
+    names = [H.hparam_name(c) for c in axes] + [_time_label(frame)]
+    ticks = [(i, pos, text) for i, c in enumerate(axes)
+             for pos, text in H.axis_ticks(frame[c].astype(float), logs[c])]
+    ticks += [(len(axes), pos, text) for pos, text in H.axis_ticks(times[reached], log_time)]
+    if not reached.all():
+        ticks.append((len(axes), MISS_LEVEL, "miss"))
+    labels = hv.Labels(pd.DataFrame(ticks, columns=["x", "y", "text"]), kdims=["x", "y"],
+                       vdims="text").opts(text_align="left", text_font_size="8pt",
+                                          xoffset=0.04, text_color="#333333")
+    uprights = hv.Overlay([hv.VLine(float(i)).opts(color="black", line_width=1)
+                           for i in range(len(names))])
+    return (uprights * hv.Overlay(layers) * labels).opts(
+        hv.opts.Segments(tools=["hover"]),
+        hv.opts.Overlay(xticks=list(enumerate(names)), yaxis=None, responsive=True,
+                        xrotation=30 if len(names) > 5 else 0,
+                        min_height=420, xlim=(-0.3, len(names) - 0.3), ylim=(-0.06, 1.2),
+                        title=f"Parallel coordinates ({len(frame)} trials)", xlabel="",
+                        show_legend=False))
+
+
+def _segments(ys: np.ndarray, times: np.ndarray, run_ids: np.ndarray) -> pd.DataFrame:
+    """The lines of a parallel-coordinates plot as segments between neighbouring axes: trial i
+    at height ys[i, j] on axis j. One table of segments (hv.Segments) draws thousands of lines
+    fast, where one path per trial (hv.Path) took minutes for 500 trials. A segment with an
+    end missing (NaN: the trial lacks that hyperparameter) is left out."""
+    n, k = ys.shape
+    left = np.repeat(np.arange(k - 1, dtype=float)[None, :], n, axis=0)
+    out = pd.DataFrame({"x0": left.ravel(), "y0": ys[:, :-1].ravel(), "x1": left.ravel() + 1,
+                        "y1": ys[:, 1:].ravel(), "time": np.repeat(times, k - 1),
+                        "run_id": np.repeat(run_ids, k - 1)})
+    out["run_id"] = out["run_id"].astype(object)
+    return out.dropna(subset=["y0", "y1"]).reset_index(drop=True)
+
+
+def _default_pick(selection: Selection) -> tuple[str | None, str | None]:
+    """The first shown workload with runs, and of its algorithms the one with the most trials
+    (ties: by name) among those whose trials vary some numeric hyperparameter, if any does."""
+    runs = selection.runs
+    if not len(runs):
+        return None, None
+    groups, present = selection.workload_groups(), set(runs["workload"])
+    order = [w for ws in groups.values() for w in ws if w in present]
+    workload = order[0] if order else sorted(runs["workload"].unique())[0]
+    counts = runs.loc[runs["workload"] == workload, "algorithm"].value_counts()
+    ranked = sorted(counts.index, key=lambda a: (-counts[a], a))
+    for algorithm in ranked:
+        if H.numeric_axes(trials_for(selection, workload, algorithm)):
+            return workload, algorithm
+    return workload, ranked[0]
+
+
+def figures(selection: Selection, workload: str | None = None,
+            algorithm: str | None = None) -> dict[str, hv.Element]:
+    """The view's plots by name, for figure export: "hparams_scatter" (outcome against each
+    hyperparameter) and "hparams_parallel", of `workload` and `algorithm` (default: the first
+    shown workload and its first algorithm); plots with nothing to draw are left out."""
+    default_workload, default_algorithm = _default_pick(selection)
+    workload, algorithm = workload or default_workload, algorithm or default_algorithm
+    if workload is None or algorithm is None:
+        return {}
+    frame = H.sample_trials(trials_for(selection, workload, algorithm), MAX_TRIALS)
+    metric = _metric(selection, workload)
+    out = {"hparams_scatter": scatter_plots(frame, algorithm, "time_to_target", metric),
+           "hparams_parallel": parallel_plot(frame, algorithm)}
+    return {name: plot for name, plot in out.items() if plot is not None}
+
+
+def _metric(selection: Selection, workload: str) -> str:
+    runs = selection.runs
+    metrics = runs.loc[runs["workload"] == workload, "target_metric"].dropna()
+    return str(metrics.iloc[0]) if len(metrics) else "target metric"
+
+
+def _value_text(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+class Hyperparameters(View):
+    """Outcome-against-hyperparameter scatters and parallel coordinates for the workload and
+    algorithm picked in the view (its own pickers; the sidebar's filters decide what is
+    offered)."""
+
+    workload = param.Selector(default=None, objects=[], allow_None=True,
+                              doc="Workload whose trials are drawn.")
+    algorithm = param.Selector(default=None, objects=[], allow_None=True,
+                               doc="Algorithm whose trials are drawn.")
+    outcome = param.Selector(default="time_to_target", objects=list(OUTCOMES),
+                             doc="What the scatters put on the y axis.")
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._about = pn.pane.Markdown(sizing_mode="stretch_width",
+                                       css_classes=["pb-hparams-about"])
+        self._scatter = pn.pane.HoloViews(sizing_mode="stretch_width",
+                                          css_classes=["pb-hparams-scatter"])
+        self._parallel = pn.pane.HoloViews(sizing_mode="stretch_width",
+                                           css_classes=["pb-hparams-parallel"])
+        self._offering = False  # True while _offer sets the pickers: no redraw per assignment
+        self._drawn: tuple | None = None  # what the plots show (see _update)
+        self.param.watch(self._pick_changed, ["workload", "algorithm", "outcome"])
+        self._first_draw()
+
+    def _pick_changed(self, *_events) -> None:
+        if not self._offering:
+            self._selection_changed()
+
+    def _offer(self) -> None:
+        """Picker choices from the selection: the shown workloads with runs, and the algorithms
+        with runs on the picked one; a pick no longer offered falls back to _default_pick."""
+        runs = self.selection.runs
+        present = set(runs["workload"])
+        groups = self.selection.workload_groups() if len(runs) else {}
+        workloads = [w for ws in groups.values() for w in ws if w in present]
+        workload, algorithm = self.workload, self.algorithm
+        if workload not in workloads:
+            workload, algorithm = _default_pick(self.selection)
+        algorithms = sorted(runs.loc[runs["workload"] == workload, "algorithm"].unique()) \
+            if workload else []
+        if algorithm not in algorithms:
+            algorithm = algorithms[0] if algorithms else None
+        self._offering = True
+        try:
+            self.param.workload.objects = workloads
+            self.param.algorithm.objects = algorithms
+            self.param.update(workload=workload, algorithm=algorithm)
+        finally:
+            self._offering = False
+
+    def _update(self) -> None:
+        self._offer()
+        if self.workload is None or self.algorithm is None:
+            self._about.object = "No runs to show with the current selection."
+            self._scatter.visible = self._parallel.visible = False
+            self._drawn = None
+            return
+        full = trials_for(self.selection, self.workload, self.algorithm)
+        frame = H.sample_trials(full, MAX_TRIALS)
+        # A filter that leaves the drawn trials as they were (another algorithm hidden, ...)
+        # keeps the plots: building their Bokeh models is most of a redraw's time.
+        drawn = (self.workload, self.algorithm, self.outcome, MAX_TRIALS,
+                 frame.attrs.get("time_units"), pd.util.hash_pandas_object(
+                     frame.drop(columns=H.hparam_columns(frame)), index=False).sum())
+        if drawn != self._drawn:
+            metric = _metric(self.selection, self.workload)
+            scatter = scatter_plots(frame, self.algorithm, self.outcome, metric)
+            parallel = parallel_plot(frame, self.algorithm)
+            self._scatter.param.update(object=scatter, visible=scatter is not None)
+            self._parallel.param.update(object=parallel, visible=parallel is not None)
+            self._drawn = drawn
+        self._about.object = self._text(full, frame)
+
+    def _text(self, full: pd.DataFrame, frame: pd.DataFrame) -> str:
+        n, reached = len(full), int(full["reached"].sum()) if len(full) else 0
+        drawn = (f"all {n} trials drawn" if len(frame) == n else
+                 f"{len(frame):,} of {n:,} trials drawn (a fixed random sample: at most "
+                 f"{MAX_TRIALS:,} lines)")
+        parts = [f"**{self.algorithm} on {self.workload}**: {drawn}; {reached} reached the target."]
+        axes = H.numeric_axes(frame)
+        if axes:
+            logs = H.log_axes(frame, self.algorithm, axes)
+            scales = ", ".join(f"{H.hparam_name(c)} ({'log' if logs[c] else 'linear'})"
+                               for c in axes)
+            parts.append(f"Axes: {scales}.")
+        else:
+            parts.append("No numeric hyperparameter varies over these trials: nothing to plot.")
+        fixed = H.fixed_hparams(frame)
+        if fixed:
+            parts.append("Fixed: " + ", ".join(f"{k} = {_value_text(v)}"
+                                               for k, v in fixed.items()) + ".")
+        other = [H.hparam_name(c) for c in H.hparam_columns(frame)
+                 if c not in axes and H.hparam_name(c) not in fixed]
+        if other:
+            parts.append("Not drawn (not numbers, or missing in some trials' records): "
+                         + ", ".join(other) + ".")
+        return " ".join(parts)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(
+            pn.pane.Markdown(
+                "### Hyperparameters\nEach trial's outcome against each hyperparameter that "
+                "varies, then all of them at once as parallel coordinates (one line per trial, "
+                "coloured by its time to target; grey: missed the target; on the scatters a "
+                "grey cross above the slowest hit is a miss). An axis is log when "
+                "the algorithm's search space says so, else when all its values are positive "
+                "and span at least two decades."),
+            pn.Row(pn.widgets.Select.from_param(self.param.workload, name="Workload", width=300),
+                   pn.widgets.Select.from_param(self.param.algorithm, name="Algorithm",
+                                                width=260),
+                   pn.widgets.RadioButtonGroup.from_param(
+                       self.param.outcome, name="", options={v: k for k, v in OUTCOMES.items()},
+                       color="light"),
+                   sizing_mode="stretch_width"),
+            self._about, self._scatter, self._parallel, sizing_mode="stretch_width")

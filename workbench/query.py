@@ -316,8 +316,8 @@ def _run_ids(store: Store, indexed: set[str] | frozenset[str] = frozenset()) -> 
     except FileNotFoundError:
         return []
     runs_dir = str(store.runs_dir)
-    return sorted(n for n in names
-                  if n in indexed or os.path.isfile(os.path.join(runs_dir, n, R.RUN_DOC)))
+    return sorted(n for n in names if not n.startswith(".")  # a writer's temporary folder
+                  and (n in indexed or os.path.isfile(os.path.join(runs_dir, n, R.RUN_DOC))))
 
 
 def indexed_run_ids(store: Store) -> set[str]:

@@ -58,7 +58,7 @@ def _store_signature(root: Path, finished: Iterable[str] = ()) -> tuple:
     100,000-run store costs one directory listing and a few stat calls."""
     runs_dir = root / R.RUNS_DIR
     try:
-        names = sorted(os.listdir(runs_dir))
+        names = sorted(n for n in os.listdir(runs_dir) if not n.startswith("."))
     except OSError:
         return ((root / R.STORE_DOC).exists(),)
     done = finished if isinstance(finished, (set, frozenset)) else set(finished)
@@ -417,7 +417,7 @@ class Filters(pn.viewable.Viewer):
         super().__init__(**params)
         sel = self.selection.param
         self._bases = pn.widgets.CheckBoxGroup(css_classes=["pb-base-workloads"])
-        self._variants = pn.widgets.CheckBoxGroup(css_classes=["pb-variants"])
+        self._variants = pn.widgets.CheckBoxGroup(css_classes=["pb-variant-filter"])
         self._runs_picker = pn.widgets.MultiChoice(
             placeholder="default: see the Curves tab", search_option_limit=50,
             css_classes=["pb-curve-runs"])

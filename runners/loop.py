@@ -10,7 +10,8 @@ non-finite loss (status `diverged`). Every eval row lands in the store as soon a
 Two optional hooks run off the clock at each eval: `measure(model, workload, step)` returns extra
 columns for the eval row (e.g. the gradient noise scale, runners/noise.py), and `should_stop(row)`
 (row with its run_id) returns a reason to end the run early (e.g. pruning, runners/pruning.py),
-which then ends `complete` with that stop_reason.
+which then ends `complete` with that stop_reason. After the loop, off every clock, a complete run
+measures its batch-1 inference latency (runners/inference.py) into run.json's `inference_seconds`.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import torch
 
 from runners.api import Algorithm, TrainingComplete, Workload
 from runners.env import capture_environment, hardware_string
+from runners.inference import measure_after_run
 from runners.timing import DeviceClock
 from workbench.catalog import get_workload
 from workbench.records import metric_column
@@ -219,7 +221,11 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
                 break
             last = clock.now()  # the eval and its logging stay off the clock
 
+        wall_s = clock.now() - start
+        # --- off every clock: batch-1 inference latency of the trained model (DAWNBench)
+        inference_s, inference_note = measure_after_run(model, p.workload, p.device, status)
         writer.finish(status, stop_reason=reason, steps=step, examples=step * p.batch_size,
-                      train_seconds=train_s, eval_seconds=eval_s, wall_seconds=clock.now() - start,
-                      reached_validation=reached)
+                      train_seconds=train_s, eval_seconds=eval_s, wall_seconds=wall_s,
+                      reached_validation=reached, inference_seconds=inference_s,
+                      inference_note=inference_note)
         return writer.run_id

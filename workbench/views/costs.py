@@ -1,0 +1,562 @@
+"""Cost vs accuracy (DAWNBench and the compute-efficiency survey): dollars to the target, the
+Pareto front of cost against the best quality reached, cost-to-quality and speedup-at-quality
+curves, and batch-1 inference latency and cost per 10,000 examples.
+
+Every number comes from `workbench.costs` with the prices of an editable price table (one row per
+hardware key of the shown runs, filled from costs.PRICE_RULES); editing a price recomputes the
+view. A hardware key without a price shows "n/a" and a notice naming it. The curve plots are drawn
+for one workload, picked in the view; they read the eval rows of one run per study
+(costs.curve_runs), never every run of the store.
+"""
+from __future__ import annotations
+
+import math
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+import xarray as xr
+
+from workbench import costs
+from workbench import records as R
+from workbench.views.formats import MISS, NO_RUNS, duration, unit_for
+from workbench.views.base import FILTERS, View
+from workbench.views.leaderboard import GROUP_TITLES, TABLE_CSS, score_frame, wrap_title
+from workbench.views.selection import Selection
+
+hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
+
+__all__ = ["Costs", "figures", "cost_table", "cost_frame", "cost_pivot", "price_frame",
+           "train_time_cube", "missing_prices_note", "pareto_plot", "cost_quality_plot",
+           "speedup_plot", "usd", "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS"]
+
+NOT_PRICED = "n/a (no price)"  # a cost whose hardware has no price in the table
+MAX_PARETO_POINTS = 3000       # runs drawn on the Pareto plot (the front is always drawn whole)
+QUALITY_POINTS = 60            # quality thresholds of the cost-to-quality and s(q) curves
+EDITED = "edited in the dashboard"
+
+COST_TITLES = {
+    "algorithm": "Algorithm", "workload": "Workload", "hardware": "Hardware",
+    "usd_per_hour": "USD per hour", "time_to_target": "Median time to target",
+    "cost_to_target": "Median cost to target", "studies_reached": "Studies reached",
+    "inference_ms": "Inference latency (batch 1)", "inference_usd_per_10k":
+        "Inference cost per 10,000 examples",
+}
+PRICE_TITLES = {"hardware": "Hardware", "usd_per_hour": "USD per hour (edit me)",
+                "source": "Source of the price"}
+
+
+def usd(value: float) -> str:
+    """'$1,234', '$12.34', '$0.0123' (three significant digits below $1); MISS for +inf,
+    NOT_PRICED for NaN."""
+    if value is None or math.isnan(value):
+        return NOT_PRICED
+    if math.isinf(value):
+        return MISS
+    if value >= 100:
+        return f"${value:,.0f}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.3g}" if value > 0 else "$0"
+
+
+def _milliseconds(seconds: float) -> str:
+    return "not measured" if seconds is None or math.isnan(seconds) else f"{seconds * 1e3:.3g} ms"
+
+
+def _shown_workloads(selection: Selection) -> list[str]:
+    """Shown workloads in leaderboard order (scored, held-out variants, other variants)."""
+    groups = selection.workload_groups() if len(selection.runs) else {}
+    ordered = [w for ws in groups.values() for w in ws if w in selection.workloads]
+    return ordered + [w for w in selection.workloads if w not in ordered]
+
+
+def train_time_cube(selection: Selection) -> xr.Dataset:
+    """The selection's final cube on the shown workloads with time_to_target in training
+    seconds whatever the sidebar's time axis: cost is training time x price (DAWNBench)."""
+    def make() -> xr.Dataset:
+        cube = selection.cube
+        cube = cube.sel(workload=[w for w in cube["workload"].values
+                                  if w in set(selection.workloads)])
+        if selection.time_axis == "train_seconds":
+            return cube
+        runs = selection.runs
+        reached = runs["reached_target"].fillna(False).to_numpy(bool)
+        seconds = dict(zip(runs["run_id"], np.where(
+            reached, runs["time_to_target"].to_numpy(float, na_value=np.nan), np.inf)))
+        ids = cube["run_id"].values
+        train = np.array([seconds.get(r, np.nan) for r in ids.ravel()], dtype=float)
+        return cube.assign(time_to_target=(cube["run_id"].dims, train.reshape(ids.shape),
+                                           {"units": "s"}))
+    return selection.cached("costs:train_time_cube", make)
+
+
+def _prices_key(prices: costs.PriceTable) -> str:
+    """A cache-key text of the prices (hardware key and USD per hour of each)."""
+    return repr(sorted((k, p.usd_per_hour) for k, p in prices.prices.items()))
+
+
+def cost_table(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
+    """costs.cost_table of the shown runs at these prices (cached per data, filters, prices)."""
+    return selection.cached(f"costs:table:{_prices_key(prices)}", lambda: costs.cost_table(
+        train_time_cube(selection), selection.runs, prices))
+
+
+def price_frame(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
+    """The editable price table: one row per hardware key of the shown runs."""
+    return prices.to_frame(sorted({costs.hardware_key(h) for h in
+                                   selection.runs["hardware"].unique()}))
+
+
+def missing_prices_note(selection: Selection, prices: costs.PriceTable) -> str:
+    """Markdown naming each shown hardware key without a price ("" when all are priced)."""
+    missing = prices.missing(selection.runs["hardware"].unique())
+    if not missing:
+        return ""
+    names = ", ".join(f"`{k}`" for k in missing)
+    return (f"**No price for {names}:** the costs of these runs show *{NOT_PRICED}*. Type the "
+            "on-demand USD per hour of that machine into the price table's *USD per hour* "
+            "column (its row is already there); the costs recompute at once.")
+
+
+def cost_frame(selection: Selection, prices: costs.PriceTable,
+               workload: str | None = None) -> pd.DataFrame:
+    """One formatted row per shown (algorithm, workload) with runs (only `workload`'s when
+    given), workloads in leaderboard order, algorithms by median cost to target (cheapest
+    first)."""
+    if not len(selection.runs):
+        return pd.DataFrame(columns=list(COST_TITLES))
+    table = cost_table(selection, prices)
+    if workload is not None:
+        table = table[table["workload"] == workload]
+    order = {w: i for i, w in enumerate(_shown_workloads(selection))}
+    table = table[table["workload"].isin(order)].assign(
+        _w=table["workload"].map(order),
+        _c=table["cost_to_target"].fillna(np.inf).where(~table["unpriced"], np.inf))
+    table = table.sort_values(["_w", "_c", "algorithm"], kind="stable")
+    unit = unit_for(table["time_to_target"])
+    return pd.DataFrame({
+        "algorithm": table["algorithm"], "workload": table["workload"],
+        "hardware": table["hardware"],
+        "usd_per_hour": table["usd_per_hour"].map(lambda p: NOT_PRICED if math.isnan(p)
+                                                  else f"${p:,.4g}"),
+        "time_to_target": table["time_to_target"].map(lambda t: duration(t, unit)),
+        "cost_to_target": table["cost_to_target"].map(usd),
+        "studies_reached": [f"{r}/{n}" for r, n in zip(table["studies_reached"],
+                                                       table["studies"])],
+        "inference_ms": table["inference_seconds"].map(_milliseconds),
+        "inference_usd_per_10k": [usd(c) if n else "not measured" for c, n in
+                                  zip(table["inference_usd_per_10k"], table["inference_runs"])],
+    }).reset_index(drop=True)
+
+
+def cost_pivot(selection: Selection, prices: costs.PriceTable,
+               workloads: list[str] | None = None) -> pd.DataFrame:
+    """Median cost to target (formatted) per algorithm (rows, leaderboard order) and workload
+    (columns: `workloads`, default every shown one in leaderboard order); NO_RUNS where an
+    algorithm has no runs."""
+    if not len(selection.runs):
+        return pd.DataFrame(columns=["algorithm"])
+    table = cost_table(selection, prices)
+    pivot = table.assign(text=table["cost_to_target"].map(usd)).pivot(
+        index="algorithm", columns="workload", values="text")
+    workloads = _shown_workloads(selection) if workloads is None else workloads
+    order = [a for a in score_frame(selection)["algorithm"] if a in pivot.index]
+    order += sorted(a for a in pivot.index if a not in order)
+    pivot = pivot.reindex(index=order, columns=workloads).fillna(NO_RUNS)
+    return pivot.rename_axis(index="algorithm", columns=None).reset_index()
+
+
+# -- the plots of one workload -------------------------------------------------------------------
+def _log_scale(values) -> bool:
+    """A log cost axis when the positive finite costs span at least two decades (a log axis
+    over less labels its minor ticks, which crowd)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    return bool(values.size) and bool(values.max() >= 100 * values.min())
+
+
+def _cost_label(what: str, log: bool) -> str:
+    return f"{what} (USD{', log scale' if log else ''})"
+
+
+def _quality_range(quality: pd.Series, direction: str) -> tuple[float, float]:
+    """y range of a quality axis: the best value and the 10th percentile from the worst end, so
+    a few runs that went nowhere do not squash the front (pan to see them)."""
+    best = quality.max() if direction == "max" else quality.min()
+    bulk = quality.quantile(0.1 if direction == "max" else 0.9)
+    low, high = sorted((float(bulk), float(best)))
+    pad = 0.05 * (high - low) or 0.05 * abs(high) or 0.05
+    return low - pad, high + pad
+
+
+def _workload_runs(selection: Selection, workload: str) -> pd.DataFrame:
+    return selection.runs[selection.runs["workload"] == workload]
+
+
+def _curve_rows(selection: Selection, workload: str) -> pd.DataFrame:
+    """Eval rows of the runs standing for each study of `workload` (costs.curve_runs), read
+    once per data and filters."""
+    def make() -> pd.DataFrame:
+        picked = selection.cached("costs:curve_runs",
+                                  lambda: costs.curve_runs(train_time_cube(selection)))
+        ids = picked.loc[(picked["workload"] == workload)
+                         & picked["algorithm"].isin(selection.algorithms), "run_id"].tolist()
+        if not ids or selection.store is None:
+            return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
+        return selection.store.evals(ids)
+    return selection.cached(f"costs:evals:{workload}", make)
+
+
+def _quality_of(runs: pd.DataFrame) -> tuple[str, str, float]:
+    """(validation metric column, direction, validation target) of one workload's runs."""
+    first = runs.iloc[0]
+    target = first["target_validation"]
+    return (R.metric_column("validation", first["target_metric"]), first["target_direction"],
+            float(target) if target is not None and not pd.isna(target) else math.nan)
+
+
+def pareto_plot(selection: Selection, workload: str,
+                prices: costs.PriceTable) -> hv.Overlay | None:
+    """Every shown run of `workload` at (cost of the whole run, best validation quality), log
+    cost axis, coloured by algorithm; the Pareto front as a black step line. None when no run
+    has a priced cost and a quality."""
+    runs = _workload_runs(selection, workload)
+    if not len(runs):
+        return None
+    metric, direction, _ = _quality_of(runs)
+    points = costs.run_costs(runs, prices).assign(
+        quality=runs["best_validation"].to_numpy(float))
+    points = points[(points["train_cost_usd"] > 0) & np.isfinite(points["quality"])]
+    if not len(points):
+        return None
+    front = points[costs.pareto_front(points["train_cost_usd"], points["quality"], direction)]
+    front = front.sort_values("train_cost_usd")
+    drawn = points.drop(front.index)
+    step = max(1, math.ceil(len(drawn) / MAX_PARETO_POINTS))
+    drawn = pd.concat([drawn.iloc[::step], front])
+    colors = selection.colors
+    scatters = [hv.Scatter(part, "train_cost_usd", ["quality", "algorithm", "run_id"],
+                           label=str(name)).opts(color=colors.get(name, "gray"))
+                for name, part in drawn.groupby("algorithm", sort=True)]
+    line = hv.Curve(front, "train_cost_usd", ["quality", "algorithm", "run_id"],
+                    label="Pareto front").opts(color="black", interpolation="steps-post",
+                                               line_width=2)
+    marks = hv.Scatter(front, "train_cost_usd", ["quality", "algorithm", "run_id"]).opts(
+        fill_alpha=0, line_color="black", line_width=2, size=12)
+    shown = f"{len(drawn)} of {len(points)} runs drawn" if step > 1 else f"{len(points)} runs"
+    log = _log_scale(points["train_cost_usd"])
+    return hv.Overlay([*scatters, line, marks]).opts(
+        hv.opts.Scatter(size=6, alpha=0.7, tools=["hover"]),
+        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=log,
+                        show_grid=True,
+                        ylim=_quality_range(points["quality"], direction),
+                        xlabel=_cost_label("cost of the whole run", log),
+                        ylabel=f"best {metric} reached", legend_position="right",
+                        title=f"{workload}: cost vs best quality ({shown})"))
+
+
+def _curves(selection: Selection, workload: str, prices: costs.PriceTable):
+    """(best_so_far rows, metric, direction, target, median cost to quality (algorithm,
+    quality) or None) of `workload`'s curve runs, cached per data, filters and prices."""
+    def make():
+        runs = _workload_runs(selection, workload)
+        empty = pd.DataFrame(columns=["run_id", "algorithm", "cost_usd", "quality"])
+        if not len(runs):
+            return empty, "", "max", math.nan, None
+        metric, direction, target = _quality_of(runs)
+        evals = _curve_rows(selection, workload)
+        evals = evals[evals["run_id"].isin(runs["run_id"])]
+        if metric not in evals.columns or not len(evals):
+            return empty, metric, direction, target, None
+        curves = costs.best_so_far(evals, runs, prices, metric, direction)
+        curves = curves[curves["cost_usd"] > 0]  # drawn on log axes; unpriced (NaN) left out
+        if not len(curves.dropna(subset=["quality"])):
+            return empty, metric, direction, target, None
+        grid = costs.quality_grid(curves, direction, QUALITY_POINTS, include=[target])
+        medians = costs.median_cost_to_quality(costs.cost_to_quality(curves, grid, direction))
+        return curves, metric, direction, target, medians
+    return selection.cached(f"costs:curves:{workload}:{_prices_key(prices)}", make)
+
+
+def cost_quality_plot(selection: Selection, workload: str,
+                      prices: costs.PriceTable) -> hv.Overlay | None:
+    """Best quality so far against cost so far: a thin grey line per curve run (one per study;
+    one glyph for all, which keeps the plot quick to draw) and, bold and coloured, each
+    algorithm's median over studies of the cost to reach each quality; the target dashed. None
+    when there is nothing priced to draw."""
+    curves, metric, direction, target, medians = _curves(selection, workload, prices)
+    if medians is None:
+        return None
+    colors = selection.colors
+    runs = [{"cost_usd": r["cost_usd"].to_numpy(float), "quality": r["quality"].to_numpy(float)}
+            for _, r in curves.groupby("run_id", sort=True)]
+    parts = [hv.Path(runs, kdims=["cost_usd", "quality"]).opts(color="gray", alpha=0.35,
+                                                                line_width=1)]
+    for name in medians["algorithm"].values:
+        cost = medians.sel(algorithm=name).values
+        keep = np.isfinite(cost)
+        if keep.any():
+            order = np.argsort(cost[keep], kind="stable")
+            parts.append(hv.Curve((cost[keep][order], medians["quality"].values[keep][order]),
+                                  "cost_usd", "quality", label=str(name)).opts(
+                color=colors.get(name, "gray"), line_width=3, interpolation="steps-post"))
+    if not math.isnan(target):
+        parts.append(hv.HLine(target).opts(color="black", line_dash="dashed", line_width=1.5))
+    log = _log_scale(curves["cost_usd"])
+    return hv.Overlay(parts).opts(
+        hv.opts.Curve(tools=["hover"]),
+        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=log,
+                        show_grid=True,
+                        xlabel=_cost_label("cost so far", log), ylabel=f"best {metric} so far",
+                        legend_position="right",
+                        title=f"{workload}: quality reached for the money (bold: median over "
+                              f"studies)"))
+
+
+def speedup_plot(selection: Selection, workload: str,
+                 prices: costs.PriceTable) -> hv.Overlay | None:
+    """s(q) = reference's median cost to reach q / each algorithm's, over the quality grid, log y
+    axis; 1 dashed, the target dotted. None without the reference's curves or a priced cost."""
+    reference = selection.reference
+    curves, metric, direction, target, medians = _curves(selection, workload, prices)
+    drawn = set(curves["algorithm"]) if medians is not None else set()
+    if reference not in drawn or len(drawn) < 2:
+        return None
+    speedups = costs.speedup_at_quality(medians, reference)
+    colors = selection.colors
+    parts = []
+    for name in speedups["algorithm"].values:
+        s = speedups.sel(algorithm=name)
+        keep = np.isfinite(s.values)
+        if keep.any():
+            parts.append(hv.Curve((s["quality"].values[keep], s.values[keep]), metric,
+                                  "speedup", label=str(name)).opts(
+                color=colors.get(name, "gray"), line_width=2.5))
+    if not parts:
+        return None
+    parts.append(hv.HLine(1.0).opts(color="black", line_dash="dashed", line_width=1))
+    if not math.isnan(target):
+        parts.append(hv.VLine(target).opts(color="black", line_dash="dotted", line_width=1.5))
+    return hv.Overlay(parts).opts(
+        hv.opts.Curve(tools=["hover"], interpolation="steps-mid"),
+        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logy=True,
+                        show_grid=True,
+                        invert_xaxis=direction == "min",
+                        xlabel=f"quality threshold q ({metric}; better to the right)",
+                        ylabel=f"s(q): cost of {reference} / cost of the algorithm",
+                        legend_position="right",
+                        title=f"{workload}: speedup at quality over {reference}"))
+
+
+def figures(selection: Selection, prices: costs.PriceTable | None = None) -> dict[str, hv.Overlay]:
+    """The view's plots for every shown workload, by name ("cost_pareto_<workload>",
+    "cost_quality_<workload>", "speedup_at_quality_<workload>"); default prices from
+    costs.PRICE_RULES. A plot with nothing to draw is left out."""
+    if not len(selection.runs):
+        return {}
+    prices = prices or costs.PriceTable.defaults(selection.runs["hardware"].unique())
+    out = {}
+    for workload in _shown_workloads(selection):
+        plots = {"cost_pareto": pareto_plot(selection, workload, prices),
+                 "cost_quality": cost_quality_plot(selection, workload, prices),
+                 "speedup_at_quality": speedup_plot(selection, workload, prices)}
+        out.update({f"{kind}_{workload}": plot for kind, plot in plots.items() if plot is not None})
+    return out
+
+
+# The plots of one workload, by the CSS class of their pane (browser tests find them by it).
+PLOTS = {"pb-cost-pareto": pareto_plot, "pb-cost-quality": cost_quality_plot,
+         "pb-speedup-quality": speedup_plot}
+
+
+class Costs(View):
+    """The price table, the median cost to target of every shown workload and, for the workload
+    picked here, its costs and inference table and its Pareto, quality-for-the-money and
+    speedup-at-quality plots. Draws only while shown (workbench.views.base.View)."""
+
+    WATCHES = FILTERS + ("reference",)
+    workload = param.Selector(default=None, objects=[], allow_None=True,
+                              doc="Workload of the table and plots of one workload.")
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._edited: dict[str, costs.Price] = {}  # prices typed into the table, kept on refresh
+        self._applying = False  # True while the view itself writes the price table
+        self._prices = pn.widgets.Tabulator(
+            show_index=False, layout="fit_data_stretch", sizing_mode="stretch_width",
+            titles=PRICE_TITLES, css_classes=["pb-prices"], stylesheets=[TABLE_CSS],
+            editors={"hardware": None, "source": None,
+                     "usd_per_hour": {"type": "number", "min": 0, "step": 0.01}},
+            formatters={"source": {"type": "textarea"}}, widths={"source": "50%"})
+        self._prices.param.watch(self._prices_edited, "value")
+        self._notice = pn.pane.Alert(alert_type="warning", sizing_mode="stretch_width",
+                                     visible=False, css_classes=["pb-missing-prices"])
+        self._overview = pn.Column(sizing_mode="stretch_width")
+        self._detail = pn.Column(sizing_mode="stretch_width")
+        self._slots = {css: pn.Column(sizing_mode="stretch_width") for css in PLOTS}
+        self._plots = pn.Column(*self._slots.values(), sizing_mode="stretch_width")
+        self._drawn: dict[str, tuple] = {}  # part -> the state it was last drawn for
+        self.param.watch(lambda _: self._draw_workload(), "workload")
+        self._first_draw()
+
+    # -- prices ------------------------------------------------------------------------------
+    @property
+    def prices(self) -> costs.PriceTable:
+        """The prices in use: the defaults of the shown hardware, with the edits over them."""
+        defaults = costs.PriceTable.defaults(self.selection.runs["hardware"].unique())
+        return costs.PriceTable({**defaults.prices, **self._edited})
+
+    def _show_prices(self) -> None:
+        prices = self.prices
+        self._applying = True
+        try:
+            self._prices.value = price_frame(self.selection, prices)
+        finally:
+            self._applying = False
+        note = missing_prices_note(self.selection, prices)
+        self._notice.param.update(object=note, visible=bool(note))
+
+    def _prices_edited(self, event: param.parameterized.Event) -> None:
+        """Prices typed into the table: keep them (source: edited) and recompute the view; an
+        emptied price falls back to the default, an invalid one is refused with a notice."""
+        if self._applying:
+            return
+        shown, refused, changed = self.prices, [], False
+        for row in event.new.to_dict("records"):
+            key, value = row["hardware"], row["usd_per_hour"]
+            old = shown.usd_per_hour(key)
+            if value is None or pd.isna(value):
+                changed |= self._edited.pop(key, None) is not None
+            elif math.isnan(old) or float(value) != old:
+                try:
+                    self._edited[key] = costs.Price(float(value), EDITED)
+                    changed = True
+                except (TypeError, ValueError) as exc:
+                    refused.append(f"**Price of `{key}` not used:** {exc}")
+        if not (changed or refused):
+            return  # the browser echoed the table back unchanged: nothing to recompute
+        self._show_prices()
+        if refused:
+            self._notice.param.update(object="\n\n".join(refused), visible=True)
+        self._draw_costs()
+
+    # -- drawing -----------------------------------------------------------------------------
+    def _update(self) -> None:
+        """The selection changed: prices of the shown hardware, workload choices, everything."""
+        shown = _shown_workloads(self.selection)
+        self.param.workload.objects = shown
+        self._show_prices()
+        before = self.workload
+        if self.workload not in shown:
+            self.workload = shown[0] if shown else None  # a new workload draws its own part
+        if self.workload == before:
+            self._draw_workload()
+        self._draw_overview()
+
+    def _draw_costs(self) -> None:
+        self._draw_overview()
+        self._draw_workload()
+
+    def _state(self, *extra) -> tuple:
+        """What a part drawn from the selection depends on: data, filters, prices and `extra`."""
+        filters = (getattr(self.selection, f) for f in FILTERS)
+        return (*(tuple(v) if isinstance(v, list) else v for v in filters),
+                _prices_key(self.prices), *extra)
+
+    def _redraw(self, part: str, state: tuple) -> bool:
+        """Whether `part` needs drawing for `state` (remembered as drawn): one filter change
+        can notify twice (algorithms, then the reference they imply); only changed parts redraw."""
+        if self._drawn.get(part) == state:
+            return False
+        self._drawn[part] = state
+        return True
+
+    def _draw_overview(self) -> None:
+        """Median cost to target, algorithm x workload (cost_pivot), one table per group of
+        workloads as on the leaderboard (scored, held out, other)."""
+        if not self._redraw("overview", self._state()):
+            return
+        groups = self.selection.workload_groups() if len(self.selection.runs) else {}
+        parts, prices = [], self.prices
+        for name, workloads in groups.items():
+            workloads = [w for w in workloads if w in self.selection.workloads]
+            if not workloads:
+                continue
+            frame = cost_pivot(self.selection, prices, workloads)
+            parts += [pn.pane.Markdown(f"**{GROUP_TITLES[name]}**"), pn.widgets.Tabulator(
+                frame, disabled=True, show_index=False, layout="fit_columns", sortable=False,
+                sizing_mode="stretch_width", css_classes=[f"pb-cost-overview-{name}"],
+                stylesheets=[TABLE_CSS], widths={"algorithm": 190},
+                titles={"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}},
+                text_align={w: "right" for w in workloads})]
+        self._overview.objects = parts or [
+            pn.pane.Markdown("No runs with the current selection.")]
+
+    def _draw_workload(self) -> None:
+        """The picked workload's cost table (cost_frame) and plots."""
+        if not self.shown:
+            self._stale = True
+            return
+        workload, prices = self.workload, self.prices
+        if workload is None:
+            self._drawn.clear()
+            self._detail.objects = [pn.pane.Markdown("No runs with the current selection.")]
+            for slot in self._slots.values():
+                slot.objects = []
+            return
+        if self._redraw("detail", self._state(workload)):
+            frame = cost_frame(self.selection, prices, workload).drop(columns="workload")
+            self._detail.objects = [pn.widgets.Tabulator(
+                frame, disabled=True, show_index=False, layout="fit_columns", sortable=False,
+                widths={"algorithm": 190, "hardware": 200},
+                sizing_mode="stretch_width", titles=COST_TITLES, css_classes=["pb-costs"],
+                stylesheets=[TABLE_CSS], text_align={c: "right" for c in COST_TITLES
+                                                     if c not in ("algorithm", "hardware")})]
+        for css, draw in PLOTS.items():
+            extra = (self.selection.reference,) if css == "pb-speedup-quality" else ()
+            if self._redraw(css, self._state(workload, *extra)):
+                plot = draw(self.selection, workload, prices)
+                self._slots[css].objects = [
+                    pn.pane.HoloViews(plot, sizing_mode="stretch_width", css_classes=[css])
+                    if plot is not None else
+                    pn.pane.Markdown(self._nothing(css), css_classes=[css])]
+
+    def _nothing(self, css: str) -> str:
+        if css == "pb-speedup-quality":
+            return (f"*{self.workload}: no speedup-at-quality curve: it needs priced curves of "
+                    f"the reference algorithm ({self.selection.reference}) and of another "
+                    "algorithm.*")
+        return f"*{self.workload}: nothing to draw: no run has both a priced cost and a quality.*"
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(
+            pn.pane.Markdown(
+                "### Cost vs accuracy\nCost = training hours (the training clock, evals off it, "
+                "as DAWNBench counted) x the hourly price of the run's hardware. **Prices** are "
+                "on-demand USD per hour by hardware; edit a price and every cost below "
+                "recomputes."),
+            self._prices, self._notice,
+            pn.pane.Markdown(
+                "#### Median cost to target\nPer study the trial the leaderboard's rule chose "
+                "(first to meet the validation target), its training time x its price; the "
+                f"median over studies (*{MISS}*: the median study missed; *{NOT_PRICED}*: its "
+                "hardware has no price above)."),
+            self._overview,
+            pn.pane.Markdown(
+                "#### One workload\nIts costs per algorithm, cheapest first. *Inference*: the "
+                "median over runs of the batch-1 latency measured at the end of each run (median "
+                "of 50 single-example forward passes, off the training clock), and what 10,000 "
+                "such inferences cost at the run's price. Then its curves. "
+                "*Cost vs best quality*: every run at its whole cost and best validation value; "
+                "black rings and steps: the Pareto front (no run is both cheaper and better). "
+                "*Quality for the money*: best validation value so far against cost so far, thin "
+                "grey per study (the chosen trial, or the best one of a study that missed), bold "
+                "the median over studies of the cost to reach each quality. *Speedup at "
+                "quality*: s(q) = the reference's median cost to reach q / the algorithm's "
+                "(above 1: cheaper than the reference), where both reach q."),
+            pn.widgets.Select.from_param(self.param.workload, name="Workload", width=320),
+            self._detail, self._plots,
+            sizing_mode="stretch_width")

@@ -257,15 +257,23 @@ def _leaderboard_scores(page) -> list[tuple[str, str]]:
     return list(zip(_leaderboard_algorithms(page), [t.strip() for t in scores.all_inner_texts()]))
 
 
-def _shoot_tabs(page, prefix: str) -> None:
+# Every view tab, and what shows that it has drawn.
+VIEW_READY = {
+    "Studies": ".pb-studies .tabulator-row", "Speedups": ".pb-speedups .tabulator-row",
+    "Profiles": ".pb-profiles canvas", "Curves": ".pb-curve canvas",
+    "Robustness": ".pb-robustness .tabulator-row", "Costs": ".pb-costs .tabulator-row",
+    "Hyperparameters": ".pb-hparams-scatter canvas",
+}
+
+
+def _shoot_tabs(page, prefix: str, ready: dict[str, str] = VIEW_READY) -> None:
     """A full-page screenshot of each view tab, after its content has drawn."""
-    ready = {"Studies": ".pb-studies .tabulator-row", "Speedups": ".pb-speedups .tabulator-row",
-             "Profiles": ".pb-profiles canvas", "Curves": ".pb-curve canvas"}
     for tab, selector in ready.items():
         _open_tab(page, tab)
         page.locator(selector).first.wait_for(timeout=60_000)
         page.wait_for_timeout(800)
-        page.screenshot(path=SHOTS / f"{prefix}-{tab.lower()}.png", full_page=True)
+        page.screenshot(path=SHOTS / f"{prefix}-{tab.lower().replace(' ', '-')}.png",
+                        full_page=True)
     _open_tab(page, "Leaderboard")
 
 
@@ -310,3 +318,56 @@ def test_report_of_the_imported_algoperf_v05_logs_offline(page, algoperf_store, 
     _shoot_tabs(page, "algoperf-report")
     assert blocked == [] and page.errors == []
     assert out.stat().st_size < 30e6
+
+
+# -- a study of our own, run by the runner ----------------------------------------------------
+@pytest.fixture(scope="module")
+def own_study(tmp_path_factory):
+    """A real (small) study: adamw and nadamw on digits_mlp and its tanh variant, 2 trials."""
+    from runners.launch import run_study
+    from workbench.spec import StudySpec
+    from workbench.store import open_store
+
+    path = tmp_path_factory.mktemp("own") / "store"
+    spec = StudySpec(name="browser", workloads=("digits_mlp", "digits_mlp_tanh"),
+                     algorithms=("adamw", "nadamw"), studies=1, trials=2)
+    result = run_study(spec, open_store(path, create=True), workers=2, progress=False)
+    assert result.failed == [] and result.succeeded == 8
+    return path
+
+
+def _time_cell(page, algorithm: str, workload: str) -> str:
+    row = page.locator(".pb-times-scored .tabulator-row", has_text=algorithm).first
+    return row.locator(f".tabulator-cell[tabulator-field='{workload}']").inner_text().strip()
+
+
+@pytest.mark.slow
+def test_every_view_of_our_own_study_with_filters(page, own_study):
+    from workbench import scoring
+    from workbench.views.formats import amount
+    from workbench.views.selection import Selection
+
+    sel = Selection(store_path=str(own_study))
+    expected_order = list(sel.scores()["algorithm"])
+    times = scoring.workload_times(sel.cube)
+    expected = amount(float(times.sel(algorithm="nadamw", workload="digits_mlp")), "s")
+    sel.time_axis = "step"
+    steps = amount(float(sel.workload_times().sel(algorithm="nadamw", workload="digits_mlp")),
+                   "steps")
+    with _panel_serve(own_study) as url:
+        page.goto(url)
+        _wait_rows(page, expected_order)
+        assert _time_cell(page, "nadamw", "digits_mlp") == expected  # a known time to target
+        page.screenshot(path=SHOTS / "own-leaderboard.png", full_page=True)
+        _shoot_tabs(page, "own", {k: v for k, v in VIEW_READY.items() if k != "Speedups"})
+        page.locator(".bk-btn", has_text="steps").first.click()  # the time axis
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while _time_cell(page, "nadamw", "digits_mlp") != steps:
+            assert time.monotonic() < deadline, _time_cell(page, "nadamw", "digits_mlp")
+            page.wait_for_timeout(250)
+        _open_tab(page, "Profiles")  # a hidden view redraws when opened, on the new axis
+        page.locator(".pb-profiles canvas").first.wait_for()
+        _open_tab(page, "Leaderboard")
+        _uncheck_until(page, "adamw", ["nadamw"])  # back from other tabs: still recomputes
+        page.screenshot(path=SHOTS / "own-filtered-steps.png", full_page=True)
+    assert page.errors == []

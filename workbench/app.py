@@ -8,10 +8,13 @@ from pathlib import Path
 
 import panel as pn
 
+from workbench.views.costs import Costs
 from workbench.views.curves import Curves
 from workbench.views.early_ranking import EarlyRanking
+from workbench.views.hparams import Hyperparameters
 from workbench.views.leaderboard import Leaderboard
 from workbench.views.profiles import Profiles
+from workbench.views.robustness import Robustness
 from workbench.views.scaling import Scaling
 from workbench.views.selection import Filters, Selection, StoreNotice
 from workbench.views.speedups import Speedups
@@ -57,6 +60,7 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
         ("Leaderboard", Leaderboard), ("Studies", StudyTimes), ("Speedups", Speedups),
         ("Profiles", Profiles),
         ("Curves", lambda **kw: Curves(one_workload=dynamic, only_scored=not dynamic, **kw)),
+        ("Robustness", Robustness), ("Costs", Costs), ("Hyperparameters", Hyperparameters),
         ("Early ranking", EarlyRanking), ("Scaling", Scaling),
     ]
     shown = [name for name, _ in views][:1] if dynamic else [name for name, _ in views]

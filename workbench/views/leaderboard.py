@@ -22,10 +22,9 @@ __all__ = ["Leaderboard", "score_frame", "times_frame", "workload_time_table", "
            "TABLE_CSS", "GROUP_TITLES",
            "wrap_title", "MISS", "NO_RUNS"]
 
-SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (100-point grid)",
-                "interval": "90 % interval (studies resampled)",
-                "exact_score": "Score (exact integral)", "workloads_reached": "Workloads reached",
-                "workloads_scored": "Workloads scored", "speedup": "Speedup over the reference"}
+SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)", "interval": "90 % interval",
+                "exact_score": "Score (exact)", "workloads_reached": "Reached",
+                "workloads_scored": "Scored", "speedup": "Speedup"}
 GROUP_TITLES = {
     "scored": "Scored workloads",
     "held_out": "Held-out variants (inputs of their base workload's score, not scored alone)",
@@ -178,7 +177,12 @@ class Leaderboard(View):
             pn.pane.Markdown(
                 "### Benchmark score\nAlgoPerf score: area under the performance profile for "
                 "tau in [1, 4], divided by 3 (1 = fastest on every workload). *Grid* uses the "
-                "official 100 evenly spaced tau; *exact* integrates the step function."),
+                "official 100 evenly spaced tau; *exact* integrates the step function. *90 % "
+                f"interval*: of the grid score when each algorithm's studies are resampled "
+                f"({BOOTSTRAP_REPLICATES} bootstrap draws). *Reached* / *Scored*: workloads "
+                "with a time after the rules, of those scored. *Speedup*: less time than the "
+                "reference algorithm (sidebar), geometric mean over the scored workloads, as "
+                "in the Speedups tab."),
             self._about, self._scores, self._times_about, *tables,
             sizing_mode="stretch_width",
         )

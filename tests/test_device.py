@@ -90,6 +90,13 @@ def test_bf16_wrapper_keeps_parameters_and_returns_float32():
     assert torch.count_nonzero(twin(x)) == 0 and torch.count_nonzero(model(x)) > 0
 
 
+def test_adapted_classes_are_shared_by_runs_with_the_same_settings():
+    a = adapt_model(_cnn(), torch.device("cpu"), "bf16")
+    b = adapt_model(_cnn(), torch.device("cpu"), "bf16")
+    c = adapt_model(_cnn(), torch.device("cpu"), "bf16", channels_last=True)
+    assert type(a) is type(b) and type(c) is not type(a)
+
+
 def test_channels_last_only_for_conv_models_and_fp32_untouched():
     model = adapt_model(_cnn(), torch.device("cpu"), "fp32", channels_last=True)
     assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
@@ -108,16 +115,18 @@ def test_compile_wraps_the_forward_in_torch_compile(monkeypatch):
         return fn
 
     monkeypatch.setattr(device_mod.torch, "compile", fake_compile)
+    monkeypatch.setattr(device_mod, "_ADAPTED", {})  # no class compiled by another test
     model = adapt_model(nn.Sequential(nn.Linear(3, 2)), torch.device("cpu"), compile=True)
     assert len(compiled) == 1 and "compiled" in type(model).__qualname__
     assert model(torch.randn(4, 3)).shape == (4, 2)
 
 
 @pytest.mark.slow
-def test_compile_really_compiles_on_the_first_call():
+def test_compile_really_compiles_on_the_first_call(monkeypatch):
     """Dynamo traces our forward (nn.Module.compile would silently compile nothing in torch 2.13)."""
     import torch._dynamo
 
+    monkeypatch.setattr(device_mod, "_ADAPTED", {})
     torch._dynamo.reset()
     model = adapt_model(nn.Sequential(nn.Linear(3, 2)), torch.device("cpu"), compile=True)
     before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
@@ -166,6 +175,44 @@ def test_counting_flops_leaves_the_model_and_its_statistics_alone():
     for k, v in model.state_dict().items():
         assert torch.equal(v, state[k]), k
     assert all(p.grad is None for p in model.parameters())
+
+
+class _TokensWorkload(Workload):
+    """Random token windows for a small GPT: FLOPs need no corpus."""
+
+    def __init__(self, spec, device, model_fn):
+        super().__init__(spec, device)
+        self.model_fn = model_fn
+
+    def init_model(self, seed):
+        return self.model_fn()
+
+    def train_batches(self, batch_size, seed):
+        gen = torch.Generator().manual_seed(seed)
+        while True:
+            ids = torch.randint(0, 11, (batch_size, 17), generator=gen)
+            yield {"inputs": ids[:, :-1], "targets": ids[:, 1:]}
+
+    def loss(self, model, batch):
+        return nn.functional.cross_entropy(model(batch["inputs"]).flatten(0, 1),
+                                           batch["targets"].flatten())
+
+    def evaluate(self, model, split):
+        return {}
+
+
+def test_transformer_flops_include_attention_on_cpu():
+    """Counted = 6 N per token (weights) + 14 L T d per token (attention: 12 as in PaLM's formula,
+    plus 2 for the recomputed Q K^T in the flash-attention backward)."""
+    from runners.workloads.shakespeare import GPT
+
+    layers, width, context, vocab, batch = 2, 32, 16, 11, 4
+    w = _TokensWorkload(get_workload("synthetic"), torch.device("cpu"),
+                        lambda: GPT(vocab, context, layers, 4, width))
+    model = w.init_model(0)
+    n = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+    tokens = batch * context
+    assert count_step_flops(model, w, batch, 0) == (6 * n + 14 * layers * context * width) * tokens
 
 
 def test_peak_flops_table_and_mfu(monkeypatch):
@@ -272,6 +319,7 @@ def test_compilation_is_on_the_training_clock(tmp_path, monkeypatch):
         return wrapper
 
     monkeypatch.setattr(device_mod.torch, "compile", slow_first_call)
+    monkeypatch.setattr(device_mod, "_ADAPTED", {})
     store = open_store(tmp_path / "store", create=True)
     cfg = RunConfig("synthetic", "adamw", max_steps=5, stop_on_target=False, compile=True)
     doc = store.run_doc(run(cfg, store))

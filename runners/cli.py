@@ -301,13 +301,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from runners.algorithms import algorithm_names
-    from workbench.catalog import CATALOG
+    from workbench.catalog import CATALOG, PUBLISHED_TARGETS
 
-    print("workloads:")
+    print("workloads (* = published target, not yet set by `pacebench set-targets`):")
     for name, w in CATALOG.items():
         t = w.target
+        mark = "*" if name in PUBLISHED_TARGETS else " "
         print(f"  {name:28} {t.metric} {'>=' if t.direction == 'max' else '<='} {t.validation:g}"
-              f"  (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
+              f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
     print("algorithms:\n  " + ", ".join(algorithm_names()))
     return 0
 

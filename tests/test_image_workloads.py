@@ -106,3 +106,18 @@ def test_a_few_steps_fit_a_fixed_batch(data_dir):
         opt.step()
     with torch.no_grad():
         assert float(w.loss(model, batch)) < 0.5 * first
+
+
+def test_a_timed_run_on_generated_mnist_records_evals(data_dir, tmp_path):
+    """The runner end to end: data_dir reaches the builder; bf16 + channels-last on the CPU."""
+    from runners.loop import run
+    from workbench.spec import RunConfig
+    from workbench.store import open_store
+
+    store = open_store(tmp_path / "store", create=True)
+    cfg = RunConfig("fashion_mnist_cnn", "adamw", max_steps=6, eval_every=3, batch_size=16,
+                    stop_on_target=False, precision="bf16", channels_last=True)
+    doc = store.run_doc(run(cfg, store, data_dir=data_dir))
+    assert doc["status"] == "complete" and doc["steps"] == 6 and doc["flops_per_step"] > 0
+    evals = store.evals([doc["run_id"]])
+    assert list(evals.step) == [3, 6] and evals["validation/accuracy"].between(0, 1).all()

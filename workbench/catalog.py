@@ -168,8 +168,9 @@ PUBLISHED_TARGETS: dict[str, str] = {
     + "; the base model's goal, restated for the variant",
     "cifar10_resnet": _DAWNBENCH,
     "cifar10_resnet_gelu": _DAWNBENCH + "; the base model's goal, restated for the variant",
-    "cifar10_resnet_no_norm": _SHALLUE.format(error=0.30, dataset="CIFAR-10",
-                                              model="ResNet-8 without batch norm"),
+    "cifar10_resnet_no_norm": _SHALLUE.format(error=0.30, dataset="CIFAR-10", model="ResNet-8")
+    + "; that ResNet-8 has no batch norm (Lee et al.'s release, research/methods.md B.2), as this "
+      "variant",
     "shakespeare_char_gpu": "the tuned target of shakespeare_char (targets/shakespeare_char.json), "
                             "restated for the larger model: same data, same goal, more capacity",
 }

@@ -72,6 +72,12 @@ def _first_trial(space_path: str, study_name: str, algorithm: str) -> dict:
 
 
 # --- commands ----------------------------------------------------------------------------------
+def _device_options(args: argparse.Namespace) -> dict:
+    """The RunConfig / StudySpec fields of --device, --precision, --compile, --channels-last."""
+    return {"device": args.device, "precision": args.precision, "compile": args.compile,
+            "channels_last": args.channels_last}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from runners.loop import run
     from workbench.spec import RunConfig
@@ -88,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"hyperparameters drawn from {space}: {json.dumps(hparams)}")
     config = RunConfig(workload=args.workload, algorithm=algorithm, hparams=hparams,
                        seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
-                       threads=args.threads, study_name=args.name)
+                       threads=args.threads, study_name=args.name, **_device_options(args))
     store = open_store(_store_path(args), create=True)
 
     def show(row: dict) -> None:
@@ -151,6 +157,10 @@ def cmd_study(args: argparse.Namespace) -> int:
     from workbench.store import open_store
 
     if args.kind == "scaling":
+        if _device_options(args) != {"device": "cpu", "precision": "fp32", "compile": False,
+                                     "channels_last": False}:
+            raise ValueError("--device, --precision, --compile and --channels-last are not "
+                             "supported with --kind scaling yet: scaling studies run on the CPU")
         return cmd_scaling(args)
     submission = _submission(args)
     algorithms = [*(args.algorithms or []), *([submission] if submission else [])]
@@ -160,7 +170,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     spec = StudySpec(workloads=args.workloads, algorithms=algorithms, ruleset=args.ruleset,
                      studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
                      name=args.name, max_steps=args.max_steps, threads=args.threads,
-                     stop_on_target=not args.no_stop_on_target)
+                     stop_on_target=not args.no_stop_on_target, **_device_options(args))
     store = open_store(_store_path(args), create=True)
     return _launch(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
@@ -261,7 +271,7 @@ def cmd_set_targets(args: argparse.Namespace) -> int:
 
     set_targets(args.workload, args.algorithm, trials=args.trials, reruns=args.reruns,
                 out_dir=Path(args.out), store_path=_store_path(args), workers=args.workers,
-                data_dir=args.data_dir)
+                data_dir=args.data_dir, run_options=_device_options(args))
     return 0
 
 
@@ -296,13 +306,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from runners.algorithms import algorithm_names
-    from workbench.catalog import CATALOG
+    from workbench.catalog import CATALOG, PUBLISHED_TARGETS
 
-    print("workloads:")
+    print("workloads (* = published target, not yet set by `pacebench set-targets`):")
     for name, w in CATALOG.items():
         t = w.target
+        mark = "*" if name in PUBLISHED_TARGETS else " "
         print(f"  {name:28} {t.metric} {'>=' if t.direction == 'max' else '<='} {t.validation:g}"
-              f"  (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
+              f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
     print("algorithms:\n  " + ", ".join(algorithm_names()))
     return 0
 
@@ -319,6 +330,14 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
             p.add_argument("--data-dir", help="dataset folder (default: $PACEBENCH_DATA or datasets/cache)")
             p.add_argument("--quiet", action="store_true", help="no per-eval lines / progress bar")
+            p.add_argument("--device", default="cpu",
+                           help="cpu | cuda | cuda:<i> | auto (cuda when present); default cpu")
+            p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                           help="bf16: forward passes under bfloat16 autocast (default fp32)")
+            p.add_argument("--compile", action="store_true",
+                           help="torch.compile the model; compilation is on the training clock")
+            p.add_argument("--channels-last", action="store_true",
+                           help="channels-last memory format for conv models (GPUs)")
 
     p = sub.add_parser("run", help="train one run and record it")
     p.add_argument("--workload", required=True)

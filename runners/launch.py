@@ -73,7 +73,9 @@ def plan_study(spec: StudySpec,
                             study_name=spec.name, ruleset=spec.ruleset, study=study, trial=trial,
                             batch_size=spec.batch_size, max_steps=spec.max_steps,
                             budget_multiplier=spec.budget_multiplier, threads=spec.threads,
-                            stop_on_target=spec.stop_on_target))
+                            stop_on_target=spec.stop_on_target, device=spec.device,
+                            precision=spec.precision, compile=spec.compile,
+                            channels_last=spec.channels_last))
     return configs
 
 

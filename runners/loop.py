@@ -23,6 +23,7 @@ from typing import Callable, Mapping
 import torch
 
 from runners.api import Algorithm, TrainingComplete, Workload
+from runners.device import Accelerator, resolve_device
 from runners.env import capture_environment, hardware_string
 from runners.inference import measure_after_run
 from runners.timing import DeviceClock
@@ -48,15 +49,18 @@ class Prepared:
     batch_size: int
     budget: Budget
     device: torch.device
+    accelerator: Accelerator  # precision, compile, memory format; FLOPs, peak memory, energy
 
 
-def prepare(config: RunConfig, device: str | torch.device = "cpu", data_dir: str | Path | None = None,
-            algorithm: Algorithm | None = None) -> Prepared:
-    """Everything before the clock: threads, seeds, data, model and optimizer state."""
+def prepare(config: RunConfig, device: str | torch.device | None = None,
+            data_dir: str | Path | None = None, algorithm: Algorithm | None = None) -> Prepared:
+    """Everything before the clock: threads, seeds, data, model and optimizer state.
+
+    `device` overrides `config.device` ("cpu", "cuda", "cuda:<i>", "auto")."""
     from runners.algorithms import get_algorithm
     from runners.workloads import build_workload
 
-    device = torch.device(device)
+    device = resolve_device(config.device if device is None else device)
     torch.set_num_threads(config.threads)  # fixed per run: reductions (and so results) depend on it
     spec = get_workload(config.workload)
     algorithm = algorithm or get_algorithm(config.algorithm, config.hparams)
@@ -67,12 +71,15 @@ def prepare(config: RunConfig, device: str | torch.device = "cpu", data_dir: str
     workload = build_workload(spec, device=device, data_dir=data_dir)
     torch.manual_seed(config.rng_seed)
     model = workload.init_model(config.rng_seed)
-    algorithm.init(model, workload)
     batch_size = config.batch_size or algorithm.batch_size(spec)
+    accelerator = Accelerator(device, config.precision, config.compile, config.channels_last)
+    model = accelerator.prepare(model, workload, batch_size, config.rng_seed)
+    algorithm.init(model, workload)
     budget = spec.budget.scaled(config.budget_multiplier)
     if config.max_steps is not None:
         budget = Budget(seconds=budget.seconds, steps=min(budget.steps, config.max_steps))
-    return Prepared(config, spec, workload, algorithm, model, batch_size, budget, device)
+    return Prepared(config, spec, workload, algorithm, model, batch_size, budget, device,
+                    accelerator)
 
 
 def run_document(p: Prepared) -> dict:
@@ -90,6 +97,7 @@ def run_document(p: Prepared) -> dict:
         "step_hint": s.step_hint, "config": c.to_dict(), "workload_spec": s.to_dict(),
         "environment": capture_environment(p.device, c.threads),
         "algorithm_source": p.algorithm.provenance() or None,
+        **p.accelerator.document(),
     }
 
 
@@ -124,7 +132,7 @@ def _evaluate(workload: Workload, model: torch.nn.Module) -> dict[str, float]:
     return metrics
 
 
-def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
+def run(config: RunConfig, store: Store, device: str | torch.device | None = None,
         data_dir: str | Path | None = None, algorithm: Algorithm | None = None,
         on_eval: Callable[[dict], None] | None = None,
         should_stop: Callable[[dict], str | None] | None = None,
@@ -149,6 +157,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
     with store.new_run(run_document(p)) as writer:
         # --- the clock starts here; `last` is the end of the last timed interval
         clock = DeviceClock(p.device)
+        p.accelerator.start()
         start = last = clock.now()
         step, train_s, eval_s, eval_index, last_eval_train_s = 0, 0.0, 0.0, 0, 0.0
         status, reason, reached = "complete", None, False
@@ -227,5 +236,5 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
         writer.finish(status, stop_reason=reason, steps=step, examples=step * p.batch_size,
                       train_seconds=train_s, eval_seconds=eval_s, wall_seconds=wall_s,
                       reached_validation=reached, inference_seconds=inference_s,
-                      inference_note=inference_note)
+                      inference_note=inference_note, **p.accelerator.finish(step, train_s))
         return writer.run_id

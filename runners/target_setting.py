@@ -78,22 +78,27 @@ def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target) -> dict:
 
 
 def _study(store, name: str, workload: str, algorithms: list[str], trials: int, seeds: tuple,
-           max_steps: int, workers: int, data_dir, hparams: dict | None = None) -> pd.DataFrame:
-    """Run (or resume) the planned runs; return their finished attempts, one per trial."""
+           max_steps: int, workers: int, data_dir, hparams: dict | None = None,
+           run_options: dict | None = None) -> pd.DataFrame:
+    """Run (or resume) the planned runs; return their finished attempts, one per trial.
+
+    `run_options`: device, precision, compile, channels_last of every run (RunConfig fields)."""
+    run_options = run_options or {}
     from runners.launch import plan_study, run_study
     from runners.loop import run
     from workbench.spec import RunConfig
 
     if hparams is None:
         spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
-                         name=name, max_steps=max_steps, stop_on_target=False)
+                         name=name, max_steps=max_steps, stop_on_target=False, **run_options)
         keys = {c.trial_key for c in plan_study(spec)}
         run_study(spec, store, workers=workers, resume=True, data_dir=data_dir)
     else:
         keys = set()
         for seed in seeds:  # reruns of one configuration: few, so in this process
             cfg = RunConfig(workload=workload, algorithm=algorithms[0], hparams=hparams, seed=seed,
-                            study_name=name, max_steps=max_steps, stop_on_target=False)
+                            study_name=name, max_steps=max_steps, stop_on_target=False,
+                            **run_options)
             keys.add(cfg.trial_key)
             if cfg.trial_key not in store.done_trial_keys():
                 run(cfg, store, data_dir=data_dir)
@@ -104,7 +109,7 @@ def _study(store, name: str, workload: str, algorithms: list[str], trials: int, 
 
 def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, reruns: int = 3,
                 out_dir: Path = Path("targets"), store_path: Path = Path("results"),
-                workers: int = 2, data_dir=None) -> dict:
+                workers: int = 2, data_dir=None, run_options: dict | None = None) -> dict:
     """Run the target-setting procedure for `workload` and write its record; returns the record."""
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
@@ -112,7 +117,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, rer
     steps = spec.step_hint
     tag = f"targets-{workload}"
 
-    tuned = _study(store, f"{tag}-tuning", workload, algorithms, trials, (0,), steps, workers, data_dir)
+    tuned = _study(store, f"{tag}-tuning", workload, algorithms, trials, (0,), steps, workers,
+                   data_dir, run_options=run_options)
     evals = store.evals(list(tuned.run_id))
     tuning = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
     key = (lambda t: t["best_validation"]) if spec.target.direction == "max" \
@@ -121,7 +127,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, rer
     print(f"best tuning trial: {best['algorithm']} {best['hparams']} -> {best['best_validation']:.4f}")
 
     rerun_runs = _study(store, f"{tag}-reruns", workload, [best["algorithm"]], 1,
-                        tuple(range(1, reruns + 1)), steps, workers, data_dir, best["hparams"])
+                        tuple(range(1, reruns + 1)), steps, workers, data_dir, best["hparams"],
+                        run_options=run_options)
     evals = store.evals(list(rerun_runs.run_id))
     rerun = [_summarise(r, evals, spec.target) for r in rerun_runs.itertuples()]
     validation, test = targets_from_reruns(spec.target, rerun)

@@ -15,7 +15,7 @@ from typing import Any, Literal, Mapping
 
 __all__ = [
     "Direction", "Target", "Budget", "EvalCadence", "WorkloadSpec", "RunConfig", "StudySpec",
-    "ScalingSpec", "RULESETS", "PRUNE_METHODS", "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash", "to_plain", "as_tuple",
+    "ScalingSpec", "RULESETS", "PRUNE_METHODS", "PRECISIONS", "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash", "to_plain", "as_tuple",
 ]
 
 Direction = Literal["min", "max"]
@@ -23,6 +23,7 @@ RULESETS = ("external", "self")
 SELF_TUNING_BUDGET_MULTIPLIER = 1.5  # AlgoPerf v0.6: self-tuning runs get 1.5x the budget
 PRUNE_METHODS = ("snip", "magnitude", "random")  # pruning at initialisation (runners/sparsity.py)
 LR_SCALINGS = ("none", "sqrt", "linear")  # how a scaling study shifts the learning-rate range
+PRECISIONS = ("fp32", "bf16")  # fp32: plain float32; bf16: autocast to bfloat16 (runners/device.py)
 
 
 class SpecError(ValueError):
@@ -163,9 +164,17 @@ class RunConfig:
     sparsity: float = 0.0                   # fraction of weights pruned at init, masks kept fixed
     prune_method: str = "snip"              # how they are chosen: one of PRUNE_METHODS
     eval_every: int | None = None           # overrides the workload's eval cadence (steps)
+    device: str = "cpu"                     # "cpu" | "cuda" | "cuda:<i>" | "auto" (cuda if present)
+    precision: str = "fp32"                 # one of PRECISIONS; bf16 = autocast forward passes
+    compile: bool = False                   # torch.compile the model; compile time is on the clock
+    channels_last: bool = False             # NHWC memory format for conv models (faster on GPUs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
+        if self.precision not in PRECISIONS:
+            raise SpecError(f"unknown precision {self.precision!r}: valid are {', '.join(PRECISIONS)}")
+        if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
+            raise SpecError(f"unknown device {self.device!r}: valid are cpu, cuda, cuda:<index>, auto")
         if self.ruleset not in RULESETS:
             raise SpecError(f"unknown ruleset {self.ruleset!r}: valid are {', '.join(RULESETS)}")
         if self.threads < 1:
@@ -189,8 +198,11 @@ class RunConfig:
         ident = [self.study_name, self.workload, self.algorithm, self.ruleset, self.study,
                  self.trial, self.seed, dict(self.hparams), self.batch_size, self.max_steps]
         # Fields added later join the identity only when set, so old trials keep their keys.
+        # The device is not part of the identity (the hardware is recorded beside the run); how
+        # the model runs on it (precision, compile, memory format) is, when not the default.
         extra = {"sparsity": self.sparsity, "prune_method": self.prune_method,
-                 "eval_every": self.eval_every}
+                 "eval_every": self.eval_every, "precision": self.precision,
+                 "compile": self.compile, "channels_last": self.channels_last}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
@@ -204,7 +216,8 @@ class RunConfig:
         return cls(**dict(d))
 
 
-_RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None}
+_RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None, "precision": "fp32",
+                 "compile": False, "channels_last": False}
 
 
 @dataclass(frozen=True)
@@ -222,6 +235,10 @@ class StudySpec:
     batch_size: int | None = None
     threads: int = 1
     stop_on_target: bool = True
+    device: str = "cpu"           # every run's device, precision, compile and memory format:
+    precision: str = "fp32"       # see RunConfig
+    compile: bool = False
+    channels_last: bool = False
 
     def __post_init__(self) -> None:
         # Comma-separated strings are accepted too (CLI flags, papermill `-p workloads a,b`).

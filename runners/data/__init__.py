@@ -2,9 +2,13 @@
 
 Nothing here touches the disk or network at import time; every function takes its paths.
 """
+from runners.data.cifar10 import load_cifar10_splits, read_cifar10_tarball
 from runners.data.digits import load_digits_splits
-from runners.data.download import ChecksumError, download, file_sha256
+from runners.data.download import ChecksumError, RemoteFiles, download, fetch_files, file_sha256
+from runners.data.idx import read_idx
+from runners.data.mnist import load_mnist_like_splits
 from runners.data.shakespeare import data_root, read_tinyshakespeare, tinyshakespeare_path
 
-__all__ = ["ChecksumError", "download", "file_sha256", "data_root", "tinyshakespeare_path",
-           "read_tinyshakespeare", "load_digits_splits"]
+__all__ = ["ChecksumError", "download", "file_sha256", "RemoteFiles", "fetch_files", "data_root",
+           "tinyshakespeare_path", "read_tinyshakespeare", "load_digits_splits", "read_idx",
+           "load_mnist_like_splits", "read_cifar10_tarball", "load_cifar10_splits"]

@@ -1,13 +1,16 @@
-"""Fetching a file over HTTP(S): only a complete, checksum-verified copy ever lands at its path."""
+"""Fetching files over HTTP(S): only a complete, checksum-verified copy ever lands at its path."""
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+import urllib.error
 import urllib.request
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Mapping
 
-__all__ = ["ChecksumError", "download", "file_sha256"]
+__all__ = ["ChecksumError", "download", "file_sha256", "RemoteFiles", "fetch_files"]
 
 _CHUNK = 1 << 20  # bytes read per iteration, so that large files never sit in memory whole
 
@@ -51,3 +54,42 @@ def download(url: str, dest: str | Path, sha256: str, timeout: float = 60.0) -> 
     finally:
         tmp.unlink(missing_ok=True)
     return dest
+
+
+@dataclass(frozen=True)
+class RemoteFiles:
+    """A dataset's files on one mirror: `base_url` + name, each with its sha256.
+
+    `folder` is the dataset's folder under the data root, e.g. "mnist".
+    """
+
+    folder: str
+    base_url: str                       # ends without "/"; a file's URL is base_url + "/" + name
+    sha256: Mapping[str, str]           # file name -> hex sha256 of the file as served
+
+    def with_mirror(self, base_url: str, sha256: Mapping[str, str] | None = None) -> "RemoteFiles":
+        """The same files from another mirror (tests: a loopback server with generated files)."""
+        return replace(self, base_url=base_url.rstrip("/"), sha256=dict(sha256 or self.sha256))
+
+
+def fetch_files(files: RemoteFiles, root: str | Path, timeout: float = 60.0) -> dict[str, Path]:
+    """{name: path} of every file of `files` under `root/files.folder`, downloading missing ones.
+
+    A file already in the cache is used as it is (copy files there by hand on offline machines;
+    `file_sha256` checks them). A download that fails says which URL, and what to do instead.
+    """
+    folder = Path(root) / files.folder
+    paths = {}
+    for name, sha in files.sha256.items():
+        path = folder / name
+        if not path.is_file():
+            url = f"{files.base_url}/{name}"
+            try:
+                download(url, path, sha, timeout=timeout)
+            except urllib.error.URLError as err:
+                raise OSError(
+                    f"{name} is not at {path} and downloading {url} failed ({err.reason}); copy "
+                    f"the file there (sha256 {sha}), or point $PACEBENCH_DATA or data_dir at a "
+                    f"folder holding {files.folder}/{name}") from err
+        paths[name] = path
+    return paths

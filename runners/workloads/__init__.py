@@ -5,7 +5,9 @@ from pathlib import Path
 import torch
 
 from runners.api import Workload
+from runners.workloads.cifar10 import Cifar10Workload
 from runners.workloads.digits import DigitsWorkload
+from runners.workloads.mnist import MnistLikeWorkload
 from runners.workloads.shakespeare import ShakespeareCharWorkload
 from runners.workloads.synthetic import SyntheticWorkload
 from workbench.spec import WorkloadSpec
@@ -16,6 +18,9 @@ __all__ = ["WORKLOADS", "build_workload", "workload_keys"]
 WORKLOADS: dict[str, type[Workload]] = {
     "digits/mlp": DigitsWorkload,
     "digits/cnn": DigitsWorkload,
+    "mnist/simple_cnn": MnistLikeWorkload,
+    "fashion_mnist/simple_cnn": MnistLikeWorkload,
+    "cifar10/resnet9": Cifar10Workload,
     "tinyshakespeare/gpt": ShakespeareCharWorkload,
     "synthetic/mlp": SyntheticWorkload,
 }

@@ -128,12 +128,17 @@ class TensorWorkload(Workload):
         """Metrics of a whole split from the model's outputs on it."""
         return classification_metrics(outputs, targets)
 
+    eval_batch_size: int | None = None  # images per forward pass in evals; None: a whole split
+
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         inputs, targets = self.eval_split(split)
         was_training = model.training
         model.eval()
         try:
             with torch.no_grad():
-                return self.metrics(model(inputs), targets)
+                chunk = self.eval_batch_size or max(1, inputs.shape[0])
+                outputs = torch.cat([model(inputs[i:i + chunk])
+                                     for i in range(0, inputs.shape[0], chunk)])
+                return self.metrics(outputs.float(), targets)
         finally:
             model.train(was_training)

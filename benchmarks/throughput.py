@@ -1,0 +1,129 @@
+"""Throughput and MFU of a workload (the GPU-size transformer by default) on one device.
+
+    .venv/bin/python benchmarks/throughput.py [--workload shakespeare_char_gpu] [--device auto]
+        [--precision bf16] [--compile] [--steps 100] [--warmup 20] [--rounds 3]
+
+Two figures:
+- steady state: after `--warmup` updates (compilation, allocator, autotuning), `--steps` updates
+  of the runner's own AdamW, timed with the device synchronised before each clock reading, repeated
+  `--rounds` times; tokens per second and MFU = FLOPs counted per step (runners/flops.py) x steps
+  / seconds / the device's dense peak at the run's precision (runners/flops.py PEAK_FLOPS).
+- whole run: one `runners.loop.run` of warmup + steps updates, evals off the clock and
+  compilation on it, and the MFU, peak memory and energy it records in run.json.
+For GPT workloads the analytic count is printed beside the measured one: 6 N FLOPs per token for
+the N weights of the matrix multiplications plus 12 L T d per token for attention (the PaLM
+paper's appendix B formula), T = context, d = width, L = layers.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from runners.flops import mfu, peak_flops  # noqa: E402
+from runners.loop import prepare, run  # noqa: E402
+from runners.timing import DeviceClock  # noqa: E402
+from workbench import catalog  # noqa: E402
+from workbench.spec import Budget, RunConfig  # noqa: E402
+from workbench.store import open_store  # noqa: E402
+
+
+def analytic_gpt_flops(model: torch.nn.Module, spec, batch_size: int) -> float | None:
+    """6 N + 12 L T d FLOPs per token times tokens per step, for GPT models; None otherwise."""
+    if spec.model.get("arch") != "gpt":
+        return None
+    n = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    layers, width, context = (int(spec.model[k]) for k in ("n_layer", "n_embd", "block_size"))
+    return (6 * n + 12 * layers * context * width) * batch_size * context
+
+
+def steady_state(config: RunConfig, warmup: int, steps: int, rounds: int) -> dict:
+    """Seconds per round of `steps` updates after `warmup` updates, and the prepared run."""
+    p = prepare(config)
+    clock = DeviceClock(p.device)
+    batches = p.workload.train_batches(p.batch_size, config.rng_seed)
+    for step in range(warmup):
+        p.algorithm.update(p.model, next(batches), step, p.workload)
+    seconds = []
+    for r in range(rounds):
+        start = clock.now()
+        for i in range(steps):
+            p.algorithm.update(p.model, next(batches), warmup + r * steps + i, p.workload)
+        seconds.append(clock.now() - start)
+    return {"prepared": p, "seconds": seconds}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="shakespeare_char_gpu")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="bf16")
+    parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--steps", type=int, default=100, help="timed updates per round")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed updates first")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (CPU)")
+    parser.add_argument("--data-dir", help="dataset folder (default: $PACEBENCH_DATA or datasets/cache)")
+    args = parser.parse_args()
+
+    spec = catalog.get_workload(args.workload)
+    total = args.warmup + args.steps
+    catalog.CATALOG[args.workload] = dataclasses.replace(  # let the whole run go `total` steps
+        spec, budget=Budget(seconds=max(spec.budget.seconds, 3600.0),
+                            steps=max(spec.budget.steps, total)))
+    config = RunConfig(args.workload, "adamw", max_steps=total, stop_on_target=False,
+                       study_name="throughput", threads=args.threads, device=args.device,
+                       precision=args.precision, compile=args.compile)
+    if args.data_dir:
+        import os
+        os.environ["PACEBENCH_DATA"] = args.data_dir
+
+    s = steady_state(config, args.warmup, args.steps, args.rounds)
+    p, seconds = s["prepared"], s["seconds"]
+    flops = p.accelerator.flops_per_step
+    peak, source = peak_flops(p.device, args.precision)
+    per_step = [t / args.steps for t in seconds]
+    tokens = p.batch_size * int(spec.model.get("block_size", 1))  # examples for non-GPT workloads
+    med = statistics.median(per_step)
+    print(f"{args.workload} on {p.accelerator.document()['device_name']} ({p.device}), "
+          f"{args.precision}{', compiled' if args.compile else ''}, batch {p.batch_size}, "
+          f"{args.threads} thread(s); {args.rounds} rounds of {args.steps} steps after "
+          f"{args.warmup} warm-up steps (median; spread = min..max)")
+    print(f"step time        {med * 1e3:.2f} ms  ({min(per_step) * 1e3:.2f}..{max(per_step) * 1e3:.2f})")
+    print(f"throughput       {tokens / med:,.0f} tokens/s" if "block_size" in spec.model
+          else f"throughput       {tokens / med:,.0f} examples/s")
+    print(f"FLOPs per step   {flops:.4g} counted (FlopCounterMode)")
+    analytic = analytic_gpt_flops(p.model, spec, p.batch_size)
+    if analytic:
+        print(f"                 {analytic:.4g} analytic (6N + 12LTd per token); "
+              f"counted/analytic = {flops / analytic:.3f}")
+    achieved = flops / med
+    print(f"achieved         {achieved / 1e12:.3f} TFLOP/s")
+    util = mfu(flops, 1, med, peak)
+    print(f"MFU (steady)     {util:.1%}  vs {peak / 1e12:g} TFLOP/s: {source}" if util is not None
+          else f"MFU (steady)     n/a: {source}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(Path(tmp) / "store", create=True)
+        doc = store.run_doc(run(config, store))
+    print(f"whole run        {doc['steps']} steps in {doc['train_seconds']:.2f} training s "
+          f"(compilation included), status {doc['status']}")
+    print(f"MFU (run.json)   {doc['mfu']:.1%}" if doc["mfu"] is not None
+          else f"MFU (run.json)   n/a: {doc['mfu_note']}")
+    memory = doc["peak_memory_bytes"]
+    print(f"peak memory      {memory / 2**30:.2f} GiB" if memory is not None
+          else f"peak memory      n/a: {doc['peak_memory_note']}")
+    print(f"energy           {doc['energy_joules']:.1f} J, {doc['mean_power_watts']:.0f} W mean"
+          if doc["energy_joules"] is not None else f"energy           {doc['energy_source']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

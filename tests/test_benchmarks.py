@@ -1,0 +1,33 @@
+"""The benchmark scripts run end to end on the CPU (their figures are for the README, not tests)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str, *args: str) -> str:
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+@pytest.mark.slow
+def test_overhead_benchmark_takes_the_device_options():
+    text = _script("overhead.py", "--workload", "synthetic", "--steps", "40", "--rounds", "1",
+                   "--device", "cpu", "--precision", "bf16")
+    assert "cpu (bf16), 1 thread" in text and "runner/bare" in text
+
+
+@pytest.mark.slow
+def test_throughput_benchmark_reports_flops_and_says_why_mfu_is_missing():
+    text = _script("throughput.py", "--workload", "synthetic", "--device", "cpu",
+                   "--precision", "fp32", "--steps", "5", "--warmup", "1", "--rounds", "1")
+    assert "examples/s" in text and "counted (FlopCounterMode)" in text
+    assert "MFU (steady)     n/a: no peak FLOP/s is known for device type 'cpu'" in text
+    assert "whole run        6 steps" in text

@@ -89,6 +89,18 @@ def test_cost_to_target_is_the_median_study_time_times_the_price(store):
     assert np.isfinite(table.loc[("fast", "digits_mlp"), "cost_to_target"])
 
 
+def test_gpu_energy_is_the_median_over_the_runs_that_measured_it():
+    rows = [{"algorithm": "a", "workload": "w", "study": 0, "trial": t, "time": 10.0 + t,
+             "index": 1, "energy_joules": joules} for t, joules in enumerate((100.0, 300.0, None))]
+    rows.append({"algorithm": "b", "workload": "w", "study": 0, "trial": 0, "time": 20.0,
+                 "index": 1})
+    runs = runs_table(rows)
+    prices = costs.PriceTable({"none": costs.Price(1.0, "test")})
+    table = costs.cost_table(final_cube(runs), runs, prices).set_index("algorithm")
+    assert table.loc["a", "energy_joules"] == pytest.approx(200.0)  # the unmeasured run is out
+    assert math.isnan(table.loc["b", "energy_joules"])
+
+
 def test_a_missing_price_is_flagged_never_zero():
     runs = runs_table([
         {"algorithm": "a", "workload": "w", "study": 0, "trial": 0, "time": 3600.0, "index": 2,

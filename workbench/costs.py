@@ -207,8 +207,8 @@ def _hardware_keys(hardware: pd.Series) -> pd.Series:
 
 def run_costs(runs: pd.DataFrame, prices: PriceTable) -> pd.DataFrame:
     """Per run: run_id, algorithm, workload, study, hardware (key), usd_per_hour, train_cost_usd
-    (the whole run), cost_to_target_usd (+inf: ran and missed), inference_seconds and
-    inference_usd_per_10k. Costs are NaN where the hardware has no price."""
+    (the whole run), cost_to_target_usd (+inf: ran and missed), inference_seconds,
+    inference_usd_per_10k and energy_joules (GPU energy of the whole run, NaN: not measured). Costs are NaN where the hardware has no price."""
     keys = _hardware_keys(runs["hardware"])
     price = keys.map({k: prices.usd_per_hour(k) for k in keys.unique()}).to_numpy(float) \
         if len(runs) else np.zeros(0)
@@ -226,6 +226,7 @@ def run_costs(runs: pd.DataFrame, prices: PriceTable) -> pd.DataFrame:
         "cost_to_target_usd": cost_usd(to_target, price),
         "inference_seconds": latency,
         "inference_usd_per_10k": inference_cost_usd(latency, price),
+        "energy_joules": _column(runs, "energy_joules"),
     })
 
 
@@ -273,7 +274,8 @@ def cost_table(cube: xr.Dataset, runs: pd.DataFrame, prices: PriceTable) -> pd.D
     ', '), usd_per_hour (NaN when unpriced or mixed), time_to_target (s) and cost_to_target (USD)
     medians over studies, studies, studies_reached, unpriced, and the inference columns:
     inference_seconds (median over its runs that measured it), inference_usd_per_10k (median of
-    their per-run costs) and inference_runs (how many measured)."""
+    their per-run costs) and inference_runs (how many measured); energy_joules: the median GPU
+    energy of a whole run over the runs that measured it (NVML; NaN on CPU)."""
     medians = median_costs(study_costs(cube, runs, prices)).to_dataframe().reset_index()
     medians = medians[medians["studies"] > 0]
     per_run = run_costs(runs, prices)
@@ -290,9 +292,11 @@ def cost_table(cube: xr.Dataset, runs: pd.DataFrame, prices: PriceTable) -> pd.D
                          how="inner") \
         .join(inference, on=["algorithm", "workload"])
     table["inference_runs"] = table["inference_runs"].fillna(0).astype(int)
+    energy = per_run.dropna(subset=["energy_joules"]).groupby(["algorithm", "workload"])
+    table = table.join(energy["energy_joules"].median(), on=["algorithm", "workload"])
     columns = ["algorithm", "workload", "hardware", "usd_per_hour", "time_to_target",
                "cost_to_target", "studies", "studies_reached", "unpriced", "inference_seconds",
-               "inference_usd_per_10k", "inference_runs"]
+               "inference_usd_per_10k", "inference_runs", "energy_joules"]
     return table[columns].reset_index(drop=True)
 
 

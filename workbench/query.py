@@ -42,7 +42,8 @@ _FROM_ROWS = ("steps", "train_seconds", "wall_seconds")
 _INT = ("attempt", "study", "trial", "seed", "rng_seed", "batch_size", "budget_steps", "steps",
         "step_to_target", "eval_index_to_target")
 _FLOAT = ("target_validation", "target_test", "budget_seconds", "train_seconds", "wall_seconds",
-          "time_to_target", "wall_to_target", "best_validation", "inference_seconds")
+          "time_to_target", "wall_to_target", "best_validation", "inference_seconds",
+          "peak_memory_bytes", "mfu", "energy_joules")
 
 # pandas dtype of every column of runs_frame (the empty frame has the same dtypes).
 RUN_DTYPES: dict[str, Any] = {

@@ -77,6 +77,7 @@ RUN_COLUMNS = (
     "target_validation", "target_test", "budget_seconds", "budget_steps", "steps",
     "train_seconds", "wall_seconds", "reached_target", "time_to_target", "step_to_target",
     "wall_to_target", "eval_index_to_target", "best_validation", "inference_seconds",
+    "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
     "started_at", "ended_at", "error",
 )
 

@@ -257,6 +257,8 @@ def runs_table(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             "reached_target": reached, "time_to_target": time if reached else math.nan,
             "step_to_target": None if index is None else 10 * (index + 1),
             "wall_to_target": time * 1.1 if reached else math.nan, "inference_seconds": math.nan,
+            "device": "cpu", "precision": "fp32", "peak_memory_bytes": math.nan, "mfu": math.nan,
+            "energy_joules": math.nan,
             "eval_index_to_target": index, "best_validation": 0.95 if reached else 0.5,
             "started_at": (_T0 + pd.Timedelta(seconds=i)).isoformat(), "ended_at": None,
             "error": None, **r})

@@ -42,7 +42,7 @@ COST_TITLES = {
     "usd_per_hour": "USD per hour", "time_to_target": "Median time to target",
     "cost_to_target": "Median cost to target", "studies_reached": "Studies reached",
     "inference_ms": "Inference latency (batch 1)", "inference_usd_per_10k":
-        "Inference cost per 10,000 examples",
+        "Inference cost per 10,000 examples", "energy": "GPU energy per run",
 }
 PRICE_TITLES = {"hardware": "Hardware", "usd_per_hour": "USD per hour (edit me)",
                 "source": "Source of the price"}
@@ -149,6 +149,8 @@ def cost_frame(selection: Selection, prices: costs.PriceTable,
         "inference_ms": table["inference_seconds"].map(_milliseconds),
         "inference_usd_per_10k": [usd(c) if n else "not measured" for c, n in
                                   zip(table["inference_usd_per_10k"], table["inference_runs"])],
+        "energy": table["energy_joules"].map(
+            lambda j: f"{j / 1e3:,.3g} kJ" if math.isfinite(j) else "not measured (no GPU)"),
     }).reset_index(drop=True)
 
 

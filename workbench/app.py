@@ -8,6 +8,7 @@ from pathlib import Path
 
 import panel as pn
 
+from workbench.views.base import View
 from workbench.views.costs import Costs
 from workbench.views.curves import Curves
 from workbench.views.early_ranking import EarlyRanking
@@ -21,7 +22,7 @@ from workbench.views.speedups import Speedups
 from workbench.views.status import RunStatus
 from workbench.views.studies import StudyTimes
 
-__all__ = ["build_app", "store_from_env", "view_tabs", "REFRESH_MS"]
+__all__ = ["build_app", "store_from_env", "make_views", "view_tabs", "REFRESH_MS"]
 
 REFRESH_MS = 5000  # how often a served dashboard re-reads the store for new or growing runs
 
@@ -51,11 +52,10 @@ def build_app(store_path: str | os.PathLike,
     )
 
 
-def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
-    """The views, one tab each. `dynamic` (the dashboard): a view draws only while its tab is
-    open (filter changes redraw the open one; the others when opened) and the curves show one
-    workload at a time; else (the report) everything is drawn up front, the curves of the
-    scored workloads only."""
+def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, View]]:
+    """(tab title, view) of every view over `selection`. `dynamic` (the dashboard): only the
+    first is shown (the others draw when their tab opens) and the curves show one workload at
+    a time; else (the report) every view draws up front, the curves of the scored workloads."""
     views = [
         ("Leaderboard", Leaderboard), ("Studies", StudyTimes), ("Speedups", Speedups),
         ("Profiles", Profiles),
@@ -63,8 +63,14 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
         ("Robustness", Robustness), ("Costs", Costs), ("Hyperparameters", Hyperparameters),
         ("Early ranking", EarlyRanking), ("Scaling", Scaling),
     ]
-    shown = [name for name, _ in views][:1] if dynamic else [name for name, _ in views]
-    made = [(name, make(selection=selection, shown=name in shown)) for name, make in views]
+    return [(name, make(selection=selection, shown=not dynamic or i == 0))
+            for i, (name, make) in enumerate(views)]
+
+
+def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
+    """The views (make_views), one tab each. `dynamic` (the dashboard): a view draws only while
+    its tab is open (filter changes redraw the open one; the others when opened)."""
+    made = make_views(selection, dynamic)
     tabs = pn.Tabs(*made, dynamic=dynamic, sizing_mode="stretch_width")
 
     def show_active(event) -> None:  # tabs.objects hold the views' layouts, not the views

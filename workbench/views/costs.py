@@ -33,6 +33,7 @@ __all__ = ["Costs", "figures", "cost_table", "cost_frame", "cost_pivot", "price_
            "speedup_plot", "usd", "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS"]
 
 NOT_PRICED = "n/a (no price)"  # a cost whose hardware has no price in the table
+NOT_MEASURED = "n/m"  # latency or energy the runs did not measure (explained under the table)
 MAX_PARETO_POINTS = 3000       # runs drawn on the Pareto plot (the front is always drawn whole)
 QUALITY_POINTS = 60            # quality thresholds of the cost-to-quality and s(q) curves
 EDITED = "edited in the dashboard"
@@ -63,7 +64,7 @@ def usd(value: float) -> str:
 
 
 def _milliseconds(seconds: float) -> str:
-    return "not measured" if seconds is None or math.isnan(seconds) else f"{seconds * 1e3:.3g} ms"
+    return NOT_MEASURED if seconds is None or math.isnan(seconds) else f"{seconds * 1e3:.3g} ms"
 
 
 def _shown_workloads(selection: Selection) -> list[str]:
@@ -147,10 +148,10 @@ def cost_frame(selection: Selection, prices: costs.PriceTable,
         "studies_reached": [f"{r}/{n}" for r, n in zip(table["studies_reached"],
                                                        table["studies"])],
         "inference_ms": table["inference_seconds"].map(_milliseconds),
-        "inference_usd_per_10k": [usd(c) if n else "not measured" for c, n in
+        "inference_usd_per_10k": [usd(c) if n else NOT_MEASURED for c, n in
                                   zip(table["inference_usd_per_10k"], table["inference_runs"])],
         "energy": table["energy_joules"].map(
-            lambda j: f"{j / 1e3:,.3g} kJ" if math.isfinite(j) else "not measured (no GPU)"),
+            lambda j: f"{j / 1e3:,.3g} kJ" if math.isfinite(j) else NOT_MEASURED),
     }).reset_index(drop=True)
 
 
@@ -551,7 +552,9 @@ class Costs(View):
                 "#### One workload\nIts costs per algorithm, cheapest first. *Inference*: the "
                 "median over runs of the batch-1 latency measured at the end of each run (median "
                 "of 50 single-example forward passes, off the training clock), and what 10,000 "
-                "such inferences cost at the run's price. Then its curves. "
+                "such inferences cost at the run's price. *GPU energy*: the median over runs of "
+                "a whole run's GPU energy (NVML). "
+                f"*{NOT_MEASURED}*: not measured (an imported run, or no GPU). Then its curves. "
                 "*Cost vs best quality*: every run at its whole cost and best validation value; "
                 "black rings and steps: the Pareto front (no run is both cheaper and better). "
                 "*Quality for the money*: best validation value so far against cost so far, thin "

@@ -208,8 +208,8 @@ class Hyperparameters(View):
         super().__init__(**params)
         self._about = pn.pane.Markdown(sizing_mode="stretch_width",
                                        css_classes=["pb-hparams-about"])
-        self._scatter = pn.pane.HoloViews(sizing_mode="stretch_width",
-                                          css_classes=["pb-hparams-scatter"])
+        # fixed size: a grid of fixed-size plots squeezed to the page width loses its axes
+        self._scatter = pn.pane.HoloViews(css_classes=["pb-hparams-scatter"])
         self._parallel = pn.pane.HoloViews(sizing_mode="stretch_width",
                                            css_classes=["pb-hparams-parallel"])
         self._offering = False  # True while _offer sets the pickers: no redraw per assignment

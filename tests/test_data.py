@@ -5,7 +5,6 @@ import hashlib
 import http.server
 import threading
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

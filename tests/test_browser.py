@@ -146,7 +146,7 @@ def _uncheck_until(page, name: str, expected: list[str]) -> None:
     """Untick a filter and wait for the leaderboard to follow. Under load, a click that lands
     while the page is still syncing with the server can be lost (seen in 2 of about 6 runs on a
     loaded machine); the change is then sent again rather than the test failing."""
-    box = page.get_by_role("checkbox", name=name)
+    box = page.get_by_role("checkbox", name=name, exact=True)
     box.uncheck()
     deadline = time.monotonic() + TIMEOUT_MS / 1000
     retry_at = time.monotonic() + 5

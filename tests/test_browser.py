@@ -15,6 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -323,16 +324,16 @@ def test_report_of_the_imported_algoperf_v05_logs_offline(page, algoperf_store, 
 # -- a study of our own, run by the runner ----------------------------------------------------
 @pytest.fixture(scope="module")
 def own_study(tmp_path_factory):
-    """A real (small) study: adamw and nadamw on digits_mlp and its tanh variant, 2 trials."""
+    """A real (small) study: adamw and nadamw on digits_mlp and its tanh variant, 4 trials."""
     from runners.launch import run_study
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
     path = tmp_path_factory.mktemp("own") / "store"
     spec = StudySpec(name="browser", workloads=("digits_mlp", "digits_mlp_tanh"),
-                     algorithms=("adamw", "nadamw"), studies=1, trials=2)
+                     algorithms=("adamw", "nadamw"), studies=1, trials=4)
     result = run_study(spec, open_store(path, create=True), workers=2, progress=False)
-    assert result.failed == [] and result.succeeded == 8
+    assert result.failed == [] and result.succeeded == 16
     return path
 
 
@@ -349,25 +350,34 @@ def test_every_view_of_our_own_study_with_filters(page, own_study):
 
     sel = Selection(store_path=str(own_study))
     expected_order = list(sel.scores()["algorithm"])
-    times = scoring.workload_times(sel.cube)
-    expected = amount(float(times.sel(algorithm="nadamw", workload="digits_mlp")), "s")
+    times = scoring.workload_times(sel.cube).sel(workload="digits_mlp")
+    reached = [a for a in expected_order if np.isfinite(float(times.sel(algorithm=a)))]
+    assert reached, f"no algorithm of the study reached digits_mlp's target: {times.values}"
+    algorithm = reached[0]  # its time to target is known from the store
+    expected = amount(float(times.sel(algorithm=algorithm)), "s")
+    other = [a for a in expected_order if a != algorithm][0]
     sel.time_axis = "step"
-    steps = amount(float(sel.workload_times().sel(algorithm="nadamw", workload="digits_mlp")),
+    steps = amount(float(sel.workload_times().sel(algorithm=algorithm, workload="digits_mlp")),
                    "steps")
     with _panel_serve(own_study) as url:
         page.goto(url)
         _wait_rows(page, expected_order)
-        assert _time_cell(page, "nadamw", "digits_mlp") == expected  # a known time to target
+        assert _time_cell(page, algorithm, "digits_mlp") == expected  # a known time to target
         page.screenshot(path=SHOTS / "own-leaderboard.png", full_page=True)
         _shoot_tabs(page, "own", {k: v for k, v in VIEW_READY.items() if k != "Speedups"})
-        page.locator(".bk-btn", has_text="steps").first.click()  # the time axis
+        steps_button = page.locator(".bk-btn", has_text="steps").first  # the time axis
+        steps_button.click()
         deadline = time.monotonic() + TIMEOUT_MS / 1000
-        while _time_cell(page, "nadamw", "digits_mlp") != steps:
-            assert time.monotonic() < deadline, _time_cell(page, "nadamw", "digits_mlp")
+        retry_at = time.monotonic() + 5
+        while _time_cell(page, algorithm, "digits_mlp") != steps:
+            assert time.monotonic() < deadline, _time_cell(page, algorithm, "digits_mlp")
+            if time.monotonic() > retry_at:  # a click lost while the page synced: again
+                steps_button.click()
+                retry_at = time.monotonic() + 5
             page.wait_for_timeout(250)
         _open_tab(page, "Profiles")  # a hidden view redraws when opened, on the new axis
         page.locator(".pb-profiles canvas").first.wait_for()
         _open_tab(page, "Leaderboard")
-        _uncheck_until(page, "adamw", ["nadamw"])  # back from other tabs: still recomputes
+        _uncheck_until(page, other, [algorithm])  # back from other tabs: still recomputes
         page.screenshot(path=SHOTS / "own-filtered-steps.png", full_page=True)
     assert page.errors == []

@@ -39,7 +39,7 @@ def build_app(store_path: str | os.PathLike,
     its filters the way the sidebar does)."""
     pn.extension("tabulator", sizing_mode="stretch_width", notifications=False)
     selection = selection or Selection(store_path=str(store_path))
-    # dynamic: a tab is rendered when first opened, so the first page shows fast on big stores
+    # dynamic: a view draws when its tab is opened, so the first page shows fast on big stores
     tabs = view_tabs(selection, dynamic=True)
     if pn.state.served:
         pn.state.add_periodic_callback(selection.refresh, period=REFRESH_MS)
@@ -69,9 +69,11 @@ def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, V
 
 def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
     """The views (make_views), one tab each. `dynamic` (the dashboard): a view draws only while
-    its tab is open (filter changes redraw the open one; the others when opened)."""
+    its tab is open (filter changes redraw the open one; the others when next opened)."""
     made = make_views(selection, dynamic)
-    tabs = pn.Tabs(*made, dynamic=dynamic, sizing_mode="stretch_width")
+    # Every tab keeps its models (not dynamic): a tab re-rendered on each visit lost updates
+    # that raced with its re-rendering. Hidden views stay cheap: they draw when first shown.
+    tabs = pn.Tabs(*made, sizing_mode="stretch_width")
 
     def show_active(event) -> None:  # tabs.objects hold the views' layouts, not the views
         for i, (_, view) in enumerate(made):

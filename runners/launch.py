@@ -410,14 +410,27 @@ def worker_main(spec_path: str) -> int:
     job = json.loads(Path(spec_path).read_text())
     config = RunConfig.from_dict(job["config"])
     store = Store(job["store"])
+    parallel, extra = None, {}
+    if "TORCHELASTIC_RUN_ID" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from runners.distributed import DataParallel
+        parallel = DataParallel()
+        store = parallel.store(store)  # only rank 0 writes
+        extra = {"parallel": parallel, "device": parallel.device}
     should_stop, measure, pruner = _hooks(config, store, job.get("hooks") or {})
+    if parallel is not None and should_stop is not None:
+        should_stop = parallel.agree(should_stop)
     try:
         run_id = run(config, store, data_dir=job["data_dir"], should_stop=should_stop,
-                     measure=measure)
+                     measure=measure, **extra)
     except Exception:
         import traceback
         traceback.print_exc()
         return 1
+    finally:
+        if parallel is not None:
+            parallel.close()
+    if parallel is not None and parallel.rank != 0:
+        return 0  # rank 0 reports the run
     if pruner is not None:
         from runners.pruning import mark_pruned
         mark_pruned(store, run_id, pruner)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import torch
 
@@ -28,6 +28,9 @@ from workbench.catalog import get_workload
 from workbench.records import metric_column
 from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
+
+if TYPE_CHECKING:
+    from runners.distributed import DataParallel
 
 __all__ = ["run", "Prepared", "prepare", "run_document"]
 
@@ -49,8 +52,12 @@ class Prepared:
 
 
 def prepare(config: RunConfig, device: str | torch.device = "cpu", data_dir: str | Path | None = None,
-            algorithm: Algorithm | None = None) -> Prepared:
-    """Everything before the clock: threads, seeds, data, model and optimizer state."""
+            algorithm: Algorithm | None = None, parallel: "DataParallel | None" = None) -> Prepared:
+    """Everything before the clock: threads, seeds, data, model and optimizer state.
+
+    `parallel` (runners/distributed.py): this rank of a data-parallel run; the model is wrapped
+    and the workload sharded before the algorithm sees them.
+    """
     from runners.algorithms import get_algorithm
     from runners.workloads import build_workload
 
@@ -65,6 +72,8 @@ def prepare(config: RunConfig, device: str | torch.device = "cpu", data_dir: str
     workload = build_workload(spec, device=device, data_dir=data_dir)
     torch.manual_seed(config.rng_seed)
     model = workload.init_model(config.rng_seed)
+    if parallel is not None:
+        workload, model = parallel.wrap(workload, model)
     algorithm.init(model, workload)
     batch_size = config.batch_size or algorithm.batch_size(spec)
     budget = spec.budget.scaled(config.budget_multiplier)
@@ -127,13 +136,15 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
         on_eval: Callable[[dict], None] | None = None,
         should_stop: Callable[[dict], str | None] | None = None,
         measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None,
-        ) -> str:
+        parallel: "DataParallel | None" = None) -> str:
     """Train one run to a stop condition, recording it in `store`; returns its run_id.
 
     `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
+    `parallel`: this rank of a data-parallel run (runners/distributed.py): its clock reads the
+    same time on every rank and logged losses are averaged over ranks.
     """
     try:
-        p = prepare(config, device, data_dir, algorithm)
+        p = prepare(config, device, data_dir, algorithm, parallel)
     except Exception:
         _record_setup_failure(config, store)
         raise
@@ -146,7 +157,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
 
     with store.new_run(run_document(p)) as writer:
         # --- the clock starts here; `last` is the end of the last timed interval
-        clock = DeviceClock(p.device)
+        clock = parallel.clock(p.device) if parallel else DeviceClock(p.device)
         start = last = clock.now()
         step, train_s, eval_s, eval_index, last_eval_train_s = 0, 0.0, 0.0, 0, 0.0
         status, reason, reached = "complete", None, False
@@ -165,7 +176,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
 
             # --- untimed: training-loss rows and the divergence check
             if not stop_requested and loss is not None and step % log_every == 0:
-                value = float(loss)
+                value = parallel.mean(loss) if parallel else float(loss)
                 writer.append_train({"step": step, "examples": step * p.batch_size,
                                      "train_seconds": train_s, "loss": value})
                 if not math.isfinite(value):

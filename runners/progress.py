@@ -5,7 +5,7 @@ The launcher (runners/launch.py) calls `StudyProgress.update` every poll; the vi
 most once per `REFRESH_S`. The latest evals are read from the store, where every running trial
 appends its eval rows as they are computed (workbench/store.py), so the view needs nothing from
 the workers, whichever backend runs them. In a terminal the view is a tqdm bar plus one line per
-running trial; in a notebook (an IPython kernel) it is one text block updated in place (a
+running trial (the bar alone when stderr is not a terminal); in a notebook (an IPython kernel) it is one text block updated in place (a
 display handle), which also ends up in an executed notebook's record.
 """
 from __future__ import annotations
@@ -137,7 +137,8 @@ class StudyProgress:
             self._bar.n = s.done + s.failed
             self._bar.set_postfix(running=len(s.running), failed=s.failed, refresh=False)
             self._bar.refresh()
-            self._show_lines([r.text() for r in s.running])
+            if sys.stderr.isatty():  # cursor-positioned lines would garble a log file
+                self._show_lines([r.text() for r in s.running])
 
     def _show_lines(self, texts: list[str]) -> None:
         """One tqdm line per running trial, below the bar (lines are reused, not re-created)."""

@@ -151,7 +151,8 @@ def _launch_options(args: argparse.Namespace):
 
     options = LaunchOptions(backend=args.backend, address=args.address,
                             nproc_per_node=args.nproc_per_node, gpus_per_trial=args.gpus_per_trial,
-                            trial_timeout=args.trial_timeout)
+                            trial_timeout=args.trial_timeout,
+                            checkpoint_minutes=args.checkpoint_every)
     options.check()
     return options
 
@@ -168,8 +169,9 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     if args.kind == "scaling":
         if _launch_options(args) != _default_launch_options():
-            raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial and "
-                             "--trial-timeout apply to --kind tuning only, for now")
+            raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
+                             "--trial-timeout and --checkpoint-every apply to --kind tuning "
+                             "only, for now")
         return cmd_scaling(args)
     submission = _submission(args)
     algorithms = [*(args.algorithms or []), *([submission] if submission else [])]
@@ -386,6 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--trial-timeout", type=float, metavar="SECONDS",
                         help="watchdog: kill an attempt after this much wall clock (it is "
                              "recorded as interrupted; --resume runs it again)")
+    launch.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
+                        help="save each run's training state this often, so that --resume "
+                             "continues a killed or preempted run with its accumulated time")
     p.add_argument("--kind", choices=("tuning", "scaling"), default="tuning",
                    help="scaling: steps-to-result per batch size (and sparsity) to a goal")
     scaling = p.add_argument_group("--kind scaling")

@@ -185,6 +185,7 @@ class LaunchOptions:
     nproc_per_node: int = 1             # > 1: each trial is a torchrun data-parallel run
     gpus_per_trial: float = 0.0         # Ray `num_gpus` of each trial's task
     trial_timeout: float | None = None  # wall-clock seconds an attempt may take (watchdog)
+    checkpoint_minutes: float | None = None  # save training state this often (runners/checkpoint)
 
     def check(self) -> None:
         """Raise ValueError naming the bad option and what is valid."""
@@ -198,6 +199,9 @@ class LaunchOptions:
             raise ValueError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial}")
         if self.trial_timeout is not None and self.trial_timeout <= 0:
             raise ValueError(f"--trial-timeout must be > 0 seconds, got {self.trial_timeout}")
+        if self.checkpoint_minutes is not None and self.checkpoint_minutes < 0:
+            raise ValueError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
+                             f"{self.checkpoint_minutes}")
 
 
 BACKENDS = ("local", "ray")
@@ -342,7 +346,8 @@ class _Scheduler:
 
     def _start(self, config: RunConfig):
         job = {"config": config.to_dict(), "store": str(self.store.root),
-               "data_dir": str(self.data_dir) if self.data_dir else None, "hooks": self.hooks}
+               "data_dir": str(self.data_dir) if self.data_dir else None, "hooks": self.hooks,
+               "checkpoint_minutes": self.options.checkpoint_minutes}
         return self.backend.start(job, self._log_path(config))
 
     def _reap(self, outcome: Outcome, config: RunConfig, result: StudyResult) -> None:
@@ -416,6 +421,11 @@ def worker_main(spec_path: str) -> int:
         parallel = DataParallel()
         store = parallel.store(store)  # only rank 0 writes
         extra = {"parallel": parallel, "device": parallel.device}
+    if job.get("checkpoint_minutes") is not None:
+        from runners.checkpoint import Checkpoint, checkpoint_path
+        extra["checkpoint"] = Checkpoint(checkpoint_path(job["store"], config.trial_key),
+                                         60.0 * job["checkpoint_minutes"],
+                                         writes=parallel is None or parallel.rank == 0)
     should_stop, measure, pruner = _hooks(config, store, job.get("hooks") or {})
     if parallel is not None and should_stop is not None:
         should_stop = parallel.agree(should_stop)

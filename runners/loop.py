@@ -30,6 +30,7 @@ from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
 
 if TYPE_CHECKING:
+    from runners.checkpoint import Checkpoint
     from runners.distributed import DataParallel
 
 __all__ = ["run", "Prepared", "prepare", "run_document"]
@@ -136,12 +137,13 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
         on_eval: Callable[[dict], None] | None = None,
         should_stop: Callable[[dict], str | None] | None = None,
         measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None,
-        parallel: "DataParallel | None" = None) -> str:
+        parallel: "DataParallel | None" = None, checkpoint: "Checkpoint | None" = None) -> str:
     """Train one run to a stop condition, recording it in `store`; returns its run_id.
 
     `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
     `parallel`: this rank of a data-parallel run (runners/distributed.py): its clock reads the
-    same time on every rank and logged losses are averaged over ranks.
+    same time on every rank and logged losses are averaged over ranks. `checkpoint`
+    (runners/checkpoint.py): resume a preempted attempt's state, and save it now and then.
     """
     try:
         p = prepare(config, device, data_dir, algorithm, parallel)
@@ -161,6 +163,10 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
         start = last = clock.now()
         step, train_s, eval_s, eval_index, last_eval_train_s = 0, 0.0, 0.0, 0, 0.0
         status, reason, reached = "complete", None, False
+        if checkpoint is not None:  # go on from a preempted attempt's saved state, if any
+            step, train_s, eval_s, eval_index, last_eval_train_s, reached, wall_s = \
+                checkpoint.restore(p, writer, batches, store)
+            start, last = clock.now() - wall_s, clock.now()  # restoring stays off the clock
         while True:
             # --- timed: data selection and the update
             stop_requested = False
@@ -228,9 +234,14 @@ def run(config: RunConfig, store: Store, device: str | torch.device = "cpu",
             if out_of_steps:
                 reason = f"step budget of {budget.steps} steps used"
                 break
-            last = clock.now()  # the eval and its logging stay off the clock
+            if checkpoint is not None:
+                checkpoint.maybe_save(p, writer, step, train_s, eval_s, eval_index,
+                                      last_eval_train_s, reached, after - start)
+            last = clock.now()  # the eval, its logging and checkpoints stay off the clock
 
         writer.finish(status, stop_reason=reason, steps=step, examples=step * p.batch_size,
                       train_seconds=train_s, eval_seconds=eval_s, wall_seconds=clock.now() - start,
                       reached_validation=reached)
+        if checkpoint is not None:
+            checkpoint.discard()
         return writer.run_id

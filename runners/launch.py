@@ -1,10 +1,21 @@
-"""Turning a StudySpec into runs, and running them: one trial per process.
+"""Turning a StudySpec into runs, and running them: one trial per worker process.
 
-The local backend keeps up to `workers` worker processes alive (`python -m runners.launch RUN.json`),
-each running one trial and writing its own run folder. A worker dies with its launcher (Linux
-PR_SET_PDEATHSIG), so killing a study never leaves orphans training on; the runs they were writing
-then read as `interrupted`. `resume=True` runs only the trials that have no complete or diverged
-attempt in the store yet.
+A worker is `python -m runners.launch JOB.json` (worker_command): it runs one trial and writes
+its own run folder. Where workers run is the backend (LaunchOptions.backend): the local process
+pool (default) keeps up to `workers` of them alive as children of the launcher; the Ray backend
+(runners/ray_backend.py) runs the same command inside one Ray task per trial. With
+`nproc_per_node` > 1 the command is torchrun's, and the trial is a data-parallel run of that many
+ranks (runners/distributed.py). A worker dies with its parent (Linux PR_SET_PDEATHSIG), so
+killing a study never leaves orphans training on; the runs they were writing then read as
+`interrupted`.
+
+Faults: a worker that dies (exception, OOM kill, SIGKILL, lost Ray node) costs its trial only:
+its run is marked `interrupted` (or `failed`, with the traceback, when the trial raised) with the
+reason, and the study goes on. `trial_timeout` is a per-attempt wall-clock watchdog (the attempt
+is killed and recorded as such). `checkpoint_minutes` makes each run save its training state
+now and then (runners/checkpoint.py), so that a killed or preempted run resumes from it.
+`resume=True` runs only the trials that have no complete or diverged attempt in the store yet.
+Many launchers, on many machines, may write one store at once (workbench/store.py).
 
 Hooks (`hooks` of run_configs, passed to every worker in its job file, applied with
 runners.loop.run's `should_stop` / `measure`): "prune" = {"estimator", "eta"} (runners/pruning.py),

@@ -43,3 +43,27 @@ def test_progress_shows_counts_and_the_latest_eval_of_each_running_trial(tmp_pat
 def test_snapshot_headline_counts():
     assert Snapshot(total=4, done=4, failed=0).headline() == \
         "4/4 trials finished: 4 done, 0 running, 0 failed"
+
+
+def test_in_a_notebook_progress_is_one_text_block_updated_in_place(tmp_path, monkeypatch):
+    import runners.progress as progress
+
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(obj.data)
+
+    def display(obj, display_id=False):
+        assert display_id is True  # an updatable output, not a new one per refresh
+        shown.append(obj.data)
+        return Handle()
+
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.setattr("IPython.display.display", display)
+    store = open_store(tmp_path / "s", create=True)
+    view = StudyProgress(store, total=2, enabled=True)
+    view.update(StudyResult(planned=2, succeeded=1), [], force=True)
+    view.close()
+    assert shown[0].startswith("<pre>0/2 trials finished")
+    assert shown[-1] == "<pre>1/2 trials finished: 1 done, 0 running, 0 failed</pre>"

@@ -165,7 +165,8 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
         raise StudyExistsError(
             f"store {store.root} already has {existing} runs of study {name!r}: pass "
             "--resume to run only the missing trials, or --name to start a new study")
-    done = store.done_trial_keys() if resume else set()
+    # resume: not the trials already done, nor those another launcher is running right now
+    done = store.done_trial_keys() | _live_trial_keys(store) if resume else set()
     todo = [c for c in configs if c.trial_key not in done]
     result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo))
     t0 = time.perf_counter()
@@ -185,6 +186,17 @@ def _runs_of_study(store: Store, name: str) -> int:
         doc = json.loads((d / "run.json").read_text())
         count += doc.get("study_name") == name
     return count
+
+
+def _live_trial_keys(store: Store) -> set[str]:
+    """Trial keys with an attempt whose process is alive (this host) or whose heartbeat is fresh
+    (another host): running in some launcher now, so not missing."""
+    keys = set()
+    for d in store.run_dirs():
+        doc = json.loads((d / "run.json").read_text())
+        if doc.get("status") == "running" and store.run_doc(doc["run_id"])["status"] == "running":
+            keys.add(doc.get("trial_key"))
+    return keys
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,10 @@
 store. The chaos tests print their figures (kills, attempts, seconds) for the issue's note."""
 from __future__ import annotations
 
+import json
+import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +38,17 @@ def _study_cmd(root: Path, name: str, trials: int, workers: int, max_steps: int)
     return [sys.executable, "-m", "runners.cli", "study", "--workloads", "synthetic",
             "--algorithms", "sgd_nesterov", "--trials", str(trials), "--workers", str(workers),
             "--max-steps", str(max_steps), "--name", name, "--store", str(root), "--quiet"]
+
+
+def test_resume_leaves_alone_a_trial_that_another_launcher_is_running(tmp_path):
+    store = open_store(tmp_path / "s", create=True)
+    config = RunConfig(workload="synthetic", algorithm="adamw", study_name="busy", max_steps=20)
+    writer = store.new_run({"trial_key": config.trial_key, "workload": config.workload,
+                            "algorithm": config.algorithm, "study_name": "busy"})  # alive: us
+    result = run_configs([config], store, "busy", resume=True, progress=False)
+    assert (result.skipped, result.succeeded, result.failed) == (1, 0, [])
+    writer.finish("interrupted", stop_reason="test")  # now it is missing: resume would run it
+    assert config.trial_key not in store.done_trial_keys()
 
 
 @pytest.mark.slow
@@ -72,38 +86,65 @@ def test_a_trial_that_raises_is_recorded_failed_and_the_study_goes_on(tmp_path):
     assert runs.loc[1, "status"] == "complete"
 
 
+def _training_pids(root: Path, candidates: list[int]) -> list[int]:
+    """Those of `candidates` (worker pids) whose run folder says `running`: training right now."""
+    pids = []
+    for doc_path in (root / R.RUNS_DIR).glob(f"*/{R.RUN_DOC}"):
+        try:
+            doc = json.loads(doc_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        pid = (doc.get("process") or {}).get("pid")
+        if doc.get("status") == "running" and pid in candidates:
+            pids.append(pid)
+    return pids
+
+
+def _kill(pid: int) -> bool:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except ProcessLookupError:
+        return False  # it ended on its own meanwhile
+
+
 @pytest.mark.slow
 def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_path):
-    """20 trials, 2 workers; a killer SIGKILLs 6 workers at random moments; then --resume."""
-    root, trials, kills_wanted = tmp_path / "store", 20, 6
+    """20 trials, 2 workers; a killer SIGKILLs workers at random moments (in start-up or while
+    training), 8 in all; then --resume."""
+    root, trials, kills_wanted = tmp_path / "store", 20, 8
     rng = random.Random(2026)
-    cmd = _study_cmd(root, "chaos", trials, workers=2, max_steps=60)
+    cmd = _study_cmd(root, "chaos", trials, workers=2, max_steps=400)
     t0 = time.monotonic()
     launcher = subprocess.Popen(cmd)
-    killed = []
-    while launcher.poll() is None:
+    kills = Counter()
+    plan = rng.sample(["training"] * (kills_wanted // 2) + ["start-up"] * (kills_wanted // 2),
+                      kills_wanted)
+    while launcher.poll() is None and plan:
         workers = _children(launcher.pid)
-        if workers and len(killed) < kills_wanted and rng.random() < 0.25:
-            victim = rng.choice(workers)
-            time.sleep(rng.uniform(0.0, 4.0))  # a random moment of the victim's life
-            try:
-                Path(f"/proc/{victim}").stat()
-                subprocess.run(["kill", "-KILL", str(victim)], check=True)
-                killed.append(victim)
-            except (OSError, subprocess.CalledProcessError):
-                pass  # it ended on its own meanwhile
-        time.sleep(0.5)
+        training = _training_pids(root, workers)
+        if plan[0] == "training" and training:  # the moment a worker has a live run folder
+            time.sleep(rng.uniform(0.0, 0.3))
+            kills[plan.pop(0)] += _kill(rng.choice(training))
+            time.sleep(rng.uniform(1.0, 4.0))
+        elif plan[0] == "start-up" and set(workers) - set(training):
+            time.sleep(rng.uniform(0.0, 2.0))  # a random moment of its start-up
+            kills[plan.pop(0)] += _kill(rng.choice(sorted(set(workers) - set(training))))
+            time.sleep(rng.uniform(1.0, 4.0))
+        time.sleep(0.05)
+    launcher.wait()
     first_s = time.monotonic() - t0
     assert launcher.returncode == 1  # some trials failed: the launcher says so, and went on
-    assert len(killed) >= 3, f"the killer hit only {len(killed)} workers"
+    assert kills["training"] >= 2, kills
 
     store = open_store(root)
     runs = store.runs()
     interrupted = runs[runs.status == "interrupted"]
     assert "running" not in set(runs.status)
-    assert 1 <= len(interrupted) <= len(killed)
+    assert 1 <= len(interrupted) <= sum(kills.values())
     assert all("killed by signal 9" in r for r in interrupted.stop_reason)
     done_before = runs[runs.status.isin(R.DONE_STATUSES)].trial_key.nunique()
+    assert done_before < trials
     killed_rows = len(store.evals(list(interrupted.run_id)))
 
     t1 = time.monotonic()
@@ -113,9 +154,10 @@ def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_pa
     done = runs[runs.status.isin(R.DONE_STATUSES)]
     assert done.trial_key.nunique() == trials
     assert Counter(done.trial_key).most_common(1)[0][1] == 1  # each trial done exactly once
-    assert set(interrupted.run_id) <= set(runs[runs.status == "interrupted"].run_id)
+    still = runs.set_index("run_id").loc[list(interrupted.run_id)]
+    assert set(still.status) == {"interrupted"}  # killed attempts stay visible
     assert len(store.evals(list(interrupted.run_id))) == killed_rows  # nothing written is lost
-    print(f"\nchaos: {trials} trials, {len(killed)} workers killed, "
+    print(f"\nchaos: {trials} trials, {sum(kills.values())} workers killed ({dict(kills)}), "
           f"{len(interrupted)} attempts recorded interrupted, {done_before} trials done before "
           f"resume, {len(runs)} attempts in all; first launch {first_s:.1f} s, "
           f"resume {resume_s:.1f} s")

@@ -173,7 +173,8 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     if todo:
         backend = _make_backend(options, workers, max(c.threads for c in todo))
         try:
-            _Scheduler(store, backend, workers, data_dir, progress, hooks, options).run(todo, result)
+            scheduler = _Scheduler(store, backend, workers, data_dir, progress, hooks, options)
+            scheduler.run(todo, result)
         finally:
             backend.close()
     result.seconds = time.perf_counter() - t0

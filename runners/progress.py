@@ -5,8 +5,9 @@ The launcher (runners/launch.py) calls `StudyProgress.update` every poll; the vi
 most once per `REFRESH_S`. The latest evals are read from the store, where every running trial
 appends its eval rows as they are computed (workbench/store.py), so the view needs nothing from
 the workers, whichever backend runs them. In a terminal the view is a tqdm bar plus one line per
-running trial (the bar alone when stderr is not a terminal); in a notebook (an IPython kernel) it is one text block updated in place (a
-display handle), which also ends up in an executed notebook's record.
+running trial (the bar alone when stderr is not a terminal); in a notebook (an IPython kernel)
+it is one text block updated in place (a display handle), which also ends up in an executed
+notebook's record.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable
 
 from workbench import records as R

@@ -76,8 +76,9 @@ class LocalRay:
     Started as `ray start --head --block` at normal priority: the raylet waits at most 15 s (not
     configurable in Ray 2.60) for its Python agents to report their ports and aborts otherwise,
     which happens on a small, busy machine (seen on a loaded 2-core machine, where each agent
-    took 8 to 16 s to start, 4 s of it importing jsonschema's rfc3987_syntax). `stop()` (or leaving the `with` block) disconnects and ends the
-    instance: `ray start --block` stops the processes it started when it gets SIGTERM.
+    took 8 to 16 s to start, 4 s of it importing jsonschema's rfc3987_syntax); start-up is
+    therefore tried up to `attempts` times. `stop()` (or leaving the `with` block) disconnects
+    and ends the instance: `ray start --block` stops the processes it started on SIGTERM.
     """
 
     def __init__(self, num_cpus: int, num_gpus: float | None = None,

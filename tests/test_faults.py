@@ -180,7 +180,10 @@ def test_four_concurrent_studies_share_one_store(tmp_path):
         mine = runs[runs.study_name == name]
         assert len(mine) == trials and mine.trial_key.nunique() == trials
     evals = store.evals()
-    assert set(evals.run_id) == set(runs.run_id)  # every run's eval rows are there
-    assert (evals.groupby("run_id").size() >= 2).all()
+    per_run = evals.groupby("run_id").size()
+    complete = runs[runs.status == "complete"].run_id
+    assert len(complete) >= 6  # (a trial whose learning rate is too high may diverge early)
+    assert (per_run.reindex(complete, fill_value=0) == 2).all()  # evals at steps 20 and 40
+    assert set(evals.run_id) <= set(runs.run_id)
     print(f"\nconcurrent: 4 studies x {trials} trials into one store: {len(runs)} runs, "
           f"{len(evals)} eval rows, {took:.1f} s")

@@ -56,7 +56,7 @@ def test_ray_watchdog_kills_an_overlong_trial_and_records_why(tmp_path, local_ra
     endless = RunConfig(workload="digits_mlp", algorithm="adamw", study_name="slow",
                         budget_multiplier=100.0, stop_on_target=False)  # ~100 minutes of budget
     result = run_configs([endless], store, "slow", workers=1, progress=False,
-                         options=LaunchOptions(backend="ray", trial_timeout=30.0))
+                         options=LaunchOptions(backend="ray", trial_timeout=60.0))
     assert result.succeeded == 0 and len(result.failed) == 1
     assert "watchdog" in result.failed[0]
     runs = store.runs()

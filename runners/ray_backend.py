@@ -120,6 +120,13 @@ class LocalRay:
                 self.stop()
                 raise RuntimeError(f"could not start a local Ray instance: {text}")
             time.sleep(0.5)
+        # One auth mode for the instance and this driver: a new head turns token auth on (unless
+        # RAY_AUTH_MODE says otherwise), a driver joining by address does not and then fails with
+        # InvalidAuthToken. This call (Ray 2.60, pinned) turns it on here when a token exists and
+        # the mode was not set explicitly, as ray.init(address="auto") would.
+        from ray._private.authentication.authentication_token_setup import \
+            maybe_enable_token_auth_if_token_available
+        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
         ray.init(address=f"{ray.util.get_node_ip_address()}:{port}", log_to_driver=False)
         return self
 

@@ -127,7 +127,11 @@ class LocalRay:
         from ray._private.authentication.authentication_token_setup import \
             maybe_enable_token_auth_if_token_available
         maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
-        ray.init(address=f"{ray.util.get_node_ip_address()}:{port}", log_to_driver=False)
+        try:
+            ray.init(address=f"{ray.util.get_node_ip_address()}:{port}", log_to_driver=False)
+        except BaseException:
+            self.stop()  # leave no instance behind
+            raise
         return self
 
     def stop(self) -> None:

@@ -78,9 +78,13 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(tmp_path)
     a, b = one.evals().sort_values("step"), two.evals().sort_values("step")
     assert list(a.step) == list(b.step) == [10, 20, 30, 40, 50, 60]
     assert list(b.examples) == [64 * s for s in b.step]  # examples count the global batch
+    worst = {}
     for column in ("validation/loss", "validation/accuracy", "test/loss", "train/loss"):
         rel = np.abs(a[column].to_numpy() - b[column].to_numpy()) / np.abs(a[column].to_numpy())
+        worst[column] = float(rel.max())
         assert rel.max() <= 1e-4, (column, rel.max())
+    print(f"\n1 vs 2 gloo processes, batch 64, 60 steps: largest relative differences {worst}; "
+          f"train seconds {a.train_seconds.iloc[-1]:.2f} (1) vs {b.train_seconds.iloc[-1]:.2f} (2)")
     assert a["validation/loss"].iloc[-1] < a["validation/loss"].iloc[0]  # it trained
     ta, tb = one.train_rows().sort_values("step"), two.train_rows().sort_values("step")
     assert list(ta.step) == list(tb.step)  # logged losses are the mean over the ranks

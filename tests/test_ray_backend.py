@@ -54,7 +54,7 @@ def test_ray_and_local_pool_give_identical_eval_rows(tmp_path, local_ray):
 def test_ray_watchdog_kills_an_overlong_trial_and_records_why(tmp_path, local_ray):
     store = open_store(tmp_path / "s", create=True)
     endless = RunConfig(workload="digits_mlp", algorithm="adamw", study_name="slow",
-                        budget_multiplier=100.0, stop_on_target=False)  # ~100 minutes of budget
+                        budget_multiplier=10_000.0, stop_on_target=False)  # 8M steps
     result = run_configs([endless], store, "slow", workers=1, progress=False,
                          options=LaunchOptions(backend="ray", trial_timeout=60.0))
     assert result.succeeded == 0 and len(result.failed) == 1

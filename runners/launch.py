@@ -40,7 +40,7 @@ from typing import Any, Mapping
 
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig, StudySpec, stable_hash
-from workbench.store import Store
+from workbench.store import Store, utc_now
 
 __all__ = ["plan_study", "run_study", "run_configs", "StudyResult", "StudyExistsError",
            "LaunchOptions", "BACKENDS", "Outcome", "worker_command", "write_job", "describe_exit",
@@ -328,14 +328,14 @@ class _Scheduler:
         from runners.progress import StudyProgress
 
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        queue, running = list(todo), {}  # running: handle -> (config, log path, start time)
+        queue, running = list(todo), {}  # handle -> (config, monotonic start, UTC start)
         view = StudyProgress(self.store, len(todo), enabled=self.progress)
         try:
             while queue or running:
                 while queue and len(running) < self.workers:
                     config = queue.pop(0)
-                    running[self._start(config)] = (config, time.monotonic())
-                for handle, (config, started) in list(running.items()):
+                    running[self._start(config)] = (config, time.monotonic(), utc_now())
+                for handle, (config, started, started_at) in list(running.items()):
                     outcome = handle.poll()
                     if outcome is None and self._overdue(started):
                         handle.kill()
@@ -344,15 +344,15 @@ class _Scheduler:
                                         " s wall clock, killed")
                     if outcome is not None:
                         del running[handle]
-                        self._reap(outcome, config, result)
-                view.update(result, [c for c, _ in running.values()])
+                        self._reap(outcome, config, result, started_at)
+                view.update(result, [c for c, *_ in running.values()])
                 time.sleep(POLL_S)
         finally:
             for handle in running:  # the launcher is ending early (Ctrl-C): stop the workers
                 handle.kill(signal.SIGTERM)
             for handle in running:
                 handle.wait()
-            view.update(result, [c for c, _ in running.values()], force=True)
+            view.update(result, [c for c, *_ in running.values()], force=True)
             view.close()
 
     def _overdue(self, started: float) -> bool:
@@ -374,13 +374,18 @@ class _Scheduler:
                "checkpoint_minutes": self.options.checkpoint_minutes}
         return self.backend.start(job, self._log_path(config))
 
-    def _reap(self, outcome: Outcome, config: RunConfig, result: StudyResult) -> None:
+    def _reap(self, outcome: Outcome, config: RunConfig, result: StudyResult,
+              started_at: str) -> None:
         if outcome.returncode == 0 and not outcome.note:
             result.succeeded += 1
             return
         how = outcome.note or (f"worker {describe_exit(outcome.returncode)}"
                                if outcome.returncode is not None else "worker lost")
         _mark_dead_attempts(self.store, config.trial_key, how, outcome)
+        if not _attempt_started(self.store, config.trial_key, started_at):
+            killed = outcome.note or outcome.returncode is None or outcome.returncode < 0
+            _record_unstarted(self.store, config, "interrupted" if killed else "failed",
+                              f"{how} before its run started")
         result.failed.append(f"{config.workload} {config.algorithm} study {config.study} "
                              f"trial {config.trial} seed {config.seed}: {how}; "
                              f"log {self._log_path(config)}")
@@ -398,6 +403,30 @@ def _mark_dead_attempts(store: Store, trial_key: str, reason: str, outcome: Outc
         ours = process.get("pid") == outcome.pid and process.get("host") == outcome.host
         if ours or store.run_doc(doc["run_id"])["status"] == "interrupted":
             store.mark_interrupted(doc["run_id"], reason)
+
+
+def _attempt_started(store: Store, trial_key: str, started_at: str) -> bool:
+    """Does `trial_key` have an attempt that started at or after `started_at` (UTC ISO time)?"""
+    for d in store.run_dirs():
+        doc = json.loads((d / "run.json").read_text())
+        if doc.get("trial_key") == trial_key and (doc.get("started_at") or "") >= started_at:
+            return True
+    return False
+
+
+def _record_unstarted(store: Store, config: RunConfig, status: str, reason: str) -> None:
+    """Record an attempt whose worker died before it started its run (e.g. killed while
+    importing), so that every dead attempt is visible in the store, not only in the logs."""
+    spec, c = get_workload(config.workload), config
+    doc = {"trial_key": c.trial_key, "study_name": c.study_name, "workload": spec.name,
+           "base_workload": spec.base, "variant": spec.variant, "algorithm": c.algorithm,
+           "ruleset": c.ruleset, "study": c.study, "trial": c.trial, "seed": c.seed,
+           "rng_seed": c.rng_seed, "hparams": dict(c.hparams), "source": "pacebench",
+           "target_metric": spec.target.metric, "target_direction": spec.target.direction,
+           "target_validation": spec.target.validation, "target_test": spec.target.test,
+           "config": c.to_dict()}
+    with store.new_run(doc) as writer:
+        writer.finish(status, stop_reason=reason)
 
 
 @functools.cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -116,7 +117,7 @@ def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_pa
     rng = random.Random(2026)
     cmd = _study_cmd(root, "chaos", trials, workers=2, max_steps=400)
     t0 = time.monotonic()
-    launcher = subprocess.Popen(cmd)
+    launcher = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     kills = Counter()
     plan = rng.sample(["training"] * (kills_wanted // 2) + ["start-up"] * (kills_wanted // 2),
                       kills_wanted)
@@ -132,16 +133,24 @@ def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_pa
             kills[plan.pop(0)] += _kill(rng.choice(sorted(set(workers) - set(training))))
             time.sleep(rng.uniform(1.0, 4.0))
         time.sleep(0.05)
-    launcher.wait()
+    summary = launcher.communicate()[0]
     first_s = time.monotonic() - t0
     assert launcher.returncode == 1  # some trials failed: the launcher says so, and went on
     assert kills["training"] >= 2, kills
+    killed_trials = [int(t) for t in re.findall(r"trial (\d+) seed 0: worker killed by signal 9",
+                                                summary)]
+    assert len(killed_trials) == sum(kills.values()), summary
 
     store = open_store(root)
     runs = store.runs()
     interrupted = runs[runs.status == "interrupted"]
     assert "running" not in set(runs.status)
-    assert 1 <= len(interrupted) <= sum(kills.values())
+    # every kill is in the store: an interrupted attempt, whether the worker was training or
+    # still starting ("... before its run started"); only a worker killed after sealing its run
+    # (while exiting) leaves its trial done instead
+    done_first = set(runs[runs.status.isin(R.DONE_STATUSES)].trial)
+    assert sorted(interrupted.trial) == sorted(t for t in killed_trials if t not in done_first)
+    assert len(interrupted) >= sum(kills.values()) // 2  # not vacuous
     assert all("killed by signal 9" in r for r in interrupted.stop_reason)
     done_before = runs[runs.status.isin(R.DONE_STATUSES)].trial_key.nunique()
     assert done_before < trials
@@ -157,8 +166,10 @@ def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_pa
     still = runs.set_index("run_id").loc[list(interrupted.run_id)]
     assert set(still.status) == {"interrupted"}  # killed attempts stay visible
     assert len(store.evals(list(interrupted.run_id))) == killed_rows  # nothing written is lost
+    started = sum(interrupted.stop_reason.str.contains("before its run started"))
     print(f"\nchaos: {trials} trials, {sum(kills.values())} workers killed ({dict(kills)}), "
-          f"{len(interrupted)} attempts recorded interrupted, {done_before} trials done before "
+          f"{len(interrupted)} attempts recorded interrupted ({started} of them killed before "
+          f"their run started), {done_before} trials done before "
           f"resume, {len(runs)} attempts in all; first launch {first_s:.1f} s, "
           f"resume {resume_s:.1f} s")
 

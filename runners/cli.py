@@ -151,6 +151,23 @@ def _launch(launch, next_step: str) -> int:
     return 0 if not result.failed else 1
 
 
+def _launch_options(args: argparse.Namespace):
+    """The backend and fault-handling flags of `study` as runners.launch.LaunchOptions."""
+    from runners.launch import LaunchOptions
+
+    options = LaunchOptions(backend=args.backend, address=args.address,
+                            nproc_per_node=args.nproc_per_node, gpus_per_trial=args.gpus_per_trial,
+                            trial_timeout=args.trial_timeout,
+                            checkpoint_minutes=args.checkpoint_every)
+    options.check()
+    return options
+
+
+def _default_launch_options():
+    from runners.launch import LaunchOptions
+    return LaunchOptions()
+
+
 def cmd_study(args: argparse.Namespace) -> int:
     from runners.launch import run_study
     from workbench.spec import StudySpec
@@ -161,6 +178,10 @@ def cmd_study(args: argparse.Namespace) -> int:
                                      "channels_last": False}:
             raise ValueError("--device, --precision, --compile and --channels-last are not "
                              "supported with --kind scaling yet: scaling studies run on the CPU")
+        if _launch_options(args) != _default_launch_options():
+            raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
+                             "--trial-timeout and --checkpoint-every apply to --kind tuning "
+                             "only, for now")
         return cmd_scaling(args)
     submission = _submission(args)
     algorithms = [*(args.algorithms or []), *([submission] if submission else [])]
@@ -171,10 +192,12 @@ def cmd_study(args: argparse.Namespace) -> int:
                      studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
                      name=args.name, max_steps=args.max_steps, threads=args.threads,
                      stop_on_target=not args.no_stop_on_target, **_device_options(args))
+    options = _launch_options(args)
     store = open_store(_store_path(args), create=True)
     return _launch(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
-                                     search_spaces=spaces, prune=args.prune, eta=args.eta),
+                                     search_spaces=spaces, prune=args.prune, eta=args.eta,
+                                     options=options),
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
 
 
@@ -375,6 +398,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="early-stopping tuner: successive halving at 1/9 and 1/3 of the step "
                         "budget ranked by this estimator (default none)")
     p.add_argument("--eta", type=int, default=3, help="--prune keeps the best 1/eta at a rung")
+    launch = p.add_argument_group("where trials run, and faults")
+    launch.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local: a process pool on this machine (default); ray: one Ray task "
+                             "per trial (the store must be on a path every node shares)")
+    launch.add_argument("--address", help="--backend ray: the cluster to join (e.g. "
+                                          "ray://head:10001 or auto); default: a local instance")
+    launch.add_argument("--nproc-per-node", type=int, default=1,
+                        help="> 1: each trial is a data-parallel torchrun run of this many "
+                             "processes (gloo on CPU, NCCL on GPUs); the batch is global")
+    launch.add_argument("--gpus-per-trial", type=float, default=0.0,
+                        help="--backend ray: GPUs each trial's task asks for (num_gpus)")
+    launch.add_argument("--trial-timeout", type=float, metavar="SECONDS",
+                        help="watchdog: kill an attempt after this much wall clock (it is "
+                             "recorded as interrupted; --resume runs it again)")
+    launch.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
+                        help="save each run's training state this often, so that --resume "
+                             "continues a killed or preempted run with its accumulated time")
     p.add_argument("--kind", choices=("tuning", "scaling"), default="tuning",
                    help="scaling: steps-to-result per batch size (and sparsity) to a goal")
     scaling = p.add_argument_group("--kind scaling")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import torch
 
@@ -31,6 +31,10 @@ from workbench.catalog import get_workload
 from workbench.records import metric_column
 from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
+
+if TYPE_CHECKING:
+    from runners.checkpoint import Checkpoint
+    from runners.distributed import DataParallel
 
 __all__ = ["run", "Prepared", "prepare", "run_document"]
 
@@ -53,10 +57,14 @@ class Prepared:
 
 
 def prepare(config: RunConfig, device: str | torch.device | None = None,
-            data_dir: str | Path | None = None, algorithm: Algorithm | None = None) -> Prepared:
+            data_dir: str | Path | None = None, algorithm: Algorithm | None = None,
+            parallel: "DataParallel | None" = None) -> Prepared:
     """Everything before the clock: threads, seeds, data, model and optimizer state.
 
-    `device` overrides `config.device` ("cpu", "cuda", "cuda:<i>", "auto")."""
+    `device` overrides `config.device` ("cpu", "cuda", "cuda:<i>", "auto"). `parallel`
+    (runners/distributed.py): this rank of a data-parallel run; the model is wrapped and the
+    workload sharded before the accelerator and the algorithm see them.
+    """
     from runners.algorithms import get_algorithm
     from runners.workloads import build_workload
 
@@ -71,6 +79,8 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     workload = build_workload(spec, device=device, data_dir=data_dir)
     torch.manual_seed(config.rng_seed)
     model = workload.init_model(config.rng_seed)
+    if parallel is not None:
+        workload, model = parallel.wrap(workload, model)
     batch_size = config.batch_size or algorithm.batch_size(spec)
     accelerator = Accelerator(device, config.precision, config.compile, config.channels_last)
     model = accelerator.prepare(model, workload, batch_size, config.rng_seed)
@@ -137,13 +147,16 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
         on_eval: Callable[[dict], None] | None = None,
         should_stop: Callable[[dict], str | None] | None = None,
         measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None,
-        ) -> str:
+        parallel: "DataParallel | None" = None, checkpoint: "Checkpoint | None" = None) -> str:
     """Train one run to a stop condition, recording it in `store`; returns its run_id.
 
     `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
+    `parallel`: this rank of a data-parallel run (runners/distributed.py): its clock reads the
+    same time on every rank and logged losses are averaged over ranks. `checkpoint`
+    (runners/checkpoint.py): resume a preempted attempt's state, and save it now and then.
     """
     try:
-        p = prepare(config, device, data_dir, algorithm)
+        p = prepare(config, device, data_dir, algorithm, parallel)
     except Exception:
         _record_setup_failure(config, store)
         raise
@@ -156,11 +169,15 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
 
     with store.new_run(run_document(p)) as writer:
         # --- the clock starts here; `last` is the end of the last timed interval
-        clock = DeviceClock(p.device)
+        clock = parallel.clock(p.device) if parallel else DeviceClock(p.device)
         p.accelerator.start()
         start = last = clock.now()
         step, train_s, eval_s, eval_index, last_eval_train_s = 0, 0.0, 0.0, 0, 0.0
         status, reason, reached = "complete", None, False
+        if checkpoint is not None:  # go on from a preempted attempt's saved state, if any
+            step, train_s, eval_s, eval_index, last_eval_train_s, reached, wall_s = \
+                checkpoint.restore(p, writer, batches, store)
+            start, last = clock.now() - wall_s, clock.now()  # restoring stays off the clock
         while True:
             # --- timed: data selection and the update
             stop_requested = False
@@ -176,7 +193,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
 
             # --- untimed: training-loss rows and the divergence check
             if not stop_requested and loss is not None and step % log_every == 0:
-                value = float(loss)
+                value = parallel.mean(loss) if parallel else float(loss)
                 writer.append_train({"step": step, "examples": step * p.batch_size,
                                      "train_seconds": train_s, "loss": value})
                 if not math.isfinite(value):
@@ -228,7 +245,10 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
             if out_of_steps:
                 reason = f"step budget of {budget.steps} steps used"
                 break
-            last = clock.now()  # the eval and its logging stay off the clock
+            if checkpoint is not None:
+                checkpoint.maybe_save(p, writer, step, train_s, eval_s, eval_index,
+                                      last_eval_train_s, reached, after - start)
+            last = clock.now()  # the eval, its logging and checkpoints stay off the clock
 
         wall_s = clock.now() - start
         # --- off every clock: batch-1 inference latency of the trained model (DAWNBench)
@@ -237,4 +257,6 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
                       train_seconds=train_s, eval_seconds=eval_s, wall_seconds=wall_s,
                       reached_validation=reached, inference_seconds=inference_s,
                       inference_note=inference_note, **p.accelerator.finish(step, train_s))
+        if checkpoint is not None:
+            checkpoint.discard()
         return writer.run_id

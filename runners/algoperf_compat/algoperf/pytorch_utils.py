@@ -1,4 +1,5 @@
-"""`pytorch_setup()` for AlgoPerf PyTorch submissions run by Pacebench (one process per run)."""
+"""`pytorch_setup()` for AlgoPerf PyTorch submissions run by Pacebench (one process per run, or
+one per rank of a torchrun data-parallel run: `pacebench study --nproc-per-node N`)."""
 from __future__ import annotations
 
 import os

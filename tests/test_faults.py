@@ -1,0 +1,200 @@
+"""Faults: workers killed at random moments, the watchdog, resume, and concurrent studies on one
+store. The chaos tests print their figures (kills, attempts, seconds) for the issue's note."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from runners.launch import LaunchOptions, run_configs
+from workbench import records as R
+from workbench.spec import RunConfig
+from workbench.store import open_store
+
+
+def _children(pid: int, marker: str = "runners.launch") -> list[int]:
+    """Live child processes of `pid` whose command line contains `marker`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] not in "ZX" and marker in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _study_cmd(root: Path, name: str, trials: int, workers: int, max_steps: int) -> list[str]:
+    return [sys.executable, "-m", "runners.cli", "study", "--workloads", "synthetic",
+            "--algorithms", "sgd_nesterov", "--trials", str(trials), "--workers", str(workers),
+            "--max-steps", str(max_steps), "--name", name, "--store", str(root), "--quiet"]
+
+
+def test_resume_leaves_alone_a_trial_that_another_launcher_is_running(tmp_path):
+    store = open_store(tmp_path / "s", create=True)
+    config = RunConfig(workload="synthetic", algorithm="adamw", study_name="busy", max_steps=20)
+    writer = store.new_run({"trial_key": config.trial_key, "workload": config.workload,
+                            "algorithm": config.algorithm, "study_name": "busy"})  # alive: us
+    result = run_configs([config], store, "busy", resume=True, progress=False)
+    assert (result.skipped, result.succeeded, result.failed) == (1, 0, [])
+    writer.finish("interrupted", stop_reason="test")  # now it is missing: resume would run it
+    assert config.trial_key not in store.done_trial_keys()
+
+
+@pytest.mark.slow
+def test_watchdog_kills_an_overlong_trial_and_the_study_goes_on(tmp_path):
+    store = open_store(tmp_path / "s", create=True)
+    quick = RunConfig(workload="synthetic", algorithm="adamw", study_name="wd", trial=0,
+                      max_steps=20)
+    endless = RunConfig(workload="synthetic", algorithm="adamw", study_name="wd", trial=1,
+                        budget_multiplier=10_000.0, stop_on_target=False)  # 4M steps
+    t0 = time.monotonic()
+    result = run_configs([quick, endless], store, "wd", workers=1, progress=False,
+                         options=LaunchOptions(trial_timeout=45.0))
+    took = time.monotonic() - t0
+    assert result.succeeded == 1 and len(result.failed) == 1, result.summary()
+    assert "watchdog: no result after 45 s" in result.failed[0]
+    runs = store.runs().set_index("trial")
+    assert runs.loc[0, "status"] == "complete"
+    assert runs.loc[1, "status"] == "interrupted"
+    assert runs.loc[1, "stop_reason"].startswith("watchdog")
+    assert took < 45.0 + 45.0  # killed on time, not at the end of its budget
+
+
+@pytest.mark.slow
+def test_a_trial_that_raises_is_recorded_failed_and_the_study_goes_on(tmp_path):
+    store = open_store(tmp_path / "s", create=True)
+    bad = RunConfig(workload="synthetic", algorithm="adamw", study_name="f", trial=0,
+                    hparams={"learning_rate": 1e-3, "no_such_knob": 1.0}, max_steps=20)
+    good = RunConfig(workload="synthetic", algorithm="adamw", study_name="f", trial=1,
+                     max_steps=20)
+    result = run_configs([bad, good], store, "f", workers=1, progress=False)
+    assert result.succeeded == 1 and len(result.failed) == 1
+    assert "exited with code 1" in result.failed[0]
+    runs = store.runs().set_index("trial")
+    assert runs.loc[0, "status"] == "failed" and "no_such_knob" in runs.loc[0, "stop_reason"]
+    assert runs.loc[1, "status"] == "complete"
+
+
+def _training_pids(root: Path, candidates: list[int]) -> list[int]:
+    """Those of `candidates` (worker pids) whose run folder says `running`: training right now."""
+    pids = []
+    for doc_path in (root / R.RUNS_DIR).glob(f"*/{R.RUN_DOC}"):
+        try:
+            doc = json.loads(doc_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        pid = (doc.get("process") or {}).get("pid")
+        if doc.get("status") == "running" and pid in candidates:
+            pids.append(pid)
+    return pids
+
+
+def _kill(pid: int) -> bool:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except ProcessLookupError:
+        return False  # it ended on its own meanwhile
+
+
+@pytest.mark.slow
+def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_path):
+    """20 trials, 2 workers; a killer SIGKILLs workers at random moments (in start-up or while
+    training), 8 in all; then --resume."""
+    root, trials, kills_wanted = tmp_path / "store", 20, 8
+    rng = random.Random(2026)
+    cmd = _study_cmd(root, "chaos", trials, workers=2, max_steps=400)
+    t0 = time.monotonic()
+    launcher = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    kills = Counter()
+    plan = rng.sample(["training"] * (kills_wanted // 2) + ["start-up"] * (kills_wanted // 2),
+                      kills_wanted)
+    while launcher.poll() is None and plan:
+        workers = _children(launcher.pid)
+        training = _training_pids(root, workers)
+        if plan[0] == "training" and training:  # the moment a worker has a live run folder
+            time.sleep(rng.uniform(0.0, 0.3))
+            kills[plan.pop(0)] += _kill(rng.choice(training))
+            time.sleep(rng.uniform(1.0, 4.0))
+        elif plan[0] == "start-up" and set(workers) - set(training):
+            time.sleep(rng.uniform(0.0, 2.0))  # a random moment of its start-up
+            kills[plan.pop(0)] += _kill(rng.choice(sorted(set(workers) - set(training))))
+            time.sleep(rng.uniform(1.0, 4.0))
+        time.sleep(0.05)
+    summary = launcher.communicate()[0]
+    first_s = time.monotonic() - t0
+    assert launcher.returncode == 1  # some trials failed: the launcher says so, and went on
+    assert kills["training"] >= 2, kills
+    killed_trials = [int(t) for t in re.findall(r"trial (\d+) seed 0: worker killed by signal 9",
+                                                summary)]
+    assert len(killed_trials) == sum(kills.values()), summary
+
+    store = open_store(root)
+    runs = store.runs()
+    interrupted = runs[runs.status == "interrupted"]
+    assert "running" not in set(runs.status)
+    # every kill is in the store: an interrupted attempt, whether the worker was training or
+    # still starting ("... before its run started"); only a worker killed after sealing its run
+    # (while exiting) leaves its trial done instead
+    done_first = set(runs[runs.status.isin(R.DONE_STATUSES)].trial)
+    assert sorted(interrupted.trial) == sorted(t for t in killed_trials if t not in done_first)
+    assert len(interrupted) >= sum(kills.values()) // 2  # not vacuous
+    assert all("killed by signal 9" in r for r in interrupted.stop_reason)
+    done_before = runs[runs.status.isin(R.DONE_STATUSES)].trial_key.nunique()
+    assert done_before < trials
+    killed_rows = len(store.evals(list(interrupted.run_id)))
+
+    t1 = time.monotonic()
+    subprocess.run(cmd + ["--resume"], check=True)
+    resume_s = time.monotonic() - t1
+    runs = store.runs()
+    done = runs[runs.status.isin(R.DONE_STATUSES)]
+    assert done.trial_key.nunique() == trials
+    assert Counter(done.trial_key).most_common(1)[0][1] == 1  # each trial done exactly once
+    still = runs.set_index("run_id").loc[list(interrupted.run_id)]
+    assert set(still.status) == {"interrupted"}  # killed attempts stay visible
+    assert len(store.evals(list(interrupted.run_id))) == killed_rows  # nothing written is lost
+    started = sum(interrupted.stop_reason.str.contains("before its run started"))
+    print(f"\nchaos: {trials} trials, {sum(kills.values())} workers killed ({dict(kills)}), "
+          f"{len(interrupted)} attempts recorded interrupted ({started} of them killed before "
+          f"their run started), {done_before} trials done before "
+          f"resume, {len(runs)} attempts in all; first launch {first_s:.1f} s, "
+          f"resume {resume_s:.1f} s")
+
+
+@pytest.mark.slow
+def test_four_concurrent_studies_share_one_store(tmp_path):
+    root, trials = tmp_path / "shared", 3
+    names = [f"s{i}" for i in range(4)]
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(_study_cmd(root, n, trials, workers=1, max_steps=40))
+             for n in names]
+    assert [p.wait() for p in procs] == [0, 0, 0, 0]
+    took = time.monotonic() - t0
+    store = open_store(root)
+    runs = store.runs()
+    assert len(runs) == 4 * trials and runs.run_id.is_unique
+    assert set(runs.status) <= set(R.DONE_STATUSES)
+    for name in names:
+        mine = runs[runs.study_name == name]
+        assert len(mine) == trials and mine.trial_key.nunique() == trials
+    evals = store.evals()
+    per_run = evals.groupby("run_id").size()
+    complete = runs[runs.status == "complete"].run_id
+    assert len(complete) >= 6  # (a trial whose learning rate is too high may diverge early)
+    assert (per_run.reindex(complete, fill_value=0) == 2).all()  # evals at steps 20 and 40
+    assert set(evals.run_id) <= set(runs.run_id)
+    print(f"\nconcurrent: 4 studies x {trials} trials into one store: {len(runs)} runs, "
+          f"{len(evals)} eval rows, {took:.1f} s")

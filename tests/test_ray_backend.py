@@ -1,0 +1,64 @@
+"""The Ray backend: the same study on a local Ray instance and on the local pool gives the same
+eval rows, and a Ray task killed by the watchdog leaves its run `interrupted` with the reason."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from runners.launch import LaunchOptions, run_configs, run_study
+from runners.ray_backend import LocalRay
+from workbench.spec import RunConfig, StudySpec
+from workbench.store import open_store
+
+ray = pytest.importorskip("ray")
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+# Columns that measure time differ between any two runs; every other column must be identical.
+TIME_COLUMNS = ("train_seconds", "eval_seconds", "wall_seconds")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A small local Ray instance for this module (2 CPUs, no dashboard), stopped afterwards."""
+    with LocalRay(num_cpus=2):
+        yield
+
+
+def eval_rows(store) -> pd.DataFrame:
+    """Every eval row keyed by trial (run ids differ between stores), in a fixed order."""
+    runs, evals = store.runs(), store.evals()
+    rows = evals.merge(runs[["run_id", "trial_key", "status"]], on="run_id").drop(columns="run_id")
+    return rows.sort_values(["trial_key", "eval_index"]).reset_index(drop=True)
+
+
+def test_ray_and_local_pool_give_identical_eval_rows(tmp_path, local_ray):
+    spec = StudySpec(workloads=("digits_mlp",), algorithms=("adamw",), trials=4, max_steps=60,
+                     name="same")
+    local = open_store(tmp_path / "local", create=True)
+    on_ray = open_store(tmp_path / "ray", create=True)
+    a = run_study(spec, local, workers=2, progress=False)
+    b = run_study(spec, on_ray, workers=2, progress=False, options=LaunchOptions(backend="ray"))
+    assert (a.succeeded, a.failed, b.succeeded, b.failed) == (4, [], 4, [])
+    rows_local, rows_ray = eval_rows(local), eval_rows(on_ray)
+    assert len(rows_local) >= 4 * 2 and rows_local.trial_key.nunique() == 4
+    assert list(rows_local.columns) == list(rows_ray.columns)
+    for column in rows_local.columns:
+        if column in TIME_COLUMNS:
+            assert rows_ray[column].notna().all()
+            continue
+        pd.testing.assert_series_equal(rows_local[column], rows_ray[column], check_exact=True,
+                                       obj=f"eval column {column}")
+
+
+def test_ray_watchdog_kills_an_overlong_trial_and_records_why(tmp_path, local_ray):
+    store = open_store(tmp_path / "s", create=True)
+    endless = RunConfig(workload="digits_mlp", algorithm="adamw", study_name="slow",
+                        budget_multiplier=10_000.0, stop_on_target=False)  # 8M steps
+    result = run_configs([endless], store, "slow", workers=1, progress=False,
+                         options=LaunchOptions(backend="ray", trial_timeout=60.0))
+    assert result.succeeded == 0 and len(result.failed) == 1
+    assert "watchdog" in result.failed[0]
+    runs = store.runs()
+    assert list(runs.status) == ["interrupted"]
+    assert "watchdog" in runs.stop_reason.iloc[0]

@@ -22,8 +22,8 @@ from typing import Iterable
 
 import pandas as pd
 import panel as pn
-import xarray as xr
 import param
+import xarray as xr
 from bokeh.palettes import Category20_20
 
 from workbench import cubes, query, scoring

@@ -138,7 +138,7 @@ def _cold_render(path: Path) -> float:
             "import dashboard; print(dashboard.first_render(Path(sys.argv[1]))[0])")
     out = subprocess.run([sys.executable, "-c", code, str(path)], check=True,
                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
-    return float(out.stdout.strip().splitlines()[-1])
+    return float(out.stdout.split()[-1])
 
 
 def _report(title: str, times: dict[str, list[float]]) -> float:

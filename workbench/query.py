@@ -72,6 +72,7 @@ def connect() -> duckdb.DuckDBPyConnection:
     """A fresh in-memory DuckDB connection (not thread-safe: one per thread or session)."""
     con = duckdb.connect(":memory:")
     con.execute("SET parquet_metadata_cache = true")  # schemas are read at bind time and again
+    con.execute("SET enable_progress_bar = false")  # no bar in logs, notebooks or a CLI's output
     return con
 
 

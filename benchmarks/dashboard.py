@@ -183,7 +183,7 @@ def main() -> None:
           f"({'ok' if worst <= GOAL_FILTER_CHANGE_S else 'OVER GOAL'})")
     if args.tabs:
         print("untick one algorithm with each tab open (median / slowest):", flush=True)
-        for name, seconds in per_tab(args.store, args.rounds).items():
+        for name, seconds in per_tab(args.store, args.rounds):
             print(f"  {name:22s} {statistics.median(seconds):6.3f} s / {max(seconds):6.3f} s",
                   flush=True)
 

@@ -13,13 +13,13 @@ stay in the scored cube while its base is shown, whatever the workload filter sa
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
 import panel as pn
 import param
@@ -224,21 +224,45 @@ class Selection(param.Parameterized):
         names = self.param.algorithms.objects
         return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
 
-    def _filtered(self, workloads: list[str], algorithms: bool = True) -> pd.DataFrame:
-        """Run attempts passing every filter, with `workloads` in place of the workload filter
-        (and every algorithm unless `algorithms`)."""
-        keep = self._runs["workload"].isin(workloads)
+    def _keep(self, workloads: list[str], algorithms: bool = True) -> np.ndarray:
+        """Which rows of the run table pass every filter, with `workloads` in place of the
+        workload filter (and every algorithm unless `algorithms`)."""
+        keep = np.array(self._runs["workload"].isin(workloads), dtype=bool)
         for name, column in FILTER_COLUMNS.items():
             if name == "workloads" or (name == "algorithms" and not algorithms):
                 continue
             if len(getattr(self, name)) < len(self.param[name].objects):
-                keep &= self._runs[column].isin(getattr(self, name))
-        return self._runs[keep]
+                keep &= np.asarray(self._runs[column].isin(getattr(self, name)), dtype=bool)
+        return keep
+
+    def _filtered(self, workloads: list[str], algorithms: bool = True) -> pd.DataFrame:
+        """Run attempts passing every filter (see _keep)."""
+        return self._runs[self._keep(workloads, algorithms)]
 
     @property
     def runs(self) -> pd.DataFrame:
         """Run attempts passing the filters (records.RUN_COLUMNS)."""
-        return self.cached("runs", lambda: self._filtered(self.workloads))
+        return self.cached("runs", lambda: self._runs[self.shown_rows()])
+
+    def shown_rows(self) -> np.ndarray:
+        """The boolean mask of the run table's rows that pass the filters (cached)."""
+        return self.cached("shown_rows", lambda: self._keep(self.workloads))
+
+    def recent_runs(self, limit: int) -> list[str]:
+        """Ids of the `limit` most recently started runs that pass the filters."""
+        order = self.cached("recent_order", lambda: np.argsort(
+            self._runs["started_at"].to_numpy(object).astype(str), kind="stable")[::-1],
+            filters=())
+        ids = self._runs["run_id"].to_numpy(object)
+        return ids[order[self.shown_rows()[order]][:limit]].tolist()
+
+    def variant_workloads(self) -> frozenset:
+        """The store's workloads that are variants of another (base_workload differs)."""
+        def make():
+            runs = self._runs
+            return frozenset(runs.loc[runs["workload"] != runs["base_workload"],
+                                      "workload"].unique().tolist())
+        return self.cached("variant_workloads", make, filters=())
 
     def present(self, column: str) -> frozenset:
         """The distinct values of a run-table column among the filtered runs (no nulls)."""
@@ -445,9 +469,8 @@ class Filters(pn.viewable.Viewer):
 
     def _split(self) -> tuple[list[str], list[str]]:
         """The store's workloads: (base workloads, variants)."""
-        runs = self.selection._runs
         names = self.selection.param.workloads.objects
-        variant = set(runs.loc[runs["workload"] != runs["base_workload"], "workload"])
+        variant = self.selection.variant_workloads()
         return [w for w in names if w not in variant], [w for w in names if w in variant]
 
     @param.depends("selection.version", "selection.workloads", watch=True)
@@ -477,12 +500,9 @@ class Filters(pn.viewable.Viewer):
         """The picker offers the filtered runs, the most recent MAX_PICKABLE of them (a list of
         100,000 ids would weigh on the page), plus the ones picked."""
         sel = self.selection
-        recent = sel.cached("recent_runs", lambda: sel._runs.sort_values(
-            "started_at", ascending=False, kind="stable")["run_id"].tolist(), filters=())
-        shown = set(sel.runs["run_id"].tolist())
         picked = list(sel.curve_runs)
-        options = picked + list(itertools.islice(
-            (r for r in recent if r in shown and r not in picked), MAX_PICKABLE))
+        recent = sel.recent_runs(MAX_PICKABLE + len(picked))
+        options = picked + [r for r in recent if r not in picked][:MAX_PICKABLE]
         self._syncing = True
         try:
             self._runs_picker.param.update(options=options, value=picked)

@@ -102,10 +102,15 @@ def _training_pids(root: Path, candidates: list[int]) -> list[int]:
 
 
 def _kill(pid: int) -> bool:
+    """SIGKILL `pid`; False when it had already ended on its own (gone, or a zombie not yet
+    reaped: a signal to a zombie "succeeds" but kills nothing)."""
     try:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return False
         os.kill(pid, signal.SIGKILL)
         return True
-    except ProcessLookupError:
+    except (ProcessLookupError, FileNotFoundError):
         return False  # it ended on its own meanwhile
 
 

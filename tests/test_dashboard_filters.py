@@ -7,8 +7,10 @@ import json
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from workbench import records as R
+from workbench import scoring
 from workbench.testing import live_run, make_store
 from workbench.views.leaderboard import Leaderboard, ratio_styles, score_frame, times_frame
 from workbench.views.profiles import profile_plot
@@ -133,3 +135,43 @@ def test_running_trials_are_listed_with_their_latest_eval(tmp_path):
     assert sel.refresh()
     assert "3 complete" in status._line.object and not status._table.visible
     assert not sel.refresh()  # nothing changed since
+
+
+def test_values_cut_from_the_full_grid_equal_those_computed_on_the_shown_cube(two_studies):
+    """Study and workload times and the bootstrap draws are computed once over every
+    algorithm and workload and cut to the shown ones: the cut must be what the shown cube
+    gives directly, and the counts must be those of the filtered run table."""
+    sel = Selection(store_path=str(two_studies))
+    sel.param.update(algorithms=["fast", "other"], workloads=["digits_mlp"], time_axis="step")
+    cube = sel.cube
+    assert list(cube["algorithm"].values) == ["fast", "other"]
+    xr.testing.assert_identical(sel.study_times(), scoring.study_times(cube))
+    xr.testing.assert_equal(sel.workload_times(), scoring.workload_times(cube))
+    assert sel.workload_times().attrs["units"] == "steps"
+    draws = sel.bootstrap_medians(50)
+    assert draws.dims == ("replicate", "algorithm", "workload") and draws.sizes["replicate"] == 50
+    full = scoring.bootstrap_medians(scoring.study_times(sel._full_cube()), 50)
+    xr.testing.assert_equal(draws, full.sel(algorithm=["fast", "other"],
+                                            workload=["digits_mlp"]))
+    runs = sel.runs
+    assert sel.n_runs == len(runs) > 0
+    assert sel.counts("algorithm") == runs["algorithm"].value_counts().to_dict()
+    assert sel.present("workload") == {"digits_mlp"}
+    assert sel.present("hardware", nulls=True) == set(runs["hardware"])
+    assert list(sel.runs_where("algorithm", "other")["run_id"]) == \
+        list(runs.loc[runs["algorithm"] == "other", "run_id"])
+    assert sel.runs_where("algorithm", "slow").empty  # filtered out
+    assert sel.runs_where("algorithm", "no such algorithm").empty
+
+
+def test_a_view_draws_once_when_unticking_the_reference_changes_the_reference(two_studies):
+    sel = Selection(store_path=str(two_studies))
+    sel.reference = "slow"
+    view = Leaderboard(selection=sel)
+    draws = []
+    original = view._update
+    view._update = lambda: (draws.append(sel.reference), original())
+    sel.algorithms = ["fast", "other"]  # the reference goes too: two notifications, one draw
+    assert draws == [sel.reference] and sel.reference != "slow"
+    sel.algorithms = ["fast", "other"]  # nothing changed: no draw
+    assert len(draws) == 1

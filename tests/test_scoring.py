@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from workbench import scoring
 from workbench.testing import tiny_cube, tiny_times
@@ -149,6 +150,25 @@ def test_bootstrap_interval_brackets_the_score():
     assert boot.equals(again)  # seeded: reproducible
     with pytest.raises(ValueError, match="level"):
         scoring.bootstrap_scores(cube, level=1.5)
+    # the two steps the dashboard runs apart (draws once, intervals per filter setting)
+    draws = scoring.bootstrap_medians(scoring.study_times(cube), n=400, seed=1)
+    assert boot.equals(scoring.bootstrap_interval(draws, level=0.9))
+    # a replicate is scored as its own table would be: extra dims are kept, in any order
+    for layout in (draws, draws.transpose("workload", "replicate", "algorithm")):
+        scores = scoring.benchmark_scores(layout)
+        exact = scoring.exact_scores(layout)
+        assert scores.dims == exact.dims == ("algorithm", "replicate")
+        for r in (0, 7, 399):
+            one = scoring.score_table_of_times(draws.isel(replicate=r)).set_index("algorithm")
+            for algorithm in ("A", "B"):
+                assert scores.sel(algorithm=algorithm, replicate=r) == \
+                    pytest.approx(one.loc[algorithm, "score"], abs=1e-12)
+                assert exact.sel(algorithm=algorithm, replicate=r) == \
+                    pytest.approx(one.loc[algorithm, "exact_score"], abs=1e-12)
+    profile = scoring.performance_profile(draws)
+    assert profile.dims == ("algorithm", "tau", "replicate")
+    xr.testing.assert_equal(profile.sel(replicate=7, drop=True), scoring.performance_profile(
+        draws.isel(replicate=7, drop=True)))
 
 
 def test_speedups_geometric_mean_with_budgets():

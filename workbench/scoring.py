@@ -32,7 +32,8 @@ __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies
            "workload_times", "scored_workloads", "time_cutoff", "held_out_rule", "apply_rules",
            "scored_times",
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
-           "score_table", "bootstrap_scores", "speedups", "algoperf_speedups", "TAU_MAX",
+           "score_table", "score_table_of_times", "bootstrap_scores", "bootstrap_medians",
+           "bootstrap_interval", "speedups", "algoperf_speedups", "TAU_MAX",
            "NUM_TAUS", "SCORE_COLUMNS"]
 
 TAU_MAX = 4.0   # ratios above this earn nothing; also the cut-off factor on times
@@ -181,11 +182,30 @@ def _with_workloads(times: xr.DataArray, names: list[str]) -> xr.DataArray:
     return times.reindex(workload=names, fill_value=np.nan)
 
 
+def _best(values: np.ndarray) -> np.ndarray:
+    """The best (smallest) finite time of each workload over algorithms, `values` laid out
+    (..., algorithm, workload); NaN where no time is finite. Shape (..., 1, workload)."""
+    finite = np.where(np.isfinite(values), values, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # nobody finite: NaN
+        return np.nanmin(finite, axis=-2, keepdims=True)
+
+
+def _laid_out(times: xr.DataArray) -> tuple[xr.DataArray, np.ndarray]:
+    """`times` with algorithm and workload last (the NumPy layout of the functions below),
+    and its values."""
+    _need(times, ("algorithm", "workload"), "times")
+    other = [d for d in times.dims if d not in ("algorithm", "workload")]
+    ordered = times.transpose(*other, "algorithm", "workload")
+    return ordered, ordered.values
+
+
 def time_cutoff(times: xr.DataArray, factor: float = TAU_MAX) -> xr.DataArray:
     """Every time above `factor` x its workload's best finite time becomes +inf (NaN stays)."""
-    _need(times, ("algorithm", "workload"), "times")
-    best = times.where(np.isfinite(times)).min("algorithm", skipna=True)
-    return times.where(~(times > factor * best), np.inf)
+    ordered, values = _laid_out(times)
+    with np.errstate(invalid="ignore"):
+        over = values > factor * _best(values)
+    return ordered.copy(data=np.where(over, np.inf, values)).transpose(*times.dims)
 
 
 def _column_of(times: xr.DataArray, pairs: Mapping[str, str]) -> xr.DataArray:
@@ -248,17 +268,21 @@ def scored_times(cube: xr.Dataset, config: ScoringConfig | None = None,
     return apply_rules(workload_times(cube), config, cutoff)
 
 
+def _ratios(values: np.ndarray) -> np.ndarray:
+    """performance_ratios on values laid out (..., algorithm, workload)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = values / _best(values)
+    return np.where(np.isposinf(values), np.inf, ratios)
+
+
 def performance_ratios(times: xr.DataArray) -> xr.DataArray:
     """r = time / the workload's best finite time over algorithms; +inf for a miss, NaN if missing.
 
     When nobody met a workload's target every ratio is +inf (or NaN where the time is missing).
     """
-    _need(times, ("algorithm", "workload"), "times")
-    best = times.where(np.isfinite(times)).min("algorithm", skipna=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = times / best
-    ratios = ratios.where(~np.isposinf(times), np.inf)
-    return ratios.rename("performance_ratio").assign_attrs(units="1")
+    ordered, values = _laid_out(times)
+    return ordered.copy(data=_ratios(values)).transpose(*times.dims) \
+        .rename("performance_ratio").assign_attrs(units="1")
 
 
 def _num_workloads(times: xr.DataArray, num_workloads: int | None) -> int:
@@ -267,6 +291,19 @@ def _num_workloads(times: xr.DataArray, num_workloads: int | None) -> int:
         raise ValueError(f"cannot score over {n} workloads: times has workloads "
                          f"{list(times['workload'].values)}")
     return n
+
+
+def _profile(ratios: np.ndarray, taus: np.ndarray, n: int) -> np.ndarray:
+    """rho on ratios laid out (..., algorithm, workload): shape (..., algorithm, tau)."""
+    return (ratios[..., None] <= taus).sum(axis=-2) / n
+
+
+def _algorithm_dims(ordered: xr.DataArray, last: str | None = None) -> tuple[list[str], dict]:
+    """Dims and coords of a result over `ordered`'s dims but workload, algorithm first (then
+    `last`, then the others): the layout the scoring functions return."""
+    other = [d for d in ordered.dims if d not in ("algorithm", "workload")]
+    coords = {k: c for k, c in ordered.coords.items() if "workload" not in c.dims}
+    return ["algorithm", *([last] if last else []), *other], coords
 
 
 def performance_profile(times: xr.DataArray, taus: np.ndarray | None = None,
@@ -278,10 +315,11 @@ def performance_profile(times: xr.DataArray, taus: np.ndarray | None = None,
     """
     n = _num_workloads(times, num_workloads)
     taus = np.linspace(1.0, TAU_MAX, NUM_TAUS) if taus is None else np.asarray(taus, float)
-    tau = xr.DataArray(taus, dims="tau", coords={"tau": taus})
-    rho = (performance_ratios(times) <= tau).sum("workload") / n
-    order = ["algorithm", "tau"] + [d for d in rho.dims if d not in ("algorithm", "tau")]
-    return rho.transpose(*order).rename("performance_profile").assign_attrs(units="1")
+    ordered, values = _laid_out(times)
+    rho = np.moveaxis(_profile(_ratios(values), taus, n), -2, 0)  # (algorithm, ..., tau)
+    dims, coords = _algorithm_dims(ordered, "tau")
+    return xr.DataArray(np.moveaxis(rho, -1, 1), dims=dims, coords={**coords, "tau": taus},
+                        name="performance_profile", attrs={"units": "1"})
 
 
 def benchmark_scores(times: xr.DataArray, tau_max: float = TAU_MAX, num_points: int = NUM_TAUS,
@@ -289,19 +327,24 @@ def benchmark_scores(times: xr.DataArray, tau_max: float = TAU_MAX, num_points: 
     """The official score: trapezoid area of rho on linspace(1, tau_max, num_points) / (tau_max - 1)."""
     if tau_max <= 1 or num_points < 2:
         raise ValueError(f"need tau_max > 1 and num_points >= 2, got {tau_max}, {num_points}")
+    n = _num_workloads(times, num_workloads)
     taus = np.linspace(1.0, tau_max, num_points)
-    rho = performance_profile(times, taus, num_workloads)
-    area = xr.apply_ufunc(np.trapezoid, rho, input_core_dims=[["tau"]], kwargs={"x": taus})
-    return (area / (tau_max - 1.0)).rename("score").assign_attrs(units="1")
+    ordered, values = _laid_out(times)
+    area = np.trapezoid(_profile(_ratios(values), taus, n), x=taus, axis=-1)  # (..., algorithm)
+    dims, coords = _algorithm_dims(ordered)
+    return xr.DataArray(np.moveaxis(area, -1, 0) / (tau_max - 1.0), dims=dims, coords=coords,
+                        name="score", attrs={"units": "1"})
 
 
 def exact_scores(times: xr.DataArray, tau_max: float = TAU_MAX,
                  num_workloads: int | None = None) -> xr.DataArray:
     """The exact integral of the profile: sum over workloads of max(0, tau_max - r) / ((tau_max-1) n)."""
     n = _num_workloads(times, num_workloads)
-    credit = np.maximum(0.0, tau_max - performance_ratios(times)).fillna(0.0)
-    return (credit.sum("workload") / ((tau_max - 1.0) * n)).rename("exact_score") \
-        .assign_attrs(units="1")
+    ordered, values = _laid_out(times)
+    credit = np.nan_to_num(np.maximum(0.0, tau_max - _ratios(values)), nan=0.0)
+    dims, coords = _algorithm_dims(ordered)
+    return xr.DataArray(np.moveaxis(credit.sum(axis=-1), -1, 0) / ((tau_max - 1.0) * n),
+                        dims=dims, coords=coords, name="exact_score", attrs={"units": "1"})
 
 
 SCORE_COLUMNS = ("algorithm", "score", "exact_score", "workloads_reached", "workloads_scored")
@@ -319,14 +362,17 @@ def _table(times: xr.DataArray) -> pd.DataFrame:
     return table.sort_values(["score", "algorithm"], ascending=[False, True], ignore_index=True)
 
 
-def score_table(cube: xr.Dataset, config: ScoringConfig | None = None,
-                times: xr.DataArray | None = None) -> pd.DataFrame:
+def score_table(cube: xr.Dataset, config: ScoringConfig | None = None) -> pd.DataFrame:
     """algorithm, score, exact_score, workloads_reached, workloads_scored; best score first.
 
     workloads_reached counts the scored workloads whose time is finite after the rules.
-    `times`: workload_times(cube) when the caller has it already.
     """
-    times = workload_times(cube) if times is None else times
+    return score_table_of_times(workload_times(cube), config)
+
+
+def score_table_of_times(times: xr.DataArray,
+                         config: ScoringConfig | None = None) -> pd.DataFrame:
+    """score_table from per-workload times (workload_times of a cube) the caller has already."""
     return _table(apply_rules(times, config).transpose("algorithm", "workload"))
 
 
@@ -341,6 +387,37 @@ def _resample_studies(times: np.ndarray, n: int, rng: np.random.Generator) -> np
     return np.where(slot < present, draws, np.nan)  # k present studies: k draws
 
 
+def bootstrap_medians(times: xr.DataArray, n: int = 1000, seed: int = 0) -> xr.DataArray:
+    """n bootstrap replicates of the per-workload times: dims (replicate, algorithm, workload).
+
+    `times`: study_times (algorithm, workload, study). Each replicate redraws, independently
+    for every (algorithm, workload), as many studies as it has, with replacement, and takes
+    their median (median_over_studies). Cells are independent, so the replicates of a subset
+    of algorithms and workloads are the matching slice.
+    """
+    if n < 1:
+        raise ValueError(f"need n >= 1 bootstrap replicates, got {n}")
+    _need(times, ("algorithm", "workload", "study"), "study times")
+    st = times.transpose("algorithm", "workload", "study")
+    draws = _resample_studies(st.values, n, np.random.default_rng(seed))
+    return st.isel(study=0, drop=True).expand_dims(replicate=n).copy(
+        data=_nanmedian_last(draws))
+
+
+def bootstrap_interval(replicas: xr.DataArray, level: float = 0.9,
+                       config: ScoringConfig | None = None) -> pd.DataFrame:
+    """Percentile interval (algorithm, low, high) of the score over bootstrap_medians
+    replicates, each scored as score_table scores (same `config`)."""
+    if not 0 < level < 1:
+        raise ValueError(f"need 0 < level < 1, got level={level}")
+    scores = benchmark_scores(apply_rules(replicas, config).transpose("algorithm", ...))
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(scores.transpose("replicate", ...).values, [tail, 1.0 - tail],
+                            axis=0)
+    return pd.DataFrame({"algorithm": [str(a) for a in scores["algorithm"].values],
+                         "low": low, "high": high})
+
+
 def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0, level: float = 0.9,
                      config: ScoringConfig | None = None) -> pd.DataFrame:
     """Percentile interval (algorithm, low, high) of the score when studies are resampled.
@@ -350,16 +427,7 @@ def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0, level: floa
     """
     if not 0 < level < 1 or n < 1:
         raise ValueError(f"need 0 < level < 1 and n >= 1, got level={level}, n={n}")
-    st = study_times(cube).transpose("algorithm", "workload", "study")
-    draws = _resample_studies(st.values, n, np.random.default_rng(seed))
-    replicas = st.isel(study=0, drop=True).expand_dims(replicate=n).copy(
-        data=_nanmedian_last(draws))
-    scores = benchmark_scores(apply_rules(replicas, config).transpose("algorithm", ...))
-    tail = (1.0 - level) / 2
-    low = scores.quantile(tail, dim="replicate").values
-    high = scores.quantile(1.0 - tail, dim="replicate").values
-    return pd.DataFrame({"algorithm": [str(a) for a in scores["algorithm"].values],
-                         "low": low, "high": high})
+    return bootstrap_interval(bootstrap_medians(study_times(cube), n, seed), level, config)
 
 
 def _nanmedian_last(values: np.ndarray) -> np.ndarray:

@@ -69,7 +69,7 @@ def _milliseconds(seconds: float) -> str:
 
 def _shown_workloads(selection: Selection) -> list[str]:
     """Shown workloads in leaderboard order (scored, held-out variants, other variants)."""
-    groups = selection.workload_groups() if len(selection.runs) else {}
+    groups = selection.workload_groups() if selection.n_runs else {}
     ordered = [w for ws in groups.values() for w in ws if w in selection.workloads]
     return ordered + [w for w in selection.workloads if w not in ordered]
 
@@ -108,12 +108,12 @@ def cost_table(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
 def price_frame(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
     """The editable price table: one row per hardware key of the shown runs."""
     return prices.to_frame(sorted({costs.hardware_key(h) for h in
-                                   selection.runs["hardware"].unique()}))
+                                   selection.present("hardware", nulls=True)}))
 
 
 def missing_prices_note(selection: Selection, prices: costs.PriceTable) -> str:
     """Markdown naming each shown hardware key without a price ("" when all are priced)."""
-    missing = prices.missing(selection.runs["hardware"].unique())
+    missing = prices.missing(selection.present("hardware", nulls=True))
     if not missing:
         return ""
     names = ", ".join(f"`{k}`" for k in missing)
@@ -127,7 +127,7 @@ def cost_frame(selection: Selection, prices: costs.PriceTable,
     """One formatted row per shown (algorithm, workload) with runs (only `workload`'s when
     given), workloads in leaderboard order, algorithms by median cost to target (cheapest
     first)."""
-    if not len(selection.runs):
+    if not selection.n_runs:
         return pd.DataFrame(columns=list(COST_TITLES))
     table = cost_table(selection, prices)
     if workload is not None:
@@ -160,7 +160,7 @@ def cost_pivot(selection: Selection, prices: costs.PriceTable,
     """Median cost to target (formatted) per algorithm (rows, leaderboard order) and workload
     (columns: `workloads`, default every shown one in leaderboard order); NO_RUNS where an
     algorithm has no runs."""
-    if not len(selection.runs):
+    if not selection.n_runs:
         return pd.DataFrame(columns=["algorithm"])
     table = cost_table(selection, prices)
     pivot = table.assign(text=table["cost_to_target"].map(usd)).pivot(
@@ -358,9 +358,9 @@ def figures(selection: Selection, prices: costs.PriceTable | None = None) -> dic
     """The view's plots for every shown workload, by name ("cost_pareto_<workload>",
     "cost_quality_<workload>", "speedup_at_quality_<workload>"); default prices from
     costs.PRICE_RULES. A plot with nothing to draw is left out."""
-    if not len(selection.runs):
+    if not selection.n_runs:
         return {}
-    prices = prices or costs.PriceTable.defaults(selection.runs["hardware"].unique())
+    prices = prices or costs.PriceTable.defaults(selection.present("hardware", nulls=True))
     out = {}
     for workload in _shown_workloads(selection):
         plots = {"cost_pareto": pareto_plot(selection, workload, prices),
@@ -409,7 +409,7 @@ class Costs(View):
     @property
     def prices(self) -> costs.PriceTable:
         """The prices in use: the defaults of the shown hardware, with the edits over them."""
-        defaults = costs.PriceTable.defaults(self.selection.runs["hardware"].unique())
+        defaults = costs.PriceTable.defaults(self.selection.present("hardware", nulls=True))
         return costs.PriceTable({**defaults.prices, **self._edited})
 
     def _show_prices(self) -> None:
@@ -482,7 +482,7 @@ class Costs(View):
         workloads as on the leaderboard (scored, held out, other)."""
         if not self._redraw("overview", self._state()):
             return
-        groups = self.selection.workload_groups() if len(self.selection.runs) else {}
+        groups = self.selection.workload_groups() if self.selection.n_runs else {}
         parts, prices = [], self.prices
         for name, workloads in groups.items():
             workloads = [w for w in workloads if w in self.selection.workloads]
@@ -501,7 +501,7 @@ class Costs(View):
     def _draw_workload(self) -> None:
         """The picked workload's cost table (cost_frame) and plots."""
         if not self.shown:
-            self._stale = True
+            self._mark_stale()
             return
         workload, prices = self.workload, self.prices
         if workload is None:

@@ -126,7 +126,7 @@ def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.O
 def figures(selection: Selection) -> dict[str, hv.Overlay]:
     """For `workbench.figures`, per study group: "early_ranking_<study>_<workload>_<algorithm>"
     and "early_prediction_<study>_<workload>_<algorithm>"."""
-    if not len(selection.runs):
+    if not selection.n_runs:
         return {}
     plots = group_plots(open_store(selection.store_path), selection.runs)
     out = {}

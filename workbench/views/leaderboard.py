@@ -43,8 +43,8 @@ def score_frame(selection: Selection) -> pd.DataFrame:
         return pd.DataFrame(columns=list(SCORE_TITLES))
 
     def interval() -> pd.DataFrame:
-        return scoring.bootstrap_scores(selection.cube, n=BOOTSTRAP_REPLICATES,
-                                        level=BOOTSTRAP_LEVEL, config=selection.scoring_config)
+        return scoring.bootstrap_interval(selection.bootstrap_medians(BOOTSTRAP_REPLICATES),
+                                          BOOTSTRAP_LEVEL, selection.scoring_config)
     bounds = selection.cached("score_interval", interval).set_index("algorithm")
     low, high = (bounds[k].reindex(scores["algorithm"]) for k in ("low", "high"))
     speedup = speedup_frame(selection).set_index("algorithm")["faster_by"]
@@ -70,7 +70,7 @@ def times_frame(selection: Selection, order: list[str],
                 workloads: list[str] | None = None) -> pd.DataFrame:
     """workload_time_table as text ('5,043 s', '9.2 h', '1,250 steps', MISS, NO_RUNS), one
     unit per column."""
-    if not len(selection.runs):
+    if not selection.n_runs:
         return pd.DataFrame(columns=["algorithm"])
     times = workload_time_table(selection, order, workloads)
     units = selection.cube["time_to_target"].attrs.get("units", "s")
@@ -136,7 +136,7 @@ class Leaderboard(View):
         for name, workloads in self.selection.workload_groups().items():
             title, table = self._groups[name]
             frame = times_frame(self.selection, order, workloads)
-            if len(self.selection.runs):
+            if self.selection.n_runs:
                 self._styles[name] = ratio_styles(
                     workload_time_table(self.selection, order, workloads))
             titles = {"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}}

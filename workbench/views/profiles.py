@@ -30,7 +30,7 @@ def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.O
     """Step lines rho(tau) for tau in [1, tau_max] over the scored workloads, one per
     algorithm; None if none is scored. The cut-off moves with tau_max (at AlgoPerf's 4 the
     profile is the one the score integrates)."""
-    if not len(selection.runs) or not selection.workload_groups()["scored"]:
+    if not selection.n_runs or not selection.workload_groups()["scored"]:
         return None
     times = scoring.scored_times(selection.cube, selection.scoring_config, cutoff=tau_max)
     if times.sizes.get("workload", 0) == 0 or times.sizes.get("algorithm", 0) == 0:

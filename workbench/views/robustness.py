@@ -62,7 +62,7 @@ def _units(selection: Selection) -> str:
 def _shown_pairs(selection: Selection) -> pd.DataFrame:
     """variant_table rows of the shown variants (hidden held-out variants still feed the score)."""
     def make() -> pd.DataFrame:
-        if not len(selection.runs):
+        if not selection.n_runs:
             return pd.DataFrame(columns=list(robustness.VARIANT_COLUMNS))
         table = robustness.variant_table(selection.cube, selection.workload_times())
         return table[table["workload"].isin(selection.workloads)].reset_index(drop=True)
@@ -73,7 +73,7 @@ def scores_frame(selection: Selection) -> tuple[pd.DataFrame, dict[str, str]]:
     """`robustness.held_out_scores` under the selection's scoring rules (the shown scored
     workloads), and the held-out pairs; empty when no scored workload is shown."""
     def make() -> tuple[pd.DataFrame, dict[str, str]]:
-        if not len(selection.runs) or not selection.workload_groups()["scored"]:
+        if not selection.n_runs or not selection.workload_groups()["scored"]:
             return pd.DataFrame(columns=list(robustness.HELD_OUT_COLUMNS)), {}
         return robustness.held_out_scores(selection.cube, selection.scoring_config,
                                           selection.workload_times())

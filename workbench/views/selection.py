@@ -244,6 +244,13 @@ class Selection(param.Parameterized):
         """Run attempts passing the filters (records.RUN_COLUMNS)."""
         return self.cached("runs", lambda: self._runs[self.shown_rows()])
 
+    def runs_where(self, column: str, value) -> pd.DataFrame:
+        """The filtered runs whose `column` equals `value` (only those rows are copied)."""
+        codes, values = self._codes(column)
+        found = np.flatnonzero(np.asarray(values == value, dtype=bool))
+        rows = self.shown_rows() & np.isin(codes, found)
+        return self._runs[rows]
+
     def shown_rows(self) -> np.ndarray:
         """The boolean mask of the run table's rows that pass the filters (cached)."""
         return self.cached("shown_rows", lambda: self._keep(self.workloads))
@@ -264,10 +271,33 @@ class Selection(param.Parameterized):
                                       "workload"].unique().tolist())
         return self.cached("variant_workloads", make, filters=())
 
-    def present(self, column: str) -> frozenset:
-        """The distinct values of a run-table column among the filtered runs (no nulls)."""
-        return self.cached(f"present:{column}", lambda: frozenset(
-            self.runs[column].dropna().unique().tolist()))
+    @property
+    def n_runs(self) -> int:
+        """How many run attempts pass the filters (no copy of the run table)."""
+        return self.cached("n_runs", lambda: int(self.shown_rows().sum()))
+
+    def _codes(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """`pd.factorize` of a run-table column, once per read: (codes, distinct values);
+        code -1 for a null."""
+        return self.cached(f"codes:{column}", lambda: pd.factorize(self._runs[column]),
+                           filters=())
+
+    def counts(self, column: str, nulls: bool = False) -> dict:
+        """Filtered runs per distinct value of a run-table column, in order of first
+        appearance in the table (values with no shown run left out; nulls counted under None
+        if `nulls`), counted on the column's codes: no copy of the run table."""
+        def make():
+            codes, values = self._codes(column)
+            counts = np.bincount(codes[self.shown_rows()] + 1, minlength=len(values) + 1)
+            found = {values[i - 1]: int(counts[i]) for i in np.flatnonzero(counts[1:]) + 1}
+            return {None: int(counts[0]), **found} if counts[0] else found
+        counted = self.cached(f"counts:{column}", make)
+        return counted if nulls else {k: n for k, n in counted.items() if k is not None}
+
+    def present(self, column: str, nulls: bool = False) -> frozenset:
+        """The distinct values of a run-table column among the filtered runs (None among them
+        when `nulls` and a shown run has none)."""
+        return frozenset(self.counts(column, nulls))
 
     @property
     def store(self):
@@ -311,14 +341,35 @@ class Selection(param.Parameterized):
         with, its `time_to_target` on the chosen time axis (units in its attrs). Cut from the
         cube of every algorithm and workload (built once per ruleset, study, hardware and time
         axis), so ticking algorithms and workloads costs a slice, not a rebuild."""
+        return self.cached("cube", lambda: self._cut(self._full_cube()))
+
+    def _cut(self, full):
+        """The part of a value over the full cube's algorithms and workloads (the full cube
+        itself, or a per-cell value of it) that the shown cube holds."""
         def make():
             config = self.scoring_config
             inputs = set(self.workloads) | set(config.held_out if config else ())
-            full = self._full_cube()
-            algorithms = [a for a in full["algorithm"].values if a in set(self.algorithms)]
-            workloads = [w for w in full["workload"].values if w in inputs]
-            return full.sel(algorithm=algorithms, workload=workloads)
-        return self.cached("cube", make)
+            cube = self._full_cube()
+            shown = set(self.algorithms)
+            return ([a for a in cube["algorithm"].values if a in shown],
+                    [w for w in cube["workload"].values if w in inputs])
+        algorithms, workloads = self.cached("cut", make, ("algorithms", "workloads",
+                                                          "rulesets", "studies", "hardware"))
+        return full.sel(algorithm=algorithms, workload=workloads)
+
+    def _per_cell(self, name: str, make):
+        """A value computed cell by cell (a cell's value does not depend on the others):
+        `make()` over the full cube once per ruleset, study, hardware and time axis
+        (_full_value), cut to the shown algorithms and workloads, so that ticking algorithms
+        and workloads costs a slice."""
+        full = self._full_value(name, make)
+        return self.cached(name, lambda: self._cut(full))
+
+    def _full_value(self, name: str, make):
+        """`make()`, a value over the full cube, once per ruleset, study, hardware and time
+        axis."""
+        return self.cached(f"full:{name}", make, ("rulesets", "studies", "hardware",
+                                                   "time_axis"))
 
     def _full_cube(self):
         """The final cube of the runs passing the ruleset, study and hardware filters, its
@@ -341,17 +392,33 @@ class Selection(param.Parameterized):
         """`scoring.score_table` of the cube under the scoring rules, best score first (ties:
         exact score); empty when no run or no scored workload is shown."""
         def make():
-            if not len(self.runs) or not self.workload_groups()["scored"]:
+            if not self.n_runs or not self.workload_groups()["scored"]:
                 return pd.DataFrame(columns=list(scoring.SCORE_COLUMNS))
-            table = scoring.score_table(self.cube, self.scoring_config, self.workload_times())
+            table = scoring.score_table_of_times(self.workload_times(), self.scoring_config)
             return table.sort_values(["score", "exact_score"], ascending=False,
                                      kind="stable").reset_index(drop=True)
         return self.cached("scores", make)
 
+    def study_times(self) -> xr.DataArray:
+        """`scoring.study_times` of the cube: the chosen trial's time to target per
+        (algorithm, workload, study), on the chosen time axis (cached)."""
+        return self._per_cell("study_times", self._all_study_times)
+
+    def _all_study_times(self) -> xr.DataArray:
+        return self._full_value("study_times",
+                                lambda: scoring.study_times(self._full_cube()))
+
     def workload_times(self) -> xr.DataArray:
         """`scoring.workload_times` of the cube: median time to target per (algorithm,
         workload), on the chosen time axis (cached)."""
-        return self.cached("workload_times", lambda: scoring.workload_times(self.cube))
+        return self._per_cell("workload_times", lambda: scoring.median_over_studies(
+            self._all_study_times()))
+
+    def bootstrap_medians(self, n: int, seed: int = 0) -> xr.DataArray:
+        """`scoring.bootstrap_medians` of the study times (cached), drawn once over every
+        algorithm and workload: a filter change reuses the draws of the cells it shows."""
+        return self._per_cell(f"bootstrap:{n}:{seed}", lambda: scoring.bootstrap_medians(
+            self._all_study_times(), n, seed))
 
     def workload_groups(self) -> dict[str, list[str]]:
         """The shown workloads by role: "scored", "held_out" (scoring inputs), "other"."""
@@ -360,8 +427,8 @@ class Selection(param.Parameterized):
         if config is not None and config.base_workloads is not None:
             scored = list(config.base_workloads)
         else:
-            scored = [w for w in scoring.scored_workloads(self.cube) if w in shown] \
-                if len(self.runs) else []
+            scored = [w for w in scoring.scored_workloads(self.workload_times()) if w in shown] \
+                if self.n_runs else []
         held_out = [w for w in shown if config and w in config.held_out and w not in scored]
         other = [w for w in shown if w not in scored and w not in held_out]
         return {"scored": scored, "held_out": held_out, "other": other}
@@ -408,7 +475,7 @@ class Selection(param.Parameterized):
         """Per (algorithm, workload): the chosen trial of its middle study (by time) among the
         studies that met the target (scoring.study_choices); none where no study did."""
         def make():
-            if not len(self.runs):
+            if not self.n_runs:
                 return []
             choices = scoring.study_choices(self.cube)[["time_to_target", "run_id"]]
             frame = choices.to_dataframe().reset_index()

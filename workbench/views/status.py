@@ -23,19 +23,19 @@ RUNNING_TITLES = {"run_id": "Run", "algorithm": "Algorithm", "workload": "Worklo
                   "best": "Best so far", "target": "Target"}
 
 
-def status_counts(runs: pd.DataFrame) -> dict[str, int]:
-    """Run attempts per status, in records.STATUSES order (statuses with none left out)."""
-    counts = runs["status"].value_counts()
-    return {s: int(counts[s]) for s in R.STATUSES if counts.get(s, 0)}
+def status_counts(selection) -> dict[str, int]:
+    """The selection's run attempts per status, in records.STATUSES order (statuses with
+    none left out)."""
+    counts = selection.counts("status")
+    return {s: counts[s] for s in R.STATUSES if counts.get(s, 0)}
 
 
 def running_frame(selection) -> pd.DataFrame:
     """One row per running run of the selection: identity, its latest eval (step, training
     time, validation value of its target metric), the best value so far and the target."""
-    runs = selection.runs
-    running = runs[runs["status"] == "running"]
-    if not len(running) or selection.store is None:
+    if not selection.counts("status").get("running") or selection.store is None:
         return pd.DataFrame(columns=list(RUNNING_TITLES))
+    running = selection.runs_where("status", "running")
     evals = selection.cached("running_evals", lambda: selection.store.evals(
         list(running["run_id"])))
     rows = []
@@ -71,15 +71,16 @@ class RunStatus(View):
         self._first_draw()
 
     def _update(self) -> None:
-        runs = self.selection.runs
-        if not len(runs):
+        shown = self.selection.n_runs
+        if not shown:
             self._line.object, self._table.visible = "", False
             return
-        counts = status_counts(runs)
+        counts = status_counts(self.selection)
         parts = ", ".join(f"{n:,} {status}" for status, n in counts.items())
-        self._line.object = f"**{len(runs):,} runs shown:** {parts}."
+        self._line.object = f"**{shown:,} runs shown:** {parts}."
         frame = running_frame(self.selection)
-        self._table.param.update(value=frame, visible=len(frame) > 0)
+        if len(frame) or self._table.visible:  # no running trial now nor before: no redraw
+            self._table.param.update(value=frame, visible=len(frame) > 0)
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(self._line, self._table, sizing_mode="stretch_width")

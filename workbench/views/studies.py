@@ -38,7 +38,7 @@ def study_frame(selection: Selection) -> pd.DataFrame:
     one column per study (`study <k>`) naming its time and chosen trial. Workloads in leaderboard
     groups (scored, held out, other), algorithms in leaderboard order."""
     columns = ["workload", "role", "algorithm", "median"]
-    if not len(selection.runs):
+    if not selection.n_runs:
         return pd.DataFrame(columns=columns)
     choices = scoring.study_choices(selection.cube)
     long = choices.drop_vars([c for c in choices.coords if c not in choices.dims]).to_dataframe()

@@ -108,18 +108,23 @@ def filter_changes(selection, rounds: int) -> dict[str, list[float]]:
 
 
 def per_tab(path: Path, rounds: int):
-    """Seconds of an 'untick one algorithm' change with each tab open in turn (new settings
-    each time, as in filter_changes); yields (tab, seconds) as each tab is done."""
-    from workbench.app import make_views
+    """Seconds of an 'untick one algorithm' change with each tab open in turn, in a served
+    page's document (so the time includes building the Bokeh models of what is redrawn), new
+    settings each time as in filter_changes; yields (tab, seconds) as each tab is done."""
+    import panel as pn
+    from bokeh.document import Document
+
+    from workbench.app import build_app
     from workbench.views.selection import Selection
 
     selection = Selection(store_path=str(path))
-    views = make_views(selection, dynamic=True)
+    app = build_app(path, selection)
+    app.server_doc(Document())
+    tabs = app.main[0].select(pn.Tabs)[0]
     algorithms = list(selection.param.algorithms.objects)
     out: dict[str, list[float]] = {}
-    for i, (name, view) in enumerate(views):
-        for _, other in views:
-            other.shown = other is view  # the tab opens: its first draw is not timed
+    for i, name in enumerate(tabs._names):
+        tabs.active = i  # the tab opens: its first draw is not timed
         out[name] = []
         for r in range(rounds):
             drop = algorithms[(i * rounds + r) % len(algorithms)]

@@ -150,7 +150,7 @@ def test_values_cut_from_the_full_grid_equal_those_computed_on_the_shown_cube(tw
     assert sel.workload_times().attrs["units"] == "steps"
     draws = sel.bootstrap_medians(50)
     assert draws.dims == ("replicate", "algorithm", "workload") and draws.sizes["replicate"] == 50
-    full = scoring.bootstrap_medians(scoring.study_times(sel._full_cube()), 50)
+    full = scoring.bootstrap_medians(scoring.study_times(sel.full_cube()), 50)
     xr.testing.assert_equal(draws, full.sel(algorithm=["fast", "other"],
                                             workload=["digits_mlp"]))
     runs = sel.runs

@@ -78,19 +78,9 @@ def train_time_cube(selection: Selection) -> xr.Dataset:
     """The selection's final cube on the shown workloads with time_to_target in training
     seconds whatever the sidebar's time axis: cost is training time x price (DAWNBench)."""
     def make() -> xr.Dataset:
-        cube = selection.cube
-        cube = cube.sel(workload=[w for w in cube["workload"].values
+        cube = selection.cut(selection.full_cube("train_seconds"))
+        return cube.sel(workload=[w for w in cube["workload"].values
                                   if w in set(selection.workloads)])
-        if selection.time_axis == "train_seconds":
-            return cube
-        runs = selection.runs
-        reached = runs["reached_target"].fillna(False).to_numpy(bool)
-        seconds = dict(zip(runs["run_id"], np.where(
-            reached, runs["time_to_target"].to_numpy(float, na_value=np.nan), np.inf)))
-        ids = cube["run_id"].values
-        train = np.array([seconds.get(r, np.nan) for r in ids.ravel()], dtype=float)
-        return cube.assign(time_to_target=(cube["run_id"].dims, train.reshape(ids.shape),
-                                           {"units": "s"}))
     return selection.cached("costs:train_time_cube", make)
 
 
@@ -100,9 +90,16 @@ def _prices_key(prices: costs.PriceTable) -> str:
 
 
 def cost_table(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
-    """costs.cost_table of the shown runs at these prices (cached per data, filters, prices)."""
-    return selection.cached(f"costs:table:{_prices_key(prices)}", lambda: costs.cost_table(
-        train_time_cube(selection), selection.runs, prices))
+    """costs.cost_table of the shown runs at these prices. A row depends on its algorithm and
+    workload's runs only, so the table is computed once over every algorithm and workload
+    (per data, ruleset, study and hardware filter, and prices) and the shown rows are cut
+    from it."""
+    key = f"costs:table:{_prices_key(prices)}"
+    full = selection.full_value(key, lambda: costs.cost_table(
+        selection.full_cube("train_seconds"), selection.full_runs(), prices), time_axis=False)
+    return selection.cached(key, lambda: full[
+        full["algorithm"].isin(selection.algorithms) & full["workload"].isin(
+            selection.workloads)].reset_index(drop=True))
 
 
 def price_frame(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
@@ -196,21 +193,29 @@ def _quality_range(quality: pd.Series, direction: str) -> tuple[float, float]:
 
 
 def _workload_runs(selection: Selection, workload: str) -> pd.DataFrame:
-    return selection.runs[selection.runs["workload"] == workload]
+    """The runs of `workload` of every algorithm (Selection.full_runs), cached."""
+    def make() -> pd.DataFrame:
+        runs = selection.full_runs()
+        return runs[runs["workload"] == workload]
+    return selection.full_value(f"costs:runs:{workload}", make, time_axis=False)
+
+
+def _shown(frame: pd.DataFrame, selection: Selection) -> pd.DataFrame:
+    """The rows of `frame` (a column algorithm) of the shown algorithms."""
+    return frame[frame["algorithm"].isin(selection.algorithms)]
 
 
 def _curve_rows(selection: Selection, workload: str) -> pd.DataFrame:
-    """Eval rows of the runs standing for each study of `workload` (costs.curve_runs), read
-    once per data and filters."""
+    """Eval rows of the runs standing for each study of `workload` (costs.curve_runs), of
+    every algorithm, read once per data and ruleset, study and hardware filter."""
     def make() -> pd.DataFrame:
-        picked = selection.cached("costs:curve_runs",
-                                  lambda: costs.curve_runs(train_time_cube(selection)))
-        ids = picked.loc[(picked["workload"] == workload)
-                         & picked["algorithm"].isin(selection.algorithms), "run_id"].tolist()
+        picked = selection.full_value("costs:curve_runs", lambda: costs.curve_runs(
+            selection.full_cube("train_seconds")), time_axis=False)
+        ids = picked.loc[picked["workload"] == workload, "run_id"].tolist()
         if not ids or selection.store is None:
             return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
         return selection.store.evals(ids)
-    return selection.cached(f"costs:evals:{workload}", make)
+    return selection.full_value(f"costs:evals:{workload}", make, time_axis=False)
 
 
 def _quality_of(runs: pd.DataFrame) -> tuple[str, str, float]:
@@ -230,9 +235,13 @@ def pareto_plot(selection: Selection, workload: str,
     if not len(runs):
         return None
     metric, direction, _ = _quality_of(runs)
-    points = costs.run_costs(runs, prices).assign(
-        quality=runs["best_validation"].to_numpy(float))
-    points = points[(points["train_cost_usd"] > 0) & np.isfinite(points["quality"])]
+
+    def priced() -> pd.DataFrame:
+        points = costs.run_costs(runs, prices).assign(
+            quality=runs["best_validation"].to_numpy(float))
+        return points[(points["train_cost_usd"] > 0) & np.isfinite(points["quality"])]
+    points = _shown(selection.full_value(f"costs:points:{workload}:{_prices_key(prices)}",
+                                         priced, time_axis=False), selection)
     if not len(points):
         return None
     front = points[costs.pareto_front(points["train_cost_usd"], points["quality"], direction)]
@@ -263,15 +272,18 @@ def pareto_plot(selection: Selection, workload: str,
 
 def _curves(selection: Selection, workload: str, prices: costs.PriceTable):
     """(best_so_far rows, metric, direction, target, median cost to quality (algorithm,
-    quality) or None) of `workload`'s curve runs, cached per data, filters and prices."""
+    quality) or None) of `workload`'s curve runs of the shown algorithms. Computed once over
+    every algorithm (per data, ruleset, study and hardware filter, and prices), the quality
+    grid included, so that it stays put while algorithms are ticked, and cut to the shown
+    algorithms."""
+    empty = pd.DataFrame(columns=["run_id", "algorithm", "cost_usd", "quality"])
+
     def make():
         runs = _workload_runs(selection, workload)
-        empty = pd.DataFrame(columns=["run_id", "algorithm", "cost_usd", "quality"])
         if not len(runs):
             return empty, "", "max", math.nan, None
         metric, direction, target = _quality_of(runs)
         evals = _curve_rows(selection, workload)
-        evals = evals[evals["run_id"].isin(runs["run_id"])]
         if metric not in evals.columns or not len(evals):
             return empty, metric, direction, target, None
         curves = costs.best_so_far(evals, runs, prices, metric, direction)
@@ -281,7 +293,25 @@ def _curves(selection: Selection, workload: str, prices: costs.PriceTable):
         grid = costs.quality_grid(curves, direction, QUALITY_POINTS, include=[target])
         medians = costs.median_cost_to_quality(costs.cost_to_quality(curves, grid, direction))
         return curves, metric, direction, target, medians
-    return selection.cached(f"costs:curves:{workload}:{_prices_key(prices)}", make)
+
+    def cut():
+        curves, metric, direction, target, medians = full
+        curves = _shown(curves, selection)
+        if medians is None or not len(curves.dropna(subset=["quality"])):
+            return empty, metric, direction, target, None
+        drawn = set(curves["algorithm"].unique())
+        names = [a for a in medians["algorithm"].values if a in drawn]
+        return curves, metric, direction, target, medians.sel(algorithm=names)
+    key = f"costs:curves:{workload}:{_prices_key(prices)}"
+    full = selection.full_value(key, make, time_axis=False)
+    return selection.cached(key, cut)
+
+
+def _per_run(rows: pd.DataFrame, columns: list[str]) -> list[list[np.ndarray]]:
+    """For each column, its values split by run (rows ordered by run, as best_so_far is)."""
+    ids = rows["run_id"].to_numpy(object)
+    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    return [np.split(rows[c].to_numpy(float), cuts) for c in columns]
 
 
 def cost_quality_plot(selection: Selection, workload: str,
@@ -294,8 +324,8 @@ def cost_quality_plot(selection: Selection, workload: str,
     if medians is None:
         return None
     colors = selection.colors
-    runs = [{"cost_usd": r["cost_usd"].to_numpy(float), "quality": r["quality"].to_numpy(float)}
-            for _, r in curves.groupby("run_id", sort=True)]
+    runs = [{"cost_usd": c, "quality": q} for c, q in zip(*_per_run(
+        curves, ["cost_usd", "quality"]))]
     parts = [hv.Path(runs, kdims=["cost_usd", "quality"]).opts(color="gray", alpha=0.35,
                                                                 line_width=1)]
     for name in medians["algorithm"].values:

@@ -341,15 +341,15 @@ class Selection(param.Parameterized):
         with, its `time_to_target` on the chosen time axis (units in its attrs). Cut from the
         cube of every algorithm and workload (built once per ruleset, study, hardware and time
         axis), so ticking algorithms and workloads costs a slice, not a rebuild."""
-        return self.cached("cube", lambda: self._cut(self._full_cube()))
+        return self.cached("cube", lambda: self.cut(self.full_cube()))
 
-    def _cut(self, full):
+    def cut(self, full):
         """The part of a value over the full cube's algorithms and workloads (the full cube
         itself, or a per-cell value of it) that the shown cube holds."""
         def make():
             config = self.scoring_config
             inputs = set(self.workloads) | set(config.held_out if config else ())
-            cube = self._full_cube()
+            cube = self.full_cube()
             shown = set(self.algorithms)
             return ([a for a in cube["algorithm"].values if a in shown],
                     [w for w in cube["workload"].values if w in inputs])
@@ -360,33 +360,43 @@ class Selection(param.Parameterized):
     def _per_cell(self, name: str, make):
         """A value computed cell by cell (a cell's value does not depend on the others):
         `make()` over the full cube once per ruleset, study, hardware and time axis
-        (_full_value), cut to the shown algorithms and workloads, so that ticking algorithms
+        (full_value), cut to the shown algorithms and workloads, so that ticking algorithms
         and workloads costs a slice."""
-        full = self._full_value(name, make)
-        return self.cached(name, lambda: self._cut(full))
+        full = self.full_value(name, make)
+        return self.cached(name, lambda: self.cut(full))
 
-    def _full_value(self, name: str, make):
-        """`make()`, a value over the full cube, once per ruleset, study, hardware and time
-        axis."""
-        return self.cached(f"full:{name}", make, ("rulesets", "studies", "hardware",
-                                                   "time_axis"))
+    def full_value(self, name: str, make, time_axis: bool = True):
+        """`make()`, a value over every algorithm and workload (full_runs, full_cube), once
+        per ruleset, study and hardware filter (and time axis, if it depends on it). For
+        values computed cell by cell: a view cuts the shown algorithms and workloads out of
+        it, so that ticking them costs a cut, not a recomputation."""
+        filters = ("rulesets", "studies", "hardware") + (("time_axis",) if time_axis else ())
+        return self.cached(f"full:{name}", make, filters)
 
-    def _full_cube(self):
-        """The final cube of the runs passing the ruleset, study and hardware filters, its
-        time_to_target on the chosen time axis (a shallow copy per axis: no rebuild)."""
-        def build():
-            return cubes.final_cube(self._filtered(self.param.workloads.objects,
-                                                   algorithms=False))
+    def full_runs(self) -> pd.DataFrame:
+        """Run attempts passing the ruleset, study and hardware filters, of every algorithm
+        and workload (what full_cube is built from)."""
+        return self.full_value("runs", lambda: self._filtered(self.param.workloads.objects,
+                                                              algorithms=False),
+                               time_axis=False)
+
+    def full_cube(self, time_axis: str | None = None):
+        """The final cube of full_runs, its time_to_target on `time_axis` (default: the
+        selection's; a shallow copy per axis of one cube built per ruleset, study and
+        hardware filter)."""
+        axis = time_axis or self.time_axis
+        if axis not in TIME_AXES:
+            raise ValueError(f"unknown time axis {axis!r}: valid are {list(TIME_AXES)}")
+        cube = self.full_value("cube", lambda: cubes.final_cube(self.full_runs()),
+                               time_axis=False)
+        if axis == "train_seconds":
+            return cube
 
         def on_axis():
-            cube = self.cached("full_cube", build, ("rulesets", "studies", "hardware"))
-            if self.time_axis == "train_seconds":
-                return cube
-            axis = cube[TIME_TO_TARGET[self.time_axis]]
-            return cube.assign(time_to_target=axis.assign_attrs(
-                units=axis.attrs.get("units", "s")))
-        return self.cached("full_cube_on_axis", on_axis,
-                           ("rulesets", "studies", "hardware", "time_axis"))
+            times = cube[TIME_TO_TARGET[axis]]
+            return cube.assign(time_to_target=times.assign_attrs(
+                units=times.attrs.get("units", "s")))
+        return self.full_value(f"cube:{axis}", on_axis, time_axis=False)
 
     def scores(self) -> pd.DataFrame:
         """`scoring.score_table` of the cube under the scoring rules, best score first (ties:
@@ -405,8 +415,7 @@ class Selection(param.Parameterized):
         return self._per_cell("study_times", self._all_study_times)
 
     def _all_study_times(self) -> xr.DataArray:
-        return self._full_value("study_times",
-                                lambda: scoring.study_times(self._full_cube()))
+        return self.full_value("study_times", lambda: scoring.study_times(self.full_cube()))
 
     def workload_times(self) -> xr.DataArray:
         """`scoring.workload_times` of the cube: median time to target per (algorithm,

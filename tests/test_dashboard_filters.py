@@ -158,10 +158,15 @@ def test_values_cut_from_the_full_grid_equal_those_computed_on_the_shown_cube(tw
     assert sel.counts("algorithm") == runs["algorithm"].value_counts().to_dict()
     assert sel.present("workload") == {"digits_mlp"}
     assert sel.present("hardware", nulls=True) == set(runs["hardware"])
-    assert list(sel.runs_where("algorithm", "other")["run_id"]) == \
+    assert list(sel.runs_where(algorithm="other")["run_id"]) == \
         list(runs.loc[runs["algorithm"] == "other", "run_id"])
-    assert sel.runs_where("algorithm", "slow").empty  # filtered out
-    assert sel.runs_where("algorithm", "no such algorithm").empty
+    first = runs.iloc[0]
+    picked = sel.runs_where(["run_id", "study"], algorithm="fast", study=first["study"])
+    assert list(picked.columns) == ["run_id", "study"]
+    assert list(picked["run_id"]) == list(runs.loc[(runs["algorithm"] == "fast") & (
+        runs["study"] == first["study"]), "run_id"])
+    assert sel.runs_where(algorithm="slow").empty  # filtered out
+    assert sel.runs_where(algorithm="no such algorithm").empty
 
 
 def test_a_view_draws_once_when_unticking_the_reference_changes_the_reference(two_studies):

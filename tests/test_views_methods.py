@@ -58,8 +58,30 @@ def test_ranking_tables_and_saved(ranking_store):
 def test_early_ranking_view_renders(ranking_store):
     view = EarlyRanking(selection=Selection(store_path=str(ranking_store)))
     assert pn.panel(view).get_root() is not None
-    kinds = [type(o).__name__ for o in view._body.objects]
-    assert "Row" in kinds and "DataFrame" in kinds  # the plots and the compute-saved table
+    assert [type(o).__name__ for o in view._body.objects] == ["Row"]  # the group's plots
+    assert type(view._saved.objects[1]).__name__ == "DataFrame"  # the compute-saved table
+    assert not view._picker.visible  # the report draws every group
+
+
+def test_early_ranking_view_draws_the_picked_group_in_the_dashboard(tmp_path):
+    path = tmp_path / "store"
+    make_store(path, algorithms=("fast", "slow"), workloads=("digits_mlp",), studies=1,
+               trials=3)
+    selection = Selection(store_path=str(path))
+    view = EarlyRanking(selection=selection, one_group=True)
+    assert view.param.group.objects == ["synthetic / digits_mlp / fast",
+                                        "synthetic / digits_mlp / slow"]
+    assert view.group == "synthetic / digits_mlp / fast" and view._picker.visible
+    (row,) = view._body.objects
+    assert "fast (3 runs)" in str(row.objects[0].object.opts.get().kwargs["title"])
+    view.group = "synthetic / digits_mlp / slow"
+    assert "slow (3 runs)" in str(view._body.objects[0].objects[0].object.opts.get()
+                                  .kwargs["title"])
+    selection.algorithms = ["fast"]  # the picked group is filtered out: the first one left
+    assert view.param.group.objects == ["synthetic / digits_mlp / fast"]
+    assert view.group == "synthetic / digits_mlp / fast"
+    selection.algorithms = []
+    assert view.group is None and "No study group" in view._body.objects[0].object
 
 
 def test_scaling_results_and_view(scaling_store):

@@ -54,14 +54,15 @@ def build_app(store_path: str | os.PathLike,
 
 def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, View]]:
     """(tab title, view) of every view over `selection`. `dynamic` (the dashboard): only the
-    first is shown (the others draw when their tab opens) and the curves show one workload at
-    a time; else (the report) every view draws up front, the curves of the scored workloads."""
+    first is shown (the others draw when their tab opens), the curves show one workload and
+    the early ranking one study group at a time; else (the report) every view draws up front, the curves of the scored workloads."""
     views = [
         ("Leaderboard", Leaderboard), ("Studies", StudyTimes), ("Speedups", Speedups),
         ("Profiles", Profiles),
         ("Curves", lambda **kw: Curves(one_workload=dynamic, only_scored=not dynamic, **kw)),
         ("Robustness", Robustness), ("Costs", Costs), ("Hyperparameters", Hyperparameters),
-        ("Early ranking", EarlyRanking), ("Scaling", Scaling),
+        ("Early ranking", lambda **kw: EarlyRanking(one_group=dynamic, **kw)),
+        ("Scaling", Scaling),
     ]
     return [(name, make(selection=selection, shown=not dynamic or i == 0))
             for i, (name, make) in enumerate(views)]

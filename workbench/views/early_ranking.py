@@ -11,10 +11,11 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
+import param
 
 from workbench import curves
 from workbench import records as R
-from workbench.early_stopping import study_summary
+from workbench.early_stopping import read_pruning_docs, study_summary
 from workbench.store import open_store
 from workbench.views.base import View
 from workbench.views.selection import Selection
@@ -93,6 +94,8 @@ def saved_frame(store, study_names) -> pd.DataFrame:
     """Compute spent and saved by pruning per study group (empty when no study pruned)."""
     rows = []
     for name in study_names:
+        if not read_pruning_docs(store, name):  # not tuned with early stopping
+            continue
         summary = study_summary(store, name)
         if not summary["estimators"]:
             continue
@@ -109,18 +112,22 @@ def saved_frame(store, study_names) -> pd.DataFrame:
 def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.Overlay]]:
     """(study_name, workload, algorithm) -> (ranking_plot, prediction_plot) of each group of
     `runs` with MIN_RUNS or more complete runs."""
-    out = {}
-    for (study, workload, algorithm), table in ranking_tables(store, runs).items():
-        group = runs[(runs["study_name"] == study) & (runs["workload"] == workload) &
-                     (runs["algorithm"] == algorithm) & (runs["status"] == "complete")]
-        finals = _finals(group, store.evals(list(group["run_id"])))
-        finals = finals.sort_values(ascending=group["target_direction"].iloc[0] == "min")
-        title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
-        out[(study, workload, algorithm)] = (
-            ranking_plot(table, title),
-            prediction_plot(store.train_rows(list(group["run_id"])), finals,
-                            float(group["budget_steps"].max())))
-    return out
+    return {key: _plots(store, key, group) for key, group in _groups(runs)}
+
+
+def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overlay]:
+    """(ranking_plot, prediction_plot) of one group's complete runs."""
+    study, workload, algorithm = key
+    group = runs[runs["status"] == "complete"]
+    ids = list(group["run_id"])
+    evals, train = store.evals(ids), store.train_rows(ids)
+    finals = _finals(group, evals)
+    budget = float(group["budget_steps"].max())
+    table = curves.early_ranking_table(train, finals, group["target_direction"].iloc[0],
+                                       budget_steps=budget)
+    finals = finals.sort_values(ascending=group["target_direction"].iloc[0] == "min")
+    title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
+    return ranking_plot(table, title), prediction_plot(train, finals, budget)
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:
@@ -137,34 +144,90 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
     return out
 
 
+def _label(key: tuple) -> str:
+    return " / ".join(str(k) for k in key)
+
+
 class EarlyRanking(View):
-    """Per study group: rank correlation vs budget fraction, predicted vs actual, compute saved."""
+    """Per study group: rank correlation vs budget fraction, predicted vs actual, compute saved.
+
+    In the dashboard (`one_group`) one group is drawn at a time, picked in the view: a big
+    store has hundreds of groups, and ranking one reads and fits its runs' curves (its plots
+    are kept for the data and ruleset, study and hardware filters). The report draws them all.
+    """
+
+    one_group = param.Boolean(default=False, doc="Draw one study group, picked in the view.")
+    group = param.Selector(default=None, objects=[], allow_None=True,
+                           doc="The study group drawn: study / workload / algorithm.")
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
+        self._picker = pn.widgets.Select.from_param(self.param.group, name="Study group",
+                                                    width=520, visible=self.one_group)
         self._body = pn.Column(sizing_mode="stretch_width")
+        self._saved = pn.Column(sizing_mode="stretch_width")
+        self._offering = False  # True while _update sets the picker: no second draw
+        self.param.watch(self._picked, "group")
         self._first_draw()
 
+    def _groups(self) -> dict[str, tuple]:
+        """Label -> key of the shown runs' groups with MIN_RUNS or more complete runs."""
+        def make() -> dict[str, tuple]:
+            done = self.selection.runs_where(status="complete", source="pacebench",
+                                             columns=["study_name", "workload", "algorithm"])
+            sizes = done.value_counts(sort=False)
+            return {_label(k): k for k in sorted(sizes[sizes >= MIN_RUNS].index)}
+        return self.selection.cached("early_ranking:groups", make)
+
+    def _picked(self, _event) -> None:
+        if not self._offering:
+            self._selection_changed()
+
     def _update(self) -> None:
-        runs = self.selection.runs
-        if not len(runs):
-            self._body.objects = [pn.pane.Markdown("No runs with the current selection.")]
-            return
-        store = open_store(self.selection.store_path)
-        parts = [pn.Row(pn.pane.HoloViews(ranking, sizing_mode="stretch_width"),
-                        pn.pane.HoloViews(prediction, sizing_mode="stretch_width"),
-                        sizing_mode="stretch_width")
-                 for ranking, prediction in group_plots(store, runs).values()]
-        saved = saved_frame(store, sorted(runs["study_name"].unique()))
-        if len(saved):
-            parts.append(pn.pane.Markdown("#### Compute saved by the early-stopping tuner"))
-            parts.append(pn.pane.DataFrame(saved.round(2), index=False))
-        self._body.objects = parts or [pn.pane.Markdown(
-            f"No study group has {MIN_RUNS} or more complete runs to rank.")]
+        groups = self._groups()
+        self._offering = True
+        try:
+            self.param.group.objects = list(groups)
+            if self.group not in groups:
+                self.group = next(iter(groups), None)
+        finally:
+            self._offering = False
+        self._picker.visible = self.one_group and bool(groups)
+        if not groups:
+            self._body.objects = [pn.pane.Markdown(
+                f"No study group has {MIN_RUNS} or more complete runs to rank (runs of our "
+                "runner only: imported logs have no per-step training loss).")]
+        else:
+            keys = [groups[self.group]] if self.one_group else list(groups.values())
+            self._body.objects = [pn.Row(*(pn.pane.HoloViews(plot, sizing_mode="stretch_width")
+                                           for plot in self._group_plots(key)),
+                                         sizing_mode="stretch_width") for key in keys]
+        saved = self._saved_frame()
+        self._saved.objects = [
+            pn.pane.Markdown("#### Compute saved by the early-stopping tuner"),
+            pn.pane.DataFrame(saved.round(2), index=False)] if len(saved) else []
+
+    def _group_plots(self, key: tuple) -> tuple[hv.Overlay, hv.Overlay]:
+        """The plots of one group, computed once per data and ruleset, study and hardware
+        filter (the algorithm and workload filters only say whether it is offered)."""
+        def make():
+            runs = self.selection.full_runs()
+            study, workload, algorithm = key
+            group = runs[(runs["study_name"] == study) & (runs["workload"] == workload)
+                         & (runs["algorithm"] == algorithm) & (runs["source"] == "pacebench")]
+            return _plots(self.selection.store, key, group)
+        return self.selection.full_value(f"early_ranking:{_label(key)}", make, time_axis=False)
+
+    def _saved_frame(self) -> pd.DataFrame:
+        names = sorted(self.selection.present("study_name"))
+        return self.selection.full_value(
+            f"early_ranking:saved:{names}", lambda: saved_frame(self.selection.store, names),
+            time_axis=False)
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(pn.pane.Markdown(
             "### Early ranking\nSigned Spearman rho between each estimator computed on the first "
             "fraction of the step budget and the final validation metric (+1: perfect ranking). "
             "All estimators are 'lower predicts better'; LCGA is the fitted loss at the full "
-            "budget, LCGA-D1N's sign is uncalibrated."), self._body, sizing_mode="stretch_width")
+            "budget, LCGA-D1N's sign is uncalibrated."), self._picker, self._body, self._saved,
+            sizing_mode="stretch_width")

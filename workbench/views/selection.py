@@ -244,12 +244,15 @@ class Selection(param.Parameterized):
         """Run attempts passing the filters (records.RUN_COLUMNS)."""
         return self.cached("runs", lambda: self._runs[self.shown_rows()])
 
-    def runs_where(self, column: str, value) -> pd.DataFrame:
-        """The filtered runs whose `column` equals `value` (only those rows are copied)."""
-        codes, values = self._codes(column)
-        found = np.flatnonzero(np.asarray(values == value, dtype=bool))
-        rows = self.shown_rows() & np.isin(codes, found)
-        return self._runs[rows]
+    def runs_where(self, columns: list[str] | None = None, **equals) -> pd.DataFrame:
+        """The filtered runs whose run-table columns equal the values given (e.g.
+        `status="running"`), their `columns` only (default: all); only those rows are copied."""
+        rows = self.shown_rows()
+        for column, value in equals.items():
+            codes, values = self._codes(column)
+            found = np.flatnonzero(np.asarray(values == value, dtype=bool))
+            rows = rows & np.isin(codes, found)
+        return self._runs.loc[rows, list(columns) if columns is not None else slice(None)]
 
     def shown_rows(self) -> np.ndarray:
         """The boolean mask of the run table's rows that pass the filters (cached)."""

@@ -35,7 +35,7 @@ def running_frame(selection) -> pd.DataFrame:
     time, validation value of its target metric), the best value so far and the target."""
     if not selection.counts("status").get("running") or selection.store is None:
         return pd.DataFrame(columns=list(RUNNING_TITLES))
-    running = selection.runs_where("status", "running")
+    running = selection.runs_where(status="running")
     evals = selection.cached("running_evals", lambda: selection.store.evals(
         list(running["run_id"])))
     rows = []

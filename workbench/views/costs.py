@@ -307,11 +307,12 @@ def _curves(selection: Selection, workload: str, prices: costs.PriceTable):
     return selection.cached(key, cut)
 
 
-def _per_run(rows: pd.DataFrame, columns: list[str]) -> list[list[np.ndarray]]:
-    """For each column, its values split by run (rows ordered by run, as best_so_far is)."""
+def _broken_lines(rows: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (x, y) of every run's line (rows ordered by run, as best_so_far is) as one line
+    broken by NaN between runs: one glyph for all, quick to draw however many runs."""
     ids = rows["run_id"].to_numpy(object)
-    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-    return [np.split(rows[c].to_numpy(float), cuts) for c in columns]
+    starts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    return tuple(np.insert(rows[c].to_numpy(float), starts, np.nan) for c in (x, y))
 
 
 def cost_quality_plot(selection: Selection, workload: str,
@@ -324,10 +325,8 @@ def cost_quality_plot(selection: Selection, workload: str,
     if medians is None:
         return None
     colors = selection.colors
-    runs = [{"cost_usd": c, "quality": q} for c, q in zip(*_per_run(
-        curves, ["cost_usd", "quality"]))]
-    parts = [hv.Path(runs, kdims=["cost_usd", "quality"]).opts(color="gray", alpha=0.35,
-                                                                line_width=1)]
+    parts = [hv.Curve(_broken_lines(curves, "cost_usd", "quality"), "cost_usd",
+                      "quality").opts(color="gray", alpha=0.35, line_width=1)]
     for name in medians["algorithm"].values:
         cost = medians.sel(algorithm=name).values
         keep = np.isfinite(cost)
@@ -428,6 +427,13 @@ class Costs(View):
         self._notice = pn.pane.Alert(alert_type="warning", sizing_mode="stretch_width",
                                      visible=False, css_classes=["pb-missing-prices"])
         self._overview = pn.Column(sizing_mode="stretch_width")
+        self._overview_tables: dict[str, tuple] = {}  # group -> (title, table), made once
+        self._cost_table = pn.widgets.Tabulator(  # the picked workload's table
+            disabled=True, show_index=False, layout="fit_columns", sortable=False,
+            widths={"algorithm": 190, "hardware": 200},
+            sizing_mode="stretch_width", titles=COST_TITLES, css_classes=["pb-costs"],
+            stylesheets=[TABLE_CSS], text_align={c: "right" for c in COST_TITLES
+                                                 if c not in ("algorithm", "hardware")})
         self._detail = pn.Column(sizing_mode="stretch_width")
         self._slots = {css: pn.Column(sizing_mode="stretch_width") for css in PLOTS}
         self._plots = pn.Column(*self._slots.values(), sizing_mode="stretch_width")
@@ -518,15 +524,24 @@ class Costs(View):
             workloads = [w for w in workloads if w in self.selection.workloads]
             if not workloads:
                 continue
-            frame = cost_pivot(self.selection, prices, workloads)
-            parts += [pn.pane.Markdown(f"**{GROUP_TITLES[name]}**"), pn.widgets.Tabulator(
-                frame, disabled=True, show_index=False, layout="fit_columns", sortable=False,
-                sizing_mode="stretch_width", css_classes=[f"pb-cost-overview-{name}"],
-                stylesheets=[TABLE_CSS], widths={"algorithm": 190},
+            title, table = self._overview_table(name)  # kept: only its values change
+            table.param.update(
+                value=cost_pivot(self.selection, prices, workloads),
                 titles={"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}},
-                text_align={w: "right" for w in workloads})]
+                text_align={w: "right" for w in workloads})
+            parts += [title, table]
         self._overview.objects = parts or [
             pn.pane.Markdown("No runs with the current selection.")]
+
+    def _overview_table(self, group: str) -> tuple[pn.pane.Markdown, pn.widgets.Tabulator]:
+        """The title and table of one group of workloads in the overview (made once)."""
+        if group not in self._overview_tables:
+            self._overview_tables[group] = (
+                pn.pane.Markdown(f"**{GROUP_TITLES[group]}**"), pn.widgets.Tabulator(
+                    disabled=True, show_index=False, layout="fit_columns", sortable=False,
+                    sizing_mode="stretch_width", css_classes=[f"pb-cost-overview-{group}"],
+                    stylesheets=[TABLE_CSS], widths={"algorithm": 190}))
+        return self._overview_tables[group]
 
     def _draw_workload(self) -> None:
         """The picked workload's cost table (cost_frame) and plots."""
@@ -541,13 +556,9 @@ class Costs(View):
                 slot.objects = []
             return
         if self._redraw("detail", self._state(workload)):
-            frame = cost_frame(self.selection, prices, workload).drop(columns="workload")
-            self._detail.objects = [pn.widgets.Tabulator(
-                frame, disabled=True, show_index=False, layout="fit_columns", sortable=False,
-                widths={"algorithm": 190, "hardware": 200},
-                sizing_mode="stretch_width", titles=COST_TITLES, css_classes=["pb-costs"],
-                stylesheets=[TABLE_CSS], text_align={c: "right" for c in COST_TITLES
-                                                     if c not in ("algorithm", "hardware")})]
+            self._cost_table.value = cost_frame(self.selection, prices,
+                                                workload).drop(columns="workload")
+            self._detail.objects = [self._cost_table]
         for css, draw in PLOTS.items():
             extra = (self.selection.reference,) if css == "pb-speedup-quality" else ()
             if self._redraw(css, self._state(workload, *extra)):

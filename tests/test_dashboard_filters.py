@@ -180,3 +180,18 @@ def test_a_view_draws_once_when_unticking_the_reference_changes_the_reference(tw
     assert draws == [sel.reference] and sel.reference != "slow"
     sel.algorithms = ["fast", "other"]  # nothing changed: no draw
     assert len(draws) == 1
+
+
+def test_dashboard_leaderboard_hides_unticked_workloads_instead_of_dropping_columns(tmp_path):
+    make_store(tmp_path, workloads=("digits_mlp", "digits_cnn"), studies=1, trials=2)
+    sel = Selection(store_path=str(tmp_path))
+    view = Leaderboard(selection=sel, keep_columns=True)
+    table = view._groups["scored"][1]
+    columns = list(table.value.columns)
+    assert set(columns) == {"algorithm", "digits_mlp", "digits_cnn"} and not table.hidden_columns
+    shown = table.value.set_index("algorithm")["digits_mlp"]
+    sel.workloads = ["digits_mlp"]
+    assert list(table.value.columns) == columns and table.hidden_columns == ["digits_cnn"]
+    assert table.value.set_index("algorithm")["digits_mlp"].equals(shown)
+    report = Leaderboard(selection=sel)  # the report: only the shown workloads' columns
+    assert list(report._groups["scored"][1].value.columns) == ["algorithm", "digits_mlp"]

@@ -54,10 +54,13 @@ def build_app(store_path: str | os.PathLike,
 
 def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, View]]:
     """(tab title, view) of every view over `selection`. `dynamic` (the dashboard): only the
-    first is shown (the others draw when their tab opens), the curves show one workload and
-    the early ranking one study group at a time; else (the report) every view draws up front, the curves of the scored workloads."""
+    first is shown (the others draw when their tab opens), the leaderboard keeps a column per
+    workload (unshown ones hidden), the curves show one workload and the early ranking one
+    study group at a time; else (the report) every view draws up front, the curves of the
+    scored workloads."""
     views = [
-        ("Leaderboard", Leaderboard), ("Studies", StudyTimes), ("Speedups", Speedups),
+        ("Leaderboard", lambda **kw: Leaderboard(keep_columns=dynamic, **kw)),
+        ("Studies", StudyTimes), ("Speedups", Speedups),
         ("Profiles", Profiles),
         ("Curves", lambda **kw: Curves(one_workload=dynamic, only_scored=not dynamic, **kw)),
         ("Robustness", Robustness), ("Costs", Costs), ("Hyperparameters", Hyperparameters),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import panel as pn
+import param
 from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import scoring
@@ -99,6 +100,10 @@ class Leaderboard(View):
     of workloads (scored, held-out variants, other variants)."""
 
     WATCHES = FILTERS + ("reference",)
+    keep_columns = param.Boolean(default=False, doc=(
+        "Keep a column for every workload of the store, the unshown ones hidden (the "
+        "dashboard: ticking a workload then changes values, not the columns, whose rebuild "
+        "is slow); else only the shown workloads' columns (the report)."))
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -133,15 +138,19 @@ class Leaderboard(View):
         self._scores.value = scores
         self._about.object = self._rules_text()
         order = list(scores["algorithm"])
+        every = self.selection.store_workload_groups() if self.keep_columns else {}
         for name, workloads in self.selection.workload_groups().items():
             title, table = self._groups[name]
-            frame = times_frame(self.selection, order, workloads)
+            kept = every.get(name, [])
+            columns = kept + [w for w in workloads if w not in kept]
+            frame = times_frame(self.selection, order, columns)
             if self.selection.n_runs:
                 self._styles[name] = ratio_styles(
-                    workload_time_table(self.selection, order, workloads))
-            titles = {"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}}
+                    workload_time_table(self.selection, order, columns))
+            titles = {"algorithm": "Algorithm", **{w: wrap_title(w) for w in columns}}
             table.param.update(value=frame, titles=titles,
-                               text_align={w: "right" for w in workloads})
+                               text_align={w: "right" for w in columns},
+                               hidden_columns=[w for w in columns if w not in workloads])
             title.visible = table.visible = bool(workloads) and len(frame) > 0
 
     def _rules_text(self) -> str:

@@ -445,6 +445,22 @@ class Selection(param.Parameterized):
         other = [w for w in shown if w not in scored and w not in held_out]
         return {"scored": scored, "held_out": held_out, "other": other}
 
+    def store_workload_groups(self) -> dict[str, list[str]]:
+        """workload_groups as they would be with every workload of the store shown (the
+        columns a view can keep while workloads are ticked, hiding the unshown ones)."""
+        def make():
+            config = self._config
+            names = list(self.param.workloads.objects)
+            if config is not None and config.base_workloads is not None:
+                scored = list(config.base_workloads)
+            else:
+                cube = self.full_cube()
+                scored = scoring.scored_workloads(cube) if cube.sizes.get("workload") else []
+            held_out = [w for w in names if config and w in config.held_out and w not in scored]
+            other = [w for w in names if w not in scored and w not in held_out]
+            return {"scored": scored, "held_out": held_out, "other": other}
+        return self.cached("store_workload_groups", make, ("rulesets", "studies", "hardware"))
+
     @property
     def ruleset(self) -> str:
         """The AlgoPerf ruleset of the shown runs ("self" or "external"; external if mixed)."""

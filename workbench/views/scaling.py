@@ -90,9 +90,9 @@ def _regimes(fits: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
 
 def _results(selection: Selection) -> tuple[pd.DataFrame, pd.DataFrame]:
     """scaling_results of the selection's runs (empty frames when they span one batch size)."""
-    runs = selection.runs
-    if not len(runs) or runs["batch_size"].nunique() < 2:
+    if len(selection.present("batch_size")) < 2:
         return pd.DataFrame(), pd.DataFrame()
+    runs = selection.runs
     store = open_store(selection.store_path)
     keep = set(runs["run_id"])
     runs = scaling.scaling_runs(store)
@@ -124,14 +124,13 @@ class Scaling(View):
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._body = pn.Column(sizing_mode="stretch_width")
+        self._none = pn.pane.Markdown("No scaling study here: it needs runs at two or more "
+                                      "batch sizes (`pacebench study --kind scaling ...`).")
         self._first_draw()
 
     def _update(self) -> None:
-        runs = self.selection.runs
-        if not len(runs) or runs["batch_size"].nunique() < 2:
-            self._body.objects = [pn.pane.Markdown(
-                "No scaling study here: it needs runs at two or more batch sizes "
-                "(`pacebench study --kind scaling ...`).")]
+        if len(self.selection.present("batch_size")) < 2:  # counted: no copy of the runs
+            self._body.objects = [self._none]  # the same pane: nothing to redraw
             return
         parts = []
         for (study, workload, algorithm), part, fit in _groups(*_results(self.selection)):

@@ -130,7 +130,8 @@ class Scaling(View):
 
     def _update(self) -> None:
         if len(self.selection.present("batch_size")) < 2:  # counted: no copy of the runs
-            self._body.objects = [self._none]  # the same pane: nothing to redraw
+            if [id(o) for o in self._body.objects] != [id(self._none)]:
+                self._body.objects = [self._none]  # shown already: no layout update
             return
         parts = []
         for (study, workload, algorithm), part, fit in _groups(*_results(self.selection)):

@@ -34,8 +34,7 @@ def trials_for(selection: Selection, workload: str, algorithm: str) -> pd.DataFr
     """`hparams.trial_frame` of one workload and algorithm of the selection (empty when the
     selection has no such runs); cached with the selection's data and filters."""
     def make() -> pd.DataFrame:
-        runs = selection.runs
-        mine = runs[(runs["workload"] == workload) & (runs["algorithm"] == algorithm)]
+        mine = selection.runs_where(workload=workload, algorithm=algorithm)
         if not len(mine):
             return pd.DataFrame(columns=list(H.OUTCOME_COLUMNS))
         return H.trial_frame(selection.cube, mine, workload, algorithm)
@@ -152,13 +151,12 @@ def _segments(ys: np.ndarray, times: np.ndarray, run_ids: np.ndarray) -> pd.Data
 def _default_pick(selection: Selection) -> tuple[str | None, str | None]:
     """The first shown workload with runs, and of its algorithms the one with the most trials
     (ties: by name) among those whose trials vary some numeric hyperparameter, if any does."""
-    runs = selection.runs
-    if not len(runs):
+    if not selection.n_runs:
         return None, None
-    groups, present = selection.workload_groups(), set(runs["workload"])
+    groups, present = selection.workload_groups(), selection.present("workload")
     order = [w for ws in groups.values() for w in ws if w in present]
-    workload = order[0] if order else sorted(runs["workload"].unique())[0]
-    counts = runs.loc[runs["workload"] == workload, "algorithm"].value_counts()
+    workload = order[0] if order else sorted(present)[0]
+    counts = selection.runs_where(["algorithm"], workload=workload)["algorithm"].value_counts()
     ranked = sorted(counts.index, key=lambda a: (-counts[a], a))
     for algorithm in ranked:
         if H.numeric_axes(trials_for(selection, workload, algorithm)):
@@ -183,8 +181,7 @@ def figures(selection: Selection, workload: str | None = None,
 
 
 def _metric(selection: Selection, workload: str) -> str:
-    runs = selection.runs
-    metrics = runs.loc[runs["workload"] == workload, "target_metric"].dropna()
+    metrics = selection.runs_where(["target_metric"], workload=workload)["target_metric"].dropna()
     return str(metrics.iloc[0]) if len(metrics) else "target metric"
 
 
@@ -224,15 +221,14 @@ class Hyperparameters(View):
     def _offer(self) -> None:
         """Picker choices from the selection: the shown workloads with runs, and the algorithms
         with runs on the picked one; a pick no longer offered falls back to _default_pick."""
-        runs = self.selection.runs
-        present = set(runs["workload"])
-        groups = self.selection.workload_groups() if len(runs) else {}
+        present = self.selection.present("workload")
+        groups = self.selection.workload_groups() if self.selection.n_runs else {}
         workloads = [w for ws in groups.values() for w in ws if w in present]
         workload, algorithm = self.workload, self.algorithm
         if workload not in workloads:
             workload, algorithm = _default_pick(self.selection)
-        algorithms = sorted(runs.loc[runs["workload"] == workload, "algorithm"].unique()) \
-            if workload else []
+        algorithms = sorted(self.selection.runs_where(["algorithm"], workload=workload)[
+            "algorithm"].unique()) if workload else []
         if algorithm not in algorithms:
             algorithm = algorithms[0] if algorithms else None
         self._offering = True

@@ -51,12 +51,16 @@ def ranking_tables(store, runs: pd.DataFrame,
     out = {}
     for key, group in _groups(runs):
         ids = list(group["run_id"])
-        finals = _finals(group, store.evals(ids))
-        budget = float(group["budget_steps"].max())
-        out[key] = curves.early_ranking_table(store.train_rows(ids), finals,
-                                              group["target_direction"].iloc[0],
-                                              fractions=fractions, budget_steps=budget)
+        out[key] = _ranking(group, store.evals(ids), store.train_rows(ids), fractions)
     return out
+
+
+def _ranking(group: pd.DataFrame, evals: pd.DataFrame, train: pd.DataFrame,
+             fractions: tuple[float, ...] = curves.DEFAULT_FRACTIONS) -> pd.DataFrame:
+    """curves.early_ranking_table of one group's complete runs, from their rows."""
+    return curves.early_ranking_table(train, _finals(group, evals),
+                                      group["target_direction"].iloc[0], fractions=fractions,
+                                      budget_steps=float(group["budget_steps"].max()))
 
 
 def ranking_plot(table: pd.DataFrame, title: str) -> hv.Overlay:
@@ -121,13 +125,11 @@ def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overla
     group = runs[runs["status"] == "complete"]
     ids = list(group["run_id"])
     evals, train = store.evals(ids), store.train_rows(ids)
-    finals = _finals(group, evals)
-    budget = float(group["budget_steps"].max())
-    table = curves.early_ranking_table(train, finals, group["target_direction"].iloc[0],
-                                       budget_steps=budget)
-    finals = finals.sort_values(ascending=group["target_direction"].iloc[0] == "min")
+    finals = _finals(group, evals).sort_values(
+        ascending=group["target_direction"].iloc[0] == "min")
     title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
-    return ranking_plot(table, title), prediction_plot(train, finals, budget)
+    return (ranking_plot(_ranking(group, evals, train), title),
+            prediction_plot(train, finals, float(group["budget_steps"].max())))
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:
@@ -142,6 +144,11 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
             out[f"early_ranking_{study}_{workload}_{algorithm}"] = ranking
         out[f"early_prediction_{study}_{workload}_{algorithm}"] = prediction
     return out
+
+
+def _same(these: list, those: list) -> bool:
+    """Whether two lists hold the very same objects (values from the selection's cache)."""
+    return len(these) == len(those) and all(a is b for a, b in zip(these, those))
 
 
 def _label(key: tuple) -> str:
@@ -167,6 +174,8 @@ class EarlyRanking(View):
         self._body = pn.Column(sizing_mode="stretch_width")
         self._saved = pn.Column(sizing_mode="stretch_width")
         self._offering = False  # True while _update sets the picker: no second draw
+        self._drawn_plots: list = []  # the (cached) plot pairs shown
+        self._drawn_saved: list = []  # the (cached) compute-saved frame shown
         self.param.watch(self._picked, "group")
         self._first_draw()
 
@@ -194,18 +203,25 @@ class EarlyRanking(View):
             self._offering = False
         self._picker.visible = self.one_group and bool(groups)
         if not groups:
+            self._drawn_plots = []
             self._body.objects = [pn.pane.Markdown(
                 f"No study group has {MIN_RUNS} or more complete runs to rank (runs of our "
                 "runner only: imported logs have no per-step training loss).")]
         else:
             keys = [groups[self.group]] if self.one_group else list(groups.values())
-            self._body.objects = [pn.Row(*(pn.pane.HoloViews(plot, sizing_mode="stretch_width")
-                                           for plot in self._group_plots(key)),
-                                         sizing_mode="stretch_width") for key in keys]
+            plots = [self._group_plots(key) for key in keys]
+            if not _same(plots, self._drawn_plots):  # the cached plots: no layout update
+                self._drawn_plots = plots
+                self._body.objects = [pn.Row(*(pn.pane.HoloViews(plot,
+                                                                 sizing_mode="stretch_width")
+                                               for plot in pair), sizing_mode="stretch_width")
+                                      for pair in plots]
         saved = self._saved_frame()
-        self._saved.objects = [
-            pn.pane.Markdown("#### Compute saved by the early-stopping tuner"),
-            pn.pane.DataFrame(saved.round(2), index=False)] if len(saved) else []
+        if not _same([saved], self._drawn_saved):
+            self._drawn_saved = [saved]
+            self._saved.objects = [
+                pn.pane.Markdown("#### Compute saved by the early-stopping tuner"),
+                pn.pane.DataFrame(saved.round(2), index=False)] if len(saved) else []
 
     def _group_plots(self, key: tuple) -> tuple[hv.Overlay, hv.Overlay]:
         """The plots of one group, computed once per data and ruleset, study and hardware

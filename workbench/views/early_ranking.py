@@ -30,10 +30,16 @@ PREDICT_FRACTION = 0.2  # the LCGA fit of the prediction plot uses the first 20 
 SHOWN_PREDICTIONS = 4   # runs on the prediction plot (the best by final metric)
 
 
+# What a run must be to be ranked: complete, and from our runner (the only runs with per-step
+# training loss; imported logs have evals only). A group is one study's workload and algorithm.
+RANKED = {"status": "complete", "source": "pacebench"}
+GROUP_KEYS = ["study_name", "workload", "algorithm"]
+
+
 def _groups(runs: pd.DataFrame):
-    # Only runs with per-step training loss (our runner's); imported logs have evals only.
-    done = runs[(runs["status"] == "complete") & (runs["source"] == "pacebench")]
-    for key, group in done.groupby(["study_name", "workload", "algorithm"], sort=True):
+    """(key, runs) of each group of `runs` with MIN_RUNS or more ranked runs."""
+    done = runs[(runs["status"] == RANKED["status"]) & (runs["source"] == RANKED["source"])]
+    for key, group in done.groupby(GROUP_KEYS, sort=True):
         if len(group) >= MIN_RUNS:
             yield key, group
 
@@ -182,8 +188,7 @@ class EarlyRanking(View):
     def _groups(self) -> dict[str, tuple]:
         """Label -> key of the shown runs' groups with MIN_RUNS or more complete runs."""
         def make() -> dict[str, tuple]:
-            done = self.selection.runs_where(status="complete", source="pacebench",
-                                             columns=["study_name", "workload", "algorithm"])
+            done = self.selection.runs_where(columns=GROUP_KEYS, **RANKED)
             sizes = done.value_counts(sort=False)
             return {_label(k): k for k in sorted(sizes[sizes >= MIN_RUNS].index)}
         return self.selection.cached("early_ranking:groups", make)
@@ -230,7 +235,7 @@ class EarlyRanking(View):
             runs = self.selection.full_runs()
             study, workload, algorithm = key
             group = runs[(runs["study_name"] == study) & (runs["workload"] == workload)
-                         & (runs["algorithm"] == algorithm) & (runs["source"] == "pacebench")]
+                         & (runs["algorithm"] == algorithm) & (runs["source"] == RANKED["source"])]
             return _plots(self.selection.store, key, group)
         return self.selection.full_value(f"early_ranking:{_label(key)}", make, time_axis=False)
 

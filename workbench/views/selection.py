@@ -124,6 +124,14 @@ class _Shared:
 SHARED = _Shared()
 
 
+def _roles(names: list[str], scored: list[str], config) -> dict[str, list[str]]:
+    """Workloads by role: "scored" (as given), "held_out" (the config's held-out variants among
+    `names` that are not scored), "other" (the rest of `names`)."""
+    held_out = [w for w in names if config and w in config.held_out and w not in scored]
+    other = [w for w in names if w not in scored and w not in held_out]
+    return {"scored": scored, "held_out": held_out, "other": other}
+
+
 def _keep_and_add(selected: list[str], known: list[str], names: list[str]) -> list[str]:
     """New selection after a reload: keep what was selected, and select names not seen before."""
     return [n for n in names if n in selected or n not in known]
@@ -441,9 +449,7 @@ class Selection(param.Parameterized):
         else:
             scored = [w for w in scoring.scored_workloads(self.workload_times()) if w in shown] \
                 if self.n_runs else []
-        held_out = [w for w in shown if config and w in config.held_out and w not in scored]
-        other = [w for w in shown if w not in scored and w not in held_out]
-        return {"scored": scored, "held_out": held_out, "other": other}
+        return _roles(shown, scored, config)
 
     def store_workload_groups(self) -> dict[str, list[str]]:
         """workload_groups as they would be with every workload of the store shown (the
@@ -456,9 +462,7 @@ class Selection(param.Parameterized):
             else:
                 cube = self.full_cube()
                 scored = scoring.scored_workloads(cube) if cube.sizes.get("workload") else []
-            held_out = [w for w in names if config and w in config.held_out and w not in scored]
-            other = [w for w in names if w not in scored and w not in held_out]
-            return {"scored": scored, "held_out": held_out, "other": other}
+            return _roles(names, scored, config)
         return self.cached("store_workload_groups", make, ("rulesets", "studies", "hardware"))
 
     @property

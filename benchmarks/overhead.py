@@ -39,7 +39,7 @@ from runners.timing import synchronize  # noqa: E402
 from runners.workloads import build_workload  # noqa: E402
 from workbench import catalog  # noqa: E402
 from workbench.catalog import get_workload  # noqa: E402
-from workbench.spec import Budget, RunConfig  # noqa: E402
+from workbench.spec import Budget, ExecutionOptions, RunConfig  # noqa: E402
 from workbench.store import open_store  # noqa: E402
 
 
@@ -97,10 +97,10 @@ def runner_loop(workload_name: str, steps: int, seed: int, store_root: Path,
                 **options) -> tuple[float, float]:
     """(training seconds on the runner's clock, wall seconds minus eval seconds) for one run.
 
-    `options`: RunConfig's device, precision and compile."""
+    `options`: ExecutionOptions' device, precision and compile."""
     store = open_store(store_root, create=True)
     config = RunConfig(workload_name, "adamw", seed=seed, max_steps=steps, stop_on_target=False,
-                       study_name="overhead", **options)
+                       study_name="overhead", execution=ExecutionOptions(**options))
     doc = store.run_doc(run(config, store))
     if doc["steps"] != steps:
         raise RuntimeError(f"runner stopped at {doc['steps']} steps ({doc['stop_reason']})")

@@ -31,7 +31,7 @@ from runners.flops import mfu, peak_flops  # noqa: E402
 from runners.loop import prepare, run  # noqa: E402
 from runners.timing import DeviceClock  # noqa: E402
 from workbench import catalog  # noqa: E402
-from workbench.spec import Budget, RunConfig  # noqa: E402
+from workbench.spec import Budget, ExecutionOptions, RunConfig  # noqa: E402
 from workbench.store import open_store  # noqa: E402
 
 
@@ -79,8 +79,9 @@ def main() -> int:
         spec, budget=Budget(seconds=max(spec.budget.seconds, 3600.0),
                             steps=max(spec.budget.steps, total)))
     config = RunConfig(args.workload, "adamw", max_steps=total, stop_on_target=False,
-                       study_name="throughput", threads=args.threads, device=args.device,
-                       precision=args.precision, compile=args.compile)
+                       study_name="throughput", execution=ExecutionOptions(
+                           threads=args.threads, device=args.device, precision=args.precision,
+                           compile=args.compile))
     if args.data_dir:
         import os
         os.environ["PACEBENCH_DATA"] = args.data_dir

@@ -2,8 +2,9 @@
 
 With `pacebench study --checkpoint-every MINUTES`, runners.loop saves the run's training state
 at the first eval after every MINUTES of wall clock (off the clock, like the eval): model and
-optimizer state, the torch RNG state, the step, the eval index and the accumulated training,
-eval and wall seconds, to `<store>/checkpoints/<trial_key>.pt` (written atomically). When the
+optimizer state, the torch RNG state and the run's position (RunPosition: the step, the eval
+index and the accumulated training, eval and wall seconds), to the store's checkpoint path of the
+trial (Store.checkpoint_path, written atomically). When the
 trial runs again (`--resume` after its attempt was killed, OOM'd or lost with its node), the new
 attempt loads it, copies the earlier attempt's eval and training-loss rows up to the saved step
 into its own record (so the new attempt holds the whole curve), moves the data stream to the
@@ -25,19 +26,34 @@ import math
 import os
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["Checkpoint", "checkpoint_path", "CHECKPOINT_DIR"]
+from workbench import query
 
-CHECKPOINT_DIR = "checkpoints"  # under the store's root
+__all__ = ["Checkpoint", "RunPosition"]
 
 
-def checkpoint_path(store_root: str | Path, trial_key: str) -> Path:
-    """Where the checkpoint of trial `trial_key` lives."""
-    return Path(store_root) / CHECKPOINT_DIR / f"{trial_key}.pt"
+@dataclass(frozen=True)
+class RunPosition:
+    """Where a run stands: what a checkpoint saves beside the model and optimizer state, and
+    where the training loop goes on from (all zero: a fresh run)."""
+
+    step: int = 0                          # update steps done
+    train_seconds: float = 0.0             # accumulated training time
+    eval_seconds: float = 0.0              # accumulated evaluation time
+    eval_index: int = 0                    # evals done (the next eval's index)
+    last_eval_train_seconds: float = 0.0   # training time at the last eval (eval cadence)
+    reached: bool = False                  # the validation target was met at an eval
+    wall_seconds: float = 0.0              # wall clock since the training clock started
+
+
+# Counter names of checkpoints written before RunPosition existed (still restored).
+_RENAMED = {"train_s": "train_seconds", "eval_s": "eval_seconds",
+            "last_eval_train_s": "last_eval_train_seconds", "wall_s": "wall_seconds"}
 
 
 def _optimizer(algorithm: Any) -> torch.optim.Optimizer | None:
@@ -59,37 +75,35 @@ class Checkpoint:
         self._last_save = time.monotonic()
         self._warned = False
 
-    def restore(self, p: Any, writer: Any, batches: Any, store: Any) -> tuple:
+    def restore(self, p: Any, writer: Any, batches: Any, store: Any) -> RunPosition:
         """Load the saved state into the prepared run `p` (model, optimizer, RNG), copy the earlier
         attempt's rows up to the saved step into `writer`, advance `batches` to the saved step.
-        Returns (step, train_s, eval_s, eval_index, last_eval_train_s, reached, wall_s), all
-        zero when there is nothing to resume."""
-        fresh = (0, 0.0, 0.0, 0, 0.0, False, 0.0)
+        Returns the saved position, RunPosition() when there is nothing to resume."""
         if not self.path.exists():
-            return fresh
+            return RunPosition()
         optimizer = _optimizer(p.algorithm)
         if optimizer is None:
-            return fresh
+            return RunPosition()
         state = torch.load(self.path, weights_only=True)
         p.model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])
-        c = state["counters"]
-        for _ in range(c["step"]):  # the data stream is deterministic: replay its position
+        c = {_RENAMED.get(k, k): v for k, v in state["counters"].items()}
+        at = RunPosition(**{k: c[k] for k in RunPosition.__dataclass_fields__})
+        for _ in range(at.step):  # the data stream is deterministic: replay its position
             next(batches)
         if self.writes:
-            self._copy_rows(store, state["run_id"], c["step"], writer)
+            self._copy_rows(store, state["run_id"], at.step, writer)
             writer.update(preemptions=c["preemptions"] + 1, resumed_from=state["run_id"],
-                          resumed_at_step=c["step"])
+                          resumed_at_step=at.step)
         self.preemptions = c["preemptions"] + 1
-        return (c["step"], c["train_s"], c["eval_s"], c["eval_index"], c["last_eval_train_s"],
-                c["reached"], c["wall_s"])
+        return at
 
     @staticmethod
     def _copy_rows(store: Any, run_id: str, step: int, writer: Any) -> None:
         """The earlier attempt's eval and training-loss rows up to `step`, into `writer`."""
-        for frame, append in ((store.evals([run_id]), writer.append_eval),
-                              (store.train_rows([run_id]), writer.append_train)):
+        for frame, append in ((query.evals_frame(store, [run_id]), writer.append_eval),
+                              (query.train_frame(store, [run_id]), writer.append_train)):
             if frame.empty:
                 continue
             for row in frame[frame.step <= step].to_dict("records"):
@@ -97,10 +111,9 @@ class Checkpoint:
                 append({k: v for k, v in row.items()
                         if not (isinstance(v, float) and math.isnan(v))})
 
-    def maybe_save(self, p: Any, writer: Any, step: int, train_s: float, eval_s: float,
-                   eval_index: int, last_eval_train_s: float, reached: bool,
-                   wall_s: float) -> None:
-        """Save the state after the eval at `step` when `every_s` has passed since the last save."""
+    def maybe_save(self, p: Any, writer: Any, at: RunPosition) -> None:
+        """Save the state after the eval at `at.step` when `every_s` has passed since the last
+        save."""
         if time.monotonic() - self._last_save < self.every_s:
             return
         self._last_save = time.monotonic()
@@ -113,9 +126,8 @@ class Checkpoint:
             return
         if not self.writes:
             return
-        counters = {"step": step, "train_s": train_s, "eval_s": eval_s, "eval_index": eval_index,
-                    "last_eval_train_s": last_eval_train_s, "reached": bool(reached),
-                    "wall_s": wall_s, "preemptions": getattr(self, "preemptions", 0)}
+        counters = {**asdict(at), "reached": bool(at.reached),
+                    "preemptions": getattr(self, "preemptions", 0)}
         state = {"model": p.model.state_dict(), "optimizer": optimizer.state_dict(),
                  "rng": torch.get_rng_state(), "counters": counters, "run_id": writer.run_id}
         self.path.parent.mkdir(parents=True, exist_ok=True)

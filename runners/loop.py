@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Callable, Mapping
 import torch
 
 from runners.api import Algorithm, TrainingComplete, Workload
+from runners.checkpoint import RunPosition
 from runners.device import Accelerator, resolve_device
 from runners.env import capture_environment, hardware_string
 from runners.inference import measure_after_run
 from runners.timing import DeviceClock
 from workbench.catalog import get_workload
-from workbench.records import metric_column
+from workbench.records import metric_column, run_identity
 from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
 
@@ -61,15 +62,16 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
             parallel: "DataParallel | None" = None) -> Prepared:
     """Everything before the clock: threads, seeds, data, model and optimizer state.
 
-    `device` overrides `config.device` ("cpu", "cuda", "cuda:<i>", "auto"). `parallel`
-    (runners/distributed.py): this rank of a data-parallel run; the model is wrapped and the
-    workload sharded before the accelerator and the algorithm see them.
+    `device` overrides `config.execution.device` ("cpu", "cuda", "cuda:<i>", "auto").
+    `parallel` (runners/distributed.py): this rank of a data-parallel run; the model is wrapped
+    and the workload sharded before the accelerator and the algorithm see them.
     """
     from runners.algorithms import get_algorithm
     from runners.workloads import build_workload
 
-    device = resolve_device(config.device if device is None else device)
-    torch.set_num_threads(config.threads)  # fixed per run: reductions (and so results) depend on it
+    options = config.execution
+    device = resolve_device(options.device if device is None else device)
+    torch.set_num_threads(options.threads)  # fixed per run: reductions (and so results) depend on it
     spec = get_workload(config.workload)
     algorithm = algorithm or get_algorithm(config.algorithm, config.hparams)
     if config.sparsity:  # pruning at init: masks chosen in init (before the clock), kept fixed
@@ -82,7 +84,7 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     if parallel is not None:
         workload, model = parallel.wrap(workload, model)
     batch_size = config.batch_size or algorithm.batch_size(spec)
-    accelerator = Accelerator(device, config.precision, config.compile, config.channels_last)
+    accelerator = Accelerator(device, options.precision, options.compile, options.channels_last)
     model = accelerator.prepare(model, workload, batch_size, config.rng_seed)
     algorithm.init(model, workload)
     budget = spec.budget.scaled(config.budget_multiplier)
@@ -94,18 +96,14 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
 
 def run_document(p: Prepared) -> dict:
     """The run's identity, config and environment, as written to run.json when it starts."""
-    c, s = p.config, p.spec
+    c, s, threads = p.config, p.spec, p.config.execution.threads
     return {
-        "trial_key": c.trial_key, "study_name": c.study_name, "workload": s.name,
-        "base_workload": s.base, "variant": s.variant, "algorithm": c.algorithm,
-        "ruleset": c.ruleset, "study": c.study, "trial": c.trial, "seed": c.seed,
-        "rng_seed": c.rng_seed, "hparams": dict(p.algorithm.hparams), "batch_size": p.batch_size,
-        "hardware": hardware_string(p.device, c.threads), "source": "pacebench",
-        "target_metric": s.target.metric, "target_direction": s.target.direction,
-        "target_validation": s.target.validation, "target_test": s.target.test,
+        **run_identity(c, s),
+        "hparams": dict(p.algorithm.hparams),  # as the algorithm filled them in
+        "batch_size": p.batch_size, "hardware": hardware_string(p.device, threads),
         "budget_seconds": p.budget.seconds, "budget_steps": p.budget.steps,
-        "step_hint": s.step_hint, "config": c.to_dict(), "workload_spec": s.to_dict(),
-        "environment": capture_environment(p.device, c.threads),
+        "step_hint": s.step_hint, "workload_spec": s.to_dict(),
+        "environment": capture_environment(p.device, threads),
         "algorithm_source": p.algorithm.provenance() or None,
         **p.accelerator.document(),
     }
@@ -118,18 +116,10 @@ def _record_setup_failure(config: RunConfig, store: Store) -> None:
 
     try:
         spec = get_workload(config.workload)
-        ident = {"workload": spec.name, "base_workload": spec.base, "variant": spec.variant,
-                 "target_metric": spec.target.metric, "target_direction": spec.target.direction,
-                 "target_validation": spec.target.validation, "target_test": spec.target.test}
     except KeyError:
-        ident = {"workload": config.workload}
-    c = config
-    doc = {**ident, "trial_key": c.trial_key, "study_name": c.study_name, "algorithm": c.algorithm,
-           "ruleset": c.ruleset, "study": c.study, "trial": c.trial, "seed": c.seed,
-           "rng_seed": c.rng_seed, "hparams": dict(c.hparams), "source": "pacebench",
-           "config": c.to_dict()}
+        spec = None
     exc = sys.exc_info()[1]
-    with store.new_run(doc) as writer:
+    with store.new_run(run_identity(config, spec)) as writer:
         writer.finish("failed", stop_reason=f"set-up failed: {type(exc).__name__}: {exc}"[:500],
                       error=traceback.format_exc())
 
@@ -172,12 +162,14 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
         clock = parallel.clock(p.device) if parallel else DeviceClock(p.device)
         p.accelerator.start()
         start = last = clock.now()
-        step, train_s, eval_s, eval_index, last_eval_train_s = 0, 0.0, 0.0, 0, 0.0
-        status, reason, reached = "complete", None, False
-        if checkpoint is not None:  # go on from a preempted attempt's saved state, if any
-            step, train_s, eval_s, eval_index, last_eval_train_s, reached, wall_s = \
-                checkpoint.restore(p, writer, batches, store)
-            start, last = clock.now() - wall_s, clock.now()  # restoring stays off the clock
+        at = RunPosition()  # a fresh run; a preempted attempt's saved position, if any:
+        if checkpoint is not None:
+            at = checkpoint.restore(p, writer, batches, store)
+            start, last = clock.now() - at.wall_seconds, clock.now()  # restoring: off the clock
+        step, train_s, eval_s, eval_index = at.step, at.train_seconds, at.eval_seconds, \
+            at.eval_index
+        last_eval_train_s, reached, status, reason = at.last_eval_train_seconds, at.reached, \
+            "complete", None
         while True:
             # --- timed: data selection and the update
             stop_requested = False
@@ -246,8 +238,8 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
                 reason = f"step budget of {budget.steps} steps used"
                 break
             if checkpoint is not None:
-                checkpoint.maybe_save(p, writer, step, train_s, eval_s, eval_index,
-                                      last_eval_train_s, reached, after - start)
+                checkpoint.maybe_save(p, writer, RunPosition(
+                    step, train_s, eval_s, eval_index, last_eval_train_s, reached, after - start))
             last = clock.now()  # the eval, its logging and checkpoints stay off the clock
 
         wall_s = clock.now() - start

@@ -2,8 +2,8 @@
 each running trial.
 
 The launcher (runners/launch.py) calls `StudyProgress.update` every poll; the view is refreshed at
-most once per `REFRESH_S`. The latest evals are read from the store, where every running trial
-appends its eval rows as they are computed (workbench/store.py), so the view needs nothing from
+most once per `REFRESH_S`. The latest evals are read from the store (Store.latest_eval), where
+every running trial appends its eval rows as they are computed, so the view needs nothing from
 the workers, whichever backend runs them. In a terminal the view is a tqdm bar plus one line per
 running trial (the bar alone when stderr is not a terminal); in a notebook (an IPython kernel)
 it is one text block updated in place (a display handle), which also ends up in an executed
@@ -11,7 +11,6 @@ notebook's record.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -21,9 +20,9 @@ from typing import Any, Iterable
 from workbench import records as R
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig
-from workbench.store import Store, read_jsonl
+from workbench.store import Store
 
-__all__ = ["StudyProgress", "Snapshot", "RunningTrial", "latest_eval", "in_notebook"]
+__all__ = ["StudyProgress", "Snapshot", "RunningTrial", "in_notebook"]
 
 REFRESH_S = 1.0  # seconds between two refreshes of the view
 
@@ -61,24 +60,6 @@ class Snapshot:
 
     def text(self) -> str:
         return "\n".join([self.headline(), *("  " + r.text() for r in self.running)])
-
-
-def latest_eval(store: Store, trial_key: str) -> dict[str, Any] | None:
-    """The last eval row flushed by the newest running attempt of `trial_key`, or None."""
-    attempts = sorted(store.runs_dir.glob(f"*--{trial_key}-a*"),
-                      key=lambda p: int(p.name.rsplit("-a", 1)[1]) if
-                      p.name.rsplit("-a", 1)[1].isdigit() else 0)
-    for folder in reversed(attempts):
-        try:
-            doc = json.loads((folder / R.RUN_DOC).read_text())
-        except (OSError, json.JSONDecodeError):
-            continue  # a folder being created this very moment
-        if doc.get("status") != "running":
-            continue
-        live = folder / R.EVALS_LIVE
-        rows = read_jsonl(live) if live.exists() else []
-        return rows[-1] if rows else None
-    return None
 
 
 def _label(config: RunConfig) -> str:
@@ -124,7 +105,7 @@ class StudyProgress:
             return self.snapshot
         self._last = now
         self.snapshot = Snapshot(self.total, result.succeeded, len(result.failed), [
-            RunningTrial(_label(c), latest_eval(self.store, c.trial_key), _metric_column(c))
+            RunningTrial(_label(c), self.store.latest_eval(c.trial_key), _metric_column(c))
             for c in running])
         self._render()
         return self.snapshot

@@ -1,7 +1,7 @@
 """The Ray backend of the launcher: each trial one Ray task, on a local instance or a cluster.
 
-A task runs the very same worker command as the local pool (runners.launch.worker_command, a
-`python -m runners.launch JOB.json` child of the task's Ray worker), so a trial's records do not
+A task runs the very same worker as the local pool (runners.processes.worker_command, a
+`python -m runners.worker JOB.json` child of the task's Ray worker), so a trial's records do not
 depend on the backend, and a task that is cancelled or lost with its node is just a dead worker
 process: the child dies with its Ray worker (PR_SET_PDEATHSIG) and its run reads `interrupted`.
 Each task asks Ray for the trial's resources: `threads x nproc_per_node` CPUs and
@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from runners.launch import LaunchOptions, Outcome, spawn_worker, write_job
+from runners.processes import LaunchOptions, Outcome, spawn_worker, write_job
+from workbench.spec import RunConfig
 
 __all__ = ["RayBackend", "run_trial_task", "LocalRay"]
 
@@ -198,11 +199,10 @@ class RayBackend:
             else:
                 self.local = LocalRay(num_cpus=workers * max(threads, 1) * options.nproc_per_node,
                                       num_gpus=workers * options.gpus_per_trial or None).start()
-                self.started_here = True
         self.task = ray.remote(max_retries=0)(run_trial_task)
 
     def start(self, job: Mapping[str, Any], log_path: Path) -> _RayTask:
-        threads = int(job["config"].get("threads") or 1)
+        threads = RunConfig.from_dict(job["config"]).execution.threads
         task = self.task.options(num_cpus=threads * self.options.nproc_per_node,
                                  num_gpus=self.options.gpus_per_trial)
         return _RayTask(self.ray, task.remote(dict(job), str(log_path),

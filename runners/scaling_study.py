@@ -1,7 +1,8 @@
 """Batch-size and sparsity scaling studies (Shallue et al.; Lee et al.; methods.md B.5).
 
 Per (batch size, sparsity) cell, `trials` quasirandom points of the scaling search space are run
-until the validation goal is met (a loop `should_stop` hook) or the step budget is used; evals are
+until the validation goal is met (the worker's "goal" hook, runners.worker.GoalStop) or the step
+budget is used; evals are
 frequent (`eval_every` steps) so steps-to-result is resolved finely, and the gradient noise scale
 is measured every `noise_every` steps off the clock (runners/noise.py).
 
@@ -17,15 +18,15 @@ no growth to linear growth over a 4x range of B.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
 
-from workbench import records as R
+from runners.launch import StudyResult, run_configs
 from workbench.catalog import get_workload
-from workbench.spec import RunConfig, ScalingSpec, stable_hash
+from workbench.spec import RunConfig, ScalingSpec, stable_hash, to_plain
+from workbench.store import Store
 
-__all__ = ["plan_scaling", "scaling_space_path", "lr_factor", "GoalStop", "run_scaling"]
+__all__ = ["plan_scaling", "scaling_space_path", "lr_factor", "run_scaling"]
 
 LR_POWER = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
 
@@ -76,45 +77,23 @@ def plan_scaling(spec: ScalingSpec) -> list[RunConfig]:
                     configs.append(RunConfig(
                         workload=workload, algorithm=algorithm, hparams=hparams, seed=spec.seed,
                         study_name=spec.name, study=study, trial=trial, batch_size=batch,
-                        max_steps=spec.max_steps, threads=spec.threads, stop_on_target=False,
+                        max_steps=spec.max_steps, execution=spec.execution, stop_on_target=False,
                         sparsity=sparsity, prune_method=spec.prune_method,
                         eval_every=spec.eval_every))
     return configs
 
 
-class GoalStop:
-    """should_stop hook: end the run once the validation target metric meets the goal."""
-
-    def __init__(self, workload: str, goal: float | None) -> None:
-        target = get_workload(workload).target
-        self.column = R.metric_column("validation", target.metric)
-        self.goal = target.validation if goal is None else float(goal)
-        self.direction = target.direction
-
-    def __call__(self, row: dict) -> str | None:
-        value = row.get(self.column)
-        if value is None or not math.isfinite(value):
-            return None
-        met = value >= self.goal if self.direction == "max" else value <= self.goal
-        sign = ">=" if self.direction == "max" else "<="
-        return f"scaling goal {self.column} {sign} {self.goal:g} reached" if met else None
-
-
-def run_scaling(spec: ScalingSpec, store, workers: int = 1, resume: bool = False,
-                data_dir=None, progress: bool = True):
-    """Run the scaling study's missing runs; returns launch.StudyResult (and writes the study's
-    summary document with the spec and wall time)."""
-    from runners.launch import run_configs
-    from workbench.spec import to_plain
-    from workbench.store import atomic_write_json
-
+def run_scaling(spec: ScalingSpec, store: Store, workers: int = 1, resume: bool = False,
+                data_dir=None, progress: bool = True) -> StudyResult:
+    """Run the scaling study's missing runs; returns the launch's StudyResult (and writes the
+    study's summary document with the spec and wall time)."""
     hooks = {"goal": spec.goal, "noise_every": spec.noise_every}
-    path = R.study_summary_path(store.root, spec.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"study_name": spec.name, "kind": "scaling", "spec": to_plain(spec)}
-    atomic_write_json(path, doc)  # the goal is readable while the study runs
+    store.ensure()
+    store.write_study_summary(spec.name, doc)  # the goal is readable while the study runs
     result = run_configs(plan_scaling(spec), store, spec.name, workers, resume, data_dir,
                          progress, hooks)
-    atomic_write_json(path, {**doc, "wall_seconds": result.seconds, "planned": result.planned,
-                             "ran": result.succeeded, "failed": len(result.failed)})
+    store.write_study_summary(spec.name, {**doc, "wall_seconds": result.seconds,
+                                          "planned": result.planned, "ran": result.succeeded,
+                                          "failed": len(result.failed)})
     return result

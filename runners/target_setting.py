@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench import query
 from workbench.catalog import get_workload
 from workbench.records import metric_column
-from workbench.spec import StudySpec, Target
+from workbench.spec import ExecutionOptions, RunConfig, StudySpec, Target
 from workbench.store import open_store
 
 __all__ = ["set_targets", "targets_from_reruns", "lenient_round"]
@@ -79,18 +80,18 @@ def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target) -> dict:
 
 def _study(store, name: str, workload: str, algorithms: list[str], trials: int, seeds: tuple,
            max_steps: int, workers: int, data_dir, hparams: dict | None = None,
-           run_options: dict | None = None) -> pd.DataFrame:
+           execution: ExecutionOptions | None = None) -> pd.DataFrame:
     """Run (or resume) the planned runs; return their finished attempts, one per trial.
 
-    `run_options`: device, precision, compile, channels_last of every run (RunConfig fields)."""
-    run_options = run_options or {}
+    `execution`: the execution options of every run (device, precision, ...)."""
     from runners.launch import plan_study, run_study
     from runners.loop import run
-    from workbench.spec import RunConfig
 
+    execution = execution or ExecutionOptions()
     if hparams is None:
         spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
-                         name=name, max_steps=max_steps, stop_on_target=False, **run_options)
+                         name=name, max_steps=max_steps, stop_on_target=False,
+                         execution=execution)
         keys = {c.trial_key for c in plan_study(spec)}
         run_study(spec, store, workers=workers, resume=True, data_dir=data_dir)
     else:
@@ -98,18 +99,19 @@ def _study(store, name: str, workload: str, algorithms: list[str], trials: int, 
         for seed in seeds:  # reruns of one configuration: few, so in this process
             cfg = RunConfig(workload=workload, algorithm=algorithms[0], hparams=hparams, seed=seed,
                             study_name=name, max_steps=max_steps, stop_on_target=False,
-                            **run_options)
+                            execution=execution)
             keys.add(cfg.trial_key)
             if cfg.trial_key not in store.done_trial_keys():
                 run(cfg, store, data_dir=data_dir)
-    runs = store.runs()  # diverged runs count: a configuration that diverges is part of the record
+    runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(["complete", "diverged"])]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")
 
 
 def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, reruns: int = 3,
                 out_dir: Path = Path("targets"), store_path: Path = Path("results"),
-                workers: int = 2, data_dir=None, run_options: dict | None = None) -> dict:
+                workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None
+                ) -> dict:
     """Run the target-setting procedure for `workload` and write its record; returns the record."""
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
@@ -118,8 +120,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, rer
     tag = f"targets-{workload}"
 
     tuned = _study(store, f"{tag}-tuning", workload, algorithms, trials, (0,), steps, workers,
-                   data_dir, run_options=run_options)
-    evals = store.evals(list(tuned.run_id))
+                   data_dir, execution=execution)
+    evals = query.evals_frame(store, list(tuned.run_id))
     tuning = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
     key = (lambda t: t["best_validation"]) if spec.target.direction == "max" \
         else (lambda t: -t["best_validation"])
@@ -128,8 +130,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, rer
 
     rerun_runs = _study(store, f"{tag}-reruns", workload, [best["algorithm"]], 1,
                         tuple(range(1, reruns + 1)), steps, workers, data_dir, best["hparams"],
-                        run_options=run_options)
-    evals = store.evals(list(rerun_runs.run_id))
+                        execution=execution)
+    evals = query.evals_frame(store, list(rerun_runs.run_id))
     rerun = [_summarise(r, evals, spec.target) for r in rerun_runs.itertuples()]
     validation, test = targets_from_reruns(spec.target, rerun)
     times = [t for t in (r["time_at"](validation) for r in rerun) if t is not None]

@@ -5,7 +5,6 @@ import json
 import math
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
@@ -112,7 +111,7 @@ def test_import_report(imported):
 
 def test_runs_documents_and_targets(imported):
     _, _, store, _ = imported
-    runs = store.runs().set_index("run_id")
+    runs = query.runs_frame(store).set_index("run_id")
     assert len(runs) == 4
     run = runs.loc["algoperf-v0.5-external--alpha--study_0--wa_jax--trial_1"]
     assert (run.algorithm, run.workload, run.base_workload, run.variant) == \
@@ -138,7 +137,7 @@ def test_runs_documents_and_targets(imported):
 
 def test_eval_rows(imported):
     _, _, store, _ = imported
-    evals = store.evals(["algoperf-v0.5-external--alpha--study_0--wa_jax--trial_1"])
+    evals = query.evals_frame(store, ["algoperf-v0.5-external--alpha--study_0--wa_jax--trial_1"])
     assert list(evals.columns[:7]) == list(R.EVAL_COLUMNS)
     assert evals["eval_index"].tolist() == [0, 1, 2]
     assert evals["step"].tolist() == [1, 50, 100]
@@ -169,7 +168,7 @@ def test_import_twice_changes_nothing_and_fixed_files_import(imported):
     bad.write_text("global_step,score,validation/loss\n1,2.0,0.9\n2,3.0,0.4\n")
     fixed = import_algoperf(root / "external_tuning", store, targets)
     assert (fixed.imported, fixed.existing, fixed.problems) == (1, 4, [])
-    wb = store.runs().set_index("workload").loc["wb"]
+    wb = query.runs_frame(store).set_index("workload").loc["wb"]
     assert (wb.target_direction, wb.time_to_target, wb.eval_index_to_target) == ("min", 3.0, 1)
 
 
@@ -206,18 +205,12 @@ PUBLISHED_V05_EXTERNAL = {
 
 
 @pytest.mark.slow
-def test_real_v05_logs_reproduce_the_published_leaderboard(shared_data, tmp_path):
-    tarball = shared_data / "algoperf" / "algoperf_v05_external_tuning_logs.tar.xz"
-    targets = shared_data / "algoperf" / "workload_targets_v05.json"
-    with tarfile.open(tarball) as tar:
-        tar.extractall(tmp_path / "logs", filter="data")
-    start = time.perf_counter()
-    report = import_algoperf(tmp_path / "logs", tmp_path / "store", targets)
-    import_s = time.perf_counter() - start
+def test_real_v05_logs_reproduce_the_published_leaderboard(algoperf_v05):
+    report, import_s = algoperf_v05.report, algoperf_v05.seconds
     assert report.problems == [] and report.imported == 3700 and len(report.submissions) == 11
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "runners.cli", "score", "--store",
-                           str(tmp_path / "store"), "--json"], capture_output=True, text=True)
+                           str(algoperf_v05.path), "--json"], capture_output=True, text=True)
     score_s = time.perf_counter() - start
     print(f"\nimport {import_s:.1f} s ({report.summary()}); score --json {score_s:.2f} s")
     assert done.returncode == 0, done.stderr
@@ -232,4 +225,4 @@ def test_real_v05_logs_reproduce_the_published_leaderboard(shared_data, tmp_path
     assert faster["caspr_adaptive"] == pytest.approx(0.243, abs=1e-3)
     assert math.isclose(result["time_to_target"]["shampoo_submission"]["imagenet_vit"], 33094,
                         abs_tol=1)
-    assert len(query.runs_frame(open_store(tmp_path / "store"))) == 3700
+    assert len(query.runs_frame(open_store(algoperf_v05.path))) == 3700

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from workbench import query
 from runners.algoperf import (AlgoPerfAlgorithm, SubmissionError, algorithm_name,
                               ensure_algoperf_imports, hyperparameters_from, load_submission)
 from runners.algoperf_workload import AlgoPerfWorkload
@@ -215,7 +216,7 @@ def test_init_is_off_the_clock_updates_on_it_and_training_complete_stops(tmp_pat
     assert seen["train_state"]["accumulated_submission_time"] > 0  # as of the last eval
     assert [s for s, _ in seen["eval_results"]] == [20]  # evals every 20 steps (catalog)
     assert "validation/loss" in seen["eval_results"][0][1]
-    train = store.train_rows([doc["run_id"]])
+    train = query.train_frame(store, [doc["run_id"]])
     assert list(train.step) == [5, 10, 15, 20, 25, 30] and train.loss.map(math.isfinite).all()
     assert doc["algorithm_source"] == {"kind": "algoperf_submission", "path": str(path),
                                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
@@ -231,7 +232,7 @@ def test_a_submission_that_computes_no_loss_is_not_marked_diverged(tmp_path, sto
                        max_steps=20, stop_on_target=False)
     doc = store.run_doc(run(config, store))  # built from the name, via get_algorithm
     assert doc["status"] == "complete" and doc["steps"] == 20
-    assert store.train_rows([doc["run_id"]]).empty  # no loss to log, no divergence check
+    assert query.train_frame(store, [doc["run_id"]]).empty  # no loss to log, no divergence check
 
 
 # --- the CLI -----------------------------------------------------------------------------------
@@ -243,7 +244,7 @@ def test_adamw_submission_study_reaches_the_digits_target(tmp_path, capsys):
                  "--trials", "2", "--workers", "2", "--name", "apf", "--store", str(root),
                  "--quiet"])
     assert code == 0, capsys.readouterr()
-    runs = open_store(root).runs()
+    runs = query.runs_frame(open_store(root))
     assert len(runs) == 2 and set(runs.status) == {"complete"}
     # the study reaches the catalog target (validation accuracy >= 0.9866), scored as AlgoPerf
     # does: the best trial's time to target. A single trial may miss by one image of 300.
@@ -264,7 +265,7 @@ def test_a_raising_submission_fails_its_run_not_the_study(tmp_path, capsys):
                  "--trials", "1", "--name", "boom", "--store", str(root), "--quiet"])
     out = capsys.readouterr().out
     assert code == 1 and "1 trials planned" in out and "1 failed" in out
-    runs = open_store(root).runs()
+    runs = query.runs_frame(open_store(root))
     assert list(runs.status) == ["failed"]
     error = runs.error.iloc[0]
     assert "Traceback" in error and "deliberate failure in update_params at step 3" in error

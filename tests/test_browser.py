@@ -238,19 +238,10 @@ FIRST_RENDER_S = 10.0  # page load to the leaderboard's rows on the imported sto
 
 
 @pytest.fixture(scope="module")
-def algoperf_store(shared_data, tmp_path_factory):
+def algoperf_store(algoperf_v05):
     """The real AlgoPerf v0.5 external-tuning logs imported into a store (3,700 runs)."""
-    import tarfile
-
-    from workbench.importers.algoperf import import_algoperf
-
-    root = tmp_path_factory.mktemp("algoperf")
-    with tarfile.open(shared_data / "algoperf" / "algoperf_v05_external_tuning_logs.tar.xz") as tar:
-        tar.extractall(root / "logs", filter="data")
-    report = import_algoperf(root / "logs", root / "store",
-                             shared_data / "algoperf" / "workload_targets_v05.json")
-    assert report.problems == [] and report.imported == 3700
-    return root / "store"
+    assert algoperf_v05.report.problems == [] and algoperf_v05.report.imported == 3700
+    return algoperf_v05.path
 
 
 def _leaderboard_scores(page) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import pandas as pd
 import panel as pn
 import pytest
 
+from workbench import query
 from workbench import costs
 from workbench.cubes import final_cube
 from workbench.testing import make_store, runs_table
@@ -57,7 +58,7 @@ def _hand_median_times(store) -> dict[tuple[str, str], float]:
     target at the smallest eval index, from the planned curves make_store records in each run
     document (eval k happens at (k + 1) x seconds_per_eval training seconds)."""
     per_study: dict[tuple, list[tuple[int, float]]] = {}
-    for run_id in store.runs()["run_id"]:
+    for run_id in query.runs_frame(store)["run_id"]:
         doc = store.run_doc(run_id)
         hit, dt = doc["synthetic"]["hit_index"], doc["synthetic"]["seconds_per_eval"]
         if hit is not None:
@@ -73,7 +74,7 @@ def _hand_median_times(store) -> dict[tuple[str, str], float]:
 
 
 def test_cost_to_target_is_the_median_study_time_times_the_price(store):
-    runs = store.runs()
+    runs = query.runs_frame(store)
     prices = costs.PriceTable({"synthetic CPU x1": costs.Price(7.2, "test")})
     table = costs.cost_table(final_cube(runs), runs, prices).set_index(["algorithm", "workload"])
     for key, seconds in _hand_median_times(store).items():
@@ -170,7 +171,7 @@ def test_cost_to_quality_median_over_studies_and_speedup_by_hand():
 
 def test_speedup_at_the_target_is_the_ratio_of_median_costs_to_target(store):
     """Reading each study's chosen trial from eval rows gives exactly the cost to target."""
-    runs = store.runs()
+    runs = query.runs_frame(store)
     cube = final_cube(runs)
     prices = costs.PriceTable.defaults(runs["hardware"])
     table = costs.cost_table(cube, runs, prices).set_index(["algorithm", "workload"])
@@ -179,7 +180,7 @@ def test_speedup_at_the_target_is_the_ratio_of_median_costs_to_target(store):
     for workload in ("digits_mlp", "digits_cnn"):
         ids = picked.loc[picked["workload"] == workload, "run_id"]
         mine = runs[runs["run_id"].isin(ids)]
-        curves = costs.best_so_far(store.evals(ids), mine, prices, "validation/accuracy", "max")
+        curves = costs.best_so_far(query.evals_frame(store, ids), mine, prices, "validation/accuracy", "max")
         target = float(mine["target_validation"].iloc[0])
         medians = costs.median_cost_to_quality(costs.cost_to_quality(curves, [target], "max"))
         for algorithm in ("fast", "slow"):
@@ -232,7 +233,7 @@ def test_the_loop_records_inference_seconds_in_run_json(tmp_path, one_thread):
     doc = store.run_doc(run_id)
     assert doc["status"] == "complete" and doc["inference_note"] is None
     assert 0 < doc["inference_seconds"] < 0.5
-    assert store.runs().set_index("run_id").loc[run_id, "inference_seconds"] == \
+    assert query.runs_frame(store).set_index("run_id").loc[run_id, "inference_seconds"] == \
         pytest.approx(doc["inference_seconds"])
 
 
@@ -318,22 +319,14 @@ def test_missing_price_notice_names_the_hardware(tmp_path):
 
 
 @pytest.mark.slow
-def test_costs_on_the_imported_algoperf_v05_logs(shared_data, tmp_path_factory):
+def test_costs_on_the_imported_algoperf_v05_logs(algoperf_v05):
     """The real v0.5 logs: every run priced as 8 x V100; a cost to target is the leaderboard's
     median time x $24.48 / h; the view and its figures build."""
-    import tarfile
-
     from workbench import scoring
-    from workbench.importers.algoperf import import_algoperf
     from workbench.views.costs import Costs, figures
     from workbench.views.selection import Selection
 
-    root = tmp_path_factory.mktemp("algoperf_costs")
-    with tarfile.open(shared_data / "algoperf" / "algoperf_v05_external_tuning_logs.tar.xz") as t:
-        t.extractall(root / "logs", filter="data")
-    import_algoperf(root / "logs", root / "store",
-                    shared_data / "algoperf" / "workload_targets_v05.json")
-    selection = Selection(store_path=str(root / "store"))
+    selection = Selection(store_path=str(algoperf_v05.path))
     view = Costs(selection=selection)
     assert view._prices.value["hardware"].tolist() == ["8x Tesla V100-SXM2-16GB"]
     assert not view._notice.visible

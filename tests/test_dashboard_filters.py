@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from workbench import query
 from workbench import records as R
 from workbench import scoring
 from workbench.testing import live_run, make_store
 from workbench.views.leaderboard import Leaderboard, ratio_styles, score_frame, times_frame
 from workbench.views.profiles import profile_plot
-from workbench.views.selection import Filters, Selection
+from workbench.views.selection import Selection
+from workbench.views.sidebar import Filters
 from workbench.views.status import RunStatus, running_frame
 
 
@@ -127,7 +129,7 @@ def test_running_trials_are_listed_with_their_latest_eval(tmp_path):
     assert "1 running" in status._line.object and "2 complete" in status._line.object
     frame = running_frame(sel)
     assert list(frame["run_id"]) == [writer.run_id] and list(frame["step"]) == [75]
-    writer.append_eval({**sel.store.evals([writer.run_id]).iloc[-1].drop("run_id").to_dict(),
+    writer.append_eval({**query.evals_frame(sel.store, [writer.run_id]).iloc[-1].drop("run_id").to_dict(),
                         "eval_index": 3, "step": 100})
     assert sel.refresh()  # the live run wrote: the fingerprint changed
     assert list(running_frame(sel)["step"]) == [100]

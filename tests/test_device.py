@@ -18,7 +18,7 @@ from runners.flops import PEAK_FLOPS, count_step_flops, mfu, peak_flops
 from runners.loop import run
 from runners.workloads import build_workload
 from workbench.catalog import get_workload
-from workbench.spec import RunConfig, SpecError, stable_hash
+from workbench.spec import ExecutionOptions, RunConfig, SpecError, stable_hash
 from workbench.store import open_store
 
 NEW_START_FIELDS = ("device", "device_name", "precision", "compile", "channels_last",
@@ -47,17 +47,19 @@ def test_resolve_device_names():
 
 def test_run_config_checks_device_and_precision_and_keeps_old_trial_keys():
     with pytest.raises(SpecError, match="valid are fp32, bf16"):
-        RunConfig("synthetic", "adamw", precision="fp16")
+        ExecutionOptions(precision="fp16")
     with pytest.raises(SpecError, match="unknown device"):
-        RunConfig("synthetic", "adamw", device="gpu")
+        ExecutionOptions(device="gpu")
     plain = RunConfig("synthetic", "adamw", seed=2, study_name="s")
     # the identity of a default run is what it was before these fields existed
     old_ident = ["s", "synthetic", "adamw", "external", 0, 0, 2, {}, None, None]
     assert plain.trial_key == stable_hash(old_ident, 12)
-    assert RunConfig("synthetic", "adamw", seed=2, study_name="s", device="cuda").trial_key \
+    assert RunConfig("synthetic", "adamw", seed=2, study_name="s",
+                     execution=ExecutionOptions(device="cuda", threads=2)).trial_key \
         == plain.trial_key                                   # hardware is not identity
     for change in ({"precision": "bf16"}, {"compile": True}, {"channels_last": True}):
-        assert RunConfig("synthetic", "adamw", seed=2, study_name="s", **change).trial_key \
+        assert RunConfig("synthetic", "adamw", seed=2, study_name="s",
+                         execution=ExecutionOptions(**change)).trial_key \
             != plain.trial_key
 
 
@@ -291,8 +293,9 @@ def test_energy_not_recorded_says_why():
 
 def test_runs_record_device_precision_flops_memory_and_energy(tmp_path):
     store = open_store(tmp_path / "store", create=True)
-    cfg = RunConfig("digits_cnn", "adamw", max_steps=20, stop_on_target=False, precision="bf16",
-                    channels_last=True, device="auto" if not torch.cuda.is_available() else "cpu")
+    cfg = RunConfig("digits_cnn", "adamw", max_steps=20, stop_on_target=False,
+                    execution=ExecutionOptions(precision="bf16", channels_last=True, device=(
+                        "auto" if not torch.cuda.is_available() else "cpu")))
     doc = store.run_doc(run(cfg, store))
     assert doc["status"] == "complete"
     for key in NEW_START_FIELDS + NEW_END_FIELDS:
@@ -321,7 +324,8 @@ def test_compilation_is_on_the_training_clock(tmp_path, monkeypatch):
     monkeypatch.setattr(device_mod.torch, "compile", slow_first_call)
     monkeypatch.setattr(device_mod, "_ADAPTED", {})
     store = open_store(tmp_path / "store", create=True)
-    cfg = RunConfig("synthetic", "adamw", max_steps=5, stop_on_target=False, compile=True)
+    cfg = RunConfig("synthetic", "adamw", max_steps=5, stop_on_target=False,
+                    execution=ExecutionOptions(compile=True))
     doc = store.run_doc(run(cfg, store))
     assert doc["compile"] is True and doc["train_seconds"] >= 0.5
 
@@ -335,8 +339,9 @@ def test_accelerator_finish_without_a_start_is_still_complete():
 @pytest.mark.gpu
 def test_cuda_run_records_memory_mfu_and_energy(tmp_path):
     store = open_store(tmp_path / "store", create=True)
-    cfg = RunConfig("digits_cnn", "adamw", max_steps=50, stop_on_target=False, device="cuda",
-                    precision="bf16", compile=True, channels_last=True)
+    cfg = RunConfig("digits_cnn", "adamw", max_steps=50, stop_on_target=False,
+                    execution=ExecutionOptions(device="cuda", precision="bf16", compile=True,
+                                               channels_last=True))
     doc = store.run_doc(run(cfg, store))
     assert doc["status"] == "complete" and doc["device"].startswith("cuda")
     assert doc["peak_memory_bytes"] > 0

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from runners.distributed import ShardedWorkload, shard
-from runners.launch import LaunchOptions, run_configs, worker_command
+from runners.launch import run_configs
+from runners.processes import LaunchOptions, worker_command
+from workbench import query
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
@@ -53,10 +55,10 @@ def test_each_rank_trains_on_its_slice_of_the_same_global_stream():
 
 
 def test_worker_command_uses_torchrun_only_for_several_processes():
-    assert worker_command("job.json")[1:] == ["-m", "runners.launch", "job.json"]
+    assert worker_command("job.json")[1:] == ["-m", "runners.worker", "job.json"]
     cmd = worker_command("job.json", 2)
     assert cmd[1:3] == ["-m", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
-    assert cmd[-3:] == ["-m", "runners.launch", "job.json"]
+    assert cmd[-3:] == ["-m", "runners.worker", "job.json"]
 
 
 def _run(root: Path, config: RunConfig, nproc: int):
@@ -72,10 +74,10 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(tmp_path)
     config = RunConfig(workload="digits_mlp", algorithm="adamw", study_name="dp", batch_size=64,
                        max_steps=60, eval_every=10, stop_on_target=False)
     one, two = _run(tmp_path / "one", config, 1), _run(tmp_path / "two", config, 2)
-    doc = two.runs().iloc[0]
+    doc = query.runs_frame(two).iloc[0]
     assert doc.hardware.endswith("x 2 processes (gloo)") and doc.batch_size == 64
-    assert len(two.runs()) == 1  # rank 1 wrote nothing
-    a, b = one.evals().sort_values("step"), two.evals().sort_values("step")
+    assert len(query.runs_frame(two)) == 1  # rank 1 wrote nothing
+    a, b = query.evals_frame(one).sort_values("step"), query.evals_frame(two).sort_values("step")
     assert list(a.step) == list(b.step) == [10, 20, 30, 40, 50, 60]
     assert list(b.examples) == [64 * s for s in b.step]  # examples count the global batch
     worst = {}
@@ -86,7 +88,7 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(tmp_path)
     print(f"\n1 vs 2 gloo processes, batch 64, 60 steps: largest relative differences {worst}; "
           f"train seconds {a.train_seconds.iloc[-1]:.2f} (1) vs {b.train_seconds.iloc[-1]:.2f} (2)")
     assert a["validation/loss"].iloc[-1] < a["validation/loss"].iloc[0]  # it trained
-    ta, tb = one.train_rows().sort_values("step"), two.train_rows().sort_values("step")
+    ta, tb = query.train_frame(one).sort_values("step"), query.train_frame(two).sort_values("step")
     assert list(ta.step) == list(tb.step)  # logged losses are the mean over the ranks
     np.testing.assert_allclose(tb.loss.to_numpy(), ta.loss.to_numpy(), rtol=1e-4)
 
@@ -110,4 +112,4 @@ def test_algoperf_submission_sees_ddp_in_a_two_process_run(tmp_path, monkeypatch
     assert seen == {f"rank-{r}.json": {"use_pytorch_ddp": True, "rank": r,
                                        "device": f"cuda:{r}" if gpu else "cpu",
                                        "n_gpus": torch.cuda.device_count()} for r in (0, 1)}
-    assert store.runs().iloc[0].status == "complete"
+    assert query.runs_frame(store).iloc[0].status == "complete"

@@ -15,23 +15,34 @@ from pathlib import Path
 
 import pytest
 
-from runners.launch import LaunchOptions, run_configs
+from runners.launch import run_configs
+from runners.processes import PROCESS_NAME, LaunchOptions
+from workbench import query
 from workbench import records as R
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
 
-def _children(pid: int, marker: str = "runners.launch") -> list[int]:
-    """Live child processes of `pid` whose command line contains `marker`."""
-    found = []
+def _workers(launcher: int) -> list[int]:
+    """Live worker processes (named PROCESS_NAME) descending from the process `launcher`:
+    children of its fork server, or its own children under the spawn start method."""
+    parents, names = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            name = (stat.parent / "comm").read_bytes().strip()
         except (OSError, IndexError):
             continue
-        if int(fields[1]) == pid and fields[0] not in "ZX" and marker in cmdline:
-            found.append(int(stat.parent.name))
+        if fields[0] not in "ZX":
+            pid = int(stat.parent.name)
+            parents[pid], names[pid] = int(fields[1]), name
+    found = []
+    for pid, name in names.items():
+        ancestor = parents.get(pid)
+        while ancestor not in (None, 0, 1, launcher):
+            ancestor = parents.get(ancestor)
+        if name == PROCESS_NAME and ancestor == launcher:
+            found.append(pid)
     return found
 
 
@@ -65,7 +76,7 @@ def test_watchdog_kills_an_overlong_trial_and_the_study_goes_on(tmp_path):
     took = time.monotonic() - t0
     assert result.succeeded == 1 and len(result.failed) == 1, result.summary()
     assert "watchdog: no result after 45 s" in result.failed[0]
-    runs = store.runs().set_index("trial")
+    runs = query.runs_frame(store).set_index("trial")
     assert runs.loc[0, "status"] == "complete"
     assert runs.loc[1, "status"] == "interrupted"
     assert runs.loc[1, "stop_reason"].startswith("watchdog")
@@ -82,7 +93,7 @@ def test_a_trial_that_raises_is_recorded_failed_and_the_study_goes_on(tmp_path):
     result = run_configs([bad, good], store, "f", workers=1, progress=False)
     assert result.succeeded == 1 and len(result.failed) == 1
     assert "exited with code 1" in result.failed[0]
-    runs = store.runs().set_index("trial")
+    runs = query.runs_frame(store).set_index("trial")
     assert runs.loc[0, "status"] == "failed" and "no_such_knob" in runs.loc[0, "stop_reason"]
     assert runs.loc[1, "status"] == "complete"
 
@@ -127,7 +138,7 @@ def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_pa
     plan = rng.sample(["training"] * (kills_wanted // 2) + ["start-up"] * (kills_wanted // 2),
                       kills_wanted)
     while launcher.poll() is None and plan:
-        workers = _children(launcher.pid)
+        workers = _workers(launcher.pid)
         training = _training_pids(root, workers)
         if plan[0] == "training" and training:  # the moment a worker has a live run folder
             time.sleep(rng.uniform(0.0, 0.3))
@@ -147,7 +158,7 @@ def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_pa
     assert len(killed_trials) == sum(kills.values()), summary
 
     store = open_store(root)
-    runs = store.runs()
+    runs = query.runs_frame(store)
     interrupted = runs[runs.status == "interrupted"]
     assert "running" not in set(runs.status)
     # every kill is in the store: an interrupted attempt, whether the worker was training or
@@ -159,18 +170,18 @@ def test_chaos_random_worker_kills_then_resume_completes_every_trial_once(tmp_pa
     assert all("killed by signal 9" in r for r in interrupted.stop_reason)
     done_before = runs[runs.status.isin(R.DONE_STATUSES)].trial_key.nunique()
     assert done_before < trials
-    killed_rows = len(store.evals(list(interrupted.run_id)))
+    killed_rows = len(query.evals_frame(store, list(interrupted.run_id)))
 
     t1 = time.monotonic()
     subprocess.run(cmd + ["--resume"], check=True)
     resume_s = time.monotonic() - t1
-    runs = store.runs()
+    runs = query.runs_frame(store)
     done = runs[runs.status.isin(R.DONE_STATUSES)]
     assert done.trial_key.nunique() == trials
     assert Counter(done.trial_key).most_common(1)[0][1] == 1  # each trial done exactly once
     still = runs.set_index("run_id").loc[list(interrupted.run_id)]
     assert set(still.status) == {"interrupted"}  # killed attempts stay visible
-    assert len(store.evals(list(interrupted.run_id))) == killed_rows  # nothing written is lost
+    assert len(query.evals_frame(store, list(interrupted.run_id))) == killed_rows  # nothing written is lost
     started = sum(interrupted.stop_reason.str.contains("before its run started"))
     print(f"\nchaos: {trials} trials, {sum(kills.values())} workers killed ({dict(kills)}), "
           f"{len(interrupted)} attempts recorded interrupted ({started} of them killed before "
@@ -189,13 +200,13 @@ def test_four_concurrent_studies_share_one_store(tmp_path):
     assert [p.wait() for p in procs] == [0, 0, 0, 0]
     took = time.monotonic() - t0
     store = open_store(root)
-    runs = store.runs()
+    runs = query.runs_frame(store)
     assert len(runs) == 4 * trials and runs.run_id.is_unique
     assert set(runs.status) <= set(R.DONE_STATUSES)
     for name in names:
         mine = runs[runs.study_name == name]
         assert len(mine) == trials and mine.trial_key.nunique() == trials
-    evals = store.evals()
+    evals = query.evals_frame(store)
     per_run = evals.groupby("run_id").size()
     complete = runs[runs.status == "complete"].run_id
     assert len(complete) >= 6  # (a trial whose learning rate is too high may diverge early)

@@ -11,6 +11,7 @@ import pandas as pd
 import panel as pn
 import pytest
 
+from workbench import query
 from workbench import hparams as H
 from workbench.store import open_store
 from workbench.testing import make_store
@@ -119,7 +120,7 @@ def test_sample_trials_is_bounded_and_reproducible():
 def test_trial_frame_joins_outcomes_and_hparams(store_path):
     from workbench import cubes
 
-    runs = open_store(store_path).runs()
+    runs = query.runs_frame(open_store(store_path))
     frame = H.trial_frame(cubes.final_cube(runs), runs, "digits_mlp", "adamw")
     assert len(frame) == 10 and set(frame["algorithm"]) == {"adamw"}
     assert H.hparam_columns(frame) == ["hparams/learning_rate", "hparams/weight_decay"]

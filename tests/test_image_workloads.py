@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from fake_datasets import write_cifar10_tarball, write_mnist_like
+from workbench import query
 from runners.workloads import build_workload
 from runners.workloads.cifar10 import flip_crop
 from workbench.catalog import CATALOG, get_workload
@@ -111,13 +112,14 @@ def test_a_few_steps_fit_a_fixed_batch(data_dir):
 def test_a_timed_run_on_generated_mnist_records_evals(data_dir, tmp_path):
     """The runner end to end: data_dir reaches the builder; bf16 + channels-last on the CPU."""
     from runners.loop import run
-    from workbench.spec import RunConfig
+    from workbench.spec import ExecutionOptions, RunConfig
     from workbench.store import open_store
 
     store = open_store(tmp_path / "store", create=True)
     cfg = RunConfig("fashion_mnist_cnn", "adamw", max_steps=6, eval_every=3, batch_size=16,
-                    stop_on_target=False, precision="bf16", channels_last=True)
+                    stop_on_target=False,
+                    execution=ExecutionOptions(precision="bf16", channels_last=True))
     doc = store.run_doc(run(cfg, store, data_dir=data_dir))
     assert doc["status"] == "complete" and doc["steps"] == 6 and doc["flops_per_step"] > 0
-    evals = store.evals([doc["run_id"]])
+    evals = query.evals_frame(store, [doc["run_id"]])
     assert list(evals.step) == [3, 6] and evals["validation/accuracy"].between(0, 1).all()

@@ -1,4 +1,5 @@
-"""Planning studies, the local process pool, resume, and surviving a killed study."""
+"""Planning studies, the local process pool and its worker processes, resume, surviving a killed
+study, and the `study` / `scale` commands."""
 from __future__ import annotations
 
 import json
@@ -8,10 +9,15 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from runners import commands
+from runners.cli import build_parser, main
 from runners.launch import StudyExistsError, plan_study, run_study
+from runners.processes import LaunchOptions, LocalBackend, describe_exit
+from workbench import query
 from workbench import records as R
 from workbench.spec import StudySpec
 from workbench.store import open_store
@@ -50,13 +56,13 @@ def test_pool_runs_every_trial_and_resume_runs_nothing_more(tmp_path):
                      max_steps=40, name="t")
     result = run_study(spec, store, workers=2, progress=False)
     assert result.succeeded == 4 and not result.failed
-    runs = store.runs()
+    runs = query.runs_frame(store)
     assert len(runs) == 4 and set(runs.status) <= {"complete", "diverged"}  # a high lr may diverge
     with pytest.raises(StudyExistsError, match="--resume"):
         run_study(spec, store, workers=2, progress=False)
     again = run_study(spec, store, workers=2, resume=True, progress=False)
     assert again.skipped == 4 and again.succeeded == 0
-    assert len(store.runs()) == 4
+    assert len(query.runs_frame(store)) == 4
 
 
 def _wait_for_live_eval(store_root, timeout=120.0):
@@ -88,15 +94,93 @@ def test_sigkill_mid_study_then_resume_completes_each_trial_once(tmp_path):
     time.sleep(1.0)  # the workers die with their launcher (PR_SET_PDEATHSIG)
 
     store = open_store(root)
-    runs = store.runs()
+    runs = query.runs_frame(store)
     assert runs.set_index("run_id").loc[killed_run, "status"] == "interrupted"
-    assert len(store.evals([killed_run])) >= 1
+    assert len(query.evals_frame(store, [killed_run])) >= 1
     assert "running" not in set(runs.status)
 
     subprocess.run(cmd + ["--resume"], check=True)
-    runs = store.runs()
+    runs = query.runs_frame(store)
     complete = runs[runs.status == "complete"]
     assert len(complete) == 4
     assert Counter(complete.trial_key).most_common(1)[0][1] == 1
     assert runs.set_index("run_id").loc[killed_run, "status"] == "interrupted"
-    assert len(store.evals([killed_run])) >= 1  # nothing written is lost
+    assert len(query.evals_frame(store, [killed_run])) >= 1  # nothing written is lost
+
+
+# -- worker processes -----------------------------------------------------------------------------
+def _report_environment(job: dict) -> int:
+    """A worker entry that writes what its process sees, and exits with code 3."""
+    Path(job["out"]).write_text(json.dumps({
+        "mark": os.environ.get("PACEBENCH_TEST_MARK"), "cwd": os.getcwd(),
+        "name": Path("/proc/self/comm").read_text().strip()}))
+    print("to the log", flush=True)
+    return 3
+
+
+def _sleep(job: dict) -> int:
+    time.sleep(60)
+    return 0
+
+
+def test_a_forked_worker_takes_the_launchers_environment_of_the_moment(tmp_path, monkeypatch):
+    backend = LocalBackend(LaunchOptions(), entry=_report_environment)
+    assert backend.forked
+    for mark in ("one", "two"):  # the second worker comes from the same fork server
+        monkeypatch.setenv("PACEBENCH_TEST_MARK", mark)
+        monkeypatch.chdir(tmp_path)
+        out, log = tmp_path / f"{mark}.json", tmp_path / f"{mark}.log"
+        handle = backend.start({"out": str(out)}, log)
+        handle.wait()
+        assert handle.poll().returncode == 3
+        assert json.loads(out.read_text()) == {"mark": mark, "cwd": str(tmp_path),
+                                               "name": "pacebench-run"}
+        assert log.read_text() == "to the log\n"
+
+
+def test_a_killed_forked_worker_reads_as_killed(tmp_path):
+    handle = LocalBackend(LaunchOptions(), entry=_sleep).start({}, tmp_path / "log")
+    assert handle.poll() is None
+    handle.kill()
+    handle.wait()
+    assert describe_exit(handle.poll().returncode) == "killed by signal 9 (SIGKILL)"
+
+
+def test_both_start_methods_run_a_study(tmp_path):
+    spec = StudySpec(workloads=("synthetic",), algorithms=("adamw",), trials=1, max_steps=20,
+                     name="m")
+    for method in ("spawn", "forkserver"):
+        store = open_store(tmp_path / method, create=True)
+        result = run_study(spec, store, progress=False,
+                           options=LaunchOptions(start_method=method))
+        assert result.succeeded == 1, result.summary()
+        assert store.index_parts()  # the launch refreshed the run index
+    with pytest.raises(ValueError, match="valid are forkserver, spawn"):
+        LaunchOptions(start_method="fork").check()
+
+
+# -- the commands -------------------------------------------------------------------------------
+def test_old_flags_still_work_and_say_what_replaces_them(capsys):
+    args = build_parser().parse_args(["study", "--workloads", "synthetic", "--algorithms",
+                                      "adamw", "--prune", "lcga"])
+    assert args.early_stop == "lcga" and args.func is not commands.scale
+    assert "--prune is deprecated" in capsys.readouterr().err
+    assert main(["study", "--workloads", "digits_mlp", "--kind", "scaling", "--algorithms",
+                 "sgd_nesterov"]) == 2
+    err = capsys.readouterr().err
+    assert "--kind is deprecated" in err and "pacebench scale" in err
+    assert "needs --batch-sizes" in err
+
+
+def test_scale_runs_a_scaling_study(tmp_path, capsys):
+    root = tmp_path / "store"
+    assert main(["scale", "--workloads", "digits_mlp", "--algorithms", "sgd_nesterov",
+                 "--batch-sizes", "16,32", "--trials", "1", "--max-steps", "10",
+                 "--noise-every", "0", "--store", str(root), "--quiet"]) == 0
+    assert "2 trials planned" in capsys.readouterr().out
+    runs = query.runs_frame(open_store(root))
+    assert sorted(runs["batch_size"]) == [16, 32] and set(runs["study_name"]) == {"scaling"}
+    assert open_store(root).study_summary("scaling")["kind"] == "scaling"
+    assert main(["scale", "--workloads", "digits_mlp", "--algorithms", "sgd_nesterov",
+                 "--batch-sizes", "16", "--device", "cuda", "--store", str(root)]) == 2
+    assert "run on the CPU" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 
+from workbench import query
 from runners.api import Algorithm, TrainingComplete
 from runners.loop import run
 from workbench import records as R
@@ -22,7 +23,7 @@ def store(tmp_path):
 
 
 def _metrics(store, run_id):
-    evals = store.evals([run_id])
+    evals = query.evals_frame(store, [run_id])
     cols = [c for c in evals.columns if R.split_of(c)]
     return evals[["step", *cols]].to_dict("records")
 
@@ -33,7 +34,7 @@ def test_run_records_evals_train_rows_and_summary(store):
     doc = store.run_doc(run_id)
     assert doc["status"] == "complete" and doc["steps"] == 100
     assert "step budget" in doc["stop_reason"]
-    evals = store.evals([run_id])
+    evals = query.evals_frame(store, [run_id])
     assert list(evals.columns[: len(R.EVAL_COLUMNS)]) == list(R.EVAL_COLUMNS)
     assert list(evals.step) == [20, 40, 60, 80, 100]  # catalog cadence: every 20 steps
     for split in R.SPLITS:
@@ -43,7 +44,7 @@ def test_run_records_evals_train_rows_and_summary(store):
     last = evals.iloc[-1]
     # evals are off the training clock: wall time covers training plus evals
     assert last.wall_seconds >= last.train_seconds + last.eval_seconds * 0.99
-    train = store.train_rows([run_id])
+    train = query.train_frame(store, [run_id])
     assert list(train.step) == list(range(5, 101, 5))
     assert doc["environment"]["torch"] == torch.__version__
     assert doc["hardware"].startswith("cpu:")
@@ -56,8 +57,8 @@ def test_same_seed_same_metrics_in_another_process(store, tmp_path):
     here = run(cfg, store)
     spec = tmp_path / "job.json"
     spec.write_text(json.dumps({"config": cfg.to_dict(), "store": str(store.root), "data_dir": None}))
-    subprocess.run([sys.executable, "-m", "runners.launch", str(spec)], check=True)
-    other = [r for r in store.runs().run_id if r != here][0]
+    subprocess.run([sys.executable, "-m", "runners.worker", str(spec)], check=True)
+    other = [r for r in query.runs_frame(store).run_id if r != here][0]
     assert _metrics(store, here) == _metrics(store, other)
     assert store.run_doc(here)["trial_key"] == store.run_doc(other)["trial_key"]
     assert store.run_doc(other)["attempt"] == 2
@@ -104,13 +105,13 @@ def test_algorithm_can_end_training(store):
     doc = store.run_doc(run_id)
     assert doc["status"] == "complete" and doc["steps"] == 7
     assert doc["stop_reason"] == "algorithm requested the end of training"
-    assert list(store.evals([run_id]).step) == [7]
+    assert list(query.evals_frame(store, [run_id]).step) == [7]
 
 
 def test_exception_in_update_gives_failed_run_with_traceback(store):
     with pytest.raises(RuntimeError, match="boom"):
         run(RunConfig("synthetic", "custom"), store, algorithm=_Raises({}))
-    runs = store.runs()
+    runs = query.runs_frame(store)
     assert list(runs.status) == ["failed"]
     assert "boom inside update" in runs.error.iloc[0] and "Traceback" in runs.error.iloc[0]
 
@@ -126,7 +127,7 @@ def test_stops_when_both_targets_reached(store, monkeypatch):
     doc = store.run_doc(run_id)
     assert doc["status"] == "complete"
     assert doc["stop_reason"] == "validation and test targets reached"
-    row = store.runs().iloc[0]
+    row = query.runs_frame(store).iloc[0]
     assert row.reached_target and math.isfinite(row.time_to_target)
     assert doc["steps"] < doc["budget_steps"]
 
@@ -141,7 +142,7 @@ def test_time_budget_stops_without_a_free_eval(store, monkeypatch):
     doc = store.run_doc(run_id)
     assert "time budget" in doc["stop_reason"]
     assert doc["train_seconds"] >= 0.05
-    assert (store.evals([run_id]).train_seconds < 0.05 + 0.05).all()
+    assert (query.evals_frame(store, [run_id]).train_seconds < 0.05 + 0.05).all()
 
 
 class _InitFails(_StopsAt):
@@ -152,6 +153,6 @@ class _InitFails(_StopsAt):
 def test_failure_before_the_clock_still_leaves_a_failed_record(store):
     with pytest.raises(RuntimeError, match="optimizer state"):
         run(RunConfig("synthetic", "custom"), store, algorithm=_InitFails({}))
-    row = store.runs().iloc[0]
+    row = query.runs_frame(store).iloc[0]
     assert row.status == "failed" and "set-up failed" in row.stop_reason
     assert "cannot build optimizer state" in row.error

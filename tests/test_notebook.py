@@ -8,16 +8,18 @@ import nbformat
 import papermill as pm
 import pytest
 
-from workbench.spec import StudySpec
+from workbench import query
+from workbench.spec import ExecutionOptions, StudySpec
 from workbench.store import open_store
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "study.ipynb"
 EXTRA = {"store", "workers"}  # where and how to run, not what
 
 
-def test_parameters_are_the_study_fields():
+def test_parameters_are_the_study_fields_and_the_execution_options():
     params = set(pm.inspect_notebook(str(NOTEBOOK)))
-    assert params == {f.name for f in dataclasses.fields(StudySpec)} | EXTRA
+    study = {f.name for f in dataclasses.fields(StudySpec)} - {"execution"}
+    assert params == study | {f.name for f in dataclasses.fields(ExecutionOptions)} | EXTRA
 
 
 def test_committed_notebook_has_no_outputs():
@@ -34,7 +36,7 @@ def test_papermill_runs_a_tiny_study(tmp_path):
                         parameters={"workloads": "synthetic", "algorithms": "adamw,sgd_nesterov",
                                     "trials": 2, "max_steps": 60, "store": str(store),
                                     "workers": 2, "name": "tiny"})
-    runs = open_store(store).runs()
+    runs = query.runs_frame(open_store(store))
     assert len(runs) == 4 and set(runs.study_name) == {"tiny"}
     nb = nbformat.read(out, as_version=4)
     text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from runners.launch import StudyResult
-from runners.progress import Snapshot, StudyProgress, latest_eval
+from runners.progress import Snapshot, StudyProgress
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
@@ -37,7 +37,7 @@ def test_progress_shows_counts_and_the_latest_eval_of_each_running_trial(tmp_pat
     assert "3/5" in capsys.readouterr().err  # the terminal bar
 
     writer.finish("complete")
-    assert latest_eval(store, a.trial_key) is None  # finished trials are not "running"
+    assert store.latest_eval(a.trial_key) is None  # finished trials are not "running"
 
 
 def test_snapshot_headline_counts():

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from runners.launch import LaunchOptions, run_configs, run_study
+from workbench import query
+from runners.launch import run_configs, run_study
+from runners.processes import LaunchOptions
 from runners.ray_backend import LocalRay
 from workbench.spec import RunConfig, StudySpec
 from workbench.store import open_store
@@ -27,7 +29,7 @@ def local_ray():
 
 def eval_rows(store) -> pd.DataFrame:
     """Every eval row keyed by trial (run ids differ between stores), in a fixed order."""
-    runs, evals = store.runs(), store.evals()
+    runs, evals = query.runs_frame(store), query.evals_frame(store)
     rows = evals.merge(runs[["run_id", "trial_key", "status"]], on="run_id").drop(columns="run_id")
     return rows.sort_values(["trial_key", "eval_index"]).reset_index(drop=True)
 
@@ -59,6 +61,6 @@ def test_ray_watchdog_kills_an_overlong_trial_and_records_why(tmp_path, local_ra
                          options=LaunchOptions(backend="ray", trial_timeout=60.0))
     assert result.succeeded == 0 and len(result.failed) == 1
     assert "watchdog" in result.failed[0]
-    runs = store.runs()
+    runs = query.runs_frame(store)
     assert list(runs.status) == ["interrupted"]
     assert "watchdog" in runs.stop_reason.iloc[0]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import inspect
 import logging
 import struct
-import sys
-import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -122,21 +120,31 @@ def test_profiles_figure_as_png_and_svg(store, tmp_path):
         assert f"stroke: {color}" in source
 
 
-def test_collect_skips_missing_views_with_a_note(store, caplog):
+def test_collect_skips_unknown_views_and_views_without_plots_with_a_note(store, caplog):
     caplog.set_level(logging.WARNING, logger="workbench.figures")
     figures = collect(Selection(store_path=str(store)),
-                      ["profiles", "no_such_view", "formats"])  # formats draws no plots
+                      ["profiles", "no_such_view", "leaderboard"])  # a leaderboard draws no plots
     assert list(figures) == ["profiles"]
     notes = " ".join(r.getMessage() for r in caplog.records)
-    assert "workbench.views.no_such_view" in notes and "workbench.views.formats has no" in notes
+    assert "unknown view 'no_such_view'" in notes and "view leaderboard has no figures" in notes
 
 
-def test_a_figure_that_fails_does_not_stop_the_others(store, tmp_path, monkeypatch):
-    broken = types.ModuleType("workbench.views.broken_view")
-    broken.figures = lambda selection: {"good": hv.Curve([(0, 1), (1, 2)]), "bad": object()}
-    monkeypatch.setitem(sys.modules, broken.__name__, broken)
+def test_every_view_with_plots_gives_figures_through_the_registry(store):
+    from workbench.views.registry import VIEWS
+
+    with_plots = [v.key for v in VIEWS if v.figures is not None]
+    assert with_plots == ["profiles", "curves", "robustness", "costs", "hparams",
+                          "early_ranking", "scaling"]
+    assert {"profiles", "curves_digits_mlp"} <= set(collect(Selection(store_path=str(store))))
+
+
+def test_a_figure_that_fails_does_not_stop_the_others(store, tmp_path):
+    from workbench.views.registry import ViewEntry
+
+    broken = ViewEntry("broken_view", "Broken", object, figures=lambda selection: {
+        "good": hv.Curve([(0, 1), (1, 2)]), "bad": object()})
     with pytest.raises(FigureError, match=r"failed, 1 figures are in [\s\S]*\n  bad: "):
-        write_figures(Selection(store_path=str(store)), tmp_path, "png", modules=["broken_view"])
+        write_figures(Selection(store_path=str(store)), tmp_path, "png", views=[broken])
     assert [p.name for p in tmp_path.iterdir()] == ["good.png"]
 
 
@@ -199,15 +207,15 @@ def test_cli_writes_only_the_asked_formats(store, tmp_path, capsys):
     assert "alg_mid" in svg_texts(figures / "profiles.svg")
 
 
-def test_matplotlib_options_set_by_a_view_win(store, monkeypatch):
+def test_matplotlib_options_set_by_a_view_win(store):
+    from workbench.views.registry import ViewEntry
+
     def figures(selection):  # a view that sizes its figure for Matplotlib itself
         plot = hv.Curve([(1, 2), (2, 3)]).opts(color="red", title="bokeh title")
         return {"big": plot.opts(backend="matplotlib", color="blue", fig_inches=(9, 4))}
 
-    view = types.ModuleType("workbench.views.sized_view")
-    view.figures = figures
-    monkeypatch.setitem(sys.modules, view.__name__, view)
-    mpl = to_matplotlib(collect(Selection(store_path=str(store)), ["sized_view"])["big"])
+    view = ViewEntry("sized_view", "Sized", object, figures=figures)
+    mpl = to_matplotlib(collect(Selection(store_path=str(store)), [view])["big"])
     assert hv.Store.lookup_options("matplotlib", mpl, "style").kwargs["color"] == "blue"
     options = hv.Store.lookup_options("matplotlib", mpl, "plot").kwargs
     assert options["fig_inches"] == (9, 4) and options["title"] == "bokeh title"

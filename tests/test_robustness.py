@@ -201,18 +201,10 @@ def test_view_on_an_algoperf_import(tmp_path):
 
 
 @pytest.mark.slow
-def test_real_v05_logs_held_out_rule_and_ratios(shared_data, tmp_path):
-    import tarfile
-
+def test_real_v05_logs_held_out_rule_and_ratios(algoperf_v05):
     from test_algoperf_import import PUBLISHED_V05_EXTERNAL
 
-    from workbench.importers.algoperf import import_algoperf
-
-    with tarfile.open(shared_data / "algoperf" / "algoperf_v05_external_tuning_logs.tar.xz") as tar:
-        tar.extractall(tmp_path / "logs", filter="data")
-    import_algoperf(tmp_path / "logs", tmp_path / "store",
-                    shared_data / "algoperf" / "workload_targets_v05.json")
-    sel = Selection(store_path=str(tmp_path / "store"))
+    sel = Selection(store_path=str(algoperf_v05.path))
     scores, held = robustness.held_out_scores(sel.cube, sel.scoring_config)
     assert len(held) == 6
     with_rule = scores.set_index("algorithm")["score_with"]

@@ -8,6 +8,7 @@ import nbformat
 import papermill as pm
 import pytest
 
+from workbench import query
 from workbench.spec import ScalingSpec
 from workbench.store import open_store
 
@@ -17,7 +18,8 @@ EXTRA = {"store", "workers"}
 
 def test_parameters_are_the_scaling_fields():
     params = set(pm.inspect_notebook(str(NOTEBOOK)))
-    assert params == {f.name for f in dataclasses.fields(ScalingSpec)} | EXTRA
+    scaling = {f.name for f in dataclasses.fields(ScalingSpec)} - {"execution"}
+    assert params == scaling | {"threads"} | EXTRA  # the one execution option a scaling study takes
 
 
 def test_committed_notebook_has_no_outputs():
@@ -33,7 +35,7 @@ def test_papermill_runs_a_tiny_scaling_study(tmp_path):
                         parameters={"batch_sizes": "32,256", "sparsities": "0,0.5", "trials": 1,
                                     "goal": 0.8, "max_steps": 300, "store": str(store),
                                     "workers": 2, "name": "tiny"})
-    assert len(open_store(store).runs()) == 4
+    assert len(query.runs_frame(open_store(store))) == 4
     nb = nbformat.read(out, as_version=4)
     text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                      for c in nb.cells if c.cell_type == "code" for o in c.outputs)

@@ -261,3 +261,43 @@ def test_algoperf_speedups_count_misses_and_gaps_as_budget():
     selfish = scoring.ScoringConfig(**{**V05.to_dict(), "self_tuning_budget_factor": 3.0})
     out = scoring.algoperf_speedups(tiny_cube(trials), selfish, "A", ruleset="self")
     assert out.sel(algorithm="C").item() == pytest.approx(1 - math.sqrt(30.01 * 2))
+
+
+# -- the one speedup policy and the one score order (CLI, dashboard and report share them) -------
+def test_speedup_table_uses_budgets_only_when_every_scored_workload_has_one():
+    times = {"A": (100.0, 10.0), "B": (150.0, 50.0), "C": (INF, 20.0)}
+    trials = {(a, w, 0, 0): (None if math.isinf(t) else (1, t))
+              for a, row in times.items() for w, t in zip(("w1", "w2"), row)}
+    cube = tiny_cube(trials)
+    per_workload = scoring.workload_times(cube)
+    table = scoring.speedup_table(per_workload, "A", V05)
+    assert table.attrs["budgets"]
+    table = table.set_index("algorithm")
+    np.testing.assert_allclose(table["faster_by"], scoring.algoperf_speedups(cube, V05, "A"))
+    np.testing.assert_allclose(table["time_ratio"], 1 - table["faster_by"])
+    # on another time axis, or without budgets: the plain geometric mean, misses left as they are
+    for config, axis in ((V05, "step"), (None, "train_seconds")):
+        plain = scoring.speedup_table(per_workload, "A", config, axis=axis)
+        assert not plain.attrs["budgets"]
+        ratios = plain.set_index("algorithm")["time_ratio"]
+        assert ratios["B"] == pytest.approx(math.sqrt(1.5 * 5))
+        assert ratios["C"] == math.inf  # C missed w1, which A reached
+    assert scoring.uses_budgets(V05, ["w1", "w2"]) and not scoring.uses_budgets(V05, [])
+    assert not scoring.uses_budgets(V05, ["w1", "w3"])
+
+
+def test_default_reference_and_ruleset():
+    scores = scoring.rank_scores(scoring.score_table_of_times(tiny_times(GOLDEN)))
+    assert scoring.default_reference(["C", "baseline", "A"], scores) == "baseline"
+    assert scoring.default_reference(["C", "B"], scores) == "C"  # the top scorer shown
+    assert scoring.default_reference(["Z"], scores) == "Z" and scoring.default_reference([]) is None
+    assert scoring.ruleset_of(["self", "self"]) == "self"
+    assert scoring.ruleset_of(["self", "external"]) == scoring.ruleset_of([]) == "external"
+
+
+def test_one_score_order_ties_by_exact_score_then_name():
+    import pandas as pd
+
+    table = pd.DataFrame({"algorithm": ["b", "a", "c", "d"], "score": [0.5, 0.5, 0.5, 0.9],
+                          "exact_score": [0.4, 0.4, 0.45, 0.9]})
+    assert list(scoring.rank_scores(table)["algorithm"]) == ["d", "c", "a", "b"]

@@ -1,5 +1,5 @@
-"""Pruning at init (runners/sparsity.py), the noise probe (runners/noise.py), the goal hook and
-the scaling plan (runners/scaling_study.py), and the loop's hooks."""
+"""Pruning at init (runners/sparsity.py), the noise probe (runners/noise.py), the goal hook
+(runners/worker.py) and the scaling plan (runners/scaling_study.py), and the loop's hooks."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,10 @@ import torch
 
 from runners.loop import run
 from runners.noise import NoiseProbe
-from runners.scaling_study import GoalStop, lr_factor, plan_scaling
+from runners.scaling_study import lr_factor, plan_scaling
 from runners.sparsity import global_masks
+from runners.worker import GoalStop
+from workbench import query
 from workbench.spec import RunConfig, ScalingSpec, SpecError, stable_hash
 from workbench.store import open_store
 
@@ -47,7 +49,7 @@ def test_sparse_run_keeps_pruned_weights_zero_and_records_noise(tmp_path, method
     run_id = run(config, store, measure=keep_model)
     weights = torch.cat([p.detach().reshape(-1) for p in models[-1].parameters()])
     assert float((weights == 0).float().mean()) == pytest.approx(0.75, abs=0.01)
-    evals = store.evals([run_id])
+    evals = query.evals_frame(store, [run_id])
     measured = evals.dropna(subset=["noise/grad_sq"])
     assert list(measured["step"]) == [10, 30, 50]  # the first eval, then every >= 20 steps
     assert (measured["noise/b_big"] > measured["noise/b_small"]).all()

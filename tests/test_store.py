@@ -181,3 +181,89 @@ def test_write_sealed_run_is_all_or_nothing_and_never_overwrites(tmp_path):
         store.write_sealed_run(doc, rows, "../escape")
     with pytest.raises(ValueError, match=r"lack columns \['step'"):
         store.write_sealed_run(doc, rows.drop_columns(["step"]), "imported-3")
+
+
+# -- document-level reads: what the launcher, progress and the dashboard ask the store -----------
+def test_documents_and_attempts_filter_and_order(tmp_path):
+    store = open_store(tmp_path, create=True)
+    with store.new_run(_doc("a", study_name="one")):
+        pass
+    with store.new_run(_doc("a", study_name="one")) as w:
+        w.finish("failed", stop_reason="boom")
+    with store.new_run(_doc("b", study_name="two")):
+        pass
+    assert [d["trial_key"] for d in store.documents(study_name="one")] == ["a", "a"]
+    assert len(list(store.documents())) == 3
+    attempts = store.attempts("a")
+    assert [d["attempt"] for d in attempts] == [1, 2]
+    assert [d["status"] for d in attempts] == ["complete", "failed"]
+    assert store.attempts("nope") == []
+
+
+def test_an_unreadable_document_is_skipped_with_a_warning_naming_its_run(tmp_path):
+    store = open_store(tmp_path, create=True)
+    with store.new_run(_doc("good")):
+        pass
+    bad = store.run_path("torn--run")
+    bad.mkdir()
+    (bad / R.RUN_DOC).write_text('{"status": "compl')
+    with pytest.warns(UserWarning, match="skipped run torn--run"):
+        assert [d["trial_key"] for d in store.documents()] == ["good"]
+    with pytest.warns(UserWarning):
+        assert store.done_trial_keys() == {"good"}
+
+
+def test_live_trials_latest_eval_and_effective_status(tmp_path):
+    store = open_store(tmp_path, create=True)
+    writer = store.new_run(_doc("live"))
+    assert store.latest_eval("live") is None  # running, no eval yet
+    writer.append_eval(_eval(0, 0.5))
+    writer.append_eval(_eval(1, 0.4))
+    assert store.latest_eval("live")["eval_index"] == 1
+    assert store.live_trial_keys() == {"live"}
+    assert [r["step"] for r in store.live_rows(writer.run_id, "evals")] == [10, 20]
+    writer.finish("complete")
+    assert store.latest_eval("live") is None and store.live_trial_keys() == set()
+    assert store.live_rows(writer.run_id, "evals") == []  # sealed
+
+
+def test_amend_changes_a_finished_document_but_never_who_or_how_it_ended(tmp_path):
+    store = open_store(tmp_path, create=True)
+    writer = store.new_run(_doc("k"))
+    with pytest.raises(ValueError, match="only a finished run"):
+        store.amend(writer.run_id, pruned=True)
+    writer.finish("complete")
+    doc = store.amend(writer.run_id, pruned=True, pruned_rung=1)
+    assert store.run_doc(writer.run_id)["pruned_rung"] == 1 and doc["status"] == "complete"
+    for field in ("status", "trial_key", "run_id", "hparams"):
+        with pytest.raises(ValueError, match="fixed once written"):
+            store.amend(writer.run_id, **{field: "x"})
+    with pytest.raises(KeyError, match="no run 'nope'"):
+        store.amend("nope", pruned=True)
+
+
+def test_signature_moves_with_unfinished_runs_only(tmp_path):
+    store = open_store(tmp_path, create=True)
+    with store.new_run(_doc("done")) as w:
+        done = w.run_id
+    before = store.signature({done})
+    assert store.signature({done}) == before
+    writer = store.new_run(_doc("live"))
+    after_start = store.signature({done})
+    assert after_start != before
+    writer.append_eval(_eval(0, 0.5))
+    assert store.signature({done}) != after_start
+    assert open_store(tmp_path).signature({done, writer.run_id})[1] == 2  # two runs listed
+    writer.finish("complete")
+
+
+def test_study_documents_and_other_files_live_where_the_store_says(tmp_path):
+    store = open_store(tmp_path, create=True)
+    store.write_study_summary("my study", {"kind": "study"})
+    assert store.study_summary("my study") == {"kind": "study"}
+    assert store.study_summary("other") is None
+    store.write_early_stop_doc("s", "k1", {"trial_key": "k1", "rungs": {}})
+    assert store.early_stop_docs("s") == [{"trial_key": "k1", "rungs": {}}]
+    assert store.early_stop_docs("none") == []
+    for path in (store.log_path("../up", "k1"), store.checkpoint_path("k1")):
+        assert tmp_path in path.parents  # a hostile study name stays inside the store

@@ -15,10 +15,11 @@ import pytest
 from workbench import scoring
 from workbench.store import open_store
 from workbench.testing import make_store
-from workbench.views.curves import Curves, loss_plot, validation_plot
+from workbench.views.curves import Curves, curve_evals, loss_plot, shown_curve_runs, validation_plot
 from workbench.views.leaderboard import MISS, Leaderboard, score_frame, times_frame
 from workbench.views.profiles import Profiles, profile_plot
-from workbench.views.selection import Filters, Selection, StoreNotice
+from workbench.views.selection import Selection
+from workbench.views.sidebar import Filters, StoreNotice
 from workbench.views.speedups import Speedups, speedup_frame, uses_budgets
 from workbench.views.studies import StudyTimes, study_frame
 
@@ -54,7 +55,7 @@ def test_selection_loads_and_filters(selection):
     selection.algorithms = ["slow"]
     assert set(selection.runs["algorithm"]) == {"slow"}
     assert list(selection.cube["algorithm"].values) == ["slow"]
-    assert set(selection.curve_evals()["run_id"]) == set(selection.runs["run_id"])
+    assert set(curve_evals(selection)["run_id"]) == set(selection.runs["run_id"])
 
 
 def test_refresh_only_rereads_a_changed_store(tmp_path):
@@ -304,13 +305,33 @@ def test_speedups_without_budgets_are_plain_geometric_means(selection):
 
 
 def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch):
-    import workbench.views.selection as selection_module
+    import workbench.views.curves as curves_module
 
-    monkeypatch.setattr(selection_module, "MAX_DEFAULT_CURVES", 2)  # wa has 12 runs: pick
-    shown = imported.shown_curve_runs
+    monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 2)  # wa has 12 runs: pick
+    shown = shown_curve_runs(imported)
     wa = shown.query("workload == 'wa'").set_index("algorithm")
     assert sorted(wa.index) == ["baseline", "fast"]  # slow never met the target on wa
-    assert len(imported.curve_evals()) == 2 * len(shown)
+    assert len(curve_evals(imported)) == 2 * len(shown)
     assert loss_plot(imported, "wa").opts.get().kwargs["title"] == "wa: training loss at evals"
     curves = Curves(selection=imported, one_workload=True)
     assert curves.workload == "wa" and len(curves.plots()) == 1
+
+
+def test_the_cli_and_the_dashboard_rank_and_speed_up_alike(store_path, capsys):
+    """One score order and one speedup policy: `pacebench score` says what the dashboard shows."""
+    import json
+
+    from runners.cli import main
+
+    assert main(["score", "--store", str(store_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    selection = Selection(store_path=str(store_path))
+    assert list(out["scores"]) == list(selection.scores()["algorithm"])
+    frame = speedup_frame(selection).set_index("algorithm")
+    assert out["speedups"]["reference"] == selection.reference == "fast"
+    for algorithm, faster in out["speedups"]["faster_by"].items():
+        shown = frame.loc[algorithm, "faster_by"]
+        if faster is None:  # JSON has no infinity: a miss where the reference reached the target
+            assert not np.isfinite(shown)
+        else:
+            assert faster == pytest.approx(shown, abs=1e-6)

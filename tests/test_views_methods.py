@@ -7,10 +7,12 @@ import json
 import panel as pn
 import pytest
 
+from workbench import query
 from workbench import records as R
+from workbench.early_stopping import ranking_tables, saved_frame
 from workbench.store import open_store
 from workbench.testing import make_store
-from workbench.views.early_ranking import EarlyRanking, ranking_tables, saved_frame
+from workbench.views.early_ranking import EarlyRanking
 from workbench.views.scaling import Scaling, scaling_results
 from workbench.views.selection import Selection
 
@@ -21,13 +23,11 @@ BATCHES = (16, 32, 64, 128)
 def ranking_store(tmp_path_factory):
     path = tmp_path_factory.mktemp("ranking") / "store"
     store = make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=2, trials=3)
-    keys = sorted(json.loads((d / R.RUN_DOC).read_text())["trial_key"] for d in store.run_dirs())
-    folder = R.pruning_path(path, "synthetic", "x").parent
-    folder.mkdir(parents=True)
-    for i, key in enumerate(keys):  # one trial pruned at rung 1, as the tuner records it
-        (folder / f"{key}.json").write_text(json.dumps(
-            {"trial_key": key, "estimator": "lcga", "rungs": {},
-             "pruned_at_rung": 1 if i == 0 else None}))
+    keys = sorted(doc["trial_key"] for doc in store.documents())
+    for i, key in enumerate(keys):  # one trial stopped early at rung 1, as the tuner records it
+        store.write_early_stop_doc("synthetic", key, {"trial_key": key, "estimator": "lcga",
+                                                      "rungs": {},
+                                                      "pruned_at_rung": 1 if i == 0 else None})
     return path
 
 
@@ -46,7 +46,7 @@ def scaling_store(tmp_path_factory):
 
 def test_ranking_tables_and_saved(ranking_store):
     store = open_store(ranking_store)
-    tables = ranking_tables(store, store.runs())
+    tables = ranking_tables(store, query.runs_frame(store))
     (key, table), = tables.items()
     assert key == ("synthetic", "digits_mlp", "fast")
     assert set(table["fraction"]) == {0.05, 0.1, 0.2, 0.5}

@@ -1,7 +1,8 @@
 """Figures for papers: each view's plots written as PNG and SVG files by Matplotlib, no browser.
 
-Protocol: a view module that draws plots has a module-level `figures(selection)` returning
-{name: HoloViews object} (names like "profiles", "curves_digits_mlp"). The views style their plots
+Protocol: a view that draws plots gives, in its registry entry (workbench/views/registry.py), a
+function `figures(selection)` returning {name: HoloViews object} (names like "profiles",
+"curves_digits_mlp"). The views style their plots
 with Bokeh options, which HoloViews keeps per backend: drawn by Matplotlib as they are, a plot
 loses its colours, title, axis labels and log axes. `to_matplotlib` restates those options for
 Matplotlib (the algorithm colours of `Selection.colors` included) and `save_figure` draws one
@@ -11,7 +12,6 @@ say a larger `fig_inches` for a big heat map): those win over the restated ones.
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import os
@@ -23,15 +23,13 @@ import holoviews as hv
 import matplotlib
 import matplotlib.pyplot as plt
 
+from workbench.views.registry import VIEWS, ViewEntry, view_entry
 from workbench.views.selection import Selection
 
-__all__ = ["VIEW_MODULES", "FORMATS", "DPI", "FIG_INCHES", "PANEL_INCHES", "FigureError",
-           "check_formats", "collect", "to_matplotlib", "save_figure", "write_figures"]
+__all__ = ["FORMATS", "DPI", "FIG_INCHES", "PANEL_INCHES", "FigureError", "check_formats",
+           "collect", "to_matplotlib", "save_figure", "write_figures"]
 
 log = logging.getLogger(__name__)
-
-# The view modules (under workbench.views) whose figures are exported, in this order.
-VIEW_MODULES = ("profiles", "curves", "early_ranking", "scaling", "costs", "robustness", "hparams")
 FORMATS = ("png", "svg")     # what save_figure writes
 DPI = 300                    # PNG resolution (print quality)
 FIG_INCHES = (5.0, 3.2)      # one plot, before trimming to its content (a side legend adds width)
@@ -50,31 +48,40 @@ _NOT_CARRIED = {"aspect", "backend_opts", "hooks", "initial_hooks", "fontsize", 
 _GRID = {"grid_color": "0.88", "grid_linewidth": 0.6}  # light grid lines (drawn behind the data)
 
 
-def collect(selection: Selection, modules: Iterable[str] = VIEW_MODULES) -> dict[str, object]:
-    """{name: HoloViews object} of every view module's `figures(selection)`, in module order.
+def _entries(views: Iterable[str | ViewEntry] | None) -> list[ViewEntry]:
+    """The registry entries of `views` (keys or entries; None: every view), in order; an
+    unknown key is skipped with a logged note."""
+    entries = []
+    for view in VIEWS if views is None else views:
+        if isinstance(view, ViewEntry):
+            entries.append(view)
+            continue
+        try:
+            entries.append(view_entry(view))
+        except KeyError as exc:
+            log.warning("figures: %s, skipped", exc.args[0])
+    return entries
 
-    A module that does not exist or has no `figures` is skipped with a logged note, so views can
-    join the protocol one by one; a name given twice is an error (one would overwrite the other).
-    The Matplotlib backend is loaded first, so `figures()` may set Matplotlib options.
+
+def collect(selection: Selection, views: Iterable[str | ViewEntry] | None = None
+            ) -> dict[str, object]:
+    """{name: HoloViews object} of every view's `figures(selection)`, in registry order.
+
+    `views`: registry keys or entries (None: every view). A view without figures is skipped
+    (with a logged note when it was asked for by name); a name given twice is an error (one
+    would overwrite the other). The Matplotlib backend is loaded first, so `figures()` may set
+    Matplotlib options.
     """
     hv.renderer("matplotlib")  # loads the backend once; Bokeh stays the current one
     out: dict[str, object] = {}
-    for name in modules:
-        path = f"workbench.views.{name}"
-        try:
-            module = importlib.import_module(path)
-        except ModuleNotFoundError as exc:
-            if exc.name != path:  # the module exists but something it imports is missing
-                raise
-            log.warning("figures: no view module %s, skipped", path)
+    for entry in _entries(views):
+        if entry.figures is None:
+            if views is not None:
+                log.warning("figures: view %s has no figures, skipped", entry.key)
             continue
-        make = getattr(module, "figures", None)
-        if make is None:
-            log.warning("figures: %s has no figures(selection), skipped", path)
-            continue
-        for key, obj in make(selection).items():
+        for key, obj in entry.figures(selection).items():
             if key in out:
-                raise ValueError(f"figure name {key!r} is given by two view modules")
+                raise ValueError(f"figure name {key!r} is given by two views")
             out[key] = obj
     return out
 
@@ -210,24 +217,24 @@ class FigureError(ValueError):
 
 def write_figures(selection: Selection, folder: str | os.PathLike,
                   formats: str | Iterable[str] = FORMATS, dpi: int = DPI,
-                  modules: Iterable[str] = VIEW_MODULES) -> dict[str, list[Path]]:
+                  views: Iterable[str | ViewEntry] | None = None) -> dict[str, list[Path]]:
     """Write every view's figures of `selection` into `folder`; returns {name: paths written}.
 
-    A view or a figure that fails does not stop the others: once all are tried, FigureError
-    names each failure and its cause.
+    `views`: registry keys or entries (None: every view). A view or a figure that fails does
+    not stop the others: once all are tried, FigureError names each failure and its cause.
     """
     formats = check_formats(formats)
     folder = Path(folder)
     written, failed = {}, []
-    for module in modules:
+    for entry in _entries(views):
         try:
-            figures = collect(selection, [module])
+            figures = collect(selection, [entry])
         except Exception as exc:  # noqa: BLE001 -- reported below, with the view's name
-            failed.append(f"{module}.figures(): {type(exc).__name__}: {exc}")
+            failed.append(f"{entry.key}.figures(): {type(exc).__name__}: {exc}")
             continue
         for name, obj in figures.items():
             if name in written:
-                raise ValueError(f"figure name {name!r} is given by two view modules")
+                raise ValueError(f"figure name {name!r} is given by two views")
             try:
                 written[name] = save_figure(obj, folder / _file_name(name), formats, dpi)
             except Exception as exc:  # noqa: BLE001 -- reported below, with the figure's name

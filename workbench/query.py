@@ -6,19 +6,21 @@ found in the files' own schemas. Rows are read from sealed Parquet and from live
 so running, crashed and finished runs are all visible; a torn last JSON line reads as an all-NULL
 row, which is dropped.
 
+The files come from the store (workbench.store lists them; this module never builds a path).
+Reading never writes: not even the run index, which the launcher and the importer refresh
+(workbench.run_index).
+
 The run table of finished runs is also kept in the store's run index (records.INDEX_DIR):
-Parquet parts of runs_frame rows, written by refresh_index. runs_frame reads the index in one
-scan and reads the run folders only for runs the index lacks, so a store of thousands of runs is
-read in a fraction of a second. Only runs whose document has a final status are indexed (their
-documents and rows never change again); a run folder that is gone drops out of the table even if
-the index still lists it; a part that cannot be read is ignored (its runs are read from their
-folders), so the index can never hide or change a run.
+Parquet parts of runs_frame rows. runs_frame reads the index in one scan and reads the run
+folders only for runs the index lacks, so a store of thousands of runs is read in a fraction of a
+second. Only runs whose document has a final status are indexed (their documents and rows never
+change again); a run folder that is gone drops out of the table even if the index still lists
+it; a part that cannot be read is ignored (its runs are read from their folders), so the index
+can never hide or change a run.
 """
 from __future__ import annotations
 
-import glob
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -28,10 +30,11 @@ import numpy as np
 import pandas as pd
 
 from workbench import records as R
+from workbench.spec import COMPARISONS
 from workbench.store import Store
 
-__all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "refresh_index",
-           "indexed_run_ids", "RUN_DTYPES"]
+__all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
+           "indexed_run_ids", "read_index", "RUN_DTYPES"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -64,8 +67,6 @@ _ROW_TYPES = {"run_id": "VARCHAR", "eval_index": "BIGINT", "step": "BIGINT", "ex
               "loss": "DOUBLE"}
 
 _RETRIES = 3  # a live file may be sealed (and removed) between listing and reading it
-INDEX_AFTER = 200     # runs_frame indexes the finished runs it read from folders when this many
-MAX_INDEX_PARTS = 8   # refresh_index merges the parts into one when there are more
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -82,37 +83,6 @@ def connect() -> duckdb.DuckDBPyConnection:
 def _ident(name: str) -> str:
     """A column name as a quoted SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
-
-
-# -- listing files ---------------------------------------------------------------------------
-def _glob(store: Store, name: str) -> list[str]:
-    """Paths of `runs/*/<name>`, sorted."""
-    return sorted(glob.glob(os.path.join(glob.escape(str(store.runs_dir)), "*", name)))
-
-
-def _row_files(store: Store, sealed: str, live: str,
-               run_ids: Iterable[str] | None) -> tuple[list[str], list[str]]:
-    """(Parquet files, non-empty JSON-lines files) holding rows; a sealed file wins over a live one."""
-    if run_ids is None:
-        parquet, jsonl = _glob(store, sealed), _glob(store, live)
-    else:
-        dirs = [store.runs_dir / rid for rid in dict.fromkeys(run_ids)]
-        missing = [d.name for d in dirs if not (d / R.RUN_DOC).exists()]
-        if missing:
-            raise KeyError(f"no run {missing[0]!r} in {store.root} ({len(missing)} unknown run ids); "
-                           "valid ids are the run_id column of runs_frame(store)")
-        parquet = [str(d / sealed) for d in dirs if (d / sealed).exists()]
-        jsonl = [str(d / live) for d in dirs if (d / live).exists()]
-    done = {os.path.dirname(p) for p in parquet}
-    jsonl = [p for p in jsonl if os.path.dirname(p) not in done and _nonempty(p)]
-    return parquet, jsonl
-
-
-def _nonempty(path: str) -> bool:
-    try:
-        return os.path.getsize(path) > 0
-    except OSError:
-        return False
 
 
 # -- reading rows ----------------------------------------------------------------------------
@@ -143,12 +113,13 @@ def _rows_source(con: duckdb.DuckDBPyConnection, parquet: list[str],
     return _Rows(sql, params, con.sql(sql, params=params).columns)  # binding reads the schemas
 
 
-def _read_rows(con: duckdb.DuckDBPyConnection, store: Store, sealed: str, live: str,
+def _read_rows(con: duckdb.DuckDBPyConnection, store: Store, kind: str,
                run_ids: Iterable[str] | None, build: Callable[[_Rows | None], Any]) -> Any:
-    """List the row files, then `build(rows)`; list again when a live file vanished meanwhile."""
+    """List the row files of `kind` ("evals", "train"), then `build(rows)`; list again when a
+    live file vanished meanwhile."""
     run_ids = None if run_ids is None else list(run_ids)
     for attempt in range(_RETRIES):
-        parquet, jsonl = _row_files(store, sealed, live, run_ids)
+        parquet, jsonl = store.row_files(kind, run_ids)
         try:
             return build(_rows_source(con, parquet, jsonl))
         except duckdb.IOException:
@@ -186,14 +157,14 @@ def evals_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFr
     Sorted by run_id and eval_index; metric columns are float (null and NaN both read as NaN).
     """
     con = connect()
-    return _read_rows(con, store, R.EVALS_SEALED, R.EVALS_LIVE, run_ids,
+    return _read_rows(con, store, "evals", run_ids,
                       lambda rows: _wide_frame(con, rows, R.EVAL_COLUMNS, "run_id, eval_index"))
 
 
 def train_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """Training-loss rows of the store (or of `run_ids`): records.TRAIN_COLUMNS, sorted by run, step."""
     con = connect()
-    return _read_rows(con, store, R.TRAIN_SEALED, R.TRAIN_LIVE, run_ids,
+    return _read_rows(con, store, "train", run_ids,
                       lambda rows: _wide_frame(con, rows, R.TRAIN_COLUMNS, "run_id, step"))
 
 
@@ -222,6 +193,15 @@ def _target_value_sql(metrics: list[str], columns: list[str]) -> tuple[str, list
     return f"CASE {' '.join(arms)} END", params
 
 
+# spec.meets in SQL: a finite value at least as good as the target in its direction (isfinite is
+# checked beside it). The comparisons are spec.COMPARISONS, so the rule has one definition.
+_MEETS_SQL = "CASE direction " + " ".join(
+    f"WHEN '{direction}' THEN value {op} target" for direction, op in COMPARISONS.items()) + " END"
+
+# The AlgoPerf first-hit rule (research/algoperf.md 5.1): a run's time to target is the training
+# time of its FIRST eval (smallest eval_index) whose validation target metric meets the target,
+# never the best eval's. scoring.study_times then picks, per study, the trial whose first hit
+# has the smallest eval_index.
 _SUMMARY_SQL = """
 WITH v AS (
     SELECT e.run_id, CAST(e.eval_index AS BIGINT) AS eval_index, CAST(e.step AS BIGINT) AS step,
@@ -230,8 +210,7 @@ WITH v AS (
            d.target_direction AS direction, d.target_validation AS target, {value} AS value
     FROM ({rows}) AS e JOIN docs AS d ON e.run_id = d.run_id
 ), m AS (
-    SELECT *, coalesce(isfinite(value) AND CASE direction WHEN 'max' THEN value >= target
-                                                          ELSE value <= target END, false) AS met
+    SELECT *, coalesce(isfinite(value) AND {meets}, false) AS met
     FROM v
 )
 SELECT run_id,
@@ -257,8 +236,9 @@ def _summaries(con: duckdb.DuckDBPyConnection, docs: pd.DataFrame,
     metrics = sorted(docs["target_metric"].dropna().unique())
     value, params = _target_value_sql(metrics, rows.columns)
     con.register("docs", docs[["run_id", "target_metric", "target_direction", "target_validation"]])
+    sql = _SUMMARY_SQL.format(value=value, rows=rows.sql, meets=_MEETS_SQL)
     try:  # parameters in text order: the CASE arms, then the file lists
-        return con.execute(_SUMMARY_SQL.format(value=value, rows=rows.sql), params + rows.params).df()
+        return con.execute(sql, params + rows.params).df()
     finally:
         con.unregister("docs")
 
@@ -304,25 +284,12 @@ def _runs_from_folders(con: duckdb.DuckDBPyConnection, store: Store,
     """Run-table rows of `run_ids` read from their folders; `status` as the documents say."""
     if not run_ids:
         return _empty_runs()
-    docs = _read_docs(con, [str(store.runs_dir / rid / R.RUN_DOC) for rid in run_ids])
+    docs = _read_docs(con, store.doc_paths(run_ids))
 
     def build(rows: _Rows | None) -> pd.DataFrame:
         return _finish_runs(docs, _summaries(con, docs, rows))
 
-    return _read_rows(con, store, R.EVALS_SEALED, R.EVALS_LIVE, run_ids, build)
-
-
-def _run_ids(store: Store, indexed: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """Ids of the runs in the store (folders holding a run document), sorted. A folder that
-    the run index lists is taken without a look inside (the index holds finished runs only,
-    whose documents are final), so a big indexed store costs one directory listing."""
-    try:
-        names = os.listdir(store.runs_dir)
-    except FileNotFoundError:
-        return []
-    runs_dir = str(store.runs_dir)
-    return sorted(n for n in names if not n.startswith(".")  # a writer's temporary folder
-                  and (n in indexed or os.path.isfile(os.path.join(runs_dir, n, R.RUN_DOC))))
+    return _read_rows(con, store, "evals", run_ids, build)
 
 
 def indexed_run_ids(store: Store) -> set[str]:
@@ -349,7 +316,7 @@ def _read_parts(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> pd.DataFra
     return frame if all(c in frame.columns for c in R.RUN_COLUMNS) else None
 
 
-def _read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFrame, list, list]:
+def read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFrame, list, list]:
     """(run-table rows of the index, the parts listed, the parts read); bad parts are skipped."""
     parts = store.index_parts()
     if not parts:
@@ -367,21 +334,13 @@ def _read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFr
     return frame.astype(RUN_DTYPES), parts, read
 
 
-def _index_table(frame: pd.DataFrame) -> "pa.Table":  # noqa: F821
-    """Run-table rows as an Arrow table for an index part (hparams as JSON text)."""
-    import pyarrow as pa
-
-    out = frame[list(R.RUN_COLUMNS)].copy()
-    out["hparams"] = [json.dumps(h, sort_keys=True) for h in out["hparams"]]
-    return pa.Table.from_pandas(out, preserve_index=False)
-
-
-def _runs_table(store: Store, con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                                       list, list]:
+def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None
+               ) -> tuple[pd.DataFrame, pd.DataFrame, list, list]:
     """(every run's row with the documents' status, the rows read from folders, index parts
-    listed, index parts read)."""
-    indexed, parts, read = _read_index(con, store)
-    run_ids = _run_ids(store, set(indexed["run_id"]))
+    listed, index parts read): what runs_frame shows and what workbench.run_index adds."""
+    con = con or connect()
+    indexed, parts, read = read_index(con, store)
+    run_ids = store.run_ids(set(indexed["run_id"]))
     present = set(run_ids)
     # a set lookup per id: pandas' isin on Arrow strings is ~50x slower for 100,000 ids
     indexed = indexed[np.fromiter((r in present for r in indexed["run_id"].tolist()), bool,
@@ -395,51 +354,17 @@ def _runs_table(store: Store, con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFr
     return frame, fresh, parts, read
 
 
-def _add_to_index(store: Store, fresh: pd.DataFrame) -> int:
-    """Write the finished runs of `fresh` as a new index part; returns how many were added."""
-    done = fresh[fresh["status"].isin(R.TERMINAL)]
-    if len(done):
-        store.write_index_part(_index_table(done))
-    return len(done)
-
-
-def refresh_index(store: Store) -> int:
-    """Add the finished runs that the run index lacks; merge its parts when there are many.
-
-    Safe at any time and from many processes: a part is written atomically, a merge writes the
-    merged part before removing the old ones (a crash in between only leaves duplicate rows,
-    which readers drop). A part that cannot be read is merged away. Returns the number of runs
-    added.
-    """
-    con = connect()
-    frame, fresh, listed, read = _runs_table(store, con)
-    added = _add_to_index(store, fresh)
-    parts = store.index_parts()
-    if len(parts) > MAX_INDEX_PARTS or len(read) < len(listed):
-        store.write_index_part(_index_table(frame[frame["status"].isin(R.TERMINAL)]))
-        store.drop_index_parts(parts)  # their runs are all in the merged part (or re-read)
-    return added
-
-
 def runs_frame(store: Store) -> pd.DataFrame:
     """One row per run attempt, columns records.RUN_COLUMNS in order (dtypes: RUN_DTYPES).
 
     `status` is the effective status (a `running` document whose process is gone reads
     `interrupted`). reached_target, eval_index_to_target, time_to_target (training seconds),
     step_to_target, wall_to_target (wall seconds) and best_validation are computed from the
-    eval rows against each run's own validation target; NaN and null values never meet a
-    target. steps, train_seconds and
-    wall_seconds come from the document, else (interrupted runs) from the last eval rows.
-    Finished runs come from the run index when it has them (see the module docstring); when
-    INDEX_AFTER or more finished runs had to be read from their folders, they are indexed (if
-    the store is writable) so that the next read is fast.
+    eval rows against each run's own validation target, by the first-hit rule above; NaN and
+    null values never meet a target (spec.meets). steps, train_seconds and wall_seconds come
+    from the document, else (interrupted runs) from the last eval rows. Finished runs come from
+    the run index when it has them (see the module docstring). Nothing is written.
     """
-    con = connect()
-    frame, fresh, _, _ = _runs_table(store, con)
-    if (fresh["status"].isin(R.TERMINAL)).sum() >= INDEX_AFTER:
-        try:
-            _add_to_index(store, fresh)
-        except (OSError, ValueError, TypeError):  # Arrow's errors derive from these
-            pass  # the index only speeds reads up: a store it cannot be written to reads as before
+    frame = runs_table(store)[0]
     _effective_status(store, frame)
     return frame

@@ -1,22 +1,36 @@
-"""The record schema: the one place where the store's file names, column names and statuses live.
+"""The record schema: the one place where the store's file and folder names, column names,
+statuses and the run identity document live.
 
 A run is stored as a run document (`run.json`) plus eval rows and training-loss rows. While the run
 is alive its rows are appended to JSON-lines files and flushed row by row; when it ends they are
-sealed into Parquet. Every reader goes through these names, so a schema change is made here (and
-SCHEMA_VERSION bumped, with old versions still readable).
+sealed into Parquet. Every reader goes through these names (workbench/store.py is the only module
+that turns them into paths), so a schema change is made here (and SCHEMA_VERSION bumped, with old
+versions still readable).
+
+Schema versions of the run document:
+  1  the first; its `config` holds the execution options (device, precision, compile,
+     channels_last, threads) flat beside the other RunConfig fields.
+  2  `config.execution` holds them (workbench.spec.ExecutionOptions). RunConfig.from_dict reads
+     both forms, and a trial keeps its trial key across them.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.spec import RunConfig, WorkloadSpec
 
 __all__ = [
     "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUSES", "TERMINAL", "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
-    "SCORING_DOC", "INDEX_DIR", "INDEX_PART_PREFIX", "PRUNING_DIR", "STUDIES_DIR", "NOISE_COLUMNS",
-    "pruning_path", "study_summary_path",
-    "EVAL_COLUMNS", "TRAIN_COLUMNS", "RUN_COLUMNS", "SPLITS", "metric_column", "split_of",
+    "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
+    "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
+    "TRAIN_COLUMNS", "RUN_COLUMNS", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "run_identity",
 ]
 
-SCHEMA_VERSION = 1
-READABLE_SCHEMA_VERSIONS = (1,)
+SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 # Run statuses. `running` is what a live process writes; readers show a `running` run whose
 # process is gone as `interrupted` (see workbench.store.Store.runs).
@@ -35,18 +49,25 @@ TRAIN_SEALED = "train.parquet"
 HEARTBEAT = "heartbeat"             # touched by a live run; its age tells a dead run from a live one
 SCORING_DOC = "pacebench-scoring.json"  # at the root, optional: how to score the store (an import
                                         # of AlgoPerf logs writes the benchmark version's rules)
+LOGS_DIR = "logs"                   # a worker's output: <study_name>-<trial_key>.log
+CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.pt, removed at its end
 # The run index: Parquet parts, each holding finished runs' rows of the run table (RUN_COLUMNS,
 # hparams as JSON text), so that the run table of a large store is read in one scan. Derived data
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
+# Its version changes with RUN_COLUMNS, not with the run document.
 INDEX_DIR = "index"
-# Early-stopping tuner (runners/pruning.py): one JSON document per trial at
+INDEX_VERSION = 1
+INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
+# The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
 # "estimator", "budget_steps", "rungs": {"<rung>": {"step", "estimate"}}, "pruned_at_rung"
-# (null while alive), "reason"}; other trials of the same study read them at each rung.
-PRUNING_DIR = "pruning"
-# Study summaries (compute spent and saved by pruning, ...): <store>/studies/<study_name>.json
+# (null while alive), "reason"}; other trials of the same study read them at each rung. (The
+# folder and the keys keep the names of the first stores, written before early stopping had
+# its own words; "prune" elsewhere means sparsity at initialisation.)
+EARLY_STOP_DIR = "pruning"
+# Study summaries (compute spent and saved by early stopping, a scaling study's spec, ...):
+# <store>/studies/<study_name>.json
 STUDIES_DIR = "studies"
-INDEX_PART_PREFIX = f"runs-v{SCHEMA_VERSION}-"  # + a unique name + ".parquet"
 
 SPLITS = ("train", "validation", "test")
 
@@ -92,18 +113,6 @@ NOISE_COLUMNS = (
 )
 
 
-def pruning_path(root, study_name: str, trial_key: str):
-    """Path of a trial's pruning document (see PRUNING_DIR); `root` is the store's directory."""
-    from pathlib import Path
-    return Path(root) / PRUNING_DIR / study_name / f"{trial_key}.json"
-
-
-def study_summary_path(root, study_name: str):
-    """Path of a study's summary document (see STUDIES_DIR)."""
-    from pathlib import Path
-    return Path(root) / STUDIES_DIR / f"{study_name}.json"
-
-
 def metric_column(split: str, metric: str) -> str:
     """Column name of a metric on a split, e.g. ("validation", "accuracy") -> "validation/accuracy"."""
     if split not in SPLITS:
@@ -115,3 +124,28 @@ def split_of(column: str) -> str | None:
     """The split of a metric column, or None for a non-metric column."""
     head, sep, _ = column.partition("/")
     return head if sep and head in SPLITS else None
+
+
+# Keys of the run identity document (run_identity), the part every writer of a run document shares.
+IDENTITY_FIELDS = ("trial_key", "study_name", "workload", "base_workload", "variant", "algorithm",
+                   "ruleset", "study", "trial", "seed", "rng_seed", "hparams", "source",
+                   "target_metric", "target_direction", "target_validation", "target_test",
+                   "config")
+
+
+def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, Any]:
+    """Who a run is: its trial, study, workload, algorithm, seeds and targets (IDENTITY_FIELDS),
+    from its config and its workload's catalog entry. `spec` None: the workload is unknown (a
+    typo recorded as a failed run): its name is kept, the catalog's fields are left out."""
+    c = config
+    doc: dict[str, Any] = {
+        "trial_key": c.trial_key, "study_name": c.study_name, "workload": c.workload,
+        "algorithm": c.algorithm, "ruleset": c.ruleset, "study": c.study, "trial": c.trial,
+        "seed": c.seed, "rng_seed": c.rng_seed, "hparams": dict(c.hparams),
+        "source": "pacebench", "config": c.to_dict()}
+    if spec is not None:
+        t = spec.target
+        doc.update(workload=spec.name, base_workload=spec.base, variant=spec.variant,
+                   target_metric=t.metric, target_direction=t.direction,
+                   target_validation=t.validation, target_test=t.test)
+    return doc

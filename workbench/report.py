@@ -21,9 +21,10 @@ from bokeh.models import ImportedStyleSheet, InlineStyleSheet
 from bokeh.resources import INLINE
 from panel.io.resources import CDN_DIST, DIST_DIR
 
-from workbench.app import view_tabs
 from workbench.figures import FORMATS, check_formats, write_figures
-from workbench.views.selection import Selection, StoreNotice
+from workbench.views.registry import view_tabs
+from workbench.views.selection import Selection
+from workbench.views.sidebar import StoreNotice
 
 __all__ = ["write_report", "save_report", "report_selection", "report_layout", "names"]
 

@@ -16,6 +16,8 @@ import pandas as pd
 import xarray as xr
 from scipy import optimize
 
+from workbench.spec import meets
+
 __all__ = ["first_hit_steps", "steps_to_result", "fit_steps_to_result", "predicted_steps",
            "scaling_exponent", "regime", "REGIMES", "fit_by_group", "noise_components",
            "b_simple", "b_simple_series", "scaling_runs", "noise_estimate"]
@@ -25,13 +27,6 @@ PERFECT_ALPHA, MAXIMAL_ALPHA = 0.9, 0.1  # thresholds on alpha(B) = B_crit / (B 
 
 
 # -- steps-to-result (B.1) -------------------------------------------------------------------------
-def _meets(values: np.ndarray, goal: float, direction: str) -> np.ndarray:
-    if direction not in ("min", "max"):
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
-    with np.errstate(invalid="ignore"):
-        return values >= goal if direction == "max" else values <= goal
-
-
 def first_hit_steps(curves: xr.Dataset, metric: str, goal: float, direction: str) -> xr.DataArray:
     """Per run of a curve cube (workbench.cubes.curve_cube): the step of the first eval whose
     `metric` (e.g. "validation/accuracy") meets `goal`; NaN when no eval does. Dims ("run",)."""
@@ -39,7 +34,7 @@ def first_hit_steps(curves: xr.Dataset, metric: str, goal: float, direction: str
         raise ValueError(f"unknown metric {metric!r}: the cube has {list(curves.data_vars)}")
     values = curves[metric].transpose("run", "eval").to_numpy()
     steps = curves["step"].transpose("run", "eval").to_numpy()
-    hit = _meets(values, goal, direction)
+    hit = meets(values, goal, direction)
     first = np.argmax(hit, axis=1)
     out = np.where(hit.any(axis=1), steps[np.arange(len(first)), first], np.nan)
     return xr.DataArray(out, dims=("run",), coords={"run": curves["run"].values}, name="steps",
@@ -188,20 +183,20 @@ def b_simple_series(g2: Sequence[float], trace: Sequence[float], decay: float = 
 def scaling_runs(store, study_name: str | None = None) -> pd.DataFrame:
     """The runs frame (query.runs_frame) with the sparsity and prune_method of each run's config
     (0.0 / "snip" for runs that predate them), optionally of one study only."""
-    import json
+    from workbench import query
 
-    from workbench import records as R
-
-    runs = store.runs()
+    runs = query.runs_frame(store)
     if study_name is not None:
         runs = runs[runs["study_name"] == study_name]
-    settings = {}
-    for run_id in runs["run_id"]:
-        config = json.loads((store.runs_dir / run_id / R.RUN_DOC).read_text()).get("config") or {}
-        settings[run_id] = (float(config.get("sparsity") or 0.0),
-                            config.get("prune_method") or "snip")
-    return runs.assign(sparsity=[settings[r][0] for r in runs["run_id"]],
-                       prune_method=[settings[r][1] for r in runs["run_id"]])
+    wanted = set(runs["run_id"])
+    filters = {} if study_name is None else {"study_name": study_name}
+    configs = {doc["run_id"]: doc.get("config") or {} for doc in store.documents(**filters)
+               if doc["run_id"] in wanted}
+    settings = {run_id: (float(c.get("sparsity") or 0.0), c.get("prune_method") or "snip")
+                for run_id, c in configs.items()}
+    default = (0.0, "snip")
+    return runs.assign(sparsity=[settings.get(r, default)[0] for r in runs["run_id"]],
+                       prune_method=[settings.get(r, default)[1] for r in runs["run_id"]])
 
 
 def noise_estimate(evals: pd.DataFrame, run_ids: Sequence[str],

@@ -12,6 +12,11 @@ The chain (research/algoperf.md sections 5.1, 5.2 and 8):
       -> performance_profile: share of workloads with ratio <= tau
       -> benchmark_scores: trapezoid area of the profile on 100 points of tau in [1, 4], / 3
 
+Where the first hit comes from: the run table's `eval_index_to_target` and `time_to_target` (the
+FIRST eval whose validation target metric meets the target, by spec.meets; never the best eval)
+are computed from the eval rows by workbench.query (_SUMMARY_SQL), and workbench.cubes lays them
+out as the final cube this module starts from.
+
 Each step takes and returns xarray objects and keeps any extra dimension (e.g. a bootstrap
 `replicate`). Times are training seconds. A ScoringConfig says which workloads are scored and
 whether the held-out rule applies; the default is the plain rules for our own studies (the base
@@ -21,7 +26,7 @@ benchmark version's config in the store (Store.scoring_config).
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -32,9 +37,10 @@ __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies
            "workload_times", "scored_workloads", "time_cutoff", "held_out_rule", "apply_rules",
            "scored_times",
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
-           "score_table", "score_table_of_times", "bootstrap_scores", "bootstrap_medians",
-           "bootstrap_interval", "speedups", "algoperf_speedups", "TAU_MAX",
-           "NUM_TAUS", "SCORE_COLUMNS"]
+           "score_table", "score_table_of_times", "workload_roles", "bootstrap_scores", "bootstrap_medians",
+           "bootstrap_interval", "speedups", "algoperf_speedups", "uses_budgets",
+           "speedup_table", "ruleset_of", "default_reference", "rank_scores", "TAU_MAX", "NUM_TAUS",
+           "SCORE_COLUMNS", "SPEEDUP_COLUMNS"]
 
 TAU_MAX = 4.0   # ratios above this earn nothing; also the cut-off factor on times
 NUM_TAUS = 100  # points of the official tau grid, np.linspace(1, TAU_MAX, NUM_TAUS)
@@ -65,6 +71,17 @@ class ScoringConfig:
                              f"base workloads are {list(self.base_workloads)}")
         if self.apply_held_out and not self.held_out:
             raise ValueError("apply_held_out needs held_out: {held-out variant: base workload}")
+
+    def restricted(self, shown: list[str], known: list[str]) -> "ScoringConfig":
+        """These rules restricted to the `shown` workloads of a store that has runs of the
+        `known` ones: scored are the base workloads shown (a base without any run stays, a
+        miss for all), held out are their variants."""
+        if self.base_workloads is None:
+            return self
+        bases = tuple(w for w in self.base_workloads if w in shown or w not in known)
+        held_out = {v: b for v, b in self.held_out.items() if b in bases}
+        return replace(self, base_workloads=bases, held_out=held_out,
+                       apply_held_out=self.apply_held_out and bool(held_out))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (what Store.write_scoring_config records)."""
@@ -165,6 +182,15 @@ def median_over_studies(times: xr.DataArray) -> xr.DataArray:
 def workload_times(cube: xr.Dataset) -> xr.DataArray:
     """Per (algorithm, workload): median over studies of the study times; NaN when no study."""
     return median_over_studies(study_times(cube))
+
+
+def workload_roles(names: list[str], scored: list[str],
+                   config: ScoringConfig | None) -> dict[str, list[str]]:
+    """Workloads by role: "scored" (as given), "held_out" (the config's held-out variants among
+    `names` that are not scored: inputs of their base's score), "other" (the rest of `names`)."""
+    held_out = [w for w in names if config and w in config.held_out and w not in scored]
+    other = [w for w in names if w not in scored and w not in held_out]
+    return {"scored": scored, "held_out": held_out, "other": other}
 
 
 def scored_workloads(cube: xr.Dataset | xr.DataArray) -> list[str]:
@@ -350,8 +376,15 @@ def exact_scores(times: xr.DataArray, tau_max: float = TAU_MAX,
 SCORE_COLUMNS = ("algorithm", "score", "exact_score", "workloads_reached", "workloads_scored")
 
 
+def rank_scores(table: pd.DataFrame) -> pd.DataFrame:
+    """The one order of a score table, everywhere (CLI, dashboard, report): best score first;
+    ties by the exact score (higher first), then by algorithm name."""
+    return table.sort_values(["score", "exact_score", "algorithm"], ascending=[False, False, True],
+                             kind="stable", ignore_index=True)
+
+
 def _table(times: xr.DataArray) -> pd.DataFrame:
-    """Score table of per-workload times (algorithm, workload), best first."""
+    """Score table of per-workload times (algorithm, workload), best first (rank_scores)."""
     table = pd.DataFrame({
         "algorithm": [str(a) for a in times["algorithm"].values],
         "score": benchmark_scores(times).values,
@@ -359,7 +392,7 @@ def _table(times: xr.DataArray) -> pd.DataFrame:
         "workloads_reached": np.isfinite(times).sum("workload").values.astype(int),
         "workloads_scored": times.sizes["workload"],
     })
-    return table.sort_values(["score", "algorithm"], ascending=[False, True], ignore_index=True)
+    return rank_scores(table)
 
 
 def score_table(cube: xr.Dataset, config: ScoringConfig | None = None) -> pd.DataFrame:
@@ -465,6 +498,30 @@ def speedups(times: xr.DataArray, reference: str,
                         name="speedup", attrs={"units": "1", "reference": reference})
 
 
+def _base_workloads(times: xr.DataArray, config: ScoringConfig | None) -> list[str]:
+    """The workloads speedups are taken over: the config's base workloads, else the scored
+    workloads of `times` (its bases)."""
+    if config is not None and config.base_workloads is not None:
+        return list(config.base_workloads)
+    return scored_workloads(times)
+
+
+def _algoperf_faster(times: xr.DataArray, config: ScoringConfig, reference: str,
+                     ruleset: str) -> xr.DataArray:
+    """AlgoPerf's speedups (see algoperf_speedups) from per-workload times."""
+    base = _base_workloads(times, config)
+    times = _with_workloads(times, base)
+    factor = config.self_tuning_budget_factor if ruleset == "self" else 1.0
+    budgets = {w: factor * float(config.budgets[w]) for w in base if w in config.budgets}
+    lacking = [w for w in base if w not in budgets]
+    if lacking:
+        raise ValueError(f"the scoring config has no budgets for {lacking}: speedups need the "
+                         "runtime budget of every base workload")
+    times = times.fillna(np.inf)  # no results: a miss
+    ratio = speedups(times, reference, budgets)  # gmean of t(reference) / t(algorithm)
+    return (1.0 - 1.0 / ratio).rename("faster_by").assign_attrs(units="1", reference=reference)
+
+
 def algoperf_speedups(cube: xr.Dataset, config: ScoringConfig, reference: str,
                       ruleset: str = "external") -> xr.DataArray:
     """AlgoPerf's speedups: 1 - gmean over base workloads of t(algorithm) / t(reference).
@@ -476,15 +533,62 @@ def algoperf_speedups(cube: xr.Dataset, config: ScoringConfig, reference: str,
     results as a miss is what reproduces the published v0.5 speedups of CASPR Adaptive, 24.3 %,
     and Schedule Free Prodigy, -15.7 %, which have no Criteo runs.)
     """
-    base = list(config.base_workloads) if config.base_workloads is not None \
-        else scored_workloads(cube)
-    times = _with_workloads(workload_times(cube), base)
-    factor = config.self_tuning_budget_factor if ruleset == "self" else 1.0
-    budgets = {w: factor * float(config.budgets[w]) for w in base if w in config.budgets}
-    lacking = [w for w in base if w not in budgets]
-    if lacking:
-        raise ValueError(f"the scoring config has no budgets for {lacking}: speedups need the "
-                         "runtime budget of every base workload")
-    times = times.fillna(np.inf)  # no results: a miss
-    ratio = speedups(times, reference, budgets)  # gmean of t(reference) / t(algorithm)
-    return (1.0 - 1.0 / ratio).rename("faster_by").assign_attrs(units="1", reference=reference)
+    return _algoperf_faster(workload_times(cube), config, reference, ruleset)
+
+
+# -- the one speedup policy --------------------------------------------------------------------
+SPEEDUP_COLUMNS = ("algorithm", "faster_by", "time_ratio")
+
+
+def uses_budgets(config: ScoringConfig | None, scored: list[str],
+                 axis: str = "train_seconds") -> bool:
+    """Whether speedups follow AlgoPerf's rule (misses cost the budget + 1 s): the store's rules
+    give a budget for every scored workload, and times are training seconds."""
+    return (config is not None and bool(scored) and axis == "train_seconds"
+            and all(w in config.budgets for w in scored))
+
+
+def speedup_table(times: xr.DataArray, reference: str, config: ScoringConfig | None = None,
+                  ruleset: str = "external", axis: str = "train_seconds") -> pd.DataFrame:
+    """Speedups over `reference` (SPEEDUP_COLUMNS, in the order of `times`' algorithms), the one
+    policy of the CLI, the dashboard and the report. `times`: per-workload times (algorithm,
+    workload; workload_times), on `axis` ("train_seconds", "wall_seconds" or "step").
+
+    time_ratio is the geometric mean over the scored workloads (the config's base workloads,
+    else the bases of `times`) of t(algorithm) / t(reference); faster_by = 1 - time_ratio
+    (0.279: 27.9 % less time). When uses_budgets, a miss counts as the workload's budget + 1 s
+    (AlgoPerf's compute_speedups, algoperf_speedups); otherwise workloads that both missed or
+    where either has no result are left out, and a miss against a hit gives an infinite (or
+    zero) ratio. `attrs["budgets"]` of the table says whether the budgets were used.
+    """
+    scored = _base_workloads(times, config)
+    budgets = uses_budgets(config, scored, axis)
+    if budgets:
+        ratio = 1.0 - _algoperf_faster(times, config, reference, ruleset)
+    else:
+        shown = times.sel(workload=[w for w in scored if w in times["workload"].values])
+        with np.errstate(divide="ignore"):
+            ratio = 1.0 / speedups(shown, reference)
+    table = pd.DataFrame({"algorithm": [str(a) for a in ratio["algorithm"].values],
+                          "faster_by": 1.0 - ratio.values, "time_ratio": ratio.values})
+    table.attrs["budgets"] = budgets  # which rule gave the ratios
+    return table
+
+
+def ruleset_of(rulesets) -> str:
+    """The AlgoPerf ruleset of runs with these rulesets: "self" or "external" (external when
+    mixed or unknown), which sets the self-tuning budget factor of speedups."""
+    found = {r for r in rulesets if isinstance(r, str)}
+    return found.pop() if len(found) == 1 else "external"
+
+
+def default_reference(algorithms: list[str], scores: pd.DataFrame | None = None,
+                      baseline: str = "baseline") -> str | None:
+    """The reference of speedups when none is chosen: `baseline` when present, else the top of
+    the score table (rank_scores order), else the first algorithm; None when there are none."""
+    if not algorithms:
+        return None
+    if baseline in algorithms:
+        return baseline
+    ranked = [a for a in (scores["algorithm"] if scores is not None else []) if a in algorithms]
+    return ranked[0] if ranked else algorithms[0]

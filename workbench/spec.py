@@ -9,13 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
+import numpy as np
+
 __all__ = [
-    "Direction", "Target", "Budget", "EvalCadence", "WorkloadSpec", "RunConfig", "StudySpec",
-    "ScalingSpec", "RULESETS", "PRUNE_METHODS", "PRECISIONS", "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash", "to_plain", "as_tuple",
+    "Direction", "Target", "meets", "Budget", "EvalCadence", "WorkloadSpec", "ExecutionOptions",
+    "RunConfig", "StudySpec", "ScalingSpec", "RULESETS", "PRUNE_METHODS", "PRECISIONS",
+    "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash",
+    "to_plain", "as_tuple",
 ]
 
 Direction = Literal["min", "max"]
@@ -67,6 +71,24 @@ def as_tuple(value: Any) -> tuple:
     return (value,)
 
 
+# The one "meets the target" rule. A value meets a target when it is finite and at least as good
+# as the target in the target's direction (>= for "max", <= for "min"); NaN, +-inf and missing
+# values never do. Every path uses it: Target.reached (the runner's stop rule and the scaling
+# goal), `meets` (NumPy: scaling's steps-to-result) and the run table's SQL (workbench.query
+# builds its comparison from COMPARISONS). tests/test_spec.py checks that they agree.
+COMPARISONS: Mapping[str, str] = MappingProxyType({"max": ">=", "min": "<="})
+
+
+def meets(values: Any, goal: float, direction: str) -> np.ndarray:
+    """Elementwise: does each value meet `goal` in `direction`? (NaN, +-inf: never.)"""
+    if direction not in COMPARISONS:
+        raise SpecError(f"target direction must be 'min' or 'max', got {direction!r}")
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        better = values >= goal if direction == "max" else values <= goal
+    return better & np.isfinite(values)
+
+
 @dataclass(frozen=True)
 class Target:
     """The goal of a workload: a metric, its direction and the values to reach on each split."""
@@ -77,15 +99,13 @@ class Target:
     test: float            # the test target; reaching both stops a run (AlgoPerf)
 
     def __post_init__(self) -> None:
-        if self.direction not in ("min", "max"):
+        if self.direction not in COMPARISONS:
             raise SpecError(f"target direction must be 'min' or 'max', got {self.direction!r}")
 
-    def reached(self, value: float, split: str = "validation") -> bool:
-        """True when `value` meets the target of `split`; NaN never meets a target."""
+    def reached(self, value: float | None, split: str = "validation") -> bool:
+        """True when `value` meets the target of `split` (see `meets`); None never does."""
         goal = self.validation if split == "validation" else self.test
-        if value is None or not math.isfinite(value):
-            return False
-        return value >= goal if self.direction == "max" else value <= goal
+        return value is not None and bool(meets(value, goal, self.direction))
 
     def better(self, a: float, b: float) -> bool:
         """True when metric value `a` is strictly better than `b` in this target's direction."""
@@ -144,6 +164,50 @@ class WorkloadSpec:
         return to_plain(self)
 
 
+def _identity(default: Any) -> Any:
+    """A field that changes what a run computes: it joins the trial's identity when not default."""
+    return field(default=default, metadata={"identity": True})
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How a run executes on its machine. One object for every run option that is not about the
+    algorithm or the workload: a new option is one field here (and its CLI flag in
+    runners/cli.py). Fields made with `_identity` change what the run computes, so they join the
+    trial's identity (RunConfig.trial_key) when they differ from their default; the others (the
+    device, the thread count) are recorded beside the run instead."""
+
+    device: str = "cpu"                      # "cpu" | "cuda" | "cuda:<i>" | "auto" (cuda if present)
+    precision: str = _identity("fp32")       # one of PRECISIONS; bf16 = autocast forward passes
+    compile: bool = _identity(False)         # torch.compile the model; compile time is on the clock
+    channels_last: bool = _identity(False)   # NHWC memory format for conv models (faster on GPUs)
+    threads: int = 1                         # torch intra-op threads, fixed per run (determinism)
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise SpecError(f"unknown precision {self.precision!r}: valid are {', '.join(PRECISIONS)}")
+        if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
+            raise SpecError(f"unknown device {self.device!r}: valid are cpu, cuda, cuda:<index>, auto")
+        if self.threads < 1:
+            raise SpecError(f"threads must be >= 1, got {self.threads}")
+
+    def identity(self) -> dict[str, Any]:
+        """The identity fields that differ from their defaults (for RunConfig.trial_key)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.metadata.get("identity") and getattr(self, f.name) != f.default}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "ExecutionOptions":
+        """From a dict of its fields; other keys are ignored (a flat RunConfig dict of schema 1)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+
+
+def _execution(value: Any) -> "ExecutionOptions":
+    """An ExecutionOptions from itself or a dict of its fields (JSON, papermill)."""
+    return value if isinstance(value, ExecutionOptions) else ExecutionOptions.from_dict(value)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that identifies and parameterises one training run (one trial of one study)."""
@@ -159,26 +223,17 @@ class RunConfig:
     batch_size: int | None = None           # overrides the algorithm's / workload's batch size
     max_steps: int | None = None            # overrides the workload's step budget
     budget_multiplier: float = 1.0          # self-tuning runs get SELF_TUNING_BUDGET_MULTIPLIER
-    threads: int = 1                        # torch intra-op threads, fixed per run for determinism
     stop_on_target: bool = True             # stop once validation and test targets are both reached
     sparsity: float = 0.0                   # fraction of weights pruned at init, masks kept fixed
     prune_method: str = "snip"              # how they are chosen: one of PRUNE_METHODS
     eval_every: int | None = None           # overrides the workload's eval cadence (steps)
-    device: str = "cpu"                     # "cpu" | "cuda" | "cuda:<i>" | "auto" (cuda if present)
-    precision: str = "fp32"                 # one of PRECISIONS; bf16 = autocast forward passes
-    compile: bool = False                   # torch.compile the model; compile time is on the clock
-    channels_last: bool = False             # NHWC memory format for conv models (faster on GPUs)
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # device, threads, ...
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
-        if self.precision not in PRECISIONS:
-            raise SpecError(f"unknown precision {self.precision!r}: valid are {', '.join(PRECISIONS)}")
-        if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
-            raise SpecError(f"unknown device {self.device!r}: valid are cpu, cuda, cuda:<index>, auto")
+        object.__setattr__(self, "execution", _execution(self.execution))
         if self.ruleset not in RULESETS:
             raise SpecError(f"unknown ruleset {self.ruleset!r}: valid are {', '.join(RULESETS)}")
-        if self.threads < 1:
-            raise SpecError(f"threads must be >= 1, got {self.threads}")
         if not 0.0 <= self.sparsity < 1.0:
             raise SpecError(f"sparsity must be in [0, 1), got {self.sparsity}")
         if self.prune_method not in PRUNE_METHODS:
@@ -201,11 +256,11 @@ class RunConfig:
         # The device is not part of the identity (the hardware is recorded beside the run); how
         # the model runs on it (precision, compile, memory format) is, when not the default.
         extra = {"sparsity": self.sparsity, "prune_method": self.prune_method,
-                 "eval_every": self.eval_every, "precision": self.precision,
-                 "compile": self.compile, "channels_last": self.channels_last}
+                 "eval_every": self.eval_every}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
+        extra.update(self.execution.identity())
         return stable_hash(ident + ([extra] if extra else []), 12)
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,11 +268,18 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
-        return cls(**dict(d))
+        """The config of a dict written by to_dict; also reads schema 1's flat form, where the
+        execution options (device, precision, compile, channels_last, threads) sat beside the
+        other fields."""
+        d = dict(d)
+        names = {f.name for f in fields(ExecutionOptions)}
+        flat = {k: d.pop(k) for k in list(d) if k in names}
+        if "execution" not in d:
+            d["execution"] = flat
+        return cls(**d)
 
 
-_RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None, "precision": "fp32",
-                 "compile": False, "channels_last": False}
+_RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None}
 
 
 @dataclass(frozen=True)
@@ -233,15 +295,12 @@ class StudySpec:
     name: str = "study"           # groups the runs in the store; resume matches on it
     max_steps: int | None = None  # cap on steps per run (for quick studies and tests)
     batch_size: int | None = None
-    threads: int = 1
     stop_on_target: bool = True
-    device: str = "cpu"           # every run's device, precision, compile and memory format:
-    precision: str = "fp32"       # see RunConfig
-    compile: bool = False
-    channels_last: bool = False
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # of every run
 
     def __post_init__(self) -> None:
         # Comma-separated strings are accepted too (CLI flags, papermill `-p workloads a,b`).
+        object.__setattr__(self, "execution", _execution(self.execution))
         object.__setattr__(self, "workloads", as_tuple(self.workloads))
         object.__setattr__(self, "algorithms", as_tuple(self.algorithms))
         object.__setattr__(self, "seeds", tuple(int(s) for s in as_tuple(self.seeds)))
@@ -291,9 +350,10 @@ class ScalingSpec:
     search_space: str | None = None  # JSON search space (default: runners/scaling_space.json)
     name: str = "scaling"
     seed: int = 0
-    threads: int = 1
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # of every run
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "execution", _execution(self.execution))
         object.__setattr__(self, "workloads", as_tuple(self.workloads))
         object.__setattr__(self, "algorithms", as_tuple(self.algorithms))
         object.__setattr__(self, "batch_sizes", tuple(int(b) for b in as_tuple(self.batch_sizes)))
@@ -312,3 +372,6 @@ class ScalingSpec:
                             f"{', '.join(LR_SCALINGS)}")
         if self.trials < 1 or self.max_steps < 1 or self.eval_every < 1 or self.noise_every < 0:
             raise SpecError("trials, max_steps and eval_every must be >= 1, noise_every >= 0")
+        if replace(self.execution, threads=1) != ExecutionOptions():
+            raise SpecError("scaling studies run on the CPU in fp32 for now: only the thread "
+                            "count of their execution options can be set")

@@ -1,6 +1,7 @@
-"""A results store on disk: layout, crash-safe writes and listing.
+"""A results store on disk: its layout, crash-safe writes and document-level reads.
 
-A store is a directory::
+A store is a directory (the names are records.py's; this module is the only one that turns them
+into paths)::
 
     <store>/pacebench-store.json        schema version, creation time
     <store>/runs/<run_id>/run.json      the run document (rewritten atomically on each status change)
@@ -11,7 +12,11 @@ A store is a directory::
     <store>/runs/<run_id>/heartbeat     touched while the run lives
     <store>/pacebench-scoring.json      optional: the scoring rules of an imported benchmark
     <store>/index/runs-v1-*.parquet     optional: the run table of finished runs (derived data,
-                                        written by workbench.query.refresh_index)
+                                        written by workbench.run_index.refresh_index)
+    <store>/logs/<study>-<trial>.log    a worker's output
+    <store>/checkpoints/<trial>.pt      a long run's training state (runners/checkpoint.py)
+    <store>/pruning/<study>/<trial>.json  the early-stopping tuner's record of a trial
+    <store>/studies/<study>.json        a study's summary
 
 Each attempt at a trial gets its own folder, created with an atomic mkdir, so many processes on
 many machines can write one store at once and nothing written is ever overwritten by another run.
@@ -21,11 +26,16 @@ Nothing is pickled: documents are JSON, rows are JSON lines and Parquet.
 
 Importers add finished runs in one step with Store.write_sealed_run: the folder is built and
 fsynced under a hidden temporary name and renamed into place, so a reader (or a crash) sees the
-whole run or none of it.
+whole run or none of it. A finished run's document changes afterwards only through Store.amend,
+which keeps its identity and status.
+
+This module reads documents and files; tables of runs and rows (pandas, DuckDB) are
+workbench.query's, which reads the files this module lists.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import glob
 import json
 import math
 import os
@@ -35,12 +45,20 @@ import socket
 import threading
 import time
 import uuid
+import warnings
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from workbench import records as R
 
-__all__ = ["Store", "RunWriter", "open_store", "StoreError", "atomic_write_json", "utc_now"]
+__all__ = ["Store", "RunWriter", "open_store", "StoreError", "atomic_write_json", "utc_now",
+           "read_jsonl", "ROW_KINDS"]
+
+# The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
+ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
+# What Store.amend may not change: who the run is and how it ended.
+_FIXED = frozenset(R.IDENTITY_FIELDS) | {"run_id", "schema_version", "attempt", "status",
+                                         "stop_reason", "started_at", "ended_at", "process"}
 
 HEARTBEAT_EVERY_S = 10.0   # a live run touches its heartbeat file this often
 STALE_AFTER_S = 120.0      # a `running` run on another host with an older heartbeat is interrupted
@@ -113,16 +131,24 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def _write_parquet_durable(table: "pa.Table", path: Path) -> None:  # noqa: F821
-    """Write a Parquet file and fsync it (the caller renames it into place)."""
+def _write_parquet(table: "pa.Table", path: Path, durable: bool = True) -> None:  # noqa: F821
+    """Write a Parquet file and (durable) fsync it; the caller renames it into place."""
     import pyarrow.parquet as pq
 
     pq.write_table(table, path)
-    _fsync_path(path)
+    if durable:
+        _fsync_path(path)
 
 
 def _slug(text: str) -> str:
+    """A short plain part of a run folder's name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:40] or "x"
+
+
+def _file_part(name: str) -> str:
+    """A study name as a file or folder name inside the store: letters, digits, '_', '.', '-',
+    never hidden or a parent folder (a plain name is kept as it is)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(name)).lstrip(".")[:120] or "_"
 
 
 class RunWriter:
@@ -297,8 +323,9 @@ class Store:
         atomic_write_json(path / R.RUN_DOC, doc)
         return RunWriter(path, doc)
 
-    def write_sealed_run(self, doc: Mapping[str, Any], evals: "pa.Table",  # noqa: F821
-                         run_id: str, train: "pa.Table | None" = None) -> bool:  # noqa: F821
+    def write_sealed_run(self, doc: Mapping[str, Any], evals: "pa.Table | None",  # noqa: F821
+                         run_id: str, train: "pa.Table | None" = None,  # noqa: F821
+                         durable: bool = True) -> bool:
         """Add a finished run in one step (for importers): its document and its sealed rows.
 
         `doc` is the run document (see records.RUN_COLUMNS; its status must be terminal);
@@ -306,6 +333,7 @@ class Store:
         and metric columns (`run_id` is set here). The files are written and fsynced in a hidden
         folder under runs/, which is then renamed to `run_id`: readers and crashes see the whole
         run or nothing (a crash leaves only a hidden `.tmp-*` folder that readers ignore).
+        `durable=False` skips the fsyncs (fake stores that nobody reads while they are made).
         Thread-safe. Returns False, writing nothing, when run `run_id` already exists.
         """
         status = doc.get("status")
@@ -314,7 +342,8 @@ class Store:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
             raise ValueError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
                              "'_', '.', '-' (not leading '.')")
-        lacking = [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
+        lacking = [] if evals is None else \
+            [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
         if lacking:
             raise ValueError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
                              "(null where unknown) and the <split>/<metric> columns")
@@ -326,18 +355,21 @@ class Store:
         try:
             for table, name in ((evals, R.EVALS_SEALED), (train, R.TRAIN_SEALED)):
                 if table is not None and table.num_rows:
-                    _write_parquet_durable(_with_run_id(table, run_id), tmp / name)
+                    _write_parquet(_with_run_id(table, run_id), tmp / name, durable)
             full = {"attempt": 1, **doc, "schema_version": R.SCHEMA_VERSION, "run_id": run_id}
             with open(tmp / R.RUN_DOC, "w") as f:
                 json.dump(_clean(full), f, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            _fsync_path(tmp)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+            if durable:
+                _fsync_path(tmp)
             try:
                 os.rename(tmp, final)  # fails when `final` exists and is not empty
             except OSError:
                 return False
-            _fsync_path(self.runs_dir)
+            if durable:
+                _fsync_path(self.runs_dir)
             return True
         finally:
             if tmp.exists():
@@ -375,7 +407,7 @@ class Store:
         name = f"{R.INDEX_PART_PREFIX}{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = folder / f".{name}.tmp"
         try:
-            _write_parquet_durable(table, tmp)
+            _write_parquet(table, tmp)
             os.replace(tmp, folder / name)
         finally:
             tmp.unlink(missing_ok=True)
@@ -386,15 +418,49 @@ class Store:
         for part in parts:
             Path(part).unlink(missing_ok=True)
 
-    # -- reading ----------------------------------------------------------------------------
+    # -- the layout of other files ---------------------------------------------------------
+    def run_path(self, run_id: str) -> Path:
+        """The folder of run `run_id` (it may not exist)."""
+        return self.runs_dir / run_id
+
+    def has_run(self, run_id: str) -> bool:
+        return (self.runs_dir / run_id / R.RUN_DOC).exists()
+
+    def log_path(self, study_name: str, trial_key: str) -> Path:
+        """Where a worker running trial `trial_key` of `study_name` writes its output (the
+        folder is created)."""
+        folder = self.root / R.LOGS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{_file_part(study_name)}-{trial_key}.log"
+
+    def checkpoint_path(self, trial_key: str) -> Path:
+        """Where the training state of trial `trial_key` is saved (runners/checkpoint.py)."""
+        return self.root / R.CHECKPOINTS_DIR / f"{trial_key}.pt"
+
+    # -- run documents ----------------------------------------------------------------------
+    def run_ids(self, known: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """Ids of the runs in the store (folders holding a run document), sorted. A folder
+        named in `known` (runs known to be finished, e.g. listed by the run index) is taken
+        without a look inside, so a big indexed store costs one directory listing."""
+        try:
+            names = os.listdir(self.runs_dir)
+        except FileNotFoundError:
+            return []
+        runs_dir = str(self.runs_dir)
+        return sorted(n for n in names if not n.startswith(".")  # a writer's temporary folder
+                      and (n in known or os.path.isfile(os.path.join(runs_dir, n, R.RUN_DOC))))
+
     def run_dirs(self) -> list[Path]:
         """Folders of the runs (hidden folders, i.e. runs being added, are not runs yet)."""
-        if not self.runs_dir.is_dir():
-            return []
-        return sorted(p for p in self.runs_dir.iterdir()
-                      if not p.name.startswith(".") and (p / R.RUN_DOC).exists())
+        return [self.runs_dir / run_id for run_id in self.run_ids()]
+
+    def doc_paths(self, run_ids: Iterable[str]) -> list[str]:
+        """The run-document files of `run_ids` (for readers that parse many at once)."""
+        return [str(self.runs_dir / run_id / R.RUN_DOC) for run_id in run_ids]
 
     def run_doc(self, run_id: str) -> dict[str, Any]:
+        """The document of run `run_id`, its status the effective one (a `running` document
+        whose process is gone reads `interrupted`)."""
         path = self.runs_dir / run_id / R.RUN_DOC
         try:
             return self._effective(json.loads(path.read_text()), path.parent)
@@ -409,33 +475,142 @@ class Store:
                    "stop_reason": doc.get("stop_reason") or "process ended without sealing the run"}
         return doc
 
+    def _read_doc(self, run_dir: Path) -> dict[str, Any] | None:
+        """A run folder's document as written, or None (with a warning naming the folder) when
+        it cannot be read: one bad document never hides the others."""
+        try:
+            doc = json.loads((run_dir / R.RUN_DOC).read_text())
+        except FileNotFoundError:
+            return None  # removed since it was listed
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"skipped run {run_dir.name}: its {R.RUN_DOC} cannot be read ({exc})",
+                          stacklevel=3)
+            return None
+        if not isinstance(doc, dict):
+            warnings.warn(f"skipped run {run_dir.name}: its {R.RUN_DOC} is not a JSON object",
+                          stacklevel=3)
+            return None
+        doc.setdefault("run_id", run_dir.name)
+        return doc
+
+    def documents(self, effective: bool = False, **equals: Any) -> Iterator[dict[str, Any]]:
+        """The run documents, in run-id order, whose keys equal the values given (e.g.
+        `study_name="s"`). `effective`: statuses as run_doc gives them (a dead `running` run
+        reads `interrupted`), else as written. Unreadable documents are skipped with a warning."""
+        for run_dir in self.run_dirs():
+            doc = self._read_doc(run_dir)
+            if doc is None:
+                continue
+            if effective:
+                doc = self._effective(doc, run_dir)
+            if all(doc.get(k) == v for k, v in equals.items()):
+                yield doc
+
+    def attempts(self, trial_key: str, effective: bool = False) -> list[dict[str, Any]]:
+        """The documents of every attempt at trial `trial_key` that this store's writers made,
+        oldest first (see `documents` for `effective`)."""
+        found = []
+        for run_dir in self.runs_dir.glob(f"*--{glob.escape(trial_key)}-a*"):
+            doc = self._read_doc(run_dir)
+            if doc is not None and doc.get("trial_key") == trial_key:
+                found.append(self._effective(doc, run_dir) if effective else doc)
+        return sorted(found, key=lambda d: (int(d.get("attempt") or 0), d["run_id"]))
+
+    def done_trial_keys(self) -> set[str]:
+        """Trial keys with a complete or diverged attempt: what `--resume` does not run again."""
+        return {doc.get("trial_key") for doc in self.documents()
+                if doc.get("status") in R.DONE_STATUSES}
+
+    def live_trial_keys(self) -> set[str]:
+        """Trial keys with an attempt whose process is alive (this host) or whose heartbeat is
+        fresh (another host): running in some launcher now."""
+        return {doc.get("trial_key") for doc in self.documents(effective=True, status="running")}
+
     def live_status(self, run_ids: Iterable[str]) -> dict[str, str]:
         """Effective status of runs whose documents say `running` (alive or interrupted)."""
         return {rid: self.run_doc(rid)["status"] for rid in run_ids}
 
-    def runs(self) -> "pd.DataFrame":  # noqa: F821
-        """One row per run attempt, columns records.RUN_COLUMNS (see workbench.query.runs_frame)."""
-        from workbench import query
-        return query.runs_frame(self)
+    def latest_eval(self, trial_key: str) -> dict[str, Any] | None:
+        """The last eval row flushed by the newest running attempt of `trial_key`, or None."""
+        for doc in reversed(self.attempts(trial_key)):
+            if doc.get("status") == "running":
+                rows = self.live_rows(doc["run_id"], "evals")
+                return rows[-1] if rows else None
+        return None
 
-    def evals(self, run_ids: Iterable[str] | None = None) -> "pd.DataFrame":  # noqa: F821
-        """One row per eval: records.EVAL_COLUMNS then the `<split>/<metric>` columns."""
-        from workbench import query
-        return query.evals_frame(self, run_ids)
+    def live_rows(self, run_id: str, kind: str) -> list[dict[str, Any]]:
+        """The rows a live run has flushed so far (kind "evals" or "train"); [] once sealed."""
+        live = self.runs_dir / run_id / ROW_KINDS[kind][1]
+        try:
+            return read_jsonl(live)
+        except FileNotFoundError:
+            return []
 
-    def train_rows(self, run_ids: Iterable[str] | None = None) -> "pd.DataFrame":  # noqa: F821
-        """One row per recorded training loss: records.TRAIN_COLUMNS."""
-        from workbench import query
-        return query.train_frame(self, run_ids)
+    def row_files(self, kind: str, run_ids: Iterable[str] | None = None
+                  ) -> tuple[list[str], list[str]]:
+        """(sealed Parquet files, non-empty live JSON-lines files) holding the rows of `kind`
+        ("evals" or "train") of `run_ids` (None: every run); a sealed file wins over a live one.
+        KeyError naming the first unknown run id."""
+        sealed, live = ROW_KINDS[kind]
+        if run_ids is None:
+            pattern = os.path.join(glob.escape(str(self.runs_dir)), "*", "{}")
+            parquet = sorted(glob.glob(pattern.format(sealed)))
+            jsonl = sorted(glob.glob(pattern.format(live)))
+        else:
+            dirs = [self.runs_dir / rid for rid in dict.fromkeys(run_ids)]
+            missing = [d.name for d in dirs if not (d / R.RUN_DOC).exists()]
+            if missing:
+                raise KeyError(f"no run {missing[0]!r} in {self.root} ({len(missing)} unknown run "
+                               "ids); valid ids are the run_id column of query.runs_frame(store)")
+            parquet = [str(d / sealed) for d in dirs if (d / sealed).exists()]
+            jsonl = [str(d / live) for d in dirs if (d / live).exists()]
+        done = {os.path.dirname(p) for p in parquet}
+        return parquet, [p for p in jsonl if os.path.dirname(p) not in done and _nonempty(p)]
 
-    def done_trial_keys(self) -> set[str]:
-        """Trial keys with a complete or diverged attempt: what `--resume` does not run again."""
-        done = set()
-        for d in self.run_dirs():
-            doc = json.loads((d / R.RUN_DOC).read_text())
-            if doc.get("status") in R.DONE_STATUSES:
-                done.add(doc.get("trial_key"))
-        return done
+    def signature(self, finished: set[str] | frozenset[str] = frozenset()) -> tuple:
+        """A cheap fingerprint of the store: it changes when a run folder is added or removed,
+        or when a run not in `finished` (runs known to have ended, which never change again)
+        writes, seals or ends. A 100,000-run store costs one directory listing and a few stat
+        calls for its unfinished runs."""
+        try:
+            names = sorted(n for n in os.listdir(self.runs_dir) if not n.startswith("."))
+        except OSError:
+            return ((self.root / R.STORE_DOC).exists(),)
+        files = (R.RUN_DOC, R.EVALS_LIVE, R.EVALS_SEALED, R.TRAIN_LIVE, R.TRAIN_SEALED)
+        changing = []
+        for run_id in names:
+            if run_id in finished:
+                continue
+            stats = []
+            for name in files:
+                try:
+                    st = os.stat(self.runs_dir / run_id / name)
+                    stats.append((st.st_mtime_ns, st.st_size))
+                except OSError:
+                    stats.append(None)
+            changing.append((run_id, *stats))
+        return (True, len(names), hash(tuple(names)), tuple(changing))
+
+    # -- changing a run's document after the fact ---------------------------------------------
+    def amend(self, run_id: str, /, **fields: Any) -> dict[str, Any]:
+        """Add or update fields of a finished run's document (e.g. the early-stopping tuner's
+        verdict), atomically; returns the new document. The identity, the status and the times
+        of a run (_FIXED) never change, and a run still running cannot be amended."""
+        fixed = sorted(set(fields) & _FIXED)
+        if fixed:
+            raise ValueError(f"cannot amend {fixed} of run {run_id!r}: a run's identity, status "
+                             "and times are fixed once written")
+        path = self.runs_dir / run_id / R.RUN_DOC
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise KeyError(f"no run {run_id!r} in {self.root}") from None
+        if doc.get("status") not in R.TERMINAL:
+            raise ValueError(f"run {run_id!r} is {doc.get('status')}: only a finished run can be "
+                             "amended")
+        doc.update(fields)
+        atomic_write_json(path, doc)
+        return doc
 
     def mark_interrupted(self, run_id: str, reason: str) -> None:
         """Record that a run's process died (called by the launcher that saw it die)."""
@@ -444,6 +619,53 @@ class Store:
         if doc.get("status") == "running":
             doc.update(status="interrupted", stop_reason=reason, ended_at=utc_now())
             atomic_write_json(path, doc)
+
+    # -- study-level documents --------------------------------------------------------------
+    def _early_stop_folder(self, study_name: str) -> Path:
+        return self.root / R.EARLY_STOP_DIR / _file_part(study_name)
+
+    def write_early_stop_doc(self, study_name: str, trial_key: str,
+                             doc: Mapping[str, Any]) -> None:
+        """Record the early-stopping tuner's state of one trial (see records.EARLY_STOP_DIR)."""
+        folder = self._early_stop_folder(study_name)
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / f"{trial_key}.json", doc)
+
+    def early_stop_docs(self, study_name: str) -> list[dict[str, Any]]:
+        """The early-stopping tuner's documents of one study's trials; [] when none."""
+        folder = self._early_stop_folder(study_name)
+        if not folder.is_dir():
+            return []
+        docs = []
+        for path in sorted(folder.glob("*.json")):
+            try:
+                docs.append(json.loads(path.read_text()))
+            except (ValueError, OSError):
+                continue  # being replaced right now: atomic writes make this rare and harmless
+        return docs
+
+    def _summary_path(self, study_name: str) -> Path:
+        return self.root / R.STUDIES_DIR / f"{_file_part(study_name)}.json"
+
+    def write_study_summary(self, study_name: str, doc: Mapping[str, Any]) -> None:
+        """Record a study's summary document (see records.STUDIES_DIR), atomically."""
+        path = self._summary_path(study_name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, doc)
+
+    def study_summary(self, study_name: str) -> dict[str, Any] | None:
+        """A study's summary document, or None when it has none (or it cannot be read)."""
+        try:
+            return json.loads(self._summary_path(study_name).read_text())
+        except (OSError, ValueError):
+            return None
+
+
+def _nonempty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
 
 
 def open_store(path: str | os.PathLike, create: bool = False) -> Store:

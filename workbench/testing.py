@@ -109,16 +109,10 @@ def _document(config: RunConfig, attempt: int, index: int) -> dict[str, Any]:
                          f"{config.workload!r}/{config.algorithm!r}")
     started = _T0 + pd.Timedelta(seconds=10 * index + attempt)
     return {
-        "schema_version": R.SCHEMA_VERSION, "run_id": run_id, "trial_key": config.trial_key,
-        "attempt": attempt, "study_name": config.study_name, "workload": spec.name,
-        "base_workload": spec.base, "variant": spec.variant, "algorithm": config.algorithm,
-        "ruleset": config.ruleset, "study": config.study, "trial": config.trial,
-        "seed": config.seed, "rng_seed": config.rng_seed, "hparams": dict(config.hparams),
-        "batch_size": BATCH_SIZE, "hardware": "synthetic CPU x1", "source": "pacebench",
-        "target_metric": spec.target.metric, "target_direction": spec.target.direction,
-        "target_validation": spec.target.validation, "target_test": spec.target.test,
+        **R.run_identity(config, spec), "schema_version": R.SCHEMA_VERSION, "run_id": run_id,
+        "attempt": attempt, "batch_size": BATCH_SIZE, "hardware": "synthetic CPU x1",
         "budget_seconds": spec.budget.seconds, "budget_steps": spec.budget.steps,
-        "step_hint": spec.step_hint, "config": config.to_dict(),
+        "step_hint": spec.step_hint,
         "environment": {"python": sys.version.split()[0], "synthetic": True},
         "started_at": started.isoformat(timespec="milliseconds"), "ended_at": None,
     }
@@ -128,15 +122,10 @@ def _write_sealed(store: Store, doc: dict[str, Any], run: SyntheticRun, n_rows: 
                   status: str, stop_reason: str, error: str | None, process: dict) -> None:
     """A finished run exactly as RunWriter.finish leaves it: document plus sealed Parquet rows."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    path = store.runs_dir / doc["run_id"]
-    path.mkdir()
     run_id = doc["run_id"]
-    for rows, name in ((run.evals[:n_rows], R.EVALS_SEALED), (run.train[:n_rows], R.TRAIN_SEALED)):
-        if rows:
-            table = pa.Table.from_pylist([{"run_id": run_id, **r} for r in rows])
-            pq.write_table(table, path / name)
+    evals, train = (pa.Table.from_pylist([{"run_id": run_id, **r} for r in rows]) if rows
+                    else None for rows in (run.evals[:n_rows], run.train[:n_rows]))
     last = run.evals[n_rows - 1] if n_rows else {"step": 0, "train_seconds": 0.0,
                                                  "eval_seconds": 0.0, "wall_seconds": 0.0}
     ended = pd.Timestamp(doc["started_at"]) + pd.Timedelta(seconds=last["wall_seconds"])
@@ -146,8 +135,9 @@ def _write_sealed(store: Store, doc: dict[str, Any], run: SyntheticRun, n_rows: 
            "eval_seconds": last["eval_seconds"], "wall_seconds": last["wall_seconds"],
            "reached_validation": run.hit_index is not None and run.hit_index < n_rows,
            "inference_seconds": run.inference_seconds if status == "complete" else None}
-    # Same bytes as store.atomic_write_json; no fsync needed while nobody reads the new store.
-    (path / R.RUN_DOC).write_text(json.dumps(doc, indent=1, sort_keys=True))
+    # no fsync: nobody reads a fake store while it is being made
+    if not store.write_sealed_run(doc, evals, run_id, train, durable=False):
+        raise ValueError(f"run {run_id} is already in {store.root}")
 
 
 def _write_interrupted(store: Store, doc: dict[str, Any], run: SyntheticRun, n_rows: int,

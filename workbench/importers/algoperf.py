@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from workbench import query
+from workbench.run_index import refresh_index
 from workbench import records as R
 from workbench.scoring import ScoringConfig
 from workbench.store import Store, open_store
@@ -330,7 +330,7 @@ def _import_trial(store: Store, log: TrialLog, targets: AlgoPerfTargets, ruleset
     ruleset = ruleset or ("external" if hparams is not None else "self")
     study_name = f"algoperf-v{targets.version}-{ruleset}"
     run_id = log.run_id(study_name)
-    if (store.runs_dir / run_id).exists():
+    if store.run_path(run_id).exists():
         return "existing"
     evals = read_evals(log.path / EVAL_FILE)
     meta = _read_json(log.path / META_FILE, required=False) or {}
@@ -388,7 +388,7 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
                 continue
             setattr(report, outcome, getattr(report, outcome) + 1)
     _record_config(store, targets, budgets)
-    query.refresh_index(store)
+    refresh_index(store)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import math
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
 import param
 import xarray as xr
 
-from workbench import costs
+from workbench import costs, query
 from workbench import records as R
 from workbench.views.formats import MISS, NO_RUNS, duration, unit_for
 from workbench.views.base import FILTERS, View
 from workbench.views.leaderboard import GROUP_TITLES, TABLE_CSS, score_frame, wrap_title
 from workbench.views.selection import Selection
+from workbench.views.plotting import hv
 
-hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
 
 __all__ = ["Costs", "figures", "cost_table", "cost_frame", "cost_pivot", "price_frame",
            "train_time_cube", "missing_prices_note", "pareto_plot", "cost_quality_plot",
@@ -214,7 +213,7 @@ def _curve_rows(selection: Selection, workload: str) -> pd.DataFrame:
         ids = picked.loc[picked["workload"] == workload, "run_id"].tolist()
         if not ids or selection.store is None:
             return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
-        return selection.store.evals(ids)
+        return query.evals_frame(selection.store, ids)
     return selection.full_value(f"costs:evals:{workload}", make, time_axis=False)
 
 

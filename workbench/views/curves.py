@@ -6,18 +6,64 @@ Everything drawn is read from the store's rows; the time to target comes with ea
 """
 from __future__ import annotations
 
-import holoviews as hv
 import pandas as pd
 import panel as pn
 import param
 
+from workbench import query, scoring
 from workbench import records as R
 from workbench.views.base import FILTERS, View
-from workbench.views.selection import MAX_DEFAULT_CURVES, TIME_AXES, Selection
+from workbench.views.plotting import hv
+from workbench.views.selection import TIME_AXES, Selection
 
-hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
+__all__ = ["Curves", "validation_plot", "loss_plot", "figures", "shown_curve_runs",
+           "curve_evals", "curve_train", "MAX_DEFAULT_CURVES"]
 
-__all__ = ["Curves", "validation_plot", "loss_plot", "figures"]
+# Runs drawn per workload when no run is picked: all of them up to this many, else the chosen
+# trial of one study per algorithm (keeps a 3,700-run store readable and fast to draw).
+MAX_DEFAULT_CURVES = 48
+
+
+def shown_curve_runs(selection: Selection) -> pd.DataFrame:
+    """Runs on the learning curves: the picked ones (Selection.curve_runs) that pass the
+    filters, else per workload all its runs if at most MAX_DEFAULT_CURVES, else one per
+    algorithm (_representatives)."""
+    def make():
+        runs = selection.runs
+        if selection.curve_runs:
+            return runs[runs["run_id"].isin(selection.curve_runs)]
+        counts = runs.groupby("workload")["run_id"].transform("size")
+        keep = (counts <= MAX_DEFAULT_CURVES) | runs["run_id"].isin(_representatives(selection))
+        return runs[keep].groupby("workload").head(MAX_DEFAULT_CURVES)
+    return selection.cached("shown_curve_runs", make)
+
+
+def _representatives(selection: Selection) -> list[str]:
+    """Per (algorithm, workload): the chosen trial of its middle study (by time) among the
+    studies that met the target (scoring.study_choices); none where no study did."""
+    def make():
+        if not selection.n_runs:
+            return []
+        choices = scoring.study_choices(selection.cube)[["time_to_target", "run_id"]]
+        frame = choices.to_dataframe().reset_index()
+        frame = frame[frame["run_id"] != ""].sort_values("time_to_target", kind="stable")
+        groups = frame.groupby(["algorithm", "workload"])["run_id"]
+        return [ids.iloc[(len(ids) - 1) // 2] for _, ids in groups]
+    return selection.cached("representatives", make)
+
+
+def curve_evals(selection: Selection) -> pd.DataFrame:
+    """Eval rows of shown_curve_runs (read from the store on first use)."""
+    ids = list(shown_curve_runs(selection)["run_id"])
+    return selection.cached("evals", lambda: query.evals_frame(
+        selection.store, ids) if ids else pd.DataFrame(columns=list(R.EVAL_COLUMNS)))
+
+
+def curve_train(selection: Selection) -> pd.DataFrame:
+    """Training-loss rows of shown_curve_runs (read from the store on first use)."""
+    ids = list(shown_curve_runs(selection)["run_id"])
+    return selection.cached("train", lambda: query.train_frame(
+        selection.store, ids) if ids else pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
 
 
 def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str]) -> list[hv.Path]:
@@ -66,10 +112,10 @@ def _y_range(values: pd.Series, target: float) -> tuple[float, float] | tuple[No
 
 def validation_plot(selection: Selection, workload: str) -> hv.Overlay:
     """Validation target metric of the shown runs of one workload, with target and hits."""
-    runs = selection.shown_curve_runs.query("workload == @workload")
+    runs = shown_curve_runs(selection).query("workload == @workload")
     x, metric = selection.time_axis, runs.iloc[0]["target_metric"]
     y = R.metric_column("validation", metric)
-    evals = selection.curve_evals().merge(runs[["run_id", "algorithm"]], on="run_id")
+    evals = curve_evals(selection).merge(runs[["run_id", "algorithm"]], on="run_id")
     evals = evals.dropna(subset=[y]) if y in evals else evals.assign(**{y: float("nan")})
     target, about = _target(runs.iloc[0])
     # the drawn algorithms' colours only: a filtered report names no algorithm it leaves out
@@ -101,8 +147,8 @@ def _loss_rows(selection: Selection, runs: pd.DataFrame) -> tuple[pd.DataFrame, 
     """(rows with `loss`, x column, what they are): the minibatch losses the runner recorded, or
     else (AlgoPerf logs record none) the training-split loss of the eval rows."""
     keys = runs[["run_id", "algorithm"]]
-    train = selection.curve_train().merge(keys, on="run_id").dropna(subset=["loss"])
-    evals = selection.curve_evals().merge(keys, on="run_id")
+    train = curve_train(selection).merge(keys, on="run_id").dropna(subset=["loss"])
+    evals = curve_evals(selection).merge(keys, on="run_id")
     column = _eval_loss_column(evals)
     if len(train) or column is None:
         # Training rows carry no wall clock: on the wall-seconds axis they stay on train seconds.
@@ -115,7 +161,7 @@ def _loss_rows(selection: Selection, runs: pd.DataFrame) -> tuple[pd.DataFrame, 
 
 def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
     """Training loss of the shown runs of one workload (log scale when positive)."""
-    runs = selection.shown_curve_runs.query("workload == @workload")
+    runs = shown_curve_runs(selection).query("workload == @workload")
     train, x, what = _loss_rows(selection, runs)
     return hv.Overlay(_run_lines(train, x, "loss", selection.colors)).opts(
         hv.opts.Path(line_width=1, alpha=0.8, tools=["hover"]),
@@ -134,7 +180,7 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
     """For `workbench.figures`: per workload with drawn runs, "curves_<workload>" (validation)
     and "curves_<workload>_loss"; a plot without any line is left out."""
     out = {}
-    for workload in sorted(selection.shown_curve_runs["workload"].unique()):
+    for workload in sorted(shown_curve_runs(selection)["workload"].unique()):
         for name, plot in ((f"curves_{workload}", validation_plot(selection, workload)),
                            (f"curves_{workload}_loss", loss_plot(selection, workload))):
             if _has_lines(plot):
@@ -187,7 +233,7 @@ class Curves(View):
 
     def plots(self) -> pn.Column:
         """One row per drawn workload: its validation plot and its loss plot."""
-        runs = self.selection.shown_curve_runs
+        runs = shown_curve_runs(self.selection)
         drawn = self._drawn(runs)
         if not drawn:
             return pn.Column(pn.pane.Markdown("No runs to draw with the current selection."))

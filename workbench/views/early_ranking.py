@@ -2,71 +2,31 @@
 study against their final validation metric, as a function of the budget fraction used; the LCGA
 fit's predicted loss curve against the actual one; and the compute the early-stopping tuner saved.
 
-Everything is computed by workbench.curves and workbench.early_stopping; this module only lays the
-results out. Rows are read from the store for the selected runs.
+Everything is computed by workbench.curves and workbench.early_stopping (which `pacebench rank`
+uses too); this module only lays the results out. Rows are read from the store for the selected
+runs.
 """
 from __future__ import annotations
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
 import param
 
-from workbench import curves
-from workbench import records as R
-from workbench.early_stopping import read_pruning_docs, study_summary
+from workbench import curves, query
+from workbench.early_stopping import (GROUP_KEYS, MIN_RUNS, RANKED, final_values, ranked_groups,
+                                      ranking_table, saved_frame)
 from workbench.store import open_store
 from workbench.views.base import View
+from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
-hv.extension("bokeh", logo=False)
 
-__all__ = ["EarlyRanking", "ranking_tables", "ranking_plot", "prediction_plot", "saved_frame",
-           "group_plots", "figures", "MIN_RUNS", "PREDICT_FRACTION"]
+__all__ = ["EarlyRanking", "ranking_plot", "prediction_plot", "group_plots", "figures",
+           "PREDICT_FRACTION"]
 
-MIN_RUNS = 3            # fewer complete runs in a group give no rank correlation
 PREDICT_FRACTION = 0.2  # the LCGA fit of the prediction plot uses the first 20 % of the budget
 SHOWN_PREDICTIONS = 4   # runs on the prediction plot (the best by final metric)
-
-
-# What a run must be to be ranked: complete, and from our runner (the only runs with per-step
-# training loss; imported logs have evals only). A group is one study's workload and algorithm.
-RANKED = {"status": "complete", "source": "pacebench"}
-GROUP_KEYS = ["study_name", "workload", "algorithm"]
-
-
-def _groups(runs: pd.DataFrame):
-    """(key, runs) of each group of `runs` with MIN_RUNS or more ranked runs."""
-    done = runs[(runs["status"] == RANKED["status"]) & (runs["source"] == RANKED["source"])]
-    for key, group in done.groupby(GROUP_KEYS, sort=True):
-        if len(group) >= MIN_RUNS:
-            yield key, group
-
-
-def _finals(group: pd.DataFrame, evals: pd.DataFrame) -> pd.Series:
-    """run_id -> validation target metric at the run's last eval."""
-    column = R.metric_column("validation", group["target_metric"].iloc[0])
-    rows = evals[evals["run_id"].isin(group["run_id"])].sort_values("step")
-    return rows.groupby("run_id")[column].last() if column in rows else pd.Series(dtype=float)
-
-
-def ranking_tables(store, runs: pd.DataFrame,
-                   fractions: tuple[float, ...] = curves.DEFAULT_FRACTIONS) -> dict[tuple, pd.DataFrame]:
-    """(study_name, workload, algorithm) -> curves.early_ranking_table of its complete runs."""
-    out = {}
-    for key, group in _groups(runs):
-        ids = list(group["run_id"])
-        out[key] = _ranking(group, store.evals(ids), store.train_rows(ids), fractions)
-    return out
-
-
-def _ranking(group: pd.DataFrame, evals: pd.DataFrame, train: pd.DataFrame,
-             fractions: tuple[float, ...] = curves.DEFAULT_FRACTIONS) -> pd.DataFrame:
-    """curves.early_ranking_table of one group's complete runs, from their rows."""
-    return curves.early_ranking_table(train, _finals(group, evals),
-                                      group["target_direction"].iloc[0], fractions=fractions,
-                                      budget_steps=float(group["budget_steps"].max()))
 
 
 def ranking_plot(table: pd.DataFrame, title: str) -> hv.Overlay:
@@ -100,29 +60,10 @@ def prediction_plot(train: pd.DataFrame, finals: pd.Series, budget: float,
         title=f"LCGA fitted on the first {fraction:.0%} of the budget vs the actual loss"))
 
 
-def saved_frame(store, study_names) -> pd.DataFrame:
-    """Compute spent and saved by pruning per study group (empty when no study pruned)."""
-    rows = []
-    for name in study_names:
-        if not read_pruning_docs(store, name):  # not tuned with early stopping
-            continue
-        summary = study_summary(store, name)
-        if not summary["estimators"]:
-            continue
-        for g in summary["groups"]:
-            rows.append({"study": name, "workload": g["workload"], "algorithm": g["algorithm"],
-                         "estimator": ", ".join(summary["estimators"]), "trials": g["trials"],
-                         "pruned": g["pruned"], "train s spent": g["spent_train_seconds"],
-                         "train s saved": g["saved_train_seconds"],
-                         "saved %": 100 * g["saved_fraction_seconds"],
-                         "best trial": (g["best"] or {}).get("trial")})
-    return pd.DataFrame(rows)
-
-
 def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.Overlay]]:
     """(study_name, workload, algorithm) -> (ranking_plot, prediction_plot) of each group of
     `runs` with MIN_RUNS or more complete runs."""
-    return {key: _plots(store, key, group) for key, group in _groups(runs)}
+    return {key: _plots(store, key, group) for key, group in ranked_groups(runs)}
 
 
 def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overlay]:
@@ -130,11 +71,11 @@ def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overla
     study, workload, algorithm = key
     group = runs[runs["status"] == "complete"]
     ids = list(group["run_id"])
-    evals, train = store.evals(ids), store.train_rows(ids)
-    finals = _finals(group, evals).sort_values(
+    evals, train = query.evals_frame(store, ids), query.train_frame(store, ids)
+    finals = final_values(group, evals).sort_values(
         ascending=group["target_direction"].iloc[0] == "min")
     title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
-    return (ranking_plot(_ranking(group, evals, train), title),
+    return (ranking_plot(ranking_table(group, evals, train), title),
             prediction_plot(train, finals, float(group["budget_steps"].max())))
 
 
@@ -242,7 +183,8 @@ class EarlyRanking(View):
     def _saved_frame(self) -> pd.DataFrame:
         names = sorted(self.selection.present("study_name"))
         return self.selection.full_value(
-            f"early_ranking:saved:{names}", lambda: saved_frame(self.selection.store, names),
+            f"early_ranking:saved:{names}",
+            lambda: saved_frame(self.selection.store, names, self.selection.full_runs()),
             time_axis=False)
 
     def __panel__(self) -> pn.viewable.Viewable:

@@ -8,7 +8,6 @@ draws them. At most MAX_TRIALS trials are drawn: above that, a fixed random samp
 """
 from __future__ import annotations
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -17,8 +16,8 @@ import param
 from workbench import hparams as H
 from workbench.views.base import View
 from workbench.views.selection import Selection
+from workbench.views.plotting import hv
 
-hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
 
 __all__ = ["Hyperparameters", "figures", "trials_for", "scatter_plots", "parallel_plot",
            "MAX_TRIALS", "OUTCOMES"]

@@ -7,7 +7,6 @@ only draws it.
 """
 from __future__ import annotations
 
-import holoviews as hv
 import numpy as np
 import panel as pn
 import param
@@ -15,8 +14,8 @@ import param
 from workbench import scoring
 from workbench.views.base import View
 from workbench.views.selection import Selection
+from workbench.views.plotting import hv
 
-hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
 
 __all__ = ["Profiles", "profile_plot", "figures", "PROFILE_TAUS"]
 

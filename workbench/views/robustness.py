@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -22,8 +21,8 @@ from workbench.views.base import View
 from workbench.views.formats import MISS, NO_RUNS, duration, percent, unit_for
 from workbench.views.leaderboard import TABLE_CSS
 from workbench.views.selection import Selection
+from workbench.views.plotting import hv
 
-hv.extension("bokeh", logo=False)  # the backend whose options the plots below set
 
 __all__ = ["Robustness", "figures", "pair_frame", "summary_frame", "scores_frame",
            "ratio_plot", "scores_plot", "RULE_LABELS"]

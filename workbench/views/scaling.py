@@ -2,36 +2,29 @@
 fitted S(B) = S_min (1 + B_crit/B), B_crit, the regimes and the gradient-noise-scale estimate.
 
 The goal is the workload's validation target unless the study recorded its own (a scaling study's
-summary document, records.study_summary_path). Computed by workbench.scaling.
+summary document, Store.study_summary). Computed by workbench.scaling.
 """
 from __future__ import annotations
 
-import json
-
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
 
+from workbench import query, scaling
 from workbench import records as R
-from workbench import scaling
 from workbench.store import open_store
 from workbench.views.base import View
+from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
-hv.extension("bokeh", logo=False)
 
 __all__ = ["Scaling", "study_goal", "scaling_results", "scaling_plot", "figures"]
 
 
 def study_goal(store, study_name: str, runs: pd.DataFrame) -> float:
     """The scaling study's goal from its summary document, else the runs' validation target."""
-    path = R.study_summary_path(store.root, study_name)
-    if path.exists():
-        goal = (json.loads(path.read_text()).get("spec") or {}).get("goal")
-        if goal is not None:
-            return float(goal)
-    return float(runs["target_validation"].iloc[0])
+    goal = ((store.study_summary(study_name) or {}).get("spec") or {}).get("goal")
+    return float(goal) if goal is not None else float(runs["target_validation"].iloc[0])
 
 
 def scaling_results(store, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -41,7 +34,7 @@ def scaling_results(store, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     for (study, workload, algorithm), group in runs.groupby(
             ["study_name", "workload", "algorithm"], sort=True):
         metric = R.metric_column("validation", group["target_metric"].iloc[0])
-        evals = store.evals(list(group["run_id"]))
+        evals = query.evals_frame(store, list(group["run_id"]))
         table = scaling.steps_to_result(group, evals, study_goal(store, study, group), metric,
                                         group["target_direction"].iloc[0])
         table = table.assign(study_name=study, workload=workload, algorithm=algorithm)

@@ -2,18 +2,17 @@
 time an algorithm needs, 1 - geometric mean over the scored workloads of t(algorithm) /
 t(reference).
 
-With the budgets an AlgoPerf import records, this is `scoring.algoperf_speedups` (a miss costs
-the workload's budget + 1 s, as the official compute_speedups does); without budgets it is
-`scoring.speedups` over the workloads both reached. This view only picks, orders and formats.
+The numbers come from `scoring.speedup_table`, the one speedup policy (`pacebench score` prints
+the same): with the budgets an AlgoPerf import records, a miss costs the workload's budget + 1 s,
+as the official compute_speedups does; without budgets, workloads that one of the two has no
+result on are left out. This view only picks, orders and formats.
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import panel as pn
-import xarray as xr
 
 from workbench import scoring
 from workbench.views.formats import TABLE_CSS, percent
@@ -27,32 +26,23 @@ TITLES = {"algorithm": "Algorithm", "faster_by": "Less time than the reference",
 
 
 def uses_budgets(selection: Selection) -> bool:
-    """Whether the store's rules give a budget for every scored workload (AlgoPerf speedups)."""
-    config = selection.scoring_config
-    scored = selection.workload_groups()["scored"]
-    return (config is not None and bool(scored) and selection.time_axis == "train_seconds"
-            and all(w in config.budgets for w in scored))
-
-
-def _time_ratios(selection: Selection) -> xr.DataArray:
-    """gmean of t(algorithm) / t(reference) over the scored workloads, per algorithm."""
-    reference, cube = selection.reference, selection.cube
-    if uses_budgets(selection):
-        faster = scoring.algoperf_speedups(cube, selection.scoring_config, reference,
-                                           selection.ruleset)
-        return 1.0 - faster
-    times = selection.workload_times().sel(workload=selection.workload_groups()["scored"])
-    with np.errstate(divide="ignore"):
-        return 1.0 / scoring.speedups(times, reference)
+    """Whether the speedups follow AlgoPerf's budget rule (scoring.uses_budgets)."""
+    return scoring.uses_budgets(selection.scoring_config, selection.workload_groups()["scored"],
+                                selection.time_axis)
 
 
 def speedup_frame(selection: Selection) -> pd.DataFrame:
-    """algorithm, faster_by (1 - time_ratio), time_ratio; in leaderboard order, the reference
-    first. Empty when there is no reference or no scored workload."""
+    """algorithm, faster_by (1 - time_ratio), time_ratio (scoring.speedup_table); in
+    leaderboard order, the reference first. Empty when there is no reference or no scored
+    workload."""
     if (selection.reference not in selection.present("algorithm")
             or not selection.workload_groups()["scored"]):
         return pd.DataFrame(columns=list(TITLES))
-    ratios = _time_ratios(selection).to_series()
+    table = scoring.speedup_table(selection.workload_times(), selection.reference,
+                                  selection.scoring_config,
+                                  scoring.ruleset_of(selection.present("ruleset")),
+                                  selection.time_axis)
+    ratios = table.set_index("algorithm")["time_ratio"]
     order = [selection.reference] + [a for a in selection.scores()["algorithm"]
                                      if a != selection.reference and a in ratios.index]
     ratios = ratios.reindex(order)

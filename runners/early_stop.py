@@ -1,31 +1,30 @@
 """The early-stopping tuner: asynchronous successive halving inside the runs, no checkpoints.
 
-`Pruner` is a loop `should_stop` hook. Rungs sit at fractions of the step budget (default 1/9 and
-1/3, eta = 3). At the first eval at or past a rung's step, the trial computes its estimator from
-its own training-loss rows up to that step (the same cutoff for every trial), records it in its
-pruning document (records.PRUNING_DIR), reads the estimates recorded at that rung by the other
-trials of its group (same study, workload, algorithm, batch size and sparsity) and stops when it
-is not in the best 1/eta of them (workbench.early_stopping.rung_decision). A stopped run ends
-`complete` with stop_reason "pruned at rung k by <estimator>: ...", and its run document gets
-`pruned: true` and `pruned_rung: k`.
+`SuccessiveHalving` is a loop `should_stop` hook (`pacebench study --early-stop lcga|tse`). Rungs
+sit at fractions of the step budget (default 1/9 and 1/3, eta = 3). At the first eval at or past
+a rung's step, the trial computes its estimator from its own training-loss rows up to that step
+(the same cutoff for every trial), records it in its early-stopping document
+(records.EARLY_STOP_DIR, through the store), reads the estimates recorded at that rung by the
+other trials of its group (same study, workload, algorithm, batch size and sparsity) and stops
+when it is not in the best 1/eta of them (workbench.early_stopping.rung_decision). A stopped run
+ends `complete` with stop_reason "pruned at rung k by <estimator>: ...", and its run document
+gets `pruned: true` and `pruned_rung: k` (the record keeps the first stores' words: "pruned"
+there means stopped early, not sparsity).
 
 Estimators (lower = better): "lcga" = the LCGA fit's predicted loss at the full budget;
 "tse" = TSE, the sum of window means (window = budget/50 steps) up to the rung.
 """
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 from workbench import curves
-from workbench import records as R
-from workbench.early_stopping import read_pruning_docs, rung_decision
+from workbench.early_stopping import rung_decision
 from workbench.spec import RunConfig
-from workbench.store import Store, atomic_write_json, read_jsonl
+from workbench.store import Store
 
-__all__ = ["Pruner", "ESTIMATORS", "DEFAULT_RUNGS", "estimate", "mark_pruned"]
+__all__ = ["SuccessiveHalving", "ESTIMATORS", "DEFAULT_RUNGS", "estimate"]
 
 ESTIMATORS = ("lcga", "tse")
 DEFAULT_RUNGS = (1 / 9, 1 / 3)
@@ -42,25 +41,25 @@ def estimate(name: str, steps: list[float], losses: list[float], cutoff: float,
     if name == "tse":
         window = max(1, budget_steps // WINDOWS_PER_BUDGET)
         return curves.tse(curves.window_means(s, v, window, up_to=cutoff))
-    raise ValueError(f"unknown pruning estimator {name!r}: valid are {', '.join(ESTIMATORS)}")
+    raise ValueError(f"unknown early-stopping estimator {name!r}: valid are "
+                     f"{', '.join(ESTIMATORS)}")
 
 
 def _group(config: RunConfig) -> str:
     return f"{config.workload}|{config.algorithm}|{config.batch_size}|{config.sparsity}"
 
 
-class Pruner:
-    """should_stop hook of one trial; `decision` holds (rung, reason) once it pruned."""
+class SuccessiveHalving:
+    """should_stop hook of one trial; `decision` holds (rung, reason) once it stopped the trial."""
 
     def __init__(self, store: Store, config: RunConfig, budget_steps: int, estimator: str = "lcga",
                  eta: int = 3, rungs: tuple[float, ...] = DEFAULT_RUNGS) -> None:
         if estimator not in ESTIMATORS:
-            raise ValueError(f"unknown pruning estimator {estimator!r}: valid are "
+            raise ValueError(f"unknown early-stopping estimator {estimator!r}: valid are "
                              f"{', '.join(ESTIMATORS)}")
         self.store, self.config, self.estimator, self.eta = store, config, estimator, eta
         self.budget_steps = budget_steps
         self.rung_steps = [max(1, int(round(f * budget_steps))) for f in rungs]
-        self.path = R.pruning_path(store.root, config.study_name, config.trial_key)
         self.doc: dict[str, Any] = {
             "trial_key": config.trial_key, "trial": config.trial, "workload": config.workload,
             "algorithm": config.algorithm, "group": _group(config), "estimator": estimator,
@@ -69,18 +68,16 @@ class Pruner:
         self.decision: tuple[int, str] | None = None
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.path, self.doc)
+        self.store.write_early_stop_doc(self.config.study_name, self.config.trial_key, self.doc)
 
     def _own_rows(self, run_id: str) -> tuple[list[float], list[float]]:
-        live = self.store.runs_dir / run_id / R.TRAIN_LIVE
-        rows = read_jsonl(live) if live.exists() else []
+        rows = self.store.live_rows(run_id, "train")
         return [float(r["step"]) for r in rows], [
             math.nan if r.get("loss") is None else float(r["loss"]) for r in rows]
 
     def _others(self, rung: int) -> list[float]:
         values = []
-        for doc in read_pruning_docs(self.store, self.config.study_name):
+        for doc in self.store.early_stop_docs(self.config.study_name):
             entry = (doc.get("rungs") or {}).get(str(rung))
             if doc.get("trial_key") != self.config.trial_key and \
                     doc.get("group") == self.doc["group"] and entry:
@@ -106,12 +103,11 @@ class Pruner:
                 return self.decision[1]
         return None
 
+    def record_verdict(self, run_id: str) -> None:
+        """Add `pruned`, `pruned_rung` and `prune_estimator` (stopped early, at which rung, by
+        which estimator) to the finished run's document."""
+        self.store.amend(run_id, pruned=self.decision is not None,
+                         pruned_rung=self.decision[0] if self.decision else None,
+                         prune_estimator=self.estimator)
 
-def mark_pruned(store: Store, run_id: str, pruner: Pruner) -> None:
-    """Add `pruned`, `pruned_rung` and `prune_estimator` to a finished run's document."""
-    path = Path(store.runs_dir) / run_id / R.RUN_DOC
-    doc = json.loads(path.read_text())
-    doc.update(pruned=pruner.decision is not None,
-               pruned_rung=pruner.decision[0] if pruner.decision else None,
-               prune_estimator=pruner.estimator)
-    atomic_write_json(path, doc)
+

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runners.pruning import Pruner, estimate
+from runners.early_stop import SuccessiveHalving, estimate
 from workbench import records as R
-from workbench.early_stopping import compute_saved, read_pruning_docs, rung_decision
+from workbench.early_stopping import compute_saved, rung_decision
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
@@ -40,25 +40,25 @@ def _trial(store, trial: int, b2: float) -> str | None:
     """A fake run of a 90-step budget whose loss falls at rate b2; returns the hook's reason."""
     config = RunConfig("synthetic", "adamw", study_name="s", trial=trial)
     run_id = f"run{trial}"
-    folder = store.runs_dir / run_id
+    folder = store.run_path(run_id)
     folder.mkdir(parents=True)
     with open(folder / R.TRAIN_LIVE, "w") as f:
         for step in range(5, 91, 5):
             f.write(json.dumps({"run_id": run_id, "step": step, "loss": 1 / (0.5 + b2 * step)}) + "\n")
-    pruner = Pruner(store, config, budget_steps=90, estimator="tse")
+    pruner = SuccessiveHalving(store, config, budget_steps=90, estimator="tse")
     reason = None
     for step in (10, 30, 60, 90):
         reason = reason or pruner({"run_id": run_id, "step": step})
     return reason
 
 
-def test_pruner_records_and_prunes_the_worse(tmp_path):
+def test_successive_halving_records_and_stops_the_worse(tmp_path):
     store = open_store(tmp_path / "store", create=True)
     assert _trial(store, 0, 0.05) is None
     assert _trial(store, 1, 0.04) is None   # two seen: never pruned on so little
     reason = _trial(store, 2, 0.001)         # worst of three at rung 1
     assert reason.startswith("pruned at rung 1 by tse")
-    docs = {d["trial"]: d for d in read_pruning_docs(store, "s")}
+    docs = {d["trial"]: d for d in store.early_stop_docs("s")}
     assert docs[2]["pruned_at_rung"] == 1 and docs[0]["pruned_at_rung"] is None
     assert set(docs[0]["rungs"]) == {"1", "2"} and docs[0]["rungs"]["1"]["step"] == 10
 
@@ -73,16 +73,16 @@ def test_compute_saved():
 
 
 @pytest.mark.slow
-def test_pruned_study_end_to_end(tmp_path):
+def test_early_stopped_study_end_to_end(tmp_path):
     from runners.launch import run_study
     from workbench.spec import StudySpec
 
     store = open_store(tmp_path / "store", create=True)
     spec = StudySpec(workloads="synthetic", algorithms="sgd_nesterov", trials=4, name="p",
                      max_steps=90, stop_on_target=False)
-    result = run_study(spec, store, workers=2, progress=False, prune="lcga")
-    assert result.succeeded == 4 and result.pruning["groups"][0]["trials"] == 4
-    assert R.study_summary_path(store.root, "p").exists()
+    result = run_study(spec, store, workers=2, progress=False, early_stop="lcga")
+    assert result.succeeded == 4 and result.early_stop["groups"][0]["trials"] == 4
+    assert store.study_summary("p")["early_stop"] == "lcga"
     docs = [json.loads((d / R.RUN_DOC).read_text()) for d in store.run_dirs()]
     assert all("pruned" in d for d in docs)
-    assert "pruning (lcga)" in result.summary()
+    assert "early stopping (lcga)" in result.summary()

@@ -1,0 +1,320 @@
+"""What each `pacebench` command does (runners/cli.py parses the command line and dispatches here).
+
+Every command imports what it needs when it runs: training commands load torch, `score` and
+`rank` load neither torch nor the dashboard's libraries (Panel, Bokeh, HoloViews), so they start
+fast.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+__all__ = ["store_path", "execution_options", "launch_options", "run", "study", "scale",
+           "score", "rank", "import_algoperf", "report", "serve", "set_targets", "list_names"]
+
+DEFAULT_STORE = "results"
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    """--store, else $PACEBENCH_STORE, else results/."""
+    return Path(args.store or os.environ.get("PACEBENCH_STORE") or DEFAULT_STORE)
+
+
+def execution_options(args: argparse.Namespace):
+    """The ExecutionOptions of the flags (one flag per field, see cli.add_execution_flags)."""
+    from workbench.spec import ExecutionOptions
+
+    return ExecutionOptions(**{f.name: getattr(args, f.name) for f in fields(ExecutionOptions)})
+
+
+def launch_options(args: argparse.Namespace):
+    """The backend, start method and fault-handling flags as runners.processes.LaunchOptions."""
+    from runners.processes import LaunchOptions
+
+    options = LaunchOptions(backend=args.backend, address=args.address,
+                            nproc_per_node=args.nproc_per_node, gpus_per_trial=args.gpus_per_trial,
+                            trial_timeout=args.trial_timeout,
+                            checkpoint_minutes=args.checkpoint_every,
+                            start_method=args.start_method)
+    options.check()
+    return options
+
+
+def _submission(args: argparse.Namespace) -> str | None:
+    """The algorithm name of --algoperf-submission ("algoperf:<absolute path>"), or None."""
+    if not args.algoperf_submission:
+        if args.tuning_search_space:
+            raise ValueError("--tuning-search-space goes with --algoperf-submission")
+        return None
+    path = Path(args.algoperf_submission)
+    if not path.is_file():
+        raise FileNotFoundError(f"AlgoPerf submission file not found: {path}")
+    from runners.algoperf import algorithm_name, load_submission
+    load_submission(path)  # fail now, naming what is missing, rather than in every worker
+    return algorithm_name(path)
+
+
+def _first_trial(space_path: str, study_name: str, algorithm: str) -> dict:
+    """Trial 0 of a one-trial draw from the search space at `space_path` (as `study` draws it)."""
+    from runners.tuning import SearchSpace, draw_trials
+    from workbench.spec import stable_hash
+
+    seed = int(stable_hash([study_name, algorithm], 8), 16)
+    return draw_trials(SearchSpace.from_json(space_path), 1, seed)[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    """`pacebench run`: train one run and record it."""
+    from runners.loop import run as train
+    from workbench.spec import RunConfig
+    from workbench.store import open_store
+
+    submission = _submission(args)
+    algorithm = submission or args.algorithm
+    hparams, space = args.hparams, args.tuning_search_space
+    if submission and not space:  # AlgoPerf's convention: the search space beside the submission
+        beside = Path(args.algoperf_submission).parent / "tuning_search_space.json"
+        space = str(beside) if beside.is_file() else None
+    if space and not hparams:
+        hparams = _first_trial(space, args.name, algorithm)
+        print(f"hyperparameters drawn from {space}: {json.dumps(hparams)}")
+    config = RunConfig(workload=args.workload, algorithm=algorithm, hparams=hparams,
+                       seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
+                       study_name=args.name, execution=execution_options(args))
+    store = open_store(store_path(args), create=True)
+
+    def show(row: dict) -> None:
+        metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
+        print(f"step {row['step']:>6}  train {row['train_seconds']:8.2f}s  {metrics}", flush=True)
+
+    run_id = train(config, store, data_dir=args.data_dir, on_eval=None if args.quiet else show)
+    doc = store.run_doc(run_id)
+    print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")
+    return 0 if doc["status"] in ("complete", "diverged") else 1
+
+
+def _launch(launch, next_step: str) -> int:
+    """Run a study launcher; print its summary and what to do next. Exit 2 if the study exists
+    (and --resume was not given), 1 if any trial failed."""
+    from runners.launch import StudyExistsError
+
+    try:
+        result = launch()
+    except StudyExistsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    print(next_step)
+    return 0 if not result.failed else 1
+
+
+def study(args: argparse.Namespace) -> int:
+    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset."""
+    from runners.launch import run_study
+    from workbench.spec import StudySpec
+    from workbench.store import open_store
+
+    submission = _submission(args)
+    algorithms = [*(args.algorithms or []), *([submission] if submission else [])]
+    if not algorithms:
+        raise ValueError("give --algorithms, --algoperf-submission, or both")
+    spaces = {submission: args.tuning_search_space} if args.tuning_search_space else None
+    spec = StudySpec(workloads=args.workloads, algorithms=algorithms, ruleset=args.ruleset,
+                     studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
+                     name=args.name, max_steps=args.max_steps,
+                     stop_on_target=not args.no_stop_on_target,
+                     execution=execution_options(args))
+    options = launch_options(args)
+    store = open_store(store_path(args), create=True)
+    return _launch(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
+                                     data_dir=args.data_dir, progress=not args.quiet,
+                                     search_spaces=spaces, early_stop=args.early_stop,
+                                     eta=args.eta, options=options),
+                   f"store: {store.root}   score it: pacebench score --store {store.root}")
+
+
+def scale(args: argparse.Namespace) -> int:
+    """`pacebench scale`: steps-to-result per batch size and sparsity (runners/scaling_study)."""
+    from runners.scaling_study import run_scaling
+    from workbench.spec import ScalingSpec
+    from workbench.store import open_store
+
+    spec = ScalingSpec(workloads=args.workloads, algorithms=args.algorithms,
+                       batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
+                       prune_method=args.prune_method, trials=args.trials, goal=args.goal,
+                       max_steps=args.max_steps or ScalingSpec.max_steps,
+                       eval_every=args.eval_every, noise_every=args.noise_every,
+                       lr_scaling=args.lr_scaling, name=args.name,
+                       execution=execution_options(args))
+    store = open_store(store_path(args), create=True)
+    return _launch(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
+                                       data_dir=args.data_dir, progress=not args.quiet),
+                   f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")
+
+
+def _seconds(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), 6)
+
+
+def _speedups(runs, times, config, reference: str | None, table):
+    """(scoring.speedup_table over `reference` by algorithm, the reference, whether misses
+    cost the budget), the reference defaulting to scoring.default_reference; None when the
+    store has a single algorithm."""
+    from workbench import scoring
+
+    names = [str(a) for a in times["algorithm"].values]
+    reference = reference or scoring.default_reference(names, table)
+    if len(names) < 2:
+        return None
+    if reference not in names:
+        raise ValueError(f"unknown --reference {reference!r}: the store's algorithms are "
+                         f"{', '.join(names)}")
+    table = scoring.speedup_table(times, reference, config,
+                                  scoring.ruleset_of(runs["ruleset"].dropna().unique()))
+    return table.set_index("algorithm"), reference, table.attrs["budgets"]
+
+
+def score(args: argparse.Namespace) -> int:
+    """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store."""
+    from workbench import query, scoring
+    from workbench.cubes import final_cube
+    from workbench.store import open_store
+
+    store = open_store(store_path(args))
+    runs = query.runs_frame(store)
+    if runs.empty:
+        print(f"error: store {store_path(args)} has no runs", file=sys.stderr)
+        return 1
+    doc = store.scoring_config()  # an imported benchmark's rules; else the plain rules
+    config = scoring.ScoringConfig.from_dict(doc) if doc else None
+    times = scoring.workload_times(final_cube(runs))
+    table = scoring.score_table_of_times(times, config)
+    speedups = _speedups(runs, times, config, args.reference, table)
+    if args.json:
+        print(json.dumps(_score_json(table, times, speedups), indent=2))
+        return 0
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print("\nmedian time to target (training seconds; inf = not reached):")
+    print(times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}"))
+    if speedups is not None:
+        frame, reference, budgets = speedups
+        rule = "misses cost the budget + 1 s" if budgets else "workloads both missed left out"
+        print(f"\nspeedup over {reference} (1 - geometric mean of time ratios over the scored "
+              f"workloads; {rule}):")
+        print(frame["faster_by"].to_string(float_format=lambda v: f"{v:+.4f}"))
+    return 0
+
+
+def _score_json(table, times, speedups) -> dict:
+    ttt = {str(a): {str(w): _seconds(times.sel(algorithm=a, workload=w).item())
+                    for w in times.workload.values} for a in times.algorithm.values}
+    out = {"scores": {r.algorithm: round(float(r.score), 6) for r in table.itertuples()},
+           "time_to_target": ttt}
+    if speedups is not None:
+        frame, reference, _ = speedups
+        out["speedups"] = {"reference": reference,
+                           "faster_by": {str(a): _rounded(v) for a, v in
+                                         frame["faster_by"].items()}}
+    return out
+
+
+def _rounded(value: float) -> float | None:
+    return round(float(value), 6) if math.isfinite(value) else None
+
+
+def rank(args: argparse.Namespace) -> int:
+    """`pacebench rank`: Spearman/Kendall of each early estimator vs the final validation metric,
+    per budget fraction, for each (study, workload, algorithm) with enough complete runs; plus
+    the compute the early-stopping tuner saved."""
+    from workbench import query
+    from workbench.early_stopping import ranking_tables, study_summary
+    from workbench.store import open_store
+
+    store = open_store(store_path(args))
+    runs = query.runs_frame(store)
+    if args.study:
+        runs = runs[runs.study_name == args.study]
+    fractions = tuple(float(f) for f in args.fractions)
+    for (name, workload, algorithm), table in ranking_tables(store, runs, fractions).items():
+        print(f"\n{name}: {workload} / {algorithm}")
+        for stat in ("spearman", "kendall"):
+            print(f"{stat}:\n" + table.pivot(index="estimator", columns="fraction",
+                                             values=stat).round(3).to_string())
+    for name in sorted(runs.study_name.unique()):
+        for g in study_summary(store, name, runs)["groups"]:
+            if g["pruned_trials"]:
+                print(f"\nearly stopping in {name} ({g['workload']} / {g['algorithm']}): "
+                      f"{len(g['pruned_trials'])} trials stopped early, "
+                      f"{g['saved_train_seconds']:.1f} training s saved of "
+                      f"{g['saved_train_seconds'] + g['spent_train_seconds']:.1f} "
+                      f"({100 * g['saved_fraction_seconds']:.0f} %); best trial "
+                      f"{(g['best'] or {}).get('trial')}")
+    return 0
+
+
+def import_algoperf(args: argparse.Namespace) -> int:
+    """`pacebench import-algoperf`: AlgoPerf scoring logs into a store."""
+    from workbench.importers.algoperf import import_algoperf as do_import
+
+    report_ = do_import(args.logdir, store_path(args), args.targets, ruleset=args.ruleset)
+    print(f"{report_.summary()} into {store_path(args)}")
+    for problem in report_.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    return 1 if report_.problems else 0
+
+
+def report(args: argparse.Namespace) -> int:
+    """`pacebench report`: a self-contained HTML report (and figures)."""
+    from workbench.report import write_report
+
+    out = write_report(store_path(args), Path(args.out), title=args.title,
+                       rulesets=args.rulesets, workloads=args.workloads,
+                       algorithms=args.algorithms, figures=args.figures,
+                       formats=args.formats)
+    print(f"report written to {out} (self-contained; open it in a browser)")
+    if args.figures:
+        print(f"figures ({', '.join(args.formats)}) written to {args.figures}")
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`)."""
+    app = Path(__file__).resolve().parents[1] / "workbench" / "app.py"
+    env = {**os.environ, "PACEBENCH_STORE": str(store_path(args).resolve())}
+    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
+           "--port", str(args.port), "--allow-websocket-origin", f"{args.address}:{args.port}"]
+    if args.address in ("127.0.0.1", "localhost"):
+        cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
+    print(f"serving {store_path(args)} at http://{args.address}:{args.port}/app", flush=True)
+    return subprocess.call(cmd, env=env)
+
+
+def set_targets(args: argparse.Namespace) -> int:
+    """`pacebench set-targets`: a workload's targets from a tuned baseline."""
+    from runners.target_setting import set_targets as run_procedure
+
+    run_procedure(args.workload, args.algorithm, trials=args.trials, reruns=args.reruns,
+                  out_dir=Path(args.out), store_path=store_path(args), workers=args.workers,
+                  data_dir=args.data_dir, execution=execution_options(args))
+    return 0
+
+
+def list_names(args: argparse.Namespace) -> int:
+    """`pacebench list`: the workloads and algorithms."""
+    from runners.algorithms import algorithm_names
+    from workbench.catalog import CATALOG, PUBLISHED_TARGETS
+
+    print("workloads (* = published target, not yet set by `pacebench set-targets`):")
+    for name, w in CATALOG.items():
+        t = w.target
+        mark = "*" if name in PUBLISHED_TARGETS else " "
+        print(f"  {name:28} {t.metric} {'>=' if t.direction == 'max' else '<='} {t.validation:g}"
+              f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
+    print("algorithms:\n  " + ", ".join(algorithm_names()))
+    return 0

@@ -1,0 +1,274 @@
+"""Worker processes: how one trial's process is started, watched, killed and described.
+
+A trial runs in a process of its own, which writes its own run folder (runners/worker.py). This
+module holds what every backend shares: the launch options, the job file, the worker command,
+dying with the parent, reading an exit code, and the local backend, which keeps the workers as
+descendants of the launcher. The Ray backend (runners/ray_backend.py) builds on the same pieces.
+
+Start methods of the local backend (LaunchOptions.start_method):
+  "forkserver" (the default for one process per trial): a server process imports torch and the
+    training side once; each trial is forked from it, so a trial starts in about 0.01 s instead
+    of the 2 s or more that a fresh interpreter spends importing torch (measured by
+    `python benchmarks/overhead.py --starts`). Each trial is still a fresh process that ran
+    nothing before. The worker takes the launcher's environment and working directory of the
+    moment it is started; only what the preloaded modules read at import time (e.g. torch's
+    OMP_NUM_THREADS) comes from the first launch of the launcher's process.
+  "spawn": a fresh interpreter per trial, `python -m runners.worker JOB.json`; always used
+    under torchrun (nproc_per_node > 1) and by the Ray backend.
+Either way a worker dies with its launcher: by Linux's PR_SET_PDEATHSIG (spawn: the launcher is
+its parent), or by watching the launcher (forkserver: its parent is the fork server; see
+_die_with_launcher).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+__all__ = ["LaunchOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
+           "worker_command", "write_job", "describe_exit", "die_with", "spawn_worker",
+           "name_process", "PRELOADED"]
+
+BACKENDS = ("local", "ray")
+START_METHODS = ("forkserver", "spawn")
+# What the fork server imports once, before it forks any worker: the training side.
+PRELOADED = ["runners.worker", "runners.loop", "runners.workloads", "runners.algorithms"]
+PROCESS_NAME = b"pacebench-run"  # a worker's name in `ps -o comm` / /proc/<pid>/comm
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """Where and how each trial runs; the defaults are the local process pool, one process each."""
+
+    backend: str = "local"              # BACKENDS: "local" (process pool) or "ray" (one task each)
+    address: str | None = None          # Ray cluster address; None: start a local Ray instance
+    nproc_per_node: int = 1             # > 1: each trial is a torchrun data-parallel run
+    gpus_per_trial: float = 0.0         # Ray `num_gpus` of each trial's task
+    trial_timeout: float | None = None  # wall-clock seconds an attempt may take (watchdog)
+    checkpoint_minutes: float | None = None  # save training state this often (runners/checkpoint)
+    start_method: str = "forkserver"    # START_METHODS: how the local pool starts a worker
+
+    def check(self) -> None:
+        """Raise ValueError naming the bad option and what is valid."""
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}: valid are {', '.join(BACKENDS)}")
+        if self.start_method not in START_METHODS:
+            raise ValueError(f"unknown start method {self.start_method!r}: valid are "
+                             f"{', '.join(START_METHODS)}")
+        if self.address and self.backend != "ray":
+            raise ValueError("--address goes with --backend ray")
+        if self.nproc_per_node < 1:
+            raise ValueError(f"--nproc-per-node must be >= 1, got {self.nproc_per_node}")
+        if self.gpus_per_trial < 0:
+            raise ValueError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial}")
+        if self.trial_timeout is not None and self.trial_timeout <= 0:
+            raise ValueError(f"--trial-timeout must be > 0 seconds, got {self.trial_timeout}")
+        if self.checkpoint_minutes is not None and self.checkpoint_minutes < 0:
+            raise ValueError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
+                             f"{self.checkpoint_minutes}")
+
+
+@dataclass
+class Outcome:
+    """How an attempt ended: the worker's exit code (None when it is unknown, e.g. a Ray task
+    that was lost with its node), where it ran, and a note on what happened."""
+
+    returncode: int | None
+    pid: int | None = None
+    host: str | None = None
+    note: str = ""
+
+
+def describe_exit(returncode: int) -> str:
+    """'killed by signal 9 (SIGKILL)' or 'exited with code 1'."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-returncode} ({name})"
+    return f"exited with code {returncode}"
+
+
+def worker_command(job_path: str | Path, nproc_per_node: int = 1) -> list[str]:
+    """The command that runs one trial from its job file (runners/worker.py), under torchrun
+    (one process per rank, on this node) when `nproc_per_node` > 1."""
+    if nproc_per_node == 1:
+        return [sys.executable, "-m", "runners.worker", str(job_path)]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={nproc_per_node}", "-m", "runners.worker", str(job_path)]
+
+
+def write_job(job: Mapping[str, Any]) -> str:
+    """Write a worker's job to a fresh temporary file; returns its path (the caller removes it)."""
+    fd, path = tempfile.mkstemp(prefix="pacebench-run-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(job, f)
+    return path
+
+
+@functools.cache
+def _prctl():
+    """libc's prctl, loaded in the launcher (loading it in a freshly forked child could block)."""
+    return ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
+
+
+def die_with(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies; exit if `parent` (a pid; 0 =
+    do not check) is not its parent (any more). Safe in a Popen preexec_fn once _prctl() has
+    been called."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if parent and os.getppid() != parent:
+        os._exit(1)
+
+
+def name_process() -> None:
+    """Name this process PROCESS_NAME (what `ps -o comm` and /proc/<pid>/comm show)."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(15, ctypes.c_char_p(PROCESS_NAME), 0, 0, 0)  # 15 = PR_SET_NAME
+
+
+def spawn_worker(job_path: str | Path, nproc_per_node: int, log_path: Path) -> subprocess.Popen:
+    """Start the worker command of `job_path`, its output appended to `log_path`; it dies with
+    this process (and under torchrun its ranks die with the torchrun agent)."""
+    _prctl()
+    parent = os.getpid()
+    env = {**os.environ, "PACEBENCH_PARENT_PID": str(parent)}
+    with open(log_path, "a") as log:
+        return subprocess.Popen(worker_command(job_path, nproc_per_node), stdout=log,
+                                stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=functools.partial(die_with, parent))
+
+
+class _SpawnedWorker:
+    """A worker started as its own interpreter (the worker command)."""
+
+    def __init__(self, job: Mapping[str, Any], log_path: Path, nproc_per_node: int) -> None:
+        self.job_path = write_job(job)
+        self.proc = spawn_worker(self.job_path, nproc_per_node, log_path)
+
+    def poll(self) -> Outcome | None:
+        if self.proc.poll() is None:
+            return None
+        Path(self.job_path).unlink(missing_ok=True)
+        return Outcome(self.proc.returncode, self.proc.pid, socket.gethostname())
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def wait(self) -> None:
+        self.proc.wait()
+        Path(self.job_path).unlink(missing_ok=True)
+
+
+@functools.cache
+def _fork_server() -> multiprocessing.context.BaseContext:
+    """The multiprocessing context whose server forks the workers (started on first use, with
+    the training side imported; one per launcher process)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOADED)
+    return context
+
+
+def _die_with_launcher() -> None:
+    """In a forked worker: SIGKILL this process when the launcher that asked for it dies.
+
+    Its Linux parent is the fork server, which cannot end first: every forked worker holds the
+    server's "launcher alive" pipe open (multiprocessing passes it on), so the server sees the
+    launcher's death only after its workers'. The worker therefore watches the launcher itself,
+    through the sentinel multiprocessing gives it (readable once the launcher is gone)."""
+    launcher = multiprocessing.parent_process()
+    if launcher is None:
+        return
+
+    def watch() -> None:
+        launcher.join()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-launcher", daemon=True).start()
+
+
+def _forked_main(entry: Callable[[Mapping[str, Any]], int], job: Mapping[str, Any],
+                 log_path: str, environ: Mapping[str, str], cwd: str) -> None:
+    """A forked worker's life: die with the launcher (and with the fork server), take the
+    launcher's environment, working directory and log file, then `entry(job)`, whose result
+    is the exit code."""
+    parent = os.getppid()
+    die_with(parent if parent != 1 else -1)  # 1: the server is already gone (-1: exit now)
+    _die_with_launcher()
+    name_process()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(cwd)
+    code = entry(job)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+class _ForkedWorker:
+    """A worker forked from the fork server (see the module docstring)."""
+
+    def __init__(self, entry: Callable[[Mapping[str, Any]], int], job: Mapping[str, Any],
+                 log_path: Path) -> None:
+        _prctl()
+        self.proc = _fork_server().Process(
+            target=_forked_main, name="pacebench-run",
+            args=(entry, dict(job), str(log_path), dict(os.environ), os.getcwd()))
+        self.proc.start()
+
+    def poll(self) -> Outcome | None:
+        code = self.proc.exitcode
+        if code is None:
+            return None
+        return Outcome(code, self.proc.pid, socket.gethostname())
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.exitcode is None:
+            try:
+                os.kill(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass  # ended meanwhile
+
+    def wait(self) -> None:
+        self.proc.join()
+
+
+class LocalBackend:
+    """The default backend: each trial a process on this machine, a descendant of the launcher.
+    `entry`: what a forked worker runs on its job (runners.worker.run_job; the spawn method
+    runs the worker command instead)."""
+
+    def __init__(self, options: LaunchOptions,
+                 entry: Callable[[Mapping[str, Any]], int] | None = None) -> None:
+        self.options, self.entry = options, entry
+        self.forked = entry is not None and options.start_method == "forkserver" \
+            and options.nproc_per_node == 1 \
+            and "forkserver" in multiprocessing.get_all_start_methods()
+
+    def start(self, job: Mapping[str, Any], log_path: Path) -> _SpawnedWorker | _ForkedWorker:
+        if self.forked:
+            return _ForkedWorker(self.entry, job, log_path)
+        return _SpawnedWorker(job, log_path, self.options.nproc_per_node)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,142 @@
+"""The worker: one trial in a process of its own, and the hooks a study gives it.
+
+A worker gets a job (written by runners/launch.py): {"config": RunConfig dict, "store": path,
+"data_dir", "hooks", "checkpoint_minutes"}. It runs the trial with runners.loop.run, which
+writes the trial's run folder; a failure is recorded there. Started as `python -m runners.worker
+JOB.json` (the "spawn" start method, torchrun's ranks, Ray tasks) or forked from the launcher's
+fork server, which calls run_job; see runners/processes.py.
+
+Hooks (the job's "hooks", applied through loop.run's `should_stop` and `measure`, off the clock):
+  "early_stop" = {"estimator", "eta"}: the early-stopping tuner (runners/early_stop.py); the
+      job files of earlier versions call it "prune";
+  "goal" = a validation goal that ends the run (a scaling study's steps-to-result, GoalStop);
+  "noise_every" = steps between gradient-noise measurements (runners/noise.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from runners.processes import die_with, name_process
+from workbench.catalog import get_workload
+from workbench.records import metric_column
+from workbench.spec import RunConfig
+from workbench.store import Store
+
+__all__ = ["worker_main", "run_job", "make_hooks", "GoalStop", "Hooks"]
+
+
+class GoalStop:
+    """should_stop hook: end the run once the validation target metric meets the goal."""
+
+    def __init__(self, workload: str, goal: float | None) -> None:
+        target = get_workload(workload).target
+        self.column = metric_column("validation", target.metric)
+        self.goal = target.validation if goal is None else float(goal)
+        self.target = type(target)(target.metric, target.direction, self.goal, self.goal)
+
+    def __call__(self, row: dict) -> str | None:
+        if not self.target.reached(row.get(self.column)):
+            return None
+        sign = ">=" if self.target.direction == "max" else "<="
+        return f"scaling goal {self.column} {sign} {self.goal:g} reached"
+
+
+class Hooks:
+    """A worker's hooks: `should_stop(row)` (None: none asks), `measure` (None: none) and the
+    early-stopping tuner (to record its verdict once the run ended)."""
+
+    def __init__(self) -> None:
+        self.stops: list[Callable[[dict], str | None]] = []
+        self.measure = None
+        self.early_stop = None
+
+    @property
+    def should_stop(self) -> Callable[[dict], str | None] | None:
+        if not self.stops:
+            return None
+        return lambda row: next((reason for stop in self.stops if (reason := stop(row))), None)
+
+
+def make_hooks(config: RunConfig, store: Store, hooks: Mapping[str, Any]) -> Hooks:
+    """The hooks of one worker from the job's `hooks` (see the module docstring)."""
+    made = Hooks()
+    early = hooks.get("early_stop") or hooks.get("prune")
+    if early:
+        from runners.early_stop import SuccessiveHalving
+        budget = get_workload(config.workload).budget.scaled(config.budget_multiplier).steps
+        budget = min(budget, config.max_steps or budget)
+        made.early_stop = SuccessiveHalving(store, config, budget, early["estimator"],
+                                            int(early.get("eta", 3)))
+        made.stops.append(made.early_stop)
+    if "goal" in hooks:
+        made.stops.append(GoalStop(config.workload, hooks["goal"]))
+    if hooks.get("noise_every"):
+        from runners.noise import NoiseProbe
+        batch = config.batch_size or get_workload(config.workload).batch_size
+        made.measure = NoiseProbe(batch, int(hooks["noise_every"]), config.rng_seed)
+    return made
+
+
+def _checkpoint(job: Mapping[str, Any], store: Store, config: RunConfig, parallel) -> dict:
+    """loop.run's `checkpoint` argument when the job asks for checkpoints, else nothing."""
+    if job.get("checkpoint_minutes") is None:
+        return {}
+    from runners.checkpoint import Checkpoint
+    return {"checkpoint": Checkpoint(store.checkpoint_path(config.trial_key),
+                                     60.0 * job["checkpoint_minutes"],
+                                     writes=parallel is None or parallel.rank == 0)}
+
+
+def run_job(job: Mapping[str, Any]) -> int:
+    """Run the job's trial; 0 when it ended complete or diverged, else 1 (its record says why)."""
+    from runners.loop import run
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM -> `interrupted`
+    config = RunConfig.from_dict(job["config"])
+    store = Store(job["store"])
+    parallel, extra = None, {}
+    if "TORCHELASTIC_RUN_ID" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from runners.distributed import DataParallel
+        parallel = DataParallel()
+        store = parallel.store(store)  # only rank 0 writes
+        extra = {"parallel": parallel, "device": parallel.device}
+    extra.update(_checkpoint(job, store, config, parallel))
+    hooks = make_hooks(config, store, job.get("hooks") or {})
+    should_stop = hooks.should_stop
+    if parallel is not None and should_stop is not None:
+        should_stop = parallel.agree(should_stop)
+    try:
+        run_id = run(config, store, data_dir=job["data_dir"], should_stop=should_stop,
+                     measure=hooks.measure, **extra)
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        return 1
+    finally:
+        if parallel is not None:
+            parallel.close()
+    if parallel is not None and parallel.rank != 0:
+        return 0  # rank 0 reports the run
+    if hooks.early_stop is not None:
+        hooks.early_stop.record_verdict(run_id)
+    status = store.run_doc(run_id)["status"]
+    print(f"{run_id}: {status}", flush=True)
+    return 0 if status in ("complete", "diverged") else 1
+
+
+def worker_main(job_path: str) -> int:
+    """Entry point of `python -m runners.worker JOB.json`: run the job's trial."""
+    # under torchrun the parent is the torchrun agent, which itself dies with the launcher
+    die_with(0 if "TORCHELASTIC_RUN_ID" in os.environ else
+             int(os.environ.get("PACEBENCH_PARENT_PID", "0")))
+    name_process()
+    return run_job(json.loads(Path(job_path).read_text()))
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main(sys.argv[1]))

@@ -1,0 +1,147 @@
+"""The dashboard's shared cache: the last read of each store, and the values computed from it.
+
+A read (StoreRead) is the run table and scoring rules of a store at one moment. A session reads
+the store again only when its change signature (Store.signature) moved, and takes another
+session's read when that one saw the store as it is now.
+
+`panel serve` runs app.py once per browser tab, and every tab's Selection filters the same store.
+So that a new tab, or a filter setting seen before, costs nothing, the reads of a store and the
+values derived from them are shared by every session of the server process (and by a report).
+Shared values are never modified in place.
+
+A value is keyed by its name, the data read it comes from, and the filters it depends on: its
+LEVEL. The levels, from the broadest to the narrowest:
+
+  READ     once per data read (e.g. a run-table column's codes): no filter matters.
+  SCOPE    once per ruleset, study and hardware filter: values "over every algorithm and
+           workload" (the full cube, the full runs), from which the shown ones are cut.
+  AXIS     SCOPE and the time axis (values over every algorithm and workload that measure time,
+           e.g. study times, bootstrap draws).
+  SHOWN    every filter, the runs picked for the curves and the time axis (the default).
+
+Ticking algorithms and workloads changes only SHOWN values, which are cut from SCOPE and AXIS
+values (Selection.cut), so that a filter change costs a slice, not a recomputation. The last
+CACHE_SIZE values are kept, least recently used dropped first.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from workbench import query, records as R, scoring
+from workbench.store import Store, StoreError, open_store
+
+__all__ = ["SharedCache", "SHARED", "StoreRead", "read_store", "LEVELS", "CACHE_SIZE", "READ",
+           "SCOPE", "AXIS", "SHOWN"]
+
+CACHE_SIZE = 64  # cubes and frames kept for recent filter settings (switching back is instant)
+
+# The filters each level depends on (Selection parameter names).
+READ: tuple[str, ...] = ()
+SCOPE = ("rulesets", "studies", "hardware")
+AXIS = (*SCOPE, "time_axis")
+SHOWN = ("workloads", "algorithms", "rulesets", "studies", "hardware", "curve_runs", "time_axis")
+LEVELS = {"read": READ, "scope": SCOPE, "axis": AXIS, "shown": SHOWN}
+
+
+class SharedCache:
+    """What every dashboard session of one server process shares: per store, the last read
+    (`reads`: store path -> whatever Selection keeps of it) and the values computed from it."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self.lock = threading.Lock()
+        self.size = size
+        self.reads: dict[str, "StoreRead"] = {}
+        self._values: OrderedDict[tuple, Any] = OrderedDict()
+
+    def value(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """The value of `key`, made by `make()` on first use (outside the lock: two sessions
+        may make the same value at once, and the second one's is kept)."""
+        with self.lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = make()
+        with self.lock:
+            self._values[key] = value
+            while len(self._values) > self.size:  # least recently used first
+                self._values.popitem(last=False)
+        return value
+
+
+SHARED = SharedCache()
+
+
+@dataclass(frozen=True)
+class StoreRead:
+    """One read of a store, shared by the sessions that show it."""
+
+    runs: pd.DataFrame                      # query.runs_frame of the store
+    config: scoring.ScoringConfig | None    # its scoring rules (None: the plain rules)
+    store: Store | None                     # the open store (None: it could not be opened)
+    finished: frozenset[str]                # runs that had ended: never written again
+    signature: tuple                        # Store.signature at the read, finished runs left out
+    message: str = ""                       # why there is nothing to show ("": all is well)
+
+
+def _forget_finished(signature: tuple, finished: frozenset[str]) -> tuple:
+    """`signature` as Store.signature would have written it, taken at the same moment, had it
+    been told that the runs in `finished` had ended (their entries dropped)."""
+    if len(signature) < 4:
+        return signature
+    return (*signature[:3], tuple(e for e in signature[3] if e[0] not in finished))
+
+
+def _indexed(root: Path) -> frozenset[str]:
+    """Runs that the store's run index lists (finished: never written again)."""
+    try:
+        return frozenset(query.indexed_run_ids(open_store(root)))
+    except StoreError:
+        return frozenset()
+
+
+def _read(root: Path, signature: tuple, last: StoreRead | None) -> StoreRead:
+    """A new read of the store; when it fails, the last read's data with a message saying why."""
+    try:
+        store = open_store(root)
+        runs = query.runs_frame(store)
+        doc = store.scoring_config()
+        config = scoring.ScoringConfig.from_dict(doc) if doc else None
+    except Exception as exc:  # a store being written may be half-readable: say so, keep going
+        message = f"**No results to show.** {exc}" if isinstance(exc, StoreError) else \
+            f"**Could not read the store at `{root}`:** {type(exc).__name__}: {exc}"
+        runs = last.runs if last else pd.DataFrame(columns=list(R.RUN_COLUMNS))
+        finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"])
+        return StoreRead(runs, last.config if last else None, last.store if last else None,
+                         finished, _forget_finished(signature, finished), message)
+    finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"])
+    message = "" if len(runs) else (
+        f"The store at `{root}` has no runs yet. Start a study with "
+        f"`pacebench study --store {root} ...`; runs appear here as they are written.")
+    return StoreRead(runs, config, store, finished, _forget_finished(signature, finished),
+                     message)
+
+
+def read_store(root: str | Path, last: StoreRead | None = None) -> StoreRead | None:
+    """The store at `root` as it is now: None when it did not change since `last` (this
+    session's read), else the read another session made of it as it is now, else a new read
+    (shared when it succeeded). The signature is taken before reading, so that a run that
+    writes during the read is read again next time."""
+    root = Path(root)
+    key = str(root.resolve())
+    shared = SHARED.reads.get(key)
+    finished = last.finished if last else (shared.finished if shared else _indexed(root))
+    signature = Store(root).signature(finished)
+    if last is not None and signature == last.signature:
+        return None
+    if shared is not None and shared.signature == _forget_finished(signature, shared.finished):
+        return shared
+    read = _read(root, signature, last)
+    if not read.message:
+        SHARED.reads[key] = read
+    return read

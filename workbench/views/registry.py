@@ -1,0 +1,84 @@
+"""The one list of views: what the served dashboard shows (workbench/app.py), what a report holds
+(workbench/report.py) and whose plots become figures for papers (workbench/figures.py).
+
+A new view is one entry in VIEWS: its key, its tab title, its class, and (if it draws plots) the
+function giving them by name. `dashboard` and `report` are options of the view's class that
+differ between the served dashboard (a view draws when its tab opens; big stores show one
+workload or one study group at a time) and the static report (every view draws up front).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import panel as pn
+
+from workbench.views import (costs, curves, early_ranking, hparams, leaderboard, profiles,
+                             robustness, scaling, speedups, studies)
+from workbench.views.base import View
+from workbench.views.selection import Selection
+
+__all__ = ["ViewEntry", "VIEWS", "view_entry", "make_views", "view_tabs"]
+
+
+@dataclass(frozen=True)
+class ViewEntry:
+    """One view of the dashboard, the report and the figures."""
+
+    key: str                                    # short name, e.g. "profiles"
+    title: str                                  # its tab's title
+    view: Callable[..., View]                   # the view's class
+    figures: Callable[[Selection], dict[str, Any]] | None = None  # name -> HoloViews plot
+    dashboard: Mapping[str, Any] = field(default_factory=dict)    # options when served
+    report: Mapping[str, Any] = field(default_factory=dict)       # options in a report
+
+
+VIEWS: tuple[ViewEntry, ...] = (
+    ViewEntry("leaderboard", "Leaderboard", leaderboard.Leaderboard,
+              dashboard={"keep_columns": True}),
+    ViewEntry("studies", "Studies", studies.StudyTimes),
+    ViewEntry("speedups", "Speedups", speedups.Speedups),
+    ViewEntry("profiles", "Profiles", profiles.Profiles, profiles.figures),
+    ViewEntry("curves", "Curves", curves.Curves, curves.figures,
+              dashboard={"one_workload": True}, report={"only_scored": True}),
+    ViewEntry("robustness", "Robustness", robustness.Robustness, robustness.figures),
+    ViewEntry("costs", "Costs", costs.Costs, costs.figures),
+    ViewEntry("hparams", "Hyperparameters", hparams.Hyperparameters, hparams.figures),
+    ViewEntry("early_ranking", "Early ranking", early_ranking.EarlyRanking,
+              early_ranking.figures, dashboard={"one_group": True}),
+    ViewEntry("scaling", "Scaling", scaling.Scaling, scaling.figures),
+)
+
+
+def view_entry(key: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
+    """The entry of view `key`; KeyError naming the valid keys."""
+    for entry in views:
+        if entry.key == key:
+            return entry
+    raise KeyError(f"unknown view {key!r}: valid are {', '.join(e.key for e in views)}")
+
+
+def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, View]]:
+    """(tab title, view) of every view over `selection`. `dynamic` (the dashboard): only the
+    first is shown (the others draw when their tab opens) and each takes its `dashboard`
+    options; else (the report) every view draws up front with its `report` options."""
+    return [(entry.title, entry.view(selection=selection, shown=not dynamic or i == 0,
+                                     **(entry.dashboard if dynamic else entry.report)))
+            for i, entry in enumerate(VIEWS)]
+
+
+def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
+    """The views (make_views), one tab each. `dynamic` (the dashboard): a view draws only while
+    its tab is open (filter changes redraw the open one; the others when next opened)."""
+    made = make_views(selection, dynamic)
+    # Every tab keeps its models (not dynamic): a tab re-rendered on each visit lost updates
+    # that raced with its re-rendering. Hidden views stay cheap: they draw when first shown.
+    tabs = pn.Tabs(*made, sizing_mode="stretch_width")
+
+    def show_active(event) -> None:  # tabs.objects hold the views' layouts, not the views
+        for i, (_, view) in enumerate(made):
+            view.shown = i == event.new
+
+    if dynamic:
+        tabs.param.watch(show_active, "active")
+    return tabs

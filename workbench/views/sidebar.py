@@ -1,0 +1,132 @@
+"""The dashboard's sidebar: the widgets that set a Selection's filters, and the store notice.
+
+The widgets follow the selection (a reload adds new names, a filter set elsewhere shows here)
+and set it; what the filters mean and leave is workbench/views/selection.py's.
+"""
+from __future__ import annotations
+
+import panel as pn
+import param
+
+from workbench.views.selection import TIME_AXES, Selection
+
+__all__ = ["Filters", "StoreNotice", "MAX_PICKABLE"]
+
+MAX_PICKABLE = 2000  # runs offered by the run picker (the most recent of the selection)
+
+
+class Filters(pn.viewable.Viewer):
+    """Sidebar widgets bound to a Selection's filters. Workloads come as two lists, the base
+    workloads and their variants, that together set `selection.workloads`. A filter is hidden
+    while it offers no choice (ruleset, study, hardware: fewer than two values)."""
+
+    selection = param.ClassSelector(class_=Selection)
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        sel = self.selection.param
+        self._bases = pn.widgets.CheckBoxGroup(css_classes=["pb-base-workloads"])
+        self._variants = pn.widgets.CheckBoxGroup(css_classes=["pb-variant-filter"])
+        self._runs_picker = pn.widgets.MultiChoice(
+            placeholder="default: see the Curves tab", search_option_limit=50,
+            css_classes=["pb-curve-runs"])
+        self._choices = {  # filter name -> its titled widget
+            "reference": pn.Column("**Speedups against**", pn.widgets.Select.from_param(
+                sel.reference, name="")),
+            "algorithms": pn.Column("**Algorithms**",
+                                    pn.widgets.CheckBoxGroup.from_param(sel.algorithms, name="")),
+            "workloads": pn.Column("**Workloads**", self._bases),
+            "variants": pn.Column("**Variants**", self._variants),
+            "rulesets": pn.Column("**Ruleset**",
+                                  pn.widgets.CheckBoxGroup.from_param(sel.rulesets, name="")),
+            "studies": pn.Column("**Studies**",
+                                 pn.widgets.CheckBoxGroup.from_param(sel.studies, name="")),
+            "hardware": pn.Column("**Hardware**",
+                                  pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
+            "curve_runs": pn.Column("**Runs on the curves**", self._runs_picker),
+        }
+        self._syncing = False
+        self._runs_picker.param.watch(self._picked, "value")
+        self._bases.param.watch(self._boxes_changed, "value")
+        self._variants.param.watch(self._boxes_changed, "value")
+        self._show_filled()
+        self._offer_runs()
+
+    def _split(self) -> tuple[list[str], list[str]]:
+        """The store's workloads: (base workloads, variants)."""
+        names = self.selection.param.workloads.objects
+        variant = self.selection.variant_workloads()
+        return [w for w in names if w not in variant], [w for w in names if w in variant]
+
+    @param.depends("selection.version", "selection.workloads", watch=True)
+    def _show_filled(self) -> None:
+        bases, variants = self._split()
+        shown = set(self.selection.workloads)
+        self._syncing = True  # the boxes follow the selection here, not the other way round
+        try:
+            self._bases.param.update(options=bases, value=[w for w in bases if w in shown])
+            self._variants.param.update(options=variants,
+                                        value=[w for w in variants if w in shown])
+        finally:
+            self._syncing = False
+        for name, column in self._choices.items():
+            if name == "variants":
+                column.visible = bool(variants)
+            elif name == "workloads":
+                column.visible = bool(bases)
+            else:
+                least = 2 if name in ("rulesets", "studies", "hardware") else 1
+                column.visible = len(self.selection.param[name].objects) >= least
+
+    @param.depends("selection.version", "selection.workloads", "selection.algorithms",
+                   "selection.rulesets", "selection.studies", "selection.hardware",
+                   "selection.curve_runs", watch=True)
+    def _offer_runs(self) -> None:
+        """The picker offers the filtered runs, the most recent MAX_PICKABLE of them (a list of
+        100,000 ids would weigh on the page), plus the ones picked."""
+        sel = self.selection
+        picked = list(sel.curve_runs)
+        recent = sel.recent_runs(MAX_PICKABLE + len(picked))
+        options = picked + [r for r in recent if r not in picked][:MAX_PICKABLE]
+        self._syncing = True
+        try:
+            self._runs_picker.param.update(options=options, value=picked)
+        finally:
+            self._syncing = False
+
+    def _picked(self, event) -> None:
+        if not self._syncing and list(event.new) != list(self.selection.curve_runs):
+            self.selection.curve_runs = list(event.new)
+
+    def _boxes_changed(self, _event) -> None:
+        if self._syncing:
+            return
+        chosen = set(self._bases.value) | set(self._variants.value)
+        workloads = [w for w in self.selection.param.workloads.objects if w in chosen]
+        if workloads != list(self.selection.workloads):
+            self.selection.workloads = workloads
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        time_axis = pn.widgets.RadioButtonGroup.from_param(
+            self.selection.param.time_axis, name="", color="light",
+            options={label: column for column, label in TIME_AXES.items()})
+        c = self._choices
+        return pn.Column(c["reference"], "**Time axis**", time_axis, c["algorithms"],
+                         c["workloads"], c["variants"], c["rulesets"], c["studies"],
+                         c["hardware"], c["curve_runs"], sizing_mode="stretch_width")
+
+
+class StoreNotice(pn.viewable.Viewer):
+    """A visible notice when the store is missing, unreadable or empty; hidden otherwise."""
+
+    selection = param.ClassSelector(class_=Selection)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        alert = pn.pane.Alert(alert_type="warning", sizing_mode="stretch_width")
+
+        def show(message: str) -> None:
+            alert.param.update(object=message, visible=bool(message))
+
+        show(self.selection.message)
+        self.selection.param.watch(lambda event: show(event.new), "message")
+        return alert

@@ -204,10 +204,10 @@ class AlgoPerfAlgorithm(Algorithm):
     def provenance(self) -> dict[str, Any]:
         return {"kind": "algoperf_submission", "path": str(self.path), "sha256": self.sha256}
 
-    def batch_size(self, workload: WorkloadSpec) -> int:
+    def batch_size(self, spec: WorkloadSpec) -> int:
         """get_batch_size(name), then of the base workload; else the catalog's, with a warning."""
         error: Exception | None = None
-        for name in dict.fromkeys((workload.name, workload.base)):
+        for name in dict.fromkeys((spec.name, spec.base)):
             try:
                 value = self.module.get_batch_size(name)
             except (LookupError, ValueError, NotImplementedError) as err:
@@ -218,9 +218,9 @@ class AlgoPerfAlgorithm(Algorithm):
                                       "expected a positive int")
             return int(value)
         log.warning("get_batch_size(%r) of %s raised %s (%s); using the workload's default batch "
-                    "size %d", workload.name, self.path, type(error).__name__, error,
-                    workload.batch_size)
-        return workload.batch_size
+                    "size %d", spec.name, self.path, type(error).__name__, error,
+                    spec.batch_size)
+        return spec.batch_size
 
     def init(self, model: torch.nn.Module, workload: Workload) -> None:
         """init_optimizer_state(workload, model, None, hyperparameters, rng); off the clock."""

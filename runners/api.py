@@ -67,9 +67,10 @@ class Algorithm(abc.ABC):
     def __init__(self, hparams: Mapping[str, Any]) -> None:
         self.hparams = dict(hparams)
 
-    def batch_size(self, workload: WorkloadSpec) -> int:
-        """Global batch size for `workload`; the default is the catalog's."""
-        return workload.batch_size
+    def batch_size(self, spec: WorkloadSpec) -> int:
+        """Global batch size for the workload of catalog entry `spec`; the default is the
+        catalog's. (Here and everywhere, `spec` is a WorkloadSpec, `workload` a built Workload.)"""
+        return spec.batch_size
 
     @abc.abstractmethod
     def init(self, model: torch.nn.Module, workload: Workload) -> None:

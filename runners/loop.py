@@ -9,7 +9,8 @@ non-finite loss (status `diverged`). Every eval row lands in the store as soon a
 
 Two optional hooks run off the clock at each eval: `measure(model, workload, step)` returns extra
 columns for the eval row (e.g. the gradient noise scale, runners/noise.py), and `should_stop(row)`
-(row with its run_id) returns a reason to end the run early (e.g. pruning, runners/pruning.py),
+(row with its run_id) returns a reason to end the run early (e.g. the early-stopping tuner,
+runners/early_stop.py),
 which then ends `complete` with that stop_reason. After the loop, off every clock, a complete run
 measures its batch-1 inference latency (runners/inference.py) into run.json's `inference_seconds`.
 """

@@ -96,8 +96,8 @@ class MaskedAlgorithm(Algorithm):
         total = sum(m.numel() for m in self.masks)
         return float(sum(m.sum() for m in self.masks) / total) if total else 1.0
 
-    def batch_size(self, workload: WorkloadSpec) -> int:
-        return self.base.batch_size(workload)
+    def batch_size(self, spec: WorkloadSpec) -> int:
+        return self.base.batch_size(spec)
 
     def prepare_for_eval(self, model: torch.nn.Module) -> None:
         self.base.prepare_for_eval(model)

@@ -52,7 +52,7 @@ def test_ranking_tables_and_saved(ranking_store):
     assert set(table["fraction"]) == {0.05, 0.1, 0.2, 0.5}
     assert {"TSE", "TSE-EMA", "LCGA"} <= set(table["estimator"])
     saved = saved_frame(store, ["synthetic"])
-    assert saved["pruned"].tolist() == [1] and saved["trials"].tolist() == [6]
+    assert saved["stopped early"].tolist() == [1] and saved["trials"].tolist() == [6]
 
 
 def test_early_ranking_view_renders(ranking_store):

@@ -162,7 +162,7 @@ def saved_frame(store: Store, study_names, runs: pd.DataFrame | None = None) -> 
         for g in summary["groups"]:
             rows.append({"study": name, "workload": g["workload"], "algorithm": g["algorithm"],
                          "estimator": ", ".join(summary["estimators"]), "trials": g["trials"],
-                         "pruned": g["pruned"], "train s spent": g["spent_train_seconds"],
+                         "stopped early": g["pruned"], "train s spent": g["spent_train_seconds"],
                          "train s saved": g["saved_train_seconds"],
                          "saved %": 100 * g["saved_fraction_seconds"],
                          "best trial": (g["best"] or {}).get("trial")})

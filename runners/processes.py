@@ -7,12 +7,13 @@ descendants of the launcher. The Ray backend (runners/ray_backend.py) builds on 
 
 Start methods of the local backend (LaunchOptions.start_method):
   "forkserver" (the default for one process per trial): a server process imports torch and the
-    training side once; each trial is forked from it, so a trial starts in about 0.01 s instead
-    of the 2 s or more that a fresh interpreter spends importing torch (measured by
-    `python benchmarks/overhead.py --starts`). Each trial is still a fresh process that ran
-    nothing before. The worker takes the launcher's environment and working directory of the
-    moment it is started; only what the preloaded modules read at import time (e.g. torch's
-    OMP_NUM_THREADS) comes from the first launch of the launcher's process.
+    training side once; each trial is forked from it instead of a fresh interpreter importing
+    torch again (`benchmarks/worker_start.py` measures both side by side). Each trial is still
+    a fresh process that ran no trial before. The worker takes the launcher's environment and
+    working directory of the moment it is started; only what the preloaded modules read at
+    import time (e.g. torch's OMP_NUM_THREADS) comes from the first launch of the launcher's
+    process. A script that launches studies needs no `if __name__ == "__main__":` guard: a
+    worker does not import the launcher's main module (_WorkerPopen).
   "spawn": a fresh interpreter per trial, `python -m runners.worker JOB.json`; always used
     under torchrun (nproc_per_node > 1) and by the Ray backend.
 Either way a worker dies with its launcher: by Linux's PR_SET_PDEATHSIG (spawn: the launcher is
@@ -25,6 +26,7 @@ import ctypes
 import functools
 import json
 import multiprocessing
+import multiprocessing.context
 import os
 import signal
 import socket
@@ -34,6 +36,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from multiprocessing import forkserver, popen_forkserver, spawn
 from typing import Any, Callable, Mapping
 
 __all__ = ["LaunchOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
@@ -42,8 +45,13 @@ __all__ = ["LaunchOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBacken
 
 BACKENDS = ("local", "ray")
 START_METHODS = ("forkserver", "spawn")
-# What the fork server imports once, before it forks any worker: the training side.
-PRELOADED = ["runners.worker", "runners.loop", "runners.workloads", "runners.algorithms"]
+# What the fork server imports once, before it forks any worker: the training side, and what a
+# run imports on first use (torch's compiler stack, reached through the FLOP counter; scikit-
+# learn's datasets and SciPy for the digits data and the curve fits; Parquet for the seal).
+# (benchmarks/worker_start.py measures what a trial's start costs with and without them.)
+PRELOADED = ["runners.worker", "runners.loop", "runners.workloads", "runners.algorithms",
+             "torch._dynamo", "torch.utils.flop_counter", "sklearn.datasets", "scipy.optimize",
+             "scipy.stats", "pyarrow.parquet"]
 PROCESS_NAME = b"pacebench-run"  # a worker's name in `ps -o comm` / /proc/<pid>/comm
 
 
@@ -176,13 +184,42 @@ class _SpawnedWorker:
         Path(self.job_path).unlink(missing_ok=True)
 
 
-@functools.cache
-def _fork_server() -> multiprocessing.context.BaseContext:
-    """The multiprocessing context whose server forks the workers (started on first use, with
-    the training side imported; one per launcher process)."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOADED)
-    return context
+_LAUNCHING = threading.Lock()  # one worker launch at a time (see _WorkerPopen)
+
+
+class _WorkerPopen(popen_forkserver.Popen):
+    """multiprocessing's fork-server launch, without the launcher's main module.
+
+    multiprocessing tells each new process to import the parent's `__main__` again (as
+    `__mp_main__`), which re-runs a user's script that starts a study without an
+    `if __name__ == "__main__":` guard. A worker runs runners.worker.run_job and needs nothing
+    from `__main__`, so its launch data leaves the main module out."""
+
+    def _launch(self, process_obj) -> None:
+        prepare = spawn.get_preparation_data
+
+        def without_main(name: str) -> dict:
+            data = prepare(name)
+            data.pop("init_main_from_name", None)
+            data.pop("init_main_from_path", None)
+            return data
+
+        with _LAUNCHING:
+            spawn.get_preparation_data = without_main
+            try:
+                super()._launch(process_obj)
+            finally:
+                spawn.get_preparation_data = prepare
+
+
+class _WorkerProcess(multiprocessing.context.ForkServerProcess):
+    """A worker forked from the fork server (started on first use, with PRELOADED imported;
+    one server per launcher process)."""
+
+    @staticmethod
+    def _Popen(process_obj):
+        forkserver.set_forkserver_preload(PRELOADED)  # read when the server starts
+        return _WorkerPopen(process_obj)
 
 
 def _die_with_launcher() -> None:
@@ -231,7 +268,7 @@ class _ForkedWorker:
     def __init__(self, entry: Callable[[Mapping[str, Any]], int], job: Mapping[str, Any],
                  log_path: Path) -> None:
         _prctl()
-        self.proc = _fork_server().Process(
+        self.proc = _WorkerProcess(
             target=_forked_main, name="pacebench-run",
             args=(entry, dict(job), str(log_path), dict(os.environ), os.getcwd()))
         self.proc.start()

@@ -31,3 +31,9 @@ def test_throughput_benchmark_reports_flops_and_says_why_mfu_is_missing():
     assert "examples/s" in text and "counted (FlopCounterMode)" in text
     assert "MFU (steady)     n/a: no peak FLOP/s is known for device type 'cpu'" in text
     assert "whole run        6 steps" in text
+
+
+@pytest.mark.slow
+def test_worker_start_benchmark_compares_both_start_methods():
+    text = _script("worker_start.py", "--trials", "1", "--rounds", "1")
+    assert "spawn / forkserver = " in text and "forkserver" in text

@@ -84,16 +84,18 @@ def _wait_for_live_eval(store_root, timeout=120.0):
 @pytest.mark.slow
 def test_sigkill_mid_study_then_resume_completes_each_trial_once(tmp_path):
     root = tmp_path / "store"
-    cmd = [sys.executable, "-m", "runners.cli", "study", "--workloads", "digits_cnn",
+    cmd = [sys.executable, "-m", "runners.cli", "study", "--workloads", "digits_mlp",
            "--algorithms", "adamw", "--trials", "4", "--workers", "2", "--max-steps", "400",
            "--name", "chaos", "--store", str(root), "--quiet"]
     parent = subprocess.Popen(cmd)
     killed_run = _wait_for_live_eval(root)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    time.sleep(1.0)  # the workers die with their launcher (PR_SET_PDEATHSIG)
-
     store = open_store(root)
+    deadline = time.monotonic() + 60
+    while "running" in set(query.runs_frame(store).status):  # workers die with their launcher
+        assert time.monotonic() < deadline, "workers outlived their launcher"
+        time.sleep(0.05)
     runs = query.runs_frame(store)
     assert runs.set_index("run_id").loc[killed_run, "status"] == "interrupted"
     assert len(query.evals_frame(store, [killed_run])) >= 1
@@ -184,3 +186,21 @@ def test_scale_runs_a_scaling_study(tmp_path, capsys):
     assert main(["scale", "--workloads", "digits_mlp", "--algorithms", "sgd_nesterov",
                  "--batch-sizes", "16", "--device", "cuda", "--store", str(root)]) == 2
     assert "run on the CPU" in capsys.readouterr().err
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path):
+    """multiprocessing would re-run an unguarded script in each forked worker; ours do not."""
+    script = tmp_path / "my_study.py"
+    script.write_text(
+        "import sys\n"
+        "from runners.launch import run_study\n"
+        "from workbench.spec import StudySpec\n"
+        "from workbench.store import open_store\n"
+        "print('SCRIPT BODY', flush=True)\n"
+        "spec = StudySpec(workloads=('synthetic',), algorithms=('adamw',), trials=1, max_steps=5,"
+        " name='u')\n"
+        "print(run_study(spec, open_store(sys.argv[1], create=True), progress=False).summary())\n")
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "s")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("SCRIPT BODY") == 1 and "1 ran, 0 failed" in out.stdout

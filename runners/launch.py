@@ -40,6 +40,7 @@ __all__ = ["plan_study", "run_study", "run_configs", "StudyResult", "StudyExists
            "EARLY_STOP_CHOICES"]
 
 POLL_S = 0.1  # how often the launcher checks its workers
+WRITER_GRACE_S = 10.0  # how long a dead worker's own child may take to die with it
 EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estimator (none: off)
 
 
@@ -208,8 +209,9 @@ class _Scheduler:
         try:
             while queue or running:
                 while queue and len(running) < self.workers:
-                    config = queue.pop(0)
-                    running[self._start(config)] = (config, time.monotonic(), utc_now())
+                    config, started_at = queue.pop(0), utc_now()  # before its run can start
+                    handle = self._start(config)  # the watchdog counts from here
+                    running[handle] = (config, time.monotonic(), started_at)
                 for handle, (config, started, started_at) in list(running.items()):
                     outcome = self._outcome(handle, started)
                     if outcome is not None:
@@ -266,11 +268,17 @@ def _record_death(store: Store, config: RunConfig, how: str, outcome: Outcome,
     launcher does not know). A worker that died before it started its run (e.g. killed while
     importing) gets an attempt of its own, so that every death is visible in the store."""
     attempts = store.attempts(config.trial_key)
+    deadline = time.monotonic() + WRITER_GRACE_S
     for doc in attempts:
         if doc.get("status") != "running":
             continue
         process = doc.get("process") or {}
         ours = process.get("pid") == outcome.pid and process.get("host") == outcome.host
+        if not ours and (doc.get("started_at") or "") >= started_at:
+            # its writer is this worker's child (torchrun, Ray): it dies a moment after it
+            while store.run_doc(doc["run_id"])["status"] == "running" and \
+                    time.monotonic() < deadline:
+                time.sleep(POLL_S)
         if ours or store.run_doc(doc["run_id"])["status"] == "interrupted":
             store.mark_interrupted(doc["run_id"], how)
     if not any((doc.get("started_at") or "") >= started_at for doc in attempts):

@@ -8,6 +8,7 @@ store holds.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as _dt
 import os
 import re
@@ -61,9 +62,13 @@ def _inline_stylesheets(root: Model) -> None:
             inlined[url] = InlineStyleSheet(css=_embed_urls(path.read_text(), path.parent))
         return inlined[url]
 
-    for model in list(root.references()):
-        if getattr(model, "stylesheets", None):
-            model.stylesheets = [local(sheet) for sheet in model.stylesheets]
+    models = list(root.references())
+    document = root.document
+    # each assignment would re-walk every model of the document: walk once, at the end
+    with document.models.freeze() if document is not None else contextlib.nullcontext():
+        for model in models:
+            if getattr(model, "stylesheets", None):
+                model.stylesheets = [local(sheet) for sheet in model.stylesheets]
 
 
 def names(value: str | Iterable[str] | None) -> list[str] | None:

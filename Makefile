@@ -25,8 +25,9 @@ $(STAMP): pyproject.toml constraints.txt
 	fi
 	touch $@
 
+# Two pytest workers (the machine's 2 cores); tests sharing an expensive fixture stay together.
 test: install
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra -n 2 --dist loadgroup
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not browser and not gpu"

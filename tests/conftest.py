@@ -1,11 +1,19 @@
-"""Shared fixtures (where the real data beside the project lives), and the `gpu` marker: a test
-that needs a CUDA device is skipped, saying so, where there is none (whatever `-m` selects)."""
+"""Shared fixtures (the real data beside the project, stores and a report made once per session),
+and two collection rules:
+- a test marked `gpu` is skipped, saying so, where there is no CUDA device (whatever `-m` says);
+- tests that share an expensive module fixture run in one pytest-xdist worker (`make test`
+  runs `pytest -n 2 --dist loadgroup`), so that it is built once: SHARED_FIXTURES; the longest
+  tests are collected first (LONG_TESTS)."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
 
 import pytest
+from filelock import FileLock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,7 +24,27 @@ def shared_data_dir() -> Path:
     return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
 
 
+# fixture -> the xdist group of the tests that use it: what a module fixture holds (a dashboard
+# server, a local Ray instance) is started once, and the two browser tests of the imported
+# v0.5 store run one after the other on one worker while the other goes on with the rest
+# (instead of both workers waiting for its import at once). (Session fixtures are made once
+# per session whichever worker asks first: _made_once.)
+SHARED_FIXTURES = {"served": "fake_dashboard", "local_ray": "ray",
+                   "algoperf_store": "algoperf_v05_browser"}
+# Tests of a minute or more outside the groups: collected first, so that the workers start on
+# them right after the groups (which xdist hands out first, largest first) and the short tests
+# fill in around them.
+LONG_TESTS = ("test_every_view_of_our_own_study_with_filters",
+              "test_chaos_random_worker_kills_then_resume_completes_every_trial_once")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        group = next((g for f, g in SHARED_FIXTURES.items() if f in item.fixturenames), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.name not in LONG_TESTS)  # stable: the rest keep order
     gpu = [item for item in items if "gpu" in item.keywords]
     if not gpu:
         return
@@ -49,26 +77,66 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-class ImportedStore:
-    """A store imported from AlgoPerf logs, with the import's report and how long it took."""
-
-    def __init__(self, path: Path, report, seconds: float) -> None:
-        self.path, self.report, self.seconds = path, report, seconds
+def _made_once(tmp_path_factory, name: str, make: Callable[[Path], dict]) -> dict:
+    """`make(folder)`, run once per test session even across pytest-xdist workers: the first to
+    get here makes it under a file lock and records its result (a JSON object) beside it; the
+    others wait for the lock and read that."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, shared by its workers
+    folder, done = root / name, root / f"{name}.json"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            folder.mkdir()
+            done.write_text(json.dumps(make(folder)))
+    return json.loads(done.read_text())
 
 
 @pytest.fixture(scope="session")
-def algoperf_v05(shared_data, tmp_path_factory) -> ImportedStore:
-    """The real AlgoPerf v0.5 external-tuning logs (3,700 runs), imported once per session.
-    Tests only read it (a test that must write copies it first)."""
-    import tarfile
-    import time
+def algoperf_v05(shared_data, tmp_path_factory) -> SimpleNamespace:
+    """The real AlgoPerf v0.5 external-tuning logs (3,700 runs), imported once per session:
+    `path` (the store), `imported`, `problems`, `submissions`, `summary` (the import's report)
+    and `seconds` (how long the import took). Tests only read it."""
+    def make(root: Path) -> dict:
+        import tarfile
+        import time
 
-    from workbench.importers.algoperf import import_algoperf
+        from workbench.importers.algoperf import import_algoperf
 
-    root = tmp_path_factory.mktemp("algoperf_v05")
-    with tarfile.open(shared_data / "algoperf" / "algoperf_v05_external_tuning_logs.tar.xz") as tar:
-        tar.extractall(root / "logs", filter="data")
-    start = time.perf_counter()
-    report = import_algoperf(root / "logs", root / "store",
-                             shared_data / "algoperf" / "workload_targets_v05.json")
-    return ImportedStore(root / "store", report, time.perf_counter() - start)
+        with tarfile.open(shared_data / "algoperf" /
+                          "algoperf_v05_external_tuning_logs.tar.xz") as tar:
+            tar.extractall(root / "logs", filter="data")
+        start = time.perf_counter()
+        report = import_algoperf(root / "logs", root / "store",
+                                 shared_data / "algoperf" / "workload_targets_v05.json")
+        return {"path": str(root / "store"), "imported": report.imported,
+                "problems": report.problems, "submissions": report.submissions,
+                "summary": report.summary(), "seconds": time.perf_counter() - start}
+    made = _made_once(tmp_path_factory, "algoperf_v05", make)
+    return SimpleNamespace(**{**made, "path": Path(made["path"])})
+
+
+@pytest.fixture(scope="session")
+def fake_store(tmp_path_factory) -> Path:
+    """workbench.testing.make_store's default store (algorithms "fast" and "slow" on digits_mlp
+    and digits_cnn, 2 studies x 3 trials), made once per session. Tests only read it."""
+    def make(folder: Path) -> dict:
+        from workbench.testing import make_store
+
+        make_store(folder / "store")
+        return {"path": str(folder / "store")}
+    return Path(_made_once(tmp_path_factory, "fake_store", make)["path"])
+
+
+REPORT_TITLE = "Pacebench test report"
+
+
+@pytest.fixture(scope="session")
+def fake_report(fake_store, tmp_path_factory) -> Path:
+    """The HTML report of fake_store (title REPORT_TITLE), written once per session."""
+    def make(folder: Path) -> dict:
+        from workbench.report import write_report
+
+        return {"path": str(write_report(fake_store, folder / "report.html",
+                                         title=REPORT_TITLE))}
+    return Path(_made_once(tmp_path_factory, "fake_report", make)["path"])

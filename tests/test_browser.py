@@ -50,12 +50,8 @@ def _wait_http(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    from workbench.testing import make_store
-
-    path = tmp_path_factory.mktemp("browser") / "store"
-    make_store(path)
-    return path
+def store(fake_store):
+    return fake_store
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +100,9 @@ def _panel_serve(store: Path):
             proc.kill()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def served(store):
+    """One dashboard server over `store` for the tests of this module that only read it."""
     with _panel_serve(store) as url:
         yield url
 
@@ -129,8 +126,16 @@ def _shoot(page, tab: str, selector: str, name: str) -> None:
     """Open `tab`, wait for `selector` to draw, and take a full-page screenshot `name`."""
     _open_tab(page, tab)
     page.locator(selector).first.wait_for()
-    page.wait_for_timeout(500)
+    _painted(page)
     page.screenshot(path=SHOTS / name, full_page=True)
+
+
+def _painted(page) -> None:
+    """Wait until the browser has painted twice more (Bokeh draws its canvases in animation
+    frames), then a little longer for the last plots of a tab to settle."""
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => "
+                  "requestAnimationFrame(done)))")
+    page.wait_for_timeout(200)
 
 
 def _open_tab(page, title: str) -> None:
@@ -188,12 +193,9 @@ def test_dashboard_filter_recomputes_the_leaderboard(page, served):
     assert page.errors == []
 
 
-def test_report_offline(page, store, tmp_path):
-    from workbench.report import write_report
-
-    out = write_report(store, tmp_path / "report.html", title="Browser test report")
+def test_report_offline(page, fake_report):
     blocked = _offline(page)
-    page.goto(out.as_uri())
+    page.goto(fake_report.as_uri())
     _wait_rows(page, ["fast", "slow"])
     page.screenshot(path=SHOTS / "report-leaderboard.png", full_page=True)
     _shoot(page, "Profiles", ".pb-profiles canvas", "report-profiles.png")
@@ -202,24 +204,19 @@ def test_report_offline(page, store, tmp_path):
     assert page.errors == []
 
 
-def test_dashboard_on_a_missing_store(page, tmp_path):
-    with _panel_serve(tmp_path / "no-store-here") as url:
-        page.goto(url)
-        page.get_by_text("No results to show").first.wait_for()
-        page.screenshot(path=SHOTS / "app-missing-store.png", full_page=True)
-    assert page.errors == []
-
-
-def test_dashboard_shows_runs_written_while_it_is_open(page, tmp_path):
+def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, tmp_path):
+    """Opened before its store exists: a notice, then the runs as studies write them."""
     from workbench.testing import make_store
 
     path = tmp_path / "live"
-    make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=1, trials=2)
     with _panel_serve(path) as url:
         page.goto(url)
-        _wait_rows(page, ["fast"])
+        page.get_by_text("No results to show").first.wait_for()
+        page.screenshot(path=SHOTS / "app-missing-store.png", full_page=True)
+        make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=1, trials=2)
+        _wait_rows(page, ["fast"])  # the app re-reads every REFRESH_MS
         make_store(path, algorithms=("later",), workloads=("digits_mlp",), studies=1, trials=2)
-        deadline = time.monotonic() + TIMEOUT_MS / 1000  # the app re-reads every REFRESH_MS
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
         while sorted(_leaderboard_algorithms(page)) != ["fast", "later"]:
             assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
             page.wait_for_timeout(250)
@@ -234,13 +231,12 @@ PUBLISHED_V05 = [  # the published v0.5 external-tuning leaderboard, in its orde
     ("baseline", "0.5707"), ("amos", "0.4918"), ("caspr_adaptive", "0.4722"),
     ("lawa_queue", "0.3699"), ("lawa_ema", "0.3384"), ("schedule_free_prodigy", "0.0000"),
 ]
-FIRST_RENDER_S = 10.0  # page load to the leaderboard's rows on the imported store (2 shared cores)
 
 
 @pytest.fixture(scope="module")
 def algoperf_store(algoperf_v05):
     """The real AlgoPerf v0.5 external-tuning logs imported into a store (3,700 runs)."""
-    assert algoperf_v05.report.problems == [] and algoperf_v05.report.imported == 3700
+    assert algoperf_v05.problems == [] and algoperf_v05.imported == 3700
     return algoperf_v05.path
 
 
@@ -263,7 +259,7 @@ def _shoot_tabs(page, prefix: str, ready: dict[str, str] = VIEW_READY) -> None:
     for tab, selector in ready.items():
         _open_tab(page, tab)
         page.locator(selector).first.wait_for(timeout=60_000)
-        page.wait_for_timeout(800)
+        _painted(page)
         page.screenshot(path=SHOTS / f"{prefix}-{tab.lower().replace(' ', '-')}.png",
                         full_page=True)
     _open_tab(page, "Leaderboard")
@@ -275,8 +271,8 @@ def test_dashboard_on_the_imported_algoperf_v05_logs(page, algoperf_store):
         start = time.monotonic()
         page.goto(url)
         _wait_rows(page, [name for name, _ in PUBLISHED_V05])
-        first_render = time.monotonic() - start
-        print(f"\nfirst render of the imported store: {first_render:.1f} s")
+        # printed, not asserted: benchmarks/dashboard.py measures first renders side by side
+        print(f"\nfirst render of the imported store: {time.monotonic() - start:.1f} s")
         assert _leaderboard_scores(page) == PUBLISHED_V05
         page.screenshot(path=SHOTS / "algoperf-app-leaderboard.png", full_page=True)
         _shoot_tabs(page, "algoperf-app")
@@ -292,7 +288,6 @@ def test_dashboard_on_the_imported_algoperf_v05_logs(page, algoperf_store):
             page.wait_for_timeout(250)
         page.screenshot(path=SHOTS / "algoperf-app-filtered.png", full_page=True)
     assert page.errors == []
-    assert first_render < FIRST_RENDER_S
 
 
 @pytest.mark.slow

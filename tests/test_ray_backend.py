@@ -35,15 +35,15 @@ def eval_rows(store) -> pd.DataFrame:
 
 
 def test_ray_and_local_pool_give_identical_eval_rows(tmp_path, local_ray):
-    spec = StudySpec(workloads=("digits_mlp",), algorithms=("adamw",), trials=4, max_steps=60,
-                     name="same")
+    spec = StudySpec(workloads=("digits_mlp",), algorithms=("adamw",), trials=2, max_steps=60,
+                     name="same")  # one trial per worker, at the same time
     local = open_store(tmp_path / "local", create=True)
     on_ray = open_store(tmp_path / "ray", create=True)
     a = run_study(spec, local, workers=2, progress=False)
     b = run_study(spec, on_ray, workers=2, progress=False, options=LaunchOptions(backend="ray"))
-    assert (a.succeeded, a.failed, b.succeeded, b.failed) == (4, [], 4, [])
+    assert (a.succeeded, a.failed, b.succeeded, b.failed) == (2, [], 2, [])
     rows_local, rows_ray = eval_rows(local), eval_rows(on_ray)
-    assert len(rows_local) >= 4 * 2 and rows_local.trial_key.nunique() == 4
+    assert len(rows_local) >= 2 * 2 and rows_local.trial_key.nunique() == 2
     assert list(rows_local.columns) == list(rows_ray.columns)
     for column in rows_local.columns:
         if column in TIME_COLUMNS:
@@ -58,7 +58,7 @@ def test_ray_watchdog_kills_an_overlong_trial_and_records_why(tmp_path, local_ra
     endless = RunConfig(workload="digits_mlp", algorithm="adamw", study_name="slow",
                         budget_multiplier=10_000.0, stop_on_target=False)  # 8M steps
     result = run_configs([endless], store, "slow", workers=1, progress=False,
-                         options=LaunchOptions(backend="ray", trial_timeout=60.0))
+                         options=LaunchOptions(backend="ray", trial_timeout=15.0))
     assert result.succeeded == 0 and len(result.failed) == 1
     assert "watchdog" in result.failed[0]
     runs = query.runs_frame(store)

@@ -25,10 +25,8 @@ from workbench.views.studies import StudyTimes, study_frame
 
 
 @pytest.fixture(scope="module")
-def store_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("views") / "store"
-    make_store(path)
-    return path
+def store_path(fake_store):
+    return fake_store
 
 
 @pytest.fixture
@@ -148,12 +146,11 @@ def test_app_builds_on_a_store_and_on_nothing(store_path, tmp_path):
     assert isinstance(build_app(tmp_path / "nowhere"), pn.template.BaseTemplate)
 
 
-def test_report_is_self_contained(store_path, tmp_path):
-    from workbench.report import write_report
+def test_report_is_self_contained(fake_report):
+    from conftest import REPORT_TITLE
 
-    out = write_report(store_path, tmp_path / "r" / "report.html", title="Views report")
-    html = out.read_text()
-    assert "Views report" in html and "digits_mlp" in html
+    html = fake_report.read_text()
+    assert REPORT_TITLE in html and "digits_mlp" in html
     tags = re.findall(r"<(?:script|link)\b[^>]*>", html)
     remote = [t for t in tags if re.search(r"""(?:src|href)=["']?(?:https?:)?//""", t)]
     assert remote == []

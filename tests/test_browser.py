@@ -35,7 +35,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_http(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
+def _wait_http(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
+    """Until `url` answers 200 (its first request builds the app: slow on a busy machine)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:

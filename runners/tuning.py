@@ -139,10 +139,18 @@ def _parse_points(obj: list) -> tuple[Mapping[str, Any], ...]:
     return tuple(dict(p) for p in obj)
 
 
-def _halton_trials(space: SearchSpace, n: int, seed: int) -> list[dict[str, Any]]:
-    """n points of one scrambled Halton sequence, one dimension per hyperparameter."""
-    unit = qmc.Halton(d=len(space.params), scramble=True, rng=seed).random(n)  # (n, d) in [0, 1)
+def _halton_trials(space: SearchSpace, n: int, seed: int | list[int]) -> list[dict[str, Any]]:
+    """The first n points of one scrambled Halton sequence, one dimension per hyperparameter
+    (the first n points of a longer draw with the same seed are the same points)."""
+    unit = qmc.Halton(d=len(space.params), scramble=True,
+                      rng=np.random.default_rng(seed)).random(n)  # (n, d) in [0, 1)
     return [{p.name: p.at(float(u)) for p, u in zip(space.params, row)} for row in unit]
+
+
+def _study_seed(seed: int, study: int) -> int | list[int]:
+    """The seed of study `study`'s sequence. Study 0 keeps the plain seed, which is what every
+    plan of one study used before studies drew separately, so such studies resume unchanged."""
+    return seed if study == 0 else [seed, study]
 
 
 def draw_trials(space: SearchSpace, n: int, seed: int) -> list[dict[str, Any]]:
@@ -154,17 +162,19 @@ def study_trials(space: SearchSpace, studies: int, trials: int,
                  seed: int) -> list[list[dict[str, Any]]]:
     """Trials for each study, different points in each.
 
-    A dict space: consecutive blocks of one Halton sequence, so no point repeats across studies.
-    A list space: each study samples `trials` points without replacement, in its own random order.
+    Trial t of study s depends on (space, seed, s, t) alone, never on how many studies or
+    trials there are: a study extended from 5 trials to 10 keeps its first 5 points. Each study
+    draws from a sequence of its own (_study_seed): a dict space the points of a scrambled
+    Halton sequence in order; a list space its points without replacement, in a random order.
     """
     if studies < 1 or trials < 1:
         raise SearchSpaceError(f"need studies >= 1 and trials >= 1, got {studies} and {trials}")
     if not space.is_list:
-        flat = _halton_trials(space, studies * trials, seed)
-        return [flat[s * trials:(s + 1) * trials] for s in range(studies)]
+        return [_halton_trials(space, trials, _study_seed(seed, s)) for s in range(studies)]
     if trials > len(space.points):
         raise SearchSpaceError(f"cannot draw {trials} trials without replacement from a list of "
                                f"{len(space.points)} points; ask for at most {len(space.points)}")
-    rng = np.random.default_rng(seed)
-    return [[dict(space.points[i]) for i in rng.permutation(len(space.points))[:trials]]
-            for _ in range(studies)]
+    return [[dict(space.points[i])
+             for i in np.random.default_rng(_study_seed(seed, s)).permutation(
+                 len(space.points))[:trials]]
+            for s in range(studies)]

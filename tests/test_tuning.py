@@ -54,6 +54,15 @@ def test_study_trials_give_different_points_per_study():
     assert draw_trials(space, 4, 7) == studies[0]
 
 
+@pytest.mark.parametrize("space", [SPACE, POINTS], ids=["halton", "list"])
+def test_a_trial_depends_on_its_study_and_index_not_on_how_many(space):
+    """Extending a study (more trials, more studies) keeps every point it had."""
+    space = SearchSpace.parse(space)
+    small, large = study_trials(space, 2, 3, seed=11), study_trials(space, 4, 5, seed=11)
+    assert [s[:3] for s in large[:2]] == small
+    assert study_trials(space, 1, 3, seed=11) == small[:1]
+
+
 def test_list_space_samples_without_replacement():
     space = SearchSpace.parse(POINTS)
     trials = draw_trials(space, 5, 0)

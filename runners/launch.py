@@ -13,14 +13,18 @@ reason, and the study goes on. `trial_timeout` is a per-attempt wall-clock watch
 is killed and recorded as such). `checkpoint_minutes` makes each run save its training state
 now and then (runners/checkpoint.py), so that a killed or preempted run resumes from it.
 `resume=True` runs only the trials that have no complete or diverged attempt in the store yet,
-and none that another launcher is running right now. Many launchers, on many machines, may
-write one store at once (workbench/store.py). When a launch ends, the store's run index is
+and none that another launcher is running right now; it refuses a plan that gives a trial other
+settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
+its study and index alone, so more trials, studies or seeds extend a study). Many launchers, on
+many machines, may write one store at once (workbench/store.py): each claims a trial in the
+store before starting it (Store.claim), so no trial runs twice at the same time. When a launch ends, the store's run index is
 refreshed (workbench/run_index.py).
 
 Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/worker.py.
 """
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 import warnings
@@ -31,13 +35,13 @@ from typing import Any, Mapping
 from runners.processes import LaunchOptions, LocalBackend, Outcome, describe_exit
 from runners.worker import run_job
 from workbench.catalog import get_workload
-from workbench.records import run_identity
+from workbench.records import DONE_STATUSES, run_identity
 from workbench.run_index import refresh_index
 from workbench.spec import RunConfig, StudySpec, stable_hash
 from workbench.store import Store, utc_now
 
 __all__ = ["plan_study", "run_study", "run_configs", "StudyResult", "StudyExistsError",
-           "EARLY_STOP_CHOICES"]
+           "StudyChangedError", "EARLY_STOP_CHOICES"]
 
 POLL_S = 0.1  # how often the launcher checks its workers
 WRITER_GRACE_S = 10.0  # how long a dead worker's own child may take to die with it
@@ -46,6 +50,11 @@ EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estima
 
 class StudyExistsError(RuntimeError):
     """The store already holds runs of a study with this name and resume was not asked for."""
+
+
+class StudyChangedError(StudyExistsError):
+    """--resume of a study whose plan gives some trial other settings than its runs in the store
+    have (another search space, budget, batch size...): resuming would mix two studies."""
 
 
 def plan_study(spec: StudySpec,
@@ -166,6 +175,8 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
         raise StudyExistsError(
             f"store {store.root} already has {existing} runs of study {name!r}: pass "
             "--resume to run only the missing trials, or --name to start a new study")
+    if existing:
+        _check_same_plan(store, name, configs)
     # resume: not the trials already done, nor those another launcher is running right now
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
     todo = [c for c in configs if c.trial_key not in done]
@@ -181,6 +192,32 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
             refresh_index(store)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+_PLACE = ("workload", "algorithm", "ruleset", "study", "trial", "seed")  # a trial's place
+
+
+def _check_same_plan(store: Store, name: str, configs: list[RunConfig]) -> None:
+    """StudyChangedError when a planned trial of study `name` has other settings than the
+    store's runs in its place, naming what differs; new places (more trials, studies or seeds)
+    are welcome. Runs that are not ours (e.g. imported logs) have no plan to differ from."""
+    recorded = {}
+    for doc in store.documents(study_name=name):
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            old = RunConfig.from_dict(doc["config"])
+            recorded.setdefault(tuple(getattr(old, k) for k in _PLACE), old)
+    changed = [(config, old) for config in configs
+               if (old := recorded.get(tuple(getattr(config, k) for k in _PLACE))) is not None
+               and old.trial_key != config.trial_key]
+    if changed:
+        config, old = changed[0]
+        where = ", ".join(f"{k} {getattr(config, k)}" for k in _PLACE)
+        what = "; ".join(f"{field}: {stored!r} in the store, {planned!r} now"
+                         for field, stored, planned in old.differences(config))
+        raise StudyChangedError(
+            f"study {name!r} in {store.root} was planned with other settings: at {where}, "
+            f"{what} ({len(changed)} trials differ). Resume with the study's own settings "
+            "(more --trials, --studies or --seeds are fine), or use --name for a new study")
 
 
 def _make_backend(options: LaunchOptions, workers: int, threads: int):
@@ -205,18 +242,24 @@ class _Scheduler:
         from runners.progress import StudyProgress
 
         queue, running = list(todo), {}  # handle -> (config, monotonic start, UTC start)
+        claims = {}  # handle -> the claim on its trial, held while it runs
         view = StudyProgress(self.store, len(todo), enabled=self.progress)
         try:
             while queue or running:
                 while queue and len(running) < self.workers:
-                    config, started_at = queue.pop(0), utc_now()  # before its run can start
+                    config = queue.pop(0)
+                    claim = self._claim(config, result)
+                    if claim is None:
+                        continue
+                    started_at = utc_now()  # before its run can start
                     handle = self._start(config)  # the watchdog counts from here
-                    running[handle] = (config, time.monotonic(), started_at)
+                    running[handle], claims[handle] = (config, time.monotonic(), started_at), claim
                 for handle, (config, started, started_at) in list(running.items()):
                     outcome = self._outcome(handle, started)
                     if outcome is not None:
                         del running[handle]
                         self._reap(outcome, config, result, started_at)
+                        claims.pop(handle).release()
                 view.update(result, [c for c, *_ in running.values()])
                 time.sleep(POLL_S)
         finally:
@@ -224,8 +267,21 @@ class _Scheduler:
                 handle.kill(signal.SIGTERM)
             for handle in running:
                 handle.wait()
+                claims.pop(handle).release()
             view.update(result, [c for c, *_ in running.values()], force=True)
             view.close()
+
+    def _claim(self, config: RunConfig, result: StudyResult):
+        """The store's claim on `config`'s trial, or None (the trial counted as skipped) when
+        another launcher runs it right now or has finished it since this launch was planned."""
+        claim = self.store.claim(config.trial_key)
+        if claim is not None and any(d.get("status") in DONE_STATUSES
+                                     for d in self.store.attempts(config.trial_key)):
+            claim.release()
+            claim = None
+        if claim is None:
+            result.skipped += 1
+        return claim
 
     def _outcome(self, handle, started: float) -> Outcome | None:
         """How the attempt ended, or None while it runs; an overdue attempt is killed."""

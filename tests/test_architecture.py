@@ -24,7 +24,7 @@ ALLOWED_LONG = {("runners.loop", "run")}
 STORE_FILES = {R.STORE_DOC, R.SCORING_DOC, R.RUN_DOC, R.EVALS_LIVE, R.EVALS_SEALED,
                R.TRAIN_LIVE, R.TRAIN_SEALED, R.HEARTBEAT}
 STORE_FOLDERS = {R.RUNS_DIR, R.LOGS_DIR, R.CHECKPOINTS_DIR, R.INDEX_DIR, R.STUDIES_DIR,
-                 R.EARLY_STOP_DIR}
+                 R.EARLY_STOP_DIR, R.CLAIMS_DIR}
 LAYOUT_OWNERS = {"workbench.records", "workbench.store"}
 
 

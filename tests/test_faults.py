@@ -222,3 +222,18 @@ def test_four_concurrent_studies_share_one_store(tmp_path):
     assert set(evals.run_id) <= set(runs.run_id)
     print(f"\nconcurrent: 4 studies x {trials} trials into one store: {len(runs)} runs, "
           f"{len(evals)} eval rows, {took:.1f} s")
+
+
+@pytest.mark.slow
+def test_one_study_launched_twice_at_once_runs_each_trial_once(tmp_path):
+    root, trials = tmp_path / "store", 6
+    cmd = _study_cmd(root, "twice", trials, workers=1, max_steps=20) + ["--resume"]
+    open_store(root, create=True)
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate()[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    runs = query.runs_frame(open_store(root))
+    assert len(runs) == trials and runs.trial_key.nunique() == trials, runs.trial_key.tolist()
+    assert set(runs.status) <= set(R.DONE_STATUSES)
+    ran = [int(re.search(r"(\d+) ran", out).group(1)) for out in outputs]
+    assert sum(ran) == trials, outputs  # shared between them, none twice

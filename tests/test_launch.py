@@ -2,6 +2,7 @@
 study, and the `study` / `scale` commands."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ import pytest
 
 from runners import commands
 from runners.cli import build_parser, main
-from runners.launch import StudyExistsError, plan_study, run_study
+from runners.launch import StudyChangedError, StudyExistsError, plan_study, run_study
 from runners.processes import LaunchOptions, LocalBackend, describe_exit
 from workbench import query
 from workbench import records as R
@@ -204,3 +205,26 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.count("SCRIPT BODY") == 1 and "1 ran, 0 failed" in out.stdout
+
+
+def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_path, capsys):
+    store = open_store(tmp_path / "s", create=True)
+    small = StudySpec(workloads=("synthetic",), algorithms=("adamw",), studies=2, trials=2,
+                      max_steps=5, name="grow")
+    assert run_study(small, store, progress=False).succeeded == 4
+    before = {(d["study"], d["trial"]): (d["trial_key"], d["config"]["hparams"])
+              for d in store.documents(study_name="grow")}
+    larger = dataclasses.replace(small, trials=4)
+    result = run_study(larger, store, resume=True, progress=False)
+    assert (result.skipped, result.succeeded, result.failed) == (4, 4, [])
+    after = {(d["study"], d["trial"]): (d["trial_key"], d["config"]["hparams"])
+             for d in store.documents(study_name="grow")}
+    assert len(after) == 8 and {k: after[k] for k in before} == before
+    assert len({key for key, _ in after.values()}) == 8  # new trials, new ids
+    with pytest.raises(StudyChangedError, match=r"max_steps: 5 in the store, 6 now"):
+        run_study(dataclasses.replace(larger, max_steps=6), store, resume=True, progress=False)
+    assert main(["study", "--workloads", "synthetic", "--algorithms", "adamw", "--studies", "2",
+                 "--trials", "4", "--max-steps", "7", "--name", "grow",
+                 "--store", str(store.root), "--resume", "--quiet"]) == 2
+    assert "max_steps: 5 in the store, 7 now" in capsys.readouterr().err
+    assert sum(1 for _ in store.documents(study_name="grow")) == 8  # nothing ran

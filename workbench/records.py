@@ -65,6 +65,11 @@ INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # folder and the keys keep the names of the first stores, written before early stopping had
 # its own words; "prune" elsewhere means sparsity at initialisation.)
 EARLY_STOP_DIR = "pruning"
+# A launcher's claim on a trial it is about to run: <store>/claims/<trial_key>.lock, held with an
+# exclusive flock(2) for as long as its attempt runs, so that two launchers of one study never run
+# a trial at the same time. The lock dies with its process; the empty files stay (removing a lock
+# file while another process may hold it open would let two claims pass).
+CLAIMS_DIR = "claims"
 # Study summaries (compute spent and saved by early stopping, a scaling study's spec, ...):
 # <store>/studies/<study_name>.json
 STUDIES_DIR = "studies"

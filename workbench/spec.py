@@ -266,6 +266,17 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)
 
+    def differences(self, other: "RunConfig") -> list[tuple[str, Any, Any]]:
+        """(field, ours, theirs) for each field that differs, the execution options as
+        `execution.<name>`; the device and thread count (not part of a trial) are left out."""
+        def flat(config: RunConfig) -> dict[str, Any]:
+            d = config.to_dict()
+            execution = d.pop("execution")
+            return {**d, **{f"execution.{f.name}": execution[f.name]
+                            for f in fields(ExecutionOptions) if f.metadata.get("identity")}}
+        ours, theirs = flat(self), flat(other)
+        return [(k, ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]]
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":
         """The config of a dict written by to_dict; also reads schema 1's flat form, where the

@@ -35,6 +35,7 @@ workbench.query's, which reads the files this module lists.
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import glob
 import json
 import math
@@ -51,8 +52,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from workbench import records as R
 
-__all__ = ["Store", "RunWriter", "open_store", "StoreError", "atomic_write_json", "utc_now",
-           "read_jsonl", "ROW_KINDS"]
+__all__ = ["Store", "RunWriter", "TrialClaim", "open_store", "StoreError", "atomic_write_json",
+           "utc_now", "read_jsonl", "ROW_KINDS"]
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
@@ -143,6 +144,18 @@ def _write_parquet(table: "pa.Table", path: Path, durable: bool = True) -> None:
 def _slug(text: str) -> str:
     """A short plain part of a run folder's name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:40] or "x"
+
+
+class TrialClaim:
+    """A held claim on a trial (Store.claim); release() ends it, as does the process's end."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases its lock
+            self._fd = None
 
 
 def _file_part(name: str) -> str:
@@ -520,6 +533,19 @@ class Store:
         """Trial keys with a complete or diverged attempt: what `--resume` does not run again."""
         return {doc.get("trial_key") for doc in self.documents()
                 if doc.get("status") in R.DONE_STATUSES}
+
+    def claim(self, trial_key: str) -> "TrialClaim | None":
+        """Claim trial `trial_key` for this process (see records.CLAIMS_DIR): a TrialClaim to
+        release when its attempt has ended, or None when another process holds it now."""
+        folder = self.root / R.CLAIMS_DIR
+        folder.mkdir(exist_ok=True)
+        fd = os.open(folder / f"{_file_part(trial_key)}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return TrialClaim(fd)
 
     def live_trial_keys(self) -> set[str]:
         """Trial keys with an attempt whose process is alive (this host) or whose heartbeat is

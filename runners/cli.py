@@ -296,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"error: {message}\n(set PACEBENCH_DEBUG=1 to see the traceback)", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`pacebench score | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

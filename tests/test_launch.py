@@ -228,3 +228,30 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
                  "--store", str(store.root), "--resume", "--quiet"]) == 2
     assert "max_steps: 5 in the store, 7 now" in capsys.readouterr().err
     assert sum(1 for _ in store.documents(study_name="grow")) == 8  # nothing ran
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--max-steps", "-5"],
+     "max_steps must be a number >= 1, got -5"),
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--batch-size", "0"],
+     "batch_size must be a number >= 1, got 0"),
+    (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--name", "../../x"],
+     "bad study name '../../x'"),
+])
+def test_bad_numbers_and_names_are_refused_before_anything_is_written(tmp_path, capsys, argv,
+                                                                      message):
+    store = tmp_path / "store"
+    assert main([*argv, "--store", str(store), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.splitlines()) == 2
+    assert not (store / R.RUNS_DIR).exists() or not any((store / R.RUNS_DIR).iterdir())
+    assert not (tmp_path.parent / "x").exists()
+
+
+def test_a_closed_pipe_ends_a_command_quietly(fake_store, monkeypatch, capsys):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `pacebench score | head` after head has gone
+    pipe = os.fdopen(write_end, "w", buffering=1)  # each line written at once
+    monkeypatch.setattr(sys, "stdout", pipe)
+    assert main(["score", "--store", str(fake_store)]) == 1
+    assert capsys.readouterr().err == ""

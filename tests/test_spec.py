@@ -1,8 +1,10 @@
 """The one "meets the target" rule (workbench.spec.meets): every path that decides whether a value
-meets a target agrees with it, NaN and infinities included; and the execution options."""
+meets a target agrees with it, NaN and infinities included; the execution options; the names and
+numbers a run or a study refuses."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -12,7 +14,7 @@ import xarray as xr
 from runners.worker import GoalStop
 from workbench import query, scaling
 from workbench.catalog import get_workload
-from workbench.spec import ExecutionOptions, RunConfig, SpecError, Target, meets
+from workbench.spec import ExecutionOptions, RunConfig, SpecError, StudySpec, Target, meets
 from workbench.store import open_store
 
 GOAL = 0.9
@@ -77,3 +79,27 @@ def test_execution_options_check_their_values_and_join_the_identity_when_they_ma
     assert RunConfig.from_dict(config.to_dict()) == config
     flat = {k: v for k, v in config.to_dict().items() if k != "execution"}  # schema 1's form
     assert RunConfig.from_dict({**flat, "threads": 2, "device": "cpu"}) == config
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"study_name": "../../x"}, "bad study name '../../x'"),
+    ({"study_name": "a/b"}, "bad study name 'a/b'"),
+    ({"study_name": ""}, "bad study name ''"),
+    ({"study_name": ".hidden"}, "bad study name '.hidden'"),
+    ({"max_steps": -5}, "max_steps must be a number >= 1, got -5"),
+    ({"batch_size": 0}, "batch_size must be a number >= 1, got 0"),
+    ({"seed": -1}, "seed must be a number >= 0, got -1"),
+    ({"trial": 1.5e308 * 10}, "trial must be a number >= 0, got inf"),
+    ({"budget_multiplier": float("nan")}, "budget_multiplier must be a number"),
+])
+def test_a_run_config_refuses_bad_names_and_numbers(fields, message):
+    with pytest.raises(SpecError, match=re.escape(message)):
+        RunConfig(workload="synthetic", algorithm="adamw", **fields)
+
+
+def test_names_and_numbers_of_studies_are_checked_too():
+    good = StudySpec(workloads=("synthetic",), algorithms=("adamw",), name="my-study_2.v1")
+    assert good.name == "my-study_2.v1"
+    for bad in ({"name": "x y"}, {"name": "..", "trials": 2}, {"max_steps": 0}, {"seeds": (-3,)}):
+        with pytest.raises(SpecError):
+            StudySpec(workloads=("synthetic",), algorithms=("adamw",), **bad)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
@@ -19,7 +20,7 @@ __all__ = [
     "Direction", "Target", "meets", "Budget", "EvalCadence", "WorkloadSpec", "ExecutionOptions",
     "RunConfig", "StudySpec", "ScalingSpec", "RULESETS", "PRUNE_METHODS", "PRECISIONS",
     "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash",
-    "to_plain", "as_tuple",
+    "to_plain", "as_tuple", "check_name", "check_at_least", "NAME",
 ]
 
 Direction = Literal["min", "max"]
@@ -32,6 +33,28 @@ PRECISIONS = ("fp32", "bf16")  # fp32: plain float32; bf16: autocast to bfloat16
 
 class SpecError(ValueError):
     """A spec was built from values that cannot describe a valid workload, run or study."""
+
+
+# A study's name names files and folders of the store: letters, digits, '.', '_' and '-' only,
+# starting with a letter or digit (so no path separator, no "..", nothing hidden).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_name(kind: str, value: Any) -> str:
+    """`value` if it is a valid name (NAME), else SpecError saying what is valid."""
+    if not isinstance(value, str) or not NAME.fullmatch(value):
+        raise SpecError(f"bad {kind} {value!r}: use letters, digits, '.', '_' and '-', starting "
+                        "with a letter or digit, at most 128 characters")
+    return value
+
+
+def check_at_least(kind: str, value: Any, low: float, optional: bool = False) -> None:
+    """SpecError unless `value` is a finite number >= `low` (or None when `optional`)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value < low:
+        raise SpecError(f"{kind} must be a number >= {low:g}, got {value!r}")
 
 
 def freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -241,6 +264,12 @@ class RunConfig:
                             f"{', '.join(PRUNE_METHODS)}")
         if self.eval_every is not None and self.eval_every < 1:
             raise SpecError(f"eval_every must be >= 1 step, got {self.eval_every}")
+        check_name("study name", self.study_name)
+        for kind, low in (("seed", 0), ("study", 0), ("trial", 0)):
+            check_at_least(kind, getattr(self, kind), low)
+        check_at_least("batch_size", self.batch_size, 1, optional=True)
+        check_at_least("max_steps", self.max_steps, 1, optional=True)
+        check_at_least("budget_multiplier", self.budget_multiplier, 1e-9)
 
     @property
     def rng_seed(self) -> int:
@@ -324,6 +353,11 @@ class StudySpec:
                 raise SpecError(f"{n} must be >= 1, got {v}")
         if not self.seeds:
             raise SpecError("a study needs at least one seed")
+        check_name("study name", self.name)
+        for seed in self.seeds:
+            check_at_least("seed", seed, 0)
+        check_at_least("batch_size", self.batch_size, 1, optional=True)
+        check_at_least("max_steps", self.max_steps, 1, optional=True)
 
     @property
     def trials_per_study(self) -> int:
@@ -371,6 +405,7 @@ class ScalingSpec:
         object.__setattr__(self, "sparsities", tuple(float(s) for s in as_tuple(self.sparsities)))
         if not self.workloads or not self.algorithms or not self.batch_sizes:
             raise SpecError("a scaling study needs workloads, algorithms and batch sizes")
+        check_name("study name", self.name)
         if any(b < 1 for b in self.batch_sizes):
             raise SpecError(f"batch sizes must be >= 1, got {self.batch_sizes}")
         if any(not 0.0 <= s < 1.0 for s in self.sparsities):

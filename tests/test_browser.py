@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -206,8 +207,9 @@ def test_report_offline(page, fake_report):
 
 
 def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, tmp_path):
-    """Opened before its store exists: a notice, then the runs as studies write them."""
-    from workbench.testing import make_store
+    """Opened before its store exists: a notice, then the runs as studies write them; runs that
+    come from a foreign store with hostile names show those names as text on every tab."""
+    from workbench.testing import hostile, make_hostile_store, make_store
 
     path = tmp_path / "live"
     with _panel_serve(path) as url:
@@ -216,13 +218,42 @@ def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, t
         page.screenshot(path=SHOTS / "app-missing-store.png", full_page=True)
         make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=1, trials=2)
         _wait_rows(page, ["fast"])  # the app re-reads every REFRESH_MS
-        make_store(path, algorithms=("later",), workloads=("digits_mlp",), studies=1, trials=2)
+        foreign = make_hostile_store(tmp_path / "foreign", algorithms=("later",),
+                                     workloads=("digits_mlp",), studies=1, trials=2)
+        for run in foreign.runs_dir.iterdir():  # as another machine's launcher would add them
+            shutil.copytree(run, path / run.relative_to(foreign.root))
+        later = hostile("algorithm-later")
         deadline = time.monotonic() + TIMEOUT_MS / 1000
-        while sorted(_leaderboard_algorithms(page)) != ["fast", "later"]:
+        while sorted(_leaderboard_algorithms(page)) != sorted(["fast", later]):
             assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
             page.wait_for_timeout(250)
-        playwright_api.expect(page.get_by_role("checkbox", name="later")).to_be_checked()
+        playwright_api.expect(page.get_by_role("checkbox", name=later)).to_be_checked()
+        _visit_every_tab(page, "app-hostile")
     assert page.errors == []
+
+
+def _visit_every_tab(page, prefix: str) -> None:
+    """Open every tab (a screenshot of each), then assert that no markup in a name ran."""
+    for tab in page.locator(".bk-tab").all_inner_texts():
+        _open_tab(page, tab)
+        page.wait_for_timeout(500)
+        _painted(page)
+        page.screenshot(path=SHOTS / f"{prefix}-{tab.lower().replace(' ', '-')}.png")
+    assert page.evaluate("window.__pwned") is None, "names ran as markup"
+
+
+def test_hostile_names_run_no_script_in_the_report(page, tmp_path):
+    from workbench.report import write_report
+    from workbench.testing import hostile, make_hostile_store
+
+    store = make_hostile_store(tmp_path / "store", workloads=("digits_mlp",), studies=1, trials=2)
+    out = write_report(store.root, tmp_path / "report.html", title=hostile("title"))
+    blocked = _offline(page)
+    page.goto(out.as_uri())
+    _wait_rows(page, sorted([hostile("algorithm-fast"), hostile("algorithm-slow")],
+                            key=lambda name: "slow" in name))  # fast first
+    _visit_every_tab(page, "report-hostile")
+    assert blocked == [] and page.errors == []
 
 
 # -- the real AlgoPerf v0.5 logs, imported ---------------------------------------------------

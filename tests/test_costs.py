@@ -13,7 +13,7 @@ import pytest
 from workbench import query
 from workbench import costs
 from workbench.cubes import final_cube
-from workbench.testing import make_store, runs_table
+from workbench.testing import make_store, markdown_text, runs_table
 
 HOUR = 3600.0
 
@@ -308,7 +308,7 @@ def test_missing_price_notice_names_the_hardware(tmp_path):
         doc_path.write_text(json.dumps({**doc, "hardware": "TPU v9 x8"}))
     selection = Selection(store_path=str(path))
     view = Costs(selection=selection)
-    assert view._notice.visible and "`TPU v9 x8`" in view._notice.object
+    assert view._notice.visible and "No price for TPU v9 x8:" in markdown_text(view._notice.object)
     assert cost_frame(selection, view.prices)["cost_to_target"].tolist() == [NOT_PRICED]
     assert view._prices.value["usd_per_hour"].isna().all()  # its row waits for a price
     typed = view._prices.value.copy()

@@ -14,7 +14,7 @@ import pytest
 from workbench import query
 from workbench import hparams as H
 from workbench.store import open_store
-from workbench.testing import make_store
+from workbench.testing import make_store, markdown_text
 from workbench.views import hparams as V
 from workbench.views.selection import Selection
 
@@ -177,7 +177,7 @@ def test_view_picks_bounds_and_renders(store_path, monkeypatch):
     assert (view.workload, view.algorithm) == ("digits_mlp", "adamw")
     assert view.param.algorithm.objects == ["adamw", "nadamw"]
     assert "all 10 trials drawn" in view._about.object
-    assert "learning_rate (log), weight_decay (log)" in view._about.object
+    assert "learning_rate (log), weight_decay (log)" in markdown_text(view._about.object)
     assert pn.panel(view).get_root() is not None
     monkeypatch.setattr(V, "MAX_TRIALS", 3)
     view.algorithm = "nadamw"

@@ -3,6 +3,7 @@ and explain an empty or missing store instead of failing."""
 from __future__ import annotations
 
 import json
+import html
 import re
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from workbench import scoring
 from workbench.store import open_store
-from workbench.testing import make_store
+from workbench.testing import make_store, markdown_text
 from workbench.views.curves import Curves, curve_evals, loss_plot, shown_curve_runs, validation_plot
 from workbench.views.leaderboard import MISS, Leaderboard, score_frame, times_frame
 from workbench.views.profiles import Profiles, profile_plot
@@ -133,7 +134,7 @@ def test_missing_or_empty_store_shows_a_message(tmp_path, kind):
     assert len(selection.runs) == 0 and score_frame(selection).empty
     assert profile_plot(selection) is None
     notice = pn.panel(StoreNotice(selection=selection))
-    assert notice.visible and str(path) in notice.object
+    assert notice.visible and str(path) in markdown_text(notice.object)
     for view in (Leaderboard, Profiles, Curves, Filters):
         _renders(view(selection=selection))
     assert not Filters(selection=selection)._choices["algorithms"].visible
@@ -332,3 +333,15 @@ def test_the_cli_and_the_dashboard_rank_and_speed_up_alike(store_path, capsys):
             assert not np.isfinite(shown)
         else:
             assert faster == pytest.approx(shown, abs=1e-6)
+
+
+def test_md_turns_any_name_into_literal_markdown_text():
+    import markdown_it
+
+    from workbench.views.formats import md
+
+    for name in ["<img src=x onerror=\"alert(1)\">", "<script>x()</script>", "a_b*c*`d`[e](f)",
+                 "# heading", "&amp; & \\ |t|"]:
+        rendered = markdown_it.MarkdownIt("commonmark").render(md(name))
+        assert "<img" not in rendered and "<script" not in rendered and "<em>" not in rendered
+        assert html.unescape(re.sub(r"</?p>\n?", "", rendered)) == name

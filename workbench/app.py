@@ -9,6 +9,7 @@ from pathlib import Path
 
 import panel as pn
 
+from workbench.views.formats import md
 from workbench.views.registry import make_views, view_tabs
 from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters, StoreNotice
@@ -37,7 +38,7 @@ def build_app(store_path: str | os.PathLike,
         pn.state.add_periodic_callback(selection.refresh, period=REFRESH_MS)
     return pn.template.BootstrapTemplate(
         title="Pacebench",
-        sidebar=[pn.pane.Markdown(f"**Store** `{store_path}`"), Filters(selection=selection)],
+        sidebar=[pn.pane.Markdown(f"**Store** {md(store_path)}"), Filters(selection=selection)],
         main=[pn.Column(StoreNotice(selection=selection), RunStatus(selection=selection), tabs,
                         sizing_mode="stretch_width")],
         header_background="#1f4e79",

@@ -23,6 +23,7 @@ from bokeh.resources import INLINE
 from panel.io.resources import CDN_DIST, DIST_DIR
 
 from workbench.figures import FORMATS, check_formats, write_figures
+from workbench.views.formats import md
 from workbench.views.registry import view_tabs
 from workbench.views.selection import Selection
 from workbench.views.sidebar import StoreNotice
@@ -90,7 +91,7 @@ def report_selection(store_path: str | os.PathLike,
     """
     selection = Selection(store_path=str(store_path))
     if selection.message:
-        raise ValueError(f"nothing to report: {selection.message.replace('**', '')}")
+        raise ValueError(f"nothing to report: {selection.message}")
     chosen = {"rulesets": names(rulesets), "workloads": names(workloads),
               "algorithms": names(algorithms)}
     update = {}
@@ -116,18 +117,18 @@ def _filters_text(selection: Selection) -> str:
         if name in selection.param:
             chosen, known = getattr(selection, name), selection.param[name].objects
             if len(chosen) < len(known):
-                parts.append(f"{name} {', '.join(chosen)}")
+                parts.append(f"{name} {', '.join(map(md, chosen))}")
     return f" Shown: {'; '.join(parts)}." if parts else ""
 
 
 def _summary(selection: Selection, title: str) -> str:
     runs = selection.runs
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"# {title}\nStore `{selection.store_path}`, written {stamp}: {len(runs)} runs of "
+    text = (f"# {md(title)}\nStore {md(selection.store_path)}, written {stamp}: {len(runs)} runs of "
             f"{runs['algorithm'].nunique()} algorithms on {runs['workload'].nunique()} workloads."
             f"{_filters_text(selection)}")
     if selection.reference is not None:
-        text += f" Speedups are measured against **{selection.reference}**."
+        text += f" Speedups are measured against **{md(selection.reference)}**."
     return text
 
 

@@ -11,10 +11,12 @@ import json
 import math
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -24,10 +26,10 @@ import xarray as xr
 from workbench import records as R
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig
-from workbench.store import RunWriter, Store, open_store
+from workbench.store import RunWriter, Store, atomic_write_json, open_store
 
-__all__ = ["make_store", "live_run", "synthetic_run", "SyntheticRun", "tiny_cube", "tiny_times", "runs_table",
-           "dead_process"]
+__all__ = ["make_store", "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
+           "SyntheticRun", "tiny_cube", "tiny_times", "runs_table", "dead_process"]
 
 STEPS_PER_EVAL = 25     # synthetic eval cadence, in update steps
 BATCH_SIZE = 64
@@ -154,6 +156,39 @@ def _write_interrupted(store: Store, doc: dict[str, Any], run: SyntheticRun, n_r
     writer._train.close()
     writer.update(process=process)
     return writer.run_id
+
+
+def hostile(field: str) -> str:
+    """Markup that, if a page ever renders it as HTML instead of text, runs a script that appends
+    `field` to `window.__pwned` (a test then finds which name got through)."""
+    return f"<img src=x onerror=\"(window.__pwned=window.__pwned||[]).push('{field}')\">{field}"
+
+
+def markdown_text(source: str) -> str:
+    """The text a reader sees of Markdown `source` (rendered, tags dropped, entities decoded)."""
+    import html
+
+    import markdown_it
+
+    rendered = markdown_it.MarkdownIt("commonmark").render(source)
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip()
+
+
+def make_hostile_store(path: str | os.PathLike, **kwargs: Any) -> Store:
+    """make_store(path, **kwargs), then every name that a foreign store or an imported log
+    supplies turned into hostile(...) markup, as a store written by someone else could hold:
+    algorithm, study name, hyperparameter keys and values, hardware and stop reason (each run's
+    document rewritten; the run index, derived data, is dropped)."""
+    store = make_store(path, **kwargs)
+    shutil.rmtree(store.root / R.INDEX_DIR, ignore_errors=True)
+    for doc_path in store.doc_paths(store.run_ids()):
+        doc = json.loads(Path(doc_path).read_text())
+        for key in ("algorithm", "study_name", "hardware", "stop_reason"):
+            doc[key] = hostile(f"{key}-{doc.get(key)}")
+        doc["config"].update(algorithm=doc["algorithm"], study_name=doc["study_name"])
+        doc["hparams"] = {**doc["hparams"], hostile("hparam-key"): hostile("hparam-value")}
+        atomic_write_json(Path(doc_path), doc)
+    return store
 
 
 def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "slow"),

@@ -113,16 +113,16 @@ def _read(root: Path, signature: tuple, last: StoreRead | None) -> StoreRead:
         doc = store.scoring_config()
         config = scoring.ScoringConfig.from_dict(doc) if doc else None
     except Exception as exc:  # a store being written may be half-readable: say so, keep going
-        message = f"**No results to show.** {exc}" if isinstance(exc, StoreError) else \
-            f"**Could not read the store at `{root}`:** {type(exc).__name__}: {exc}"
+        message = f"No results to show. {exc}" if isinstance(exc, StoreError) else \
+            f"Could not read the store at {root}: {type(exc).__name__}: {exc}"
         runs = last.runs if last else pd.DataFrame(columns=list(R.RUN_COLUMNS))
         finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"])
         return StoreRead(runs, last.config if last else None, last.store if last else None,
                          finished, _forget_finished(signature, finished), message)
     finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"])
     message = "" if len(runs) else (
-        f"The store at `{root}` has no runs yet. Start a study with "
-        f"`pacebench study --store {root} ...`; runs appear here as they are written.")
+        f"The store at {root} has no runs yet. Start a study with "
+        f"pacebench study --store {root} ...; runs appear here as they are written.")
     return StoreRead(runs, config, store, finished, _forget_finished(signature, finished),
                      message)
 

@@ -20,7 +20,7 @@ import xarray as xr
 
 from workbench import costs, query
 from workbench import records as R
-from workbench.views.formats import MISS, NO_RUNS, duration, unit_for
+from workbench.views.formats import MISS, NO_RUNS, duration, md, unit_for
 from workbench.views.base import FILTERS, View
 from workbench.views.leaderboard import GROUP_TITLES, TABLE_CSS, score_frame, wrap_title
 from workbench.views.selection import Selection
@@ -112,7 +112,7 @@ def missing_prices_note(selection: Selection, prices: costs.PriceTable) -> str:
     missing = prices.missing(selection.present("hardware", nulls=True))
     if not missing:
         return ""
-    names = ", ".join(f"`{k}`" for k in missing)
+    names = ", ".join(md(k) for k in missing)
     return (f"**No price for {names}:** the costs of these runs show *{NOT_PRICED}*. Type the "
             "on-demand USD per hour of that machine into the price table's *USD per hour* "
             "column (its row is already there); the costs recompute at once.")
@@ -473,7 +473,7 @@ class Costs(View):
                     self._edited[key] = costs.Price(float(value), EDITED)
                     changed = True
                 except (TypeError, ValueError) as exc:
-                    refused.append(f"**Price of `{key}` not used:** {exc}")
+                    refused.append(f"**Price of {md(key)} not used:** {md(exc)}")
         if not (changed or refused):
             return  # the browser echoed the table back unchanged: nothing to recompute
         self._show_prices()
@@ -569,10 +569,11 @@ class Costs(View):
 
     def _nothing(self, css: str) -> str:
         if css == "pb-speedup-quality":
-            return (f"*{self.workload}: no speedup-at-quality curve: it needs priced curves of "
-                    f"the reference algorithm ({self.selection.reference}) and of another "
+            return (f"*{md(self.workload)}: no speedup-at-quality curve: it needs priced curves "
+                    f"of the reference algorithm ({md(self.selection.reference)}) and of another "
                     "algorithm.*")
-        return f"*{self.workload}: nothing to draw: no run has both a priced cost and a quality.*"
+        return (f"*{md(self.workload)}: nothing to draw: no run has both a priced cost and a "
+                "quality.*")
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(

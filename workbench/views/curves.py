@@ -14,6 +14,7 @@ from workbench import query, scoring
 from workbench import records as R
 from workbench.views.base import FILTERS, View
 from workbench.views.plotting import hv
+from workbench.views.formats import md
 from workbench.views.selection import TIME_AXES, Selection
 
 __all__ = ["Curves", "validation_plot", "loss_plot", "figures", "shown_curve_runs",
@@ -192,7 +193,7 @@ def _pane(plot: hv.Overlay, workload: str, css_class: str) -> pn.viewable.Viewab
     """The plot, or a line saying there is nothing to draw (Bokeh cannot draw an empty plot)."""
     if not _has_lines(plot):
         what = "training loss" if css_class == "pb-loss" else "validation metric"
-        return pn.pane.Markdown(f"*{workload}: no {what} recorded for the drawn runs.*",
+        return pn.pane.Markdown(f"*{md(workload)}: no {what} recorded for the drawn runs.*",
                                 sizing_mode="stretch_width")
     return pn.pane.HoloViews(plot, sizing_mode="stretch_width", css_classes=[css_class])
 

@@ -1,11 +1,13 @@
-"""How the views write numbers (durations in seconds or hours, shares as percentages) and style
-their tables."""
+"""How the views write numbers (durations in seconds or hours, shares as percentages) and names
+into Markdown, and style their tables."""
 from __future__ import annotations
 
+import html
 import math
+import re
 from typing import Iterable
 
-__all__ = ["duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title", "MISS",
+__all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title", "MISS",
            "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
 
 MISS = "miss"        # shown where the target was not reached
@@ -17,6 +19,20 @@ TABLE_CSS = """
   white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip; font-size: 13px;
 }
 """
+
+
+# What makes markup in Markdown (emphasis, code, links, images, headings, lists, tables,
+# strikethrough): backslash-escaped, so that it shows as itself.
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]#+\-!|~])")
+
+
+def md(value: object) -> str:
+    """`value` as literal text inside Markdown: every name that comes from a store, a log or a
+    user (algorithms, workloads, studies, hyperparameters, hardware, titles, messages) goes
+    through here before it joins a Markdown pane, so that it shows as written and never as
+    markup (Markdown panes render inline HTML). Markdown's punctuation is backslash-escaped,
+    then HTML's special characters become entities."""
+    return html.escape(_MARKDOWN_PUNCTUATION.sub(r"\\\1", str(value)), quote=True)
 
 
 def wrap_title(name: str) -> str:

@@ -15,6 +15,7 @@ import param
 
 from workbench import hparams as H
 from workbench.views.base import View
+from workbench.views.formats import md
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
 
@@ -266,24 +267,25 @@ class Hyperparameters(View):
         drawn = (f"all {n} trials drawn" if len(frame) == n else
                  f"{len(frame):,} of {n:,} trials drawn (a fixed random sample: at most "
                  f"{MAX_TRIALS:,} lines)")
-        parts = [f"**{self.algorithm} on {self.workload}**: {drawn}; {reached} reached the target."]
+        parts = [f"**{md(self.algorithm)} on {md(self.workload)}**: {drawn}; {reached} reached "
+                 "the target."]
         axes = H.numeric_axes(frame)
         if axes:
             logs = H.log_axes(frame, self.algorithm, axes)
-            scales = ", ".join(f"{H.hparam_name(c)} ({'log' if logs[c] else 'linear'})"
+            scales = ", ".join(f"{md(H.hparam_name(c))} ({'log' if logs[c] else 'linear'})"
                                for c in axes)
             parts.append(f"Axes: {scales}.")
         else:
             parts.append("No numeric hyperparameter varies over these trials: nothing to plot.")
         fixed = H.fixed_hparams(frame)
         if fixed:
-            parts.append("Fixed: " + ", ".join(f"{k} = {_value_text(v)}"
+            parts.append("Fixed: " + ", ".join(f"{md(k)} = {md(_value_text(v))}"
                                                for k, v in fixed.items()) + ".")
         other = [H.hparam_name(c) for c in H.hparam_columns(frame)
                  if c not in axes and H.hparam_name(c) not in fixed]
         if other:
             parts.append("Not drawn (not numbers, or missing in some trials' records): "
-                         + ", ".join(other) + ".")
+                         + ", ".join(map(md, other)) + ".")
         return " ".join(parts)
 
     def __panel__(self) -> pn.viewable.Viewable:

@@ -18,7 +18,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import robustness
 from workbench.views.base import View
-from workbench.views.formats import MISS, NO_RUNS, duration, percent, unit_for
+from workbench.views.formats import MISS, NO_RUNS, duration, md, percent, unit_for
 from workbench.views.leaderboard import TABLE_CSS
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
@@ -203,7 +203,7 @@ def _rule_text(selection: Selection, held: dict[str, str]) -> str:
               f"v{config.benchmark_version})" if config is not None and config.held_out else
               f"every shown variant of a scored workload ({len(held)}); a base with several "
               "variants counts only if it passes the rule with each of them")
-    pairs = ", ".join(f"{v} -> {b}" for v, b in held.items())
+    pairs = ", ".join(f"{md(v)} -> {md(b)}" for v, b in held.items())
     return (f"Held out: {source}: {pairs}.")
 
 

@@ -118,7 +118,7 @@ class Scaling(View):
         super().__init__(**params)
         self._body = pn.Column(sizing_mode="stretch_width")
         self._none = pn.pane.Markdown("No scaling study here: it needs runs at two or more "
-                                      "batch sizes (`pacebench study --kind scaling ...`).")
+                                      "batch sizes (`pacebench scale ...`).")
         self._first_draw()
 
     def _update(self) -> None:

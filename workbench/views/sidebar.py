@@ -8,6 +8,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from workbench.views.formats import md
 from workbench.views.selection import TIME_AXES, Selection
 
 __all__ = ["Filters", "StoreNotice", "MAX_PICKABLE"]
@@ -117,7 +118,8 @@ class Filters(pn.viewable.Viewer):
 
 
 class StoreNotice(pn.viewable.Viewer):
-    """A visible notice when the store is missing, unreadable or empty; hidden otherwise."""
+    """A visible notice when the store is missing, unreadable or empty; hidden otherwise. The
+    message (Selection.message, plain text that may quote a file's content) shows as text."""
 
     selection = param.ClassSelector(class_=Selection)
 
@@ -125,7 +127,7 @@ class StoreNotice(pn.viewable.Viewer):
         alert = pn.pane.Alert(alert_type="warning", sizing_mode="stretch_width")
 
         def show(message: str) -> None:
-            alert.param.update(object=message, visible=bool(message))
+            alert.param.update(object=md(message), visible=bool(message))
 
         show(self.selection.message)
         self.selection.param.watch(lambda event: show(event.new), "message")

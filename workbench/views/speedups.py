@@ -15,7 +15,7 @@ import pandas as pd
 import panel as pn
 
 from workbench import scoring
-from workbench.views.formats import TABLE_CSS, percent
+from workbench.views.formats import TABLE_CSS, md, percent
 from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
 
@@ -86,9 +86,9 @@ class Speedups(View):
                "before the held-out rule and the cut-off" if uses_budgets(self.selection) else
                "Workloads that one of the two has no result on are left out; a miss where the "
                "reference reached the target makes the ratio infinite (no budgets recorded)")
-        return (f"Against **{reference}** (pick another in the sidebar): *less time* = 1 - the "
-                f"geometric mean over the shown scored workloads of t(algorithm) / "
-                f"t({reference}); +27.9 % means 27.9 % less training time. {how}.")
+        return (f"Against **{md(reference)}** (pick another in the sidebar): *less time* = 1 - "
+                f"the geometric mean over the shown scored workloads of t(algorithm) / "
+                f"t({md(reference)}); +27.9 % means 27.9 % less training time. {how}.")
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(pn.pane.Markdown("### Speedups"), self._about, self._table,

@@ -17,8 +17,8 @@ and none that another launcher is running right now; it refuses a plan that give
 settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
 its study and index alone, so more trials, studies or seeds extend a study). Many launchers, on
 many machines, may write one store at once (workbench/store.py): each claims a trial in the
-store before starting it (Store.claim), so no trial runs twice at the same time. When a launch ends, the store's run index is
-refreshed (workbench/run_index.py).
+store before starting it (Store.claim), so no trial runs twice at the same time. When a launch
+ends, the store's run index is refreshed (workbench/run_index.py).
 
 Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/worker.py.
 """

@@ -213,3 +213,13 @@ def test_analysis_commands_do_not_load_the_dashboard_libraries(command, tmp_path
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout
     assert "LOADED [] CODE 0" in out, out
+
+
+def test_the_selection_imports_no_panel():
+    """The dashboard's filters and derived values compute without the widget library."""
+    tree = ast.parse(MODULES["workbench.views.selection"].read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert "panel" not in imported and "numpy" in imported  # (the second: the walk works)

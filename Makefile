@@ -42,7 +42,7 @@ demo: install
 	@echo "Report:    open reports/demo.html in a browser (self-contained, works offline)"
 	@echo "Figures:   reports/demo-figures/ (PNG and SVG of each plot, for papers)"
 	@echo "Dashboard: $(VENV)/bin/pacebench serve --store results/demo   then open http://127.0.0.1:5006/app"
-	@echo "   or:     PACEBENCH_STORE=results/demo $(VENV)/bin/panel serve workbench/app.py"
+	@echo "   or:     PACEBENCH_STORE=results/demo $(VENV)/bin/panel serve workbench/app.py --address 127.0.0.1"
 
 serve: install
 	$(VENV)/bin/pacebench serve --store $${PACEBENCH_STORE:-results/demo}

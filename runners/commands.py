@@ -71,7 +71,9 @@ def _first_trial(space_path: str, study_name: str, algorithm: str) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """`pacebench run`: train one run and record it."""
+    from runners.algorithms import get_algorithm
     from runners.loop import run as train
+    from workbench.catalog import get_workload
     from workbench.spec import RunConfig
     from workbench.store import open_store
 
@@ -87,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
     config = RunConfig(workload=args.workload, algorithm=algorithm, hparams=hparams,
                        seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
                        study_name=args.name, execution=execution_options(args))
+    get_workload(config.workload)  # an unknown name is an error naming the known ones,
+    if not submission:             # before anything is written
+        get_algorithm(config.algorithm, config.hparams)
     store = open_store(store_path(args), create=True)
 
     def show(row: dict) -> None:

@@ -237,6 +237,8 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
      "batch_size must be a number >= 1, got 0"),
     (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--name", "../../x"],
      "bad study name '../../x'"),
+    (["run", "--workload", "nope", "--algorithm", "adamw"], "unknown workload 'nope'"),
+    (["run", "--workload", "synthetic", "--algorithm", "nope"], "unknown algorithm 'nope'"),
 ])
 def test_bad_numbers_and_names_are_refused_before_anything_is_written(tmp_path, capsys, argv,
                                                                       message):

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from runners import commands
@@ -286,8 +287,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not os.environ.get("PACEBENCH_DEBUG"):  # e.g. "warning: skipped run X: ..." in one line
+        warnings.showwarning = _one_line_warning
     try:
         return args.func(args)
     except (KeyError, ValueError, FileNotFoundError) as e:  # bad input: say what and what is valid

@@ -143,3 +143,27 @@ def test_runs_frame_is_fast_on_a_larger_store(tmp_path):
     runs = query.runs_frame(store)
     assert len(runs) == 200 and time.perf_counter() - start < 5.0
     assert np.isfinite(runs["best_validation"]).all()
+
+
+def test_one_unreadable_run_is_skipped_by_name_never_the_whole_store(tmp_path, capsys):
+    """A torn run.json and a corrupt evals.parquet: the other runs read, the bad ones are named."""
+    from runners.cli import main
+
+    store = make_store(tmp_path / "s", algorithms=("fast", "slow"), workloads=("digits_mlp",),
+                       studies=1, trials=2)
+    torn, corrupt, *good = store.run_ids()
+    doc = store.runs_dir / torn / R.RUN_DOC
+    doc.write_text(doc.read_text()[:50])
+    (store.runs_dir / corrupt / R.EVALS_SEALED).write_bytes(b"PAR1 not a parquet file")
+    with pytest.warns(UserWarning) as caught:
+        runs = query.runs_frame(store)
+    assert sorted(runs.run_id) == sorted(good)
+    named = " ".join(str(w.message) for w in caught)
+    assert f"skipped run {torn}" in named and f"skipped run {corrupt}" in named
+    with pytest.warns(UserWarning, match=f"skipped run {corrupt}"):
+        evals = query.evals_frame(store)
+    assert corrupt not in set(evals.run_id) and set(good) <= set(evals.run_id)
+    assert main(["score", "--store", str(store.root)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: skipped run {corrupt}: its files cannot be read" in err
+    assert "Traceback" not in err

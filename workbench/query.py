@@ -21,6 +21,7 @@ can never hide or change a run.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -151,21 +152,54 @@ def _empty_rows(head: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=dtypes[_ROW_TYPES[c]]) for c in head})
 
 
+def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[str],
+                kind: str, docs: bool) -> set[str]:
+    """The runs among `run_ids` whose rows of `kind` (and, with `docs`, whose document) cannot be
+    read, each named in a warning: one bad run is skipped, never the whole store."""
+    bad = set()
+    for run_id in run_ids:
+        try:
+            if docs:
+                _read_docs(con, store.doc_paths([run_id]))
+            rows = _rows_source(con, *store.row_files(kind, [run_id]))
+            if rows is not None:
+                con.execute(f"SELECT count(*) FROM ({rows.sql})", rows.params).fetchall()
+        except (duckdb.Error, KeyError) as exc:
+            reason = str(exc).splitlines()[0][:200]
+            warnings.warn(f"skipped run {run_id}: its files cannot be read ({reason})",
+                          stacklevel=3)
+            bad.add(run_id)
+    return bad
+
+
+def _rows_frame(store: Store, kind: str, run_ids: Iterable[str] | None, head: tuple[str, ...],
+                order: str) -> pd.DataFrame:
+    """The rows of `kind` as a frame (_wide_frame), leaving out runs whose files are unreadable."""
+    con = connect()
+
+    def build(rows: _Rows | None) -> pd.DataFrame:
+        return _wide_frame(con, rows, head, order)
+
+    try:
+        return _read_rows(con, store, kind, run_ids, build)
+    except duckdb.Error:
+        ids = store.run_ids() if run_ids is None else list(run_ids)
+        bad = _unreadable(con, store, ids, kind, docs=False)
+        return _read_rows(con, store, kind, [r for r in ids if r not in bad], build)
+
+
 def evals_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """Eval rows of the store (or of `run_ids`): records.EVAL_COLUMNS, then metric columns sorted.
 
     Sorted by run_id and eval_index; metric columns are float (null and NaN both read as NaN).
+    A run whose rows cannot be read is left out, with a warning naming it.
     """
-    con = connect()
-    return _read_rows(con, store, "evals", run_ids,
-                      lambda rows: _wide_frame(con, rows, R.EVAL_COLUMNS, "run_id, eval_index"))
+    return _rows_frame(store, "evals", run_ids, R.EVAL_COLUMNS, "run_id, eval_index")
 
 
 def train_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """Training-loss rows of the store (or of `run_ids`): records.TRAIN_COLUMNS, sorted by run, step."""
-    con = connect()
-    return _read_rows(con, store, "train", run_ids,
-                      lambda rows: _wide_frame(con, rows, R.TRAIN_COLUMNS, "run_id, step"))
+    return _rows_frame(store, "train", run_ids, R.TRAIN_COLUMNS, "run_id, step")
 
 
 # -- the run table ---------------------------------------------------------------------------
@@ -284,6 +318,15 @@ def _runs_from_folders(con: duckdb.DuckDBPyConnection, store: Store,
     """Run-table rows of `run_ids` read from their folders; `status` as the documents say."""
     if not run_ids:
         return _empty_runs()
+    try:
+        return _read_runs(con, store, run_ids)
+    except duckdb.Error:  # some run's files are unreadable: leave those out, read the others
+        bad = _unreadable(con, store, run_ids, "evals", docs=True)
+        good = [r for r in run_ids if r not in bad]
+        return _read_runs(con, store, good) if good else _empty_runs()
+
+
+def _read_runs(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str]) -> pd.DataFrame:
     docs = _read_docs(con, store.doc_paths(run_ids))
 
     def build(rows: _Rows | None) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 from runners import commands
+from workbench.store import StoreError
 
 __all__ = ["main", "build_parser", "add_execution_flags"]
 
@@ -297,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _one_line_warning
     try:
         return args.func(args)
-    except (KeyError, ValueError, FileNotFoundError) as e:  # bad input: say what and what is valid
+    # bad input (names, numbers, files, a path that is no store): say what and what is valid
+    except (KeyError, ValueError, FileNotFoundError, StoreError) as e:
         if os.environ.get("PACEBENCH_DEBUG"):
             raise
         message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)

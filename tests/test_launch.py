@@ -257,3 +257,21 @@ def test_a_closed_pipe_ends_a_command_quietly(fake_store, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", pipe)
     assert main(["score", "--store", str(fake_store)]) == 1
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("command, where", [
+    (command, where) for command in ("score", "rank") for where in ("missing", "empty folder", "file")
+] + [("run", "file")])  # (run creates a store where there is none)
+def test_a_store_path_that_is_no_store_is_one_line_of_error(tmp_path, capsys, command, where):
+    path = tmp_path / "store"
+    if where == "empty folder":
+        path.mkdir()
+    elif where == "file":
+        path.write_text("not a store")
+    argv = [command, "--store", str(path)]
+    if command == "run":
+        argv += ["--workload", "synthetic", "--algorithm", "adamw", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and ("is not a Pacebench store" in err or "is a file" in err)
+    assert "Traceback" not in err and len(err.splitlines()) == 2

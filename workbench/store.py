@@ -695,8 +695,11 @@ def _nonempty(path: str) -> bool:
 
 
 def open_store(path: str | os.PathLike, create: bool = False) -> Store:
-    """Open the results store at `path` (create it when `create` is true)."""
+    """Open the results store at `path` (create it when `create` is true); StoreError when
+    `path` is not a store (or, with `create`, is a file)."""
     store = Store(path)
+    if store.root.exists() and not store.root.is_dir():
+        raise StoreError(f"{store.root} is a file, not a store folder: give a folder's path")
     if create:
         return store.ensure()
     store.check()

@@ -226,7 +226,7 @@ def test_four_concurrent_studies_share_one_store(tmp_path):
 
 @pytest.mark.slow
 def test_one_study_launched_twice_at_once_runs_each_trial_once(tmp_path):
-    root, trials = tmp_path / "store", 6
+    root, trials = tmp_path / "store", 4
     cmd = _study_cmd(root, "twice", trials, workers=1, max_steps=20) + ["--resume"]
     open_store(root, create=True)
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]

@@ -211,11 +211,11 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
     store = open_store(tmp_path / "s", create=True)
     small = StudySpec(workloads=("synthetic",), algorithms=("adamw",), studies=2, trials=2,
                       max_steps=5, name="grow")
-    assert run_study(small, store, progress=False).succeeded == 4
+    assert run_study(small, store, workers=2, progress=False).succeeded == 4
     before = {(d["study"], d["trial"]): (d["trial_key"], d["config"]["hparams"])
               for d in store.documents(study_name="grow")}
     larger = dataclasses.replace(small, trials=4)
-    result = run_study(larger, store, resume=True, progress=False)
+    result = run_study(larger, store, workers=2, resume=True, progress=False)
     assert (result.skipped, result.succeeded, result.failed) == (4, 4, [])
     after = {(d["study"], d["trial"]): (d["trial_key"], d["config"]["hparams"])
              for d in store.documents(study_name="grow")}

@@ -298,17 +298,17 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = _one_line_warning
     try:
         return args.func(args)
-    # bad input (names, numbers, files, a path that is no store): say what and what is valid
-    except (KeyError, ValueError, FileNotFoundError, StoreError) as e:
-        if os.environ.get("PACEBENCH_DEBUG"):
-            raise
-        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"error: {message}\n(set PACEBENCH_DEBUG=1 to see the traceback)", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # the reader went away (`pacebench score | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-
+    # bad input (names, numbers, files, a path that is no store): one line, what and what is
+    # valid; PACEBENCH_DEBUG=1 raises instead, for the traceback
+    except (KeyError, ValueError, OSError, StoreError) as e:
+        if os.environ.get("PACEBENCH_DEBUG"):
+            raise
+        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"error: {message}", file=sys.stderr)
+        return 2
 
 if __name__ == "__main__":
     sys.exit(main())

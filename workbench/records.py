@@ -15,7 +15,7 @@ Schema versions of the run document:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
     from workbench.spec import RunConfig, WorkloadSpec
@@ -26,6 +26,7 @@ __all__ = [
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "check_row_columns",
     "run_identity",
 ]
 
@@ -123,6 +124,22 @@ def metric_column(split: str, metric: str) -> str:
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
     return f"{split}/{metric}"
+
+
+def check_row_columns(columns: Iterable[str]) -> None:
+    """Refuse row columns that another run's could be confused with: readers match the columns
+    of many runs' files by name without regard to case (DuckDB's union_by_name), so two names
+    that differ only in case, or a metric column not in lower case, would mix up runs' metrics.
+    Raises ValueError naming the column and saying what is valid."""
+    seen: dict[str, str] = {}
+    for column in columns:
+        twin = seen.setdefault(column.lower(), column)
+        if twin != column:
+            raise ValueError(f"columns {twin!r} and {column!r} differ only in case; column "
+                             "names must differ in more than case")
+        if split_of(column) and column != column.lower():
+            raise ValueError(f"metric column {column!r} is not lower case; metric columns are "
+                             "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
 
 
 def split_of(column: str) -> str | None:

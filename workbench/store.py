@@ -360,6 +360,9 @@ class Store:
         if lacking:
             raise ValueError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
                              "(null where unknown) and the <split>/<metric> columns")
+        for table in (evals, train):
+            if table is not None:
+                R.check_row_columns(table.column_names)
         final = self.runs_dir / run_id
         if final.exists():
             return False

@@ -20,6 +20,7 @@ the store so that `pacebench score` reproduces the official leaderboard.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -40,6 +41,7 @@ EVAL_FILE = "eval_measurements.csv"
 META_FILE = "meta_data_0.json"
 HPARAMS_FILE = "hparams.json"
 WORKERS = 8  # trials read and written at once (the work is mostly file I/O and fsync)
+MAX_DEPTH = 8  # how deep a meta or hparams file may nest JSON objects and lists
 
 _STUDY = re.compile(r"study_(\d+)")
 _TRIAL = re.compile(r"trial_(\d+)")
@@ -136,8 +138,13 @@ class TrialLog:
 
     def run_id(self, study_name: str) -> str:
         """The run's id in the store: the same trial always gets the same id."""
-        sub = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.submission)
-        return f"{study_name}--{sub}--study_{self.study}--{self.experiment}--{self.path.name}"
+        return (f"{study_name}--{_folder_name(self.submission)}--study_{self.study}--"
+                f"{self.experiment}--{self.path.name}")
+
+
+def _folder_name(submission: str) -> str:
+    """A submission's name as it appears in run ids: runs of other characters become '_'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", submission)
 
 
 def find_submissions(logdir: str | os.PathLike) -> list[Path]:
@@ -200,16 +207,21 @@ def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
     file when it is not a readable AlgoPerf eval log.
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
     try:
         raw = pcsv.read_csv(path, read_options=pcsv.ReadOptions(use_threads=False))
     except (pa.ArrowInvalid, OSError) as e:
-        raise _BadFile(f"{path}: not a readable CSV ({str(e).strip()})") from None
+        raise _BadFile(f"{path}: not a readable CSV ({_short(e)})") from None
     missing = [c for c in _REQUIRED if c not in raw.column_names]
     if missing:
         raise _BadFile(f"{path}: lacks columns {missing}; an AlgoPerf eval log has "
                        f"{', '.join(_COLUMNS)} and <split>/<metric> columns")
+    try:
+        R.check_row_columns(raw.column_names)
+    except ValueError as e:
+        raise _BadFile(f"{path}: {e}") from None
     n = raw.num_rows
     columns = {"eval_index": pa.array(range(n), pa.int64())}
     for theirs, ours in (("global_step", "step"), (None, "examples"), ("score", "train_seconds"),
@@ -218,9 +230,35 @@ def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
         kind = pa.int64() if ours in ("step", "examples") else pa.float64()
         columns[ours] = _column(raw, theirs, kind, path) if theirs in raw.column_names \
             else pa.nulls(n, kind)
+    _check_clocks(columns, path)
     for name in sorted(c for c in raw.column_names if R.split_of(c)):
-        columns[name] = _column(raw, name, pa.float64(), path)
+        values = _column(raw, name, pa.float64(), path)  # inf and -inf read as NaN: no metric
+        columns[name] = pc.if_else(pc.is_inf(values), float("nan"), values)  # value meets a target
     return pa.table(columns)
+
+
+def _check_clocks(columns: Mapping[str, "pa.Array"], path) -> None:  # noqa: F821
+    """Steps and times of an eval log must be finite, non-negative and non-decreasing along the
+    log (the training time `score` and the step on every row; the other clocks where given): a
+    log that breaks this would move every other submission's score, so its trial is refused."""
+    import numpy as np
+
+    for ours, theirs in (("step", "global_step"), ("train_seconds", "score"),
+                         ("eval_seconds", "accumulated_eval_time"),
+                         ("wall_seconds", "total_duration")):
+        values = columns[ours].to_numpy(zero_copy_only=False).astype(float)
+        given = ~np.isnan(values)
+        if ours in ("step", "train_seconds") and not given.all():
+            raise _BadFile(f"{path}: column {theirs!r} has empty cells (row "
+                           f"{int(np.argmin(given)) + 1}); every eval needs a step and a time")
+        values = values[given]
+        if not np.isfinite(values).all() or (values < 0).any():
+            raise _BadFile(f"{path}: column {theirs!r} holds a negative or infinite value; "
+                           "steps and times are finite and >= 0")
+        falls = np.flatnonzero(np.diff(values) < 0)
+        if len(falls):
+            raise _BadFile(f"{path}: column {theirs!r} decreases (from {values[falls[0]]:g} to "
+                           f"{values[falls[0] + 1]:g}); steps and times never go back along a log")
 
 
 def _column(raw: "pa.Table", name: str, kind: "pa.DataType", path) -> "pa.Array":  # noqa: F821
@@ -229,7 +267,13 @@ def _column(raw: "pa.Table", name: str, kind: "pa.DataType", path) -> "pa.Array"
     try:
         return raw[name].cast(kind)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise _BadFile(f"{path}: column {name!r} is not numeric ({str(e).strip()})") from None
+        raise _BadFile(f"{path}: column {name!r} is not numeric ({_short(e)})") from None
+
+
+def _short(error: Exception) -> str:
+    """An error's first line, cut to 160 characters (a parser may quote a whole line of a file)."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def _read_json(path: Path, required: bool) -> dict[str, Any] | None:
@@ -240,11 +284,57 @@ def _read_json(path: Path, required: bool) -> dict[str, Any] | None:
         if required:
             raise _BadFile(f"{path}: missing") from None
         return None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise _BadFile(f"{path}: not valid JSON ({e})") from None
+    except (ValueError, RecursionError) as e:  # JSON, Unicode, or nested past Python's stack
+        raise _BadFile(f"{path}: not valid JSON ({_short(e)})") from None
+    except OSError as e:  # a folder, unreadable, ...
+        raise _BadFile(f"{path}: cannot be read ({_short(e)})") from None
     if not isinstance(doc, dict):
         raise _BadFile(f"{path}: expected a JSON object, got {type(doc).__name__}")
+    if _depth(doc) > MAX_DEPTH:
+        raise _BadFile(f"{path}: nested deeper than {MAX_DEPTH} levels; hyperparameters and "
+                       "metadata are flat objects of numbers, strings and short lists")
     return doc
+
+
+def _depth(value: Any) -> int:
+    """How deep JSON containers nest in `value` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_DEPTH:
+                return deepest
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+# Keys of meta_data_0.json that the import reads, and what each must be when present.
+_META_NUMBERS = ("workload.max_allowed_runtime_sec", "workload.eval_period_time_sec",
+                 "workload.test_target_value", "workload.step_hint")
+_META_TEXTS = ("gpu_model_name", "cpu_model_name")
+
+
+def _check_meta(meta: Mapping[str, Any], path: Path) -> None:
+    """A meta file's keys that the import reads have the types AlgoPerf writes, else _BadFile."""
+    for key in _META_NUMBERS:
+        value = meta.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            raise _BadFile(f"{path}: {key} is {json.dumps(value)[:40]}; expected a finite "
+                           "number >= 0")
+    if meta.get("workload.max_allowed_runtime_sec") == 0:
+        raise _BadFile(f"{path}: workload.max_allowed_runtime_sec is 0; a budget is > 0 seconds")
+    for key in ("rng_seed", "gpu_count"):
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise _BadFile(f"{path}: {key} is {json.dumps(value)[:40]}; expected an integer")
+    for key in _META_TEXTS:
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _BadFile(f"{path}: {key} is {json.dumps(value)[:40]}; expected a string")
 
 
 def _hardware(meta: Mapping[str, Any]) -> str | None:
@@ -321,35 +411,105 @@ def _ruleset_of(submission: Path, given: str | None) -> str | None:
     return None  # decided per trial: hparams.json exists only for external tuning
 
 
+def _inside(path: Path, root: Path) -> Path:
+    """`path`, which must not lead out of the log tree `root` (resolved) through a link."""
+    try:
+        if path.resolve().is_relative_to(root):
+            return path
+    except (OSError, RuntimeError):  # a link loop
+        pass
+    raise _BadFile(f"{path}: a link out of the log tree {root}; links out of it are not followed")
+
+
 def _import_trial(store: Store, log: TrialLog, targets: AlgoPerfTargets, ruleset: str | None,
-                  budgets: dict[str, float]) -> str:
-    """Import one trial; returns "imported", "existing" or "without_evals"; _BadFile on errors."""
-    if not (log.path / EVAL_FILE).is_file():
+                  root: Path) -> str:
+    """Import one trial; returns "imported", "existing" or "without_evals"; _BadFile on errors.
+
+    Nothing outside the log tree `root` is read. A run of the same id already in the store must
+    be this submission's (the same folder name), else the trial is refused.
+    """
+    eval_file = log.path / EVAL_FILE
+    if not eval_file.is_file():
         return "without_evals"
-    hparams = _read_json(log.path / HPARAMS_FILE, required=False)
+    _inside(eval_file, root)
+    hparams = _read_json(_inside(log.path / HPARAMS_FILE, root), required=False)
     ruleset = ruleset or ("external" if hparams is not None else "self")
     study_name = f"algoperf-v{targets.version}-{ruleset}"
     run_id = log.run_id(study_name)
     if store.run_path(run_id).exists():
-        return "existing"
-    evals = read_evals(log.path / EVAL_FILE)
-    meta = _read_json(log.path / META_FILE, required=False) or {}
-    if meta.get("workload.max_allowed_runtime_sec") is not None:
-        budgets.setdefault(log.workload, float(meta["workload.max_allowed_runtime_sec"]))
+        return _existing(store, run_id, log)
+    evals = read_evals(eval_file)
+    meta = _read_json(_inside(log.path / META_FILE, root), required=False) or {}
+    _check_meta(meta, log.path / META_FILE)
     doc = _document(log, targets, study_name, ruleset, meta, hparams or {}, evals, run_id)
-    return "imported" if store.write_sealed_run(doc, evals, run_id) else "existing"
+    return "imported" if store.write_sealed_run(doc, evals, run_id) else _existing(store, run_id, log)
+
+
+def _existing(store: Store, run_id: str, log: TrialLog) -> str:
+    """"existing" when run `run_id` in the store is this trial's; _BadFile when another
+    submission's name maps to the same run id."""
+    try:
+        algorithm = store.run_doc(run_id).get("algorithm")
+    except (KeyError, ValueError, OSError):
+        algorithm = None  # unreadable: the store's readers report it; nothing is overwritten
+    if algorithm is not None and algorithm != log.submission:
+        raise _BadFile(f"{log.path}: submission {log.submission!r} maps to run id {run_id!r}, "
+                       f"which the store holds for submission {algorithm!r}; rename one of "
+                       "the two submission folders")
+    return "existing"
+
+
+def _clashes(submissions: list[Path]) -> dict[Path, str]:
+    """Submission folders whose names map to one run-id prefix (e.g. 'shampoo submission' and
+    'shampoo_submission', or two folders of one name), each with a problem naming the others."""
+    by_id: dict[str, list[Path]] = {}
+    for folder in submissions:
+        by_id.setdefault(_folder_name(folder.name), []).append(folder)
+    out = {}
+    for folders in by_id.values():
+        if len(folders) > 1:
+            for folder in folders:
+                others = ", ".join(repr(str(f)) for f in folders if f != folder)
+                out[folder] = (f"{folder}: submission {folder.name!r} maps to the same run ids as "
+                               f"{others}; not imported: rename the folders so that their names "
+                               "differ in letters, digits, '.', '_' or '-'")
+    return out
+
+
+def _budgets(store: Store, targets: AlgoPerfTargets, report: "ImportReport") -> dict[str, float]:
+    """Each workload's time budget, from every imported trial of this version in the store (so an
+    import repeated after an aborted one repairs the budgets): the value most trials give
+    (the larger one on a tie); trials that disagree are reported."""
+    from workbench import query  # the read side (DuckDB): only needed at the end of an import
+
+    runs = query.runs_frame(store)
+    runs = runs[(runs["source"] == "algoperf")
+                & runs["study_name"].str.startswith(f"algoperf-v{targets.version}-")
+                & runs["budget_seconds"].gt(0)]
+    budgets = {}
+    for workload, values in runs.groupby("workload")["budget_seconds"]:
+        counts = values.value_counts()
+        budgets[workload] = float(max(counts.index, key=lambda v: (counts[v], v)))
+        if len(counts) > 1:
+            report.problems.append(
+                f"workload {workload!r}: trials disagree on workload.max_allowed_runtime_sec "
+                f"({', '.join(f'{n} at {v:g} s' for v, n in counts.items())}); scored with "
+                f"{budgets[workload]:g} s")
+    return budgets
 
 
 def _record_config(store: Store, targets: AlgoPerfTargets, budgets: Mapping[str, float]) -> None:
     """Write the version's scoring rules into the store; refuse another version's store."""
     old = store.scoring_config()
-    new = targets.scoring_config({**((old or {}).get("budgets") or {}), **budgets})
+    new = targets.scoring_config(budgets)
     if old is not None:
         same = ("benchmark_version", "base_workloads", "held_out", "apply_held_out")
         if any(old.get(k) != new.to_dict()[k] for k in same):
             raise ValueError(f"store {store.root} holds AlgoPerf v{old.get('benchmark_version')} "
                              f"results with other scoring rules than v{targets.version}'s: "
                              "import each benchmark version into its own store")
+        if not budgets:  # keep what an earlier import recorded when no run gives a budget
+            new = targets.scoring_config(old.get("budgets") or {})
     store.write_scoring_config(new.to_dict())
 
 
@@ -360,25 +520,34 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
 
     `ruleset` ("external" or "self") defaults to the external_tuning / self_tuning folder in
     the path, else to external for trials with hparams.json. Runs already in the store are left
-    as they are. Finishes by recording the scoring rules and refreshing the store's run index.
+    as they are. Finishes by recording the scoring rules (budgets from every imported trial of
+    the store) and refreshing the store's run index. Raises FileNotFoundError, before the store
+    is touched, when `logdir` holds no submission.
     """
     if ruleset not in (None, "external", "self"):
         raise ValueError(f"unknown ruleset {ruleset!r}: valid are 'external', 'self' or None")
     start = time.perf_counter()
     targets = load_targets(targets_path)
     submissions = find_submissions(logdir)  # checks logdir before the store is touched
+    if not submissions:
+        raise FileNotFoundError(f"no AlgoPerf submission under {logdir}: expected "
+                                "<submission>/study_<k>/<workload>_<framework>/trial_<i>/ folders")
+    root = Path(logdir).resolve()
     store = store if isinstance(store, Store) else open_store(store, create=True)
     store.ensure()
     report = ImportReport()
-    budgets: dict[str, float] = {}
-    _record_config(store, targets, budgets)  # fails early on a store of another version
+    _record_config(store, targets, {})  # fails early on a store of another version
+    clashes = _clashes(submissions)
     jobs = []
     for submission in submissions:
         report.submissions.append(submission.name)
+        if submission in clashes:
+            report.problems.append(clashes[submission])
+            continue
         rules = _ruleset_of(submission, ruleset)
         jobs += [(log, rules) for log in _scored_trials(submission, targets, report)]
     with ThreadPoolExecutor(max(1, workers)) as pool:
-        futures = [pool.submit(_import_trial, store, log, targets, rules, budgets)
+        futures = [pool.submit(_import_trial, store, log, targets, rules, root)
                    for log, rules in jobs]
         for future in futures:
             try:
@@ -387,8 +556,8 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
                 report.problems.append(str(e))
                 continue
             setattr(report, outcome, getattr(report, outcome) + 1)
-    _record_config(store, targets, budgets)
     refresh_index(store)
+    _record_config(store, targets, _budgets(store, targets, report))
     report.seconds = time.perf_counter() - start
     return report
 

@@ -201,8 +201,10 @@ def score(args: argparse.Namespace) -> int:
     times = scoring.workload_times(final_cube(runs))
     table = scoring.score_table_of_times(times, config)
     speedups = _speedups(runs, times, config, args.reference, table)
+    skipped = runs.attrs.get("skipped", {})
     if args.json:
-        print(json.dumps(_score_json(table, times, speedups), indent=2))
+        print(json.dumps({**_score_json(table, times, speedups), "skipped_runs": skipped},
+                         indent=2))
         return 0
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print("\nmedian time to target (training seconds; inf = not reached):")
@@ -213,6 +215,9 @@ def score(args: argparse.Namespace) -> int:
         print(f"\nspeedup over {reference} (1 - geometric mean of time ratios over the scored "
               f"workloads; {rule}):")
         print(frame["faster_by"].to_string(float_format=lambda v: f"{v:+.4f}"))
+    if skipped:
+        print(f"\n{len(skipped)} runs of the store skipped: their files cannot be read "
+              "(the warnings above name them and say why)")
     return 0
 
 

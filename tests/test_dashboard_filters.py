@@ -17,6 +17,7 @@ from workbench.views.leaderboard import Leaderboard, ratio_styles, score_frame, 
 from workbench.views.profiles import profile_plot
 from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters
+from workbench.views.formats import md
 from workbench.views.status import RunStatus, running_frame
 
 
@@ -137,6 +138,17 @@ def test_running_trials_are_listed_with_their_latest_eval(tmp_path):
     assert sel.refresh()
     assert "3 complete" in status._line.object and not status._table.visible
     assert not sel.refresh()  # nothing changed since
+
+
+def test_the_status_line_counts_runs_that_cannot_be_read(tmp_path):
+    store = make_store(tmp_path, algorithms=("fast",), workloads=("digits_mlp",), studies=1,
+                       trials=3)
+    torn = store.run_ids()[0]
+    (store.runs_dir / torn / R.RUN_DOC).write_text('{"torn')
+    with pytest.warns(UserWarning, match=f"skipped run {torn}"):
+        status = RunStatus(selection=Selection(store_path=str(tmp_path)))
+    assert status._line.object.startswith("**2 runs shown:** 2 complete.")
+    assert f"1 run skipped:** their files cannot be read ({md(torn)};" in status._line.object
 
 
 def test_values_cut_from_the_full_grid_equal_those_computed_on_the_shown_cube(two_studies):

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -167,3 +170,123 @@ def test_one_unreadable_run_is_skipped_by_name_never_the_whole_store(tmp_path, c
     err = capsys.readouterr().err
     assert f"warning: skipped run {corrupt}: its files cannot be read" in err
     assert "Traceback" not in err
+
+
+def _doc_edit(**fields):
+    def corrupt(run: Path) -> None:
+        doc = json.loads((run / R.RUN_DOC).read_text())
+        for key, value in fields.items():
+            if value is _DROP:
+                doc.pop(key, None)
+            else:
+                doc[key] = value
+        (run / R.RUN_DOC).write_text(json.dumps(doc))
+    return corrupt
+
+
+_DROP = object()
+
+
+def _live_evals(text: str):
+    def corrupt(run: Path) -> None:
+        (run / R.EVALS_SEALED).unlink()
+        (run / R.EVALS_LIVE).write_text(text.replace("RUN", run.name))
+    return corrupt
+
+
+def _upper_metric(run: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(run / R.EVALS_SEALED)
+    pq.write_table(table.rename_columns([c.replace("validation/accuracy", "validation/ACCURACY")
+                                         for c in table.column_names]), run / R.EVALS_SEALED)
+
+
+def _evals_with(column: str):
+    def corrupt(run: Path) -> None:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(run / R.EVALS_SEALED)
+        table = table.append_column(column, table["validation/accuracy"])
+        pq.write_table(table, run / R.EVALS_SEALED)
+    return corrupt
+
+
+# A run of the store corrupted as a shared or half-written store could hold it: each is left
+# out (True: named, and in runs_frame.attrs["skipped"]; every other run's score is what it is
+# in the same store without that run), read without its bad rows (False: scores as in the store
+# where the run has no rows), or read as it was (None: a metric column in other letter case).
+STORE_CORRUPTIONS = {
+    "torn run.json": (lambda run: (run / R.RUN_DOC).write_text('{"run_id": "x", "sta'), True),
+    "run.json a list": (lambda run: (run / R.RUN_DOC).write_text("[1, 2]"), True),
+    "run.json empty": (lambda run: (run / R.RUN_DOC).write_text(""), True),
+    "run.json of a future schema": (_doc_edit(schema_version=99), True),
+    "run.json without schema version": (_doc_edit(schema_version=_DROP), True),
+    "run.json without algorithm": (_doc_edit(algorithm=_DROP), True),
+    "run.json with an unknown status": (_doc_edit(status="weird"), True),
+    "run.json with a text study": (_doc_edit(study="abc"), True),
+    "run.json with a text target": (_doc_edit(target_validation="high"), True),
+    "evals.parquet not Parquet": (lambda run: (run / R.EVALS_SEALED).write_bytes(b"PAR1 junk"),
+                                  True),
+    "evals.parquet empty file": (lambda run: (run / R.EVALS_SEALED).write_bytes(b""), True),
+    "evals.parquet with the metric again in upper case": (
+        _evals_with("validation/ACCURACY"), None),
+    "evals.parquet with the metric only in upper case": (_upper_metric, None),
+    "live evals torn first line": (_live_evals('{"run_id": "RUN", "eval_ind\n'), False),
+    "live evals mistyped row": (_live_evals('{"run_id": "RUN", "eval_index": "zero", '
+                                            '"step": "x", "train_seconds": "soon"}\n'), False),
+}
+
+
+@pytest.fixture(scope="module")
+def scored_store(tmp_path_factory):
+    return make_store(tmp_path_factory.mktemp("scored") / "s", algorithms=("fast", "slow"),
+                      workloads=("digits_mlp", "digits_cnn"), studies=2, trials=2)
+
+
+def _score_json(path: Path) -> dict:
+    import contextlib
+    import io
+
+    from runners.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["score", "--store", str(path), "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("case", list(STORE_CORRUPTIONS))
+def test_a_corrupt_run_is_skipped_and_changes_no_other_score(scored_store, tmp_path, case):
+    corrupt, skipped = STORE_CORRUPTIONS[case]
+    victim = scored_store.run_ids()[0]  # its files are the first DuckDB reads
+    without = tmp_path / "without"
+    shutil.copytree(scored_store.root, without)
+    if skipped:  # the same store without the run
+        shutil.rmtree(without / R.RUNS_DIR / victim)
+    elif skipped is False:  # the same store with the run and none of its rows
+        (without / R.RUNS_DIR / victim / R.EVALS_SEALED).unlink()
+    shutil.copytree(scored_store.root, tmp_path / "bad")
+    shutil.rmtree(tmp_path / "bad" / R.INDEX_DIR, ignore_errors=True)
+    corrupt(tmp_path / "bad" / R.RUNS_DIR / victim)
+    bad = open_store(tmp_path / "bad")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runs = query.runs_frame(bad)
+        evals = query.evals_frame(bad)
+    named = [str(w.message) for w in caught if victim in str(w.message)]
+    if skipped:
+        assert victim not in set(runs.run_id) and victim in runs.attrs["skipped"], named
+        assert named and len(named[0]) < 400
+        assert victim not in set(evals.run_id)
+    elif skipped is False:  # the bad live rows are dropped; the run is listed, without rows
+        assert victim in set(runs.run_id) and not runs.set_index("run_id").loc[victim,
+                                                                             "reached_target"]
+    else:
+        assert "validation/accuracy" in evals and not named
+        assert evals.loc[evals.run_id == victim, "validation/accuracy"].notna().all()
+    assert len(runs) == len(scored_store.run_ids()) - bool(skipped)
+    expected, got = _score_json(without), _score_json(tmp_path / "bad")
+    assert list(got.pop("skipped_runs")) == ([victim] if skipped else [])
+    assert expected.pop("skipped_runs") == {} and got == expected

@@ -104,10 +104,13 @@ def _rows_source(con: duckdb.DuckDBPyConnection, parquet: list[str],
         parts.append("SELECT * FROM read_parquet(?, union_by_name = true)")
         params.append(parquet)
     if jsonl:
-        # ignore_errors turns a torn last line into an all-NULL row; run_id IS NULL drops it.
-        parts.append("SELECT * FROM read_json(?, format = 'newline_delimited', union_by_name = true,"
-                     " ignore_errors = true, sample_size = -1) WHERE run_id IS NOT NULL")
-        params.append(jsonl)
+        # ignore_errors turns a torn line into an all-NULL row; run_id IS NULL drops it. Files
+        # holding only torn lines have no columns at all: then there is no live row to read.
+        live = ("SELECT * FROM read_json(?, format = 'newline_delimited', union_by_name = true,"
+                " ignore_errors = true, sample_size = -1)")
+        if "run_id" in con.sql(live, params=[jsonl]).columns:
+            parts.append(f"{live} WHERE run_id IS NOT NULL")
+            params.append(jsonl)
     if not parts:
         return None
     sql = " UNION ALL BY NAME ".join(f"({p})" for p in parts)
@@ -130,8 +133,10 @@ def _read_rows(con: duckdb.DuckDBPyConnection, store: Store, kind: str,
 
 def _cast(column: str, types: dict[str, str]) -> str:
     """SELECT expression casting a row column to its type (metric columns are DOUBLE)."""
-    sql_type = types.get(column) or ("DOUBLE" if R.split_of(column) else None)
-    return f"CAST({_ident(column)} AS {sql_type}) AS {_ident(column)}" if sql_type \
+    metric = R.split_of(column)
+    sql_type = types.get(column) or ("DOUBLE" if metric else None)
+    name = column.lower() if metric else column  # a foreign file's upper-case metric column
+    return f"TRY_CAST({_ident(column)} AS {sql_type}) AS {_ident(name)}" if sql_type \
         else _ident(column)
 
 
@@ -143,7 +148,9 @@ def _wide_frame(con: duckdb.DuckDBPyConnection, rows: _Rows | None, head: tuple[
     extra = sorted(c for c in rows.columns if c not in head)
     select = [_cast(c, _ROW_TYPES) if c in rows.columns else f"NULL::{_ROW_TYPES[c]} AS {_ident(c)}"
               for c in head] + [_cast(c, _ROW_TYPES) for c in extra]
-    sql = f"SELECT {', '.join(select)} FROM ({rows.sql}) ORDER BY {order}"
+    key = order.split(",")[-1].strip()  # a mistyped row (no index or step) is dropped
+    sql = f"SELECT * FROM (SELECT {', '.join(select)} FROM ({rows.sql})) " \
+          f"WHERE {_ident(key)} IS NOT NULL ORDER BY {order}"
     return con.execute(sql, rows.params).df()
 
 
@@ -152,10 +159,18 @@ def _empty_rows(head: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=dtypes[_ROW_TYPES[c]]) for c in head})
 
 
+def _skip(skipped: dict[str, str] | None, run_id: str, reason: str) -> None:
+    """Leave run `run_id` out of a read: a warning naming it, and its reason kept in `skipped`."""
+    warnings.warn(f"skipped run {run_id}: {reason}", stacklevel=4)
+    if skipped is not None:
+        skipped[run_id] = reason
+
+
 def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[str],
-                kind: str, docs: bool) -> set[str]:
+                kind: str, docs: bool, skipped: dict[str, str] | None = None) -> set[str]:
     """The runs among `run_ids` whose rows of `kind` (and, with `docs`, whose document) cannot be
-    read, each named in a warning: one bad run is skipped, never the whole store."""
+    read, each named in a warning (and in `skipped`): one bad run is skipped, never the whole
+    store."""
     bad = set()
     for run_id in run_ids:
         try:
@@ -165,9 +180,8 @@ def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[
             if rows is not None:
                 con.execute(f"SELECT count(*) FROM ({rows.sql})", rows.params).fetchall()
         except (duckdb.Error, KeyError) as exc:
-            reason = str(exc).splitlines()[0][:200]
-            warnings.warn(f"skipped run {run_id}: its files cannot be read ({reason})",
-                          stacklevel=3)
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            _skip(skipped, run_id, f"its files cannot be read ({reason})")
             bad.add(run_id)
     return bad
 
@@ -180,10 +194,12 @@ def _rows_frame(store: Store, kind: str, run_ids: Iterable[str] | None, head: tu
     def build(rows: _Rows | None) -> pd.DataFrame:
         return _wide_frame(con, rows, head, order)
 
+    if run_ids is None:  # the runs that runs_frame lists: never rows of a run it leaves out
+        run_ids = runs_table(store, con)[0]["run_id"].tolist()
     try:
         return _read_rows(con, store, kind, run_ids, build)
     except duckdb.Error:
-        ids = store.run_ids() if run_ids is None else list(run_ids)
+        ids = list(run_ids)
         bad = _unreadable(con, store, ids, kind, docs=False)
         return _read_rows(con, store, kind, [r for r in ids if r not in bad], build)
 
@@ -192,7 +208,8 @@ def evals_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFr
     """Eval rows of the store (or of `run_ids`): records.EVAL_COLUMNS, then metric columns sorted.
 
     Sorted by run_id and eval_index; metric columns are float (null and NaN both read as NaN).
-    A run whose rows cannot be read is left out, with a warning naming it.
+    A run whose rows cannot be read is left out, with a warning naming it; without `run_ids`,
+    the rows of the runs that runs_frame lists (never those of a run it skips).
     """
     return _rows_frame(store, "evals", run_ids, R.EVAL_COLUMNS, "run_id, eval_index")
 
@@ -203,24 +220,41 @@ def train_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFr
 
 
 # -- the run table ---------------------------------------------------------------------------
+# Numeric keys of the run document: a value of another type reads as NULL, and is reported.
+_NUMERIC_DOC_KEYS = tuple(c for c, t in _DOC_TYPES.items() if t in ("BIGINT", "DOUBLE"))
+
+
 def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame:
-    """The run documents, one row each, typed; run_id falls back to the folder name."""
+    """The run documents, one row each, typed; run_id falls back to the folder name. Column
+    `mistyped` lists the numeric keys whose value is not a number (they read as NULL)."""
     # read_text + from_json is ~10x faster than read_json on many small files (duckdb 2.0).
     keys = ", ".join(f"d.{_ident(c)}" for c in _DOC_TYPES if c != "run_id")
-    structure = json.dumps(_DOC_TYPES)
-    return con.execute(
+    raw = ", ".join(f"d.raw.{_ident(c)} AS {_ident('raw:' + c)}" for c in _NUMERIC_DOC_KEYS)
+    structure = json.dumps({**_DOC_TYPES, "schema_version": "BIGINT"})
+    docs = con.execute(
         "SELECT coalesce(d.run_id, parse_filename(parse_dirpath(filename))) AS run_id, "
-        f"{keys} FROM (SELECT filename, unnest(from_json(content, ?)) FROM read_text(?)) AS d",
-        [structure, files]).df()
+        f"{keys}, d.schema_version, {raw} FROM (SELECT filename, unnest(from_json(content, ?)), "
+        "from_json(content, ?) AS raw FROM read_text(?)) AS d",
+        [structure, json.dumps({c: "JSON" for c in _NUMERIC_DOC_KEYS}), files]).df()
+    mistyped = [[] for _ in range(len(docs))]
+    for c in _NUMERIC_DOC_KEYS:
+        given = docs.pop(f"raw:{c}")
+        bad = np.flatnonzero(given.notna().to_numpy() & (given != "null").to_numpy()
+                             & docs[c].isna().to_numpy())
+        for i in bad:
+            mistyped[i].append(f"{c} = {str(given.iloc[i])[:40]}")
+    docs["mistyped"] = mistyped
+    return docs
 
 
 def _target_value_sql(metrics: list[str], columns: list[str]) -> tuple[str, list[str]]:
     """CASE expression picking each row's `validation/<target_metric>` value, and its parameters."""
     arms, params = [], []
+    named = {c.lower(): c for c in reversed(columns)}  # DuckDB matches names regardless of case
     for metric in metrics:
-        column = R.metric_column("validation", metric)
-        if column in columns:
-            arms.append(f"WHEN d.target_metric = ? THEN CAST(e.{_ident(column)} AS DOUBLE)")
+        column = named.get(R.metric_column("validation", metric).lower())
+        if column is not None:
+            arms.append(f"WHEN d.target_metric = ? THEN TRY_CAST(e.{_ident(column)} AS DOUBLE)")
             params.append(metric)
     if not arms:
         return "NULL::DOUBLE", []
@@ -238,11 +272,13 @@ _MEETS_SQL = "CASE direction " + " ".join(
 # has the smallest eval_index.
 _SUMMARY_SQL = """
 WITH v AS (
-    SELECT e.run_id, CAST(e.eval_index AS BIGINT) AS eval_index, CAST(e.step AS BIGINT) AS step,
-           CAST(e.train_seconds AS DOUBLE) AS train_seconds,
-           CAST(e.wall_seconds AS DOUBLE) AS wall_seconds,
+    SELECT e.run_id, TRY_CAST(e.eval_index AS BIGINT) AS eval_index,
+           TRY_CAST(e.step AS BIGINT) AS step,
+           TRY_CAST(e.train_seconds AS DOUBLE) AS train_seconds,
+           TRY_CAST(e.wall_seconds AS DOUBLE) AS wall_seconds,
            d.target_direction AS direction, d.target_validation AS target, {value} AS value
     FROM ({rows}) AS e JOIN docs AS d ON e.run_id = d.run_id
+    WHERE TRY_CAST(e.eval_index AS BIGINT) IS NOT NULL  -- a mistyped live row is dropped
 ), m AS (
     SELECT *, coalesce(isfinite(value) AND {meets}, false) AS met
     FROM v
@@ -313,21 +349,42 @@ def _finish_runs(docs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(RUN_DTYPES).sort_values("run_id", ignore_index=True)
 
 
-def _runs_from_folders(con: duckdb.DuckDBPyConnection, store: Store,
-                       run_ids: list[str]) -> pd.DataFrame:
-    """Run-table rows of `run_ids` read from their folders; `status` as the documents say."""
+def _runs_from_folders(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str],
+                       skipped: dict[str, str]) -> pd.DataFrame:
+    """Run-table rows of `run_ids` read from their folders; `status` as the documents say. Runs
+    whose files cannot be read or whose document fails records.run_doc_problem are left out,
+    each named in a warning and in `skipped`."""
     if not run_ids:
         return _empty_runs()
     try:
-        return _read_runs(con, store, run_ids)
+        return _read_runs(con, store, run_ids, skipped)
     except duckdb.Error:  # some run's files are unreadable: leave those out, read the others
-        bad = _unreadable(con, store, run_ids, "evals", docs=True)
+        bad = _unreadable(con, store, run_ids, "evals", docs=True, skipped=skipped)
         good = [r for r in run_ids if r not in bad]
-        return _read_runs(con, store, good) if good else _empty_runs()
+        return _read_runs(con, store, good, skipped) if good else _empty_runs()
 
 
-def _read_runs(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str]) -> pd.DataFrame:
-    docs = _read_docs(con, store.doc_paths(run_ids))
+def _valid_docs(docs: pd.DataFrame, skipped: dict[str, str]) -> pd.DataFrame:
+    """The documents that records.run_doc_problem accepts; the others are skipped."""
+    fields = ["schema_version", *R.REQUIRED_DOC_FIELDS]
+    keep = np.ones(len(docs), bool)
+    for i, row in enumerate(docs[fields].itertuples(index=False)):
+        doc = {k: (None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
+                   else v) for k, v in zip(fields, row)}
+        problem = R.run_doc_problem(doc) or (
+            f"{R.RUN_DOC} has {'; '.join(docs['mistyped'].iat[i])}: expected numbers"
+            if docs["mistyped"].iat[i] else None)
+        if problem:
+            keep[i] = False
+            _skip(skipped, str(doc["run_id"]), problem)
+    return docs if keep.all() else docs[keep].reset_index(drop=True)
+
+
+def _read_runs(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str],
+               skipped: dict[str, str]) -> pd.DataFrame:
+    docs = _valid_docs(_read_docs(con, store.doc_paths(run_ids)), skipped)
+    if len(docs) < len(run_ids):
+        run_ids = docs["run_id"].tolist()  # no rows of a run whose document is left out
 
     def build(rows: _Rows | None) -> pd.DataFrame:
         return _finish_runs(docs, _summaries(con, docs, rows))
@@ -389,11 +446,13 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None
     indexed = indexed[np.fromiter((r in present for r in indexed["run_id"].tolist()), bool,
                                   count=len(indexed))]
     known = set(indexed["run_id"])
-    fresh = _runs_from_folders(con, store, [r for r in run_ids if r not in known])
+    skipped: dict[str, str] = {}
+    fresh = _runs_from_folders(con, store, [r for r in run_ids if r not in known], skipped)
     frames = [f for f in (indexed, fresh) if len(f)]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else \
         (frames[0] if frames else _empty_runs())
     frame = frame.astype(RUN_DTYPES).sort_values("run_id", ignore_index=True)
+    frame.attrs["skipped"] = skipped
     return frame, fresh, parts, read
 
 
@@ -407,6 +466,10 @@ def runs_frame(store: Store) -> pd.DataFrame:
     null values never meet a target (spec.meets). steps, train_seconds and wall_seconds come
     from the document, else (interrupted runs) from the last eval rows. Finished runs come from
     the run index when it has them (see the module docstring). Nothing is written.
+
+    A run whose files cannot be read, or whose document is not a run of a readable schema
+    (records.run_doc_problem), is left out with a warning naming it; `frame.attrs["skipped"]`
+    maps each such run id to the reason.
     """
     frame = runs_table(store)[0]
     _effective_status(store, frame)

@@ -26,7 +26,7 @@ __all__ = [
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
-    "check_row_columns",
+    "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity",
 ]
 
@@ -140,6 +140,28 @@ def check_row_columns(columns: Iterable[str]) -> None:
         if split_of(column) and column != column.lower():
             raise ValueError(f"metric column {column!r} is not lower case; metric columns are "
                              "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
+
+
+# Keys that every run document has, whatever wrote it; a document without one is not a run.
+REQUIRED_DOC_FIELDS = ("run_id", "trial_key", "study_name", "workload", "algorithm", "status")
+
+
+def run_doc_problem(doc: Any) -> str | None:
+    """Why a run document cannot be read as a run of this schema (None when it can): not an
+    object, a schema version this code does not read (a newer pacebench wrote it), a required
+    key missing or not text, or an unknown status."""
+    if not isinstance(doc, dict):
+        return f"{RUN_DOC} is not a JSON object"
+    version = doc.get("schema_version")
+    if version not in READABLE_SCHEMA_VERSIONS:
+        return (f"{RUN_DOC} has schema version {version!r}; this pacebench reads versions "
+                f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))} (a newer one wrote it?)")
+    lacking = [k for k in REQUIRED_DOC_FIELDS if not isinstance(doc.get(k), str) or not doc[k]]
+    if lacking:
+        return f"{RUN_DOC} lacks {', '.join(lacking)} (or they are not text)"
+    if doc["status"] not in STATUSES:
+        return f"{RUN_DOC} has status {doc['status']!r}; valid are {', '.join(STATUSES)}"
+    return None
 
 
 def split_of(column: str) -> str | None:

@@ -502,11 +502,12 @@ class Store:
             warnings.warn(f"skipped run {run_dir.name}: its {R.RUN_DOC} cannot be read ({exc})",
                           stacklevel=3)
             return None
-        if not isinstance(doc, dict):
-            warnings.warn(f"skipped run {run_dir.name}: its {R.RUN_DOC} is not a JSON object",
-                          stacklevel=3)
+        if isinstance(doc, dict):
+            doc.setdefault("run_id", run_dir.name)
+        problem = R.run_doc_problem(doc)
+        if problem:
+            warnings.warn(f"skipped run {run_dir.name}: {problem}", stacklevel=3)
             return None
-        doc.setdefault("run_id", run_dir.name)
         return doc
 
     def documents(self, effective: bool = False, **equals: Any) -> Iterator[dict[str, Any]]:

@@ -159,6 +159,11 @@ class Selection(param.Parameterized):
         return self.cached("variant_workloads", make, level="read")
 
     @property
+    def skipped(self) -> dict[str, str]:
+        """Runs of the store left out of the read because their files cannot be read: why."""
+        return dict(self._read.skipped)
+
+    @property
     def n_runs(self) -> int:
         """How many run attempts pass the filters (no copy of the run table)."""
         return self.cached("n_runs", lambda: int(self.shown_rows().sum()))

@@ -14,7 +14,7 @@ import panel as pn
 from workbench import query
 from workbench import records as R
 from workbench.views.base import View
-from workbench.views.formats import TABLE_CSS, duration
+from workbench.views.formats import TABLE_CSS, duration, md
 
 __all__ = ["RunStatus", "status_counts", "running_frame"]
 
@@ -58,6 +58,16 @@ def running_frame(selection) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(RUNNING_TITLES))
 
 
+def skipped_line(skipped: dict[str, str], named: int = 3) -> str:
+    """" N runs skipped ..." (Markdown, names escaped) when runs could not be read, else ""."""
+    if not skipped:
+        return ""
+    ids = sorted(skipped)
+    more = f" and {len(ids) - named:,} more" if len(ids) > named else ""
+    return (f" **{len(ids):,} run{'s' if len(ids) > 1 else ''} skipped:** their files "
+            f"cannot be read ({', '.join(md(r) for r in ids[:named])}{more}; the server log says why).")
+
+
 class RunStatus(View):
     """A line of run counts by status, and a table of the running trials when there are any."""
 
@@ -72,13 +82,13 @@ class RunStatus(View):
         self._first_draw()
 
     def _update(self) -> None:
-        shown = self.selection.n_runs
-        if not shown:
+        shown, skipped = self.selection.n_runs, self.selection.skipped
+        if not shown and not skipped:
             self._line.object, self._table.visible = "", False
             return
         counts = status_counts(self.selection)
         parts = ", ".join(f"{n:,} {status}" for status, n in counts.items())
-        self._line.object = f"**{shown:,} runs shown:** {parts}."
+        self._line.object = f"**{shown:,} runs shown:** {parts or 'none'}." + skipped_line(skipped)
         frame = running_frame(self.selection)
         if len(frame) or self._table.visible:  # no running trial now nor before: no redraw
             self._table.param.update(value=frame, visible=len(frame) > 0)

@@ -108,9 +108,12 @@ def load_submission(path: str | Path) -> ModuleType:
     sys.modules[name] = module  # before exec: dataclasses and pickling look the module up
     try:
         module_spec.loader.exec_module(module)
-    except ImportError as err:
+    except Exception as err:  # a syntax error, a failed import, anything its top level raises
         del sys.modules[name]
-        raise SubmissionError(f"could not import submission {path}: {err}") from err
+        where = f" (line {err.lineno})" if isinstance(err, SyntaxError) and err.lineno else ""
+        raise SubmissionError(f"could not import submission {path}: {type(err).__name__}"
+                              f"{where}: {err.msg if isinstance(err, SyntaxError) else err}") \
+            from err
     missing = [f for f in REQUIRED_FUNCTIONS if not callable(getattr(module, f, None))]
     if missing:
         raise SubmissionError(f"submission {path} does not define {', '.join(missing)}: an AlgoPerf "

@@ -43,13 +43,18 @@ def _floats(text: str) -> list[float]:
 
 def _hparams(text: str) -> dict:
     """--hparams takes a JSON object, or @path to a JSON file."""
-    raw = Path(text[1:]).read_text() if text.startswith("@") else text
+    try:
+        raw = Path(text[1:]).read_text() if text.startswith("@") else text
+    except (OSError, UnicodeDecodeError) as e:
+        raise argparse.ArgumentTypeError(f"cannot read the hyperparameter file {text[1:]!r} "
+                                         f"({type(e).__name__}); give @<path to a JSON file> "
+                                         "or a JSON object") from None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"--hparams is not valid JSON ({e}): {raw[:80]!r}") from None
+    except (ValueError, RecursionError) as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({str(e)[:80]}): {raw[:80]!r}") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("--hparams must be a JSON object, e.g. '{\"learning_rate\": 0.001}'")
+        raise argparse.ArgumentTypeError("not a JSON object; give e.g. '{\"learning_rate\": 0.001}'")
     return value
 
 
@@ -279,8 +284,16 @@ def _add_targets_and_list(sub) -> None:
     p.set_defaults(func=commands.list_names)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported in one line (no usage dump): what was wrong, and
+    where the valid forms are listed."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pacebench", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="pacebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_run, _add_study, _add_scale, _add_analysis, _add_views,
                 _add_targets_and_list):

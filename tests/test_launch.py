@@ -239,13 +239,33 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
      "bad study name '../../x'"),
     (["run", "--workload", "nope", "--algorithm", "adamw"], "unknown workload 'nope'"),
     (["run", "--workload", "synthetic", "--algorithm", "nope"], "unknown algorithm 'nope'"),
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--hparams",
+      '{"learning_rate": "fast"}'], 'hyperparameter learning_rate is "fast"; expected a finite'),
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--hparams",
+      '{"learning_rate": -1}'], "adamw cannot use hyperparameters"),
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--hparams",
+      '{"lr": 0.1}'], "adamw does not take hyperparameter(s) lr: valid are learning_rate"),
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--hparams", "@missing.json"],
+     "cannot read the hyperparameter file 'missing.json'"),
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--hparams",
+      '{"a": ' * 5000 + "1" + "}" * 5000], "not valid JSON (maximum recursion depth"),
+    (["run", "--workload", "synthetic", "--algorithm", "adamw", "--hparams", "[1]"],
+     "not a JSON object"),
+    (["run", "--workload", "synthetic", "--algoperf-submission", "SUBMISSION"],
+     "SyntaxError (line 1): invalid syntax"),
 ])
 def test_bad_numbers_and_names_are_refused_before_anything_is_written(tmp_path, capsys, argv,
                                                                       message):
     store = tmp_path / "store"
-    assert main([*argv, "--store", str(store), "--quiet"]) == 2
+    (tmp_path / "submission.py").write_text("def broken(:\n")
+    argv = [str(tmp_path / "submission.py") if a == "SUBMISSION" else a for a in argv]
+    try:
+        code = main([*argv, "--store", str(store), "--quiet"])
+    except SystemExit as e:  # argparse refuses the argument itself
+        code = e.code
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err and len(err.splitlines()) == 2
+    assert code == 2 and message in err, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and len(err) < 600
     assert not (store / R.RUNS_DIR).exists() or not any((store / R.RUNS_DIR).iterdir())
     assert not (tmp_path.parent / "x").exists()
 
@@ -274,4 +294,4 @@ def test_a_store_path_that_is_no_store_is_one_line_of_error(tmp_path, capsys, co
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert str(path) in err and ("is not a Pacebench store" in err or "is a file" in err)
-    assert "Traceback" not in err and len(err.splitlines()) == 2
+    assert "Traceback" not in err and len(err.splitlines()) == 1

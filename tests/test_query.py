@@ -202,6 +202,18 @@ def _upper_metric(run: Path) -> None:
                                          for c in table.column_names]), run / R.EVALS_SEALED)
 
 
+def _times(value: float):
+    """Every training time of the run set to `value`: it then never reaches its target."""
+    def corrupt(run: Path) -> None:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(run / R.EVALS_SEALED)
+        i = table.column_names.index("train_seconds")
+        pq.write_table(table.set_column(i, "train_seconds", pa.array([value] * len(table))),
+                       run / R.EVALS_SEALED)
+    return corrupt
+
+
 def _evals_with(column: str):
     def corrupt(run: Path) -> None:
         import pyarrow.parquet as pq
@@ -215,7 +227,8 @@ def _evals_with(column: str):
 # A run of the store corrupted as a shared or half-written store could hold it: each is left
 # out (True: named, and in runs_frame.attrs["skipped"]; every other run's score is what it is
 # in the same store without that run), read without its bad rows (False: scores as in the store
-# where the run has no rows), or read as it was (None: a metric column in other letter case).
+# where the run has no rows; also for rows with times that are no times), or read as it was
+# (None: a metric column in other letter case).
 STORE_CORRUPTIONS = {
     "torn run.json": (lambda run: (run / R.RUN_DOC).write_text('{"run_id": "x", "sta'), True),
     "run.json a list": (lambda run: (run / R.RUN_DOC).write_text("[1, 2]"), True),
@@ -226,6 +239,8 @@ STORE_CORRUPTIONS = {
     "run.json with an unknown status": (_doc_edit(status="weird"), True),
     "run.json with a text study": (_doc_edit(study="abc"), True),
     "run.json with a text target": (_doc_edit(target_validation="high"), True),
+    "evals.parquet with minus infinite times": (_times(-math.inf), False),
+    "evals.parquet with negative times": (_times(-1.0), False),
     "evals.parquet not Parquet": (lambda run: (run / R.EVALS_SEALED).write_bytes(b"PAR1 junk"),
                                   True),
     "evals.parquet empty file": (lambda run: (run / R.EVALS_SEALED).write_bytes(b""), True),

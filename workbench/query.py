@@ -280,7 +280,9 @@ WITH v AS (
     FROM ({rows}) AS e JOIN docs AS d ON e.run_id = d.run_id
     WHERE TRY_CAST(e.eval_index AS BIGINT) IS NOT NULL  -- a mistyped live row is dropped
 ), m AS (
-    SELECT *, coalesce(isfinite(value) AND {meets}, false) AS met
+    -- a row whose training time is not a finite time >= 0 (a foreign store's) never counts
+    SELECT *, coalesce(isfinite(value) AND {meets} AND isfinite(train_seconds)
+                       AND train_seconds >= 0, false) AS met
     FROM v
 )
 SELECT run_id,

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import abc
+import json
+import math
 from typing import Any, Iterable, Mapping
 
 import torch
@@ -13,6 +15,23 @@ __all__ = ["OptimizerAlgorithm", "HparamError"]
 
 class HparamError(ValueError):
     """Hyperparameters that an algorithm does not take, or values it cannot use."""
+
+
+def _check_type(algorithm: str, key: str, value: Any, default: Any) -> None:
+    """A hyperparameter's value has the kind of its default: a finite number for a number
+    (or None), a bool for a bool, text for text."""
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, (int, float)) or default is None:
+        ok = value is None if default is None and value is None else (
+            isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+        kind = "a finite number"
+    else:
+        ok, kind = isinstance(value, type(default)), type(default).__name__
+    if not ok:
+        raise HparamError(f"{algorithm}: hyperparameter {key} is {json.dumps(value)[:40]}; "
+                          f"expected {kind}")
 
 
 class OptimizerAlgorithm(Algorithm):
@@ -30,10 +49,17 @@ class OptimizerAlgorithm(Algorithm):
         if unknown:
             raise HparamError(f"{self.name} does not take hyperparameter(s) {', '.join(unknown)}: "
                               f"valid are {', '.join(self.defaults)}")
+        for key, value in hparams.items():
+            _check_type(self.name, key, value, self.defaults[key])
         super().__init__({**self.defaults, **hparams})
         self.optimizer: torch.optim.Optimizer | None = None
         self.step_hint = 1
         self._lr: float | None = None
+        try:  # values the optimizer refuses (a negative learning rate, ...) fail here, before
+            self.make_optimizer([torch.nn.Parameter(torch.zeros(1))])  # a run is recorded
+        except (ValueError, TypeError) as e:
+            raise HparamError(f"{self.name} cannot use hyperparameters "
+                              f"{json.dumps(hparams, default=str)[:120]}: {e}") from None
 
     @abc.abstractmethod
     def make_optimizer(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:

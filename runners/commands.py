@@ -10,7 +10,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -294,15 +293,23 @@ def report(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`)."""
+    """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`), in a
+    child process that stops when this one gets SIGTERM or SIGINT, or dies."""
+    import ipaddress
+    import socket
+
+    from runners.processes import run_child
+    from workbench.app import ALLOW_REMOTE
     app = Path(__file__).resolve().parents[1] / "workbench" / "app.py"
     env = {**os.environ, "PACEBENCH_STORE": str(store_path(args).resolve())}
     cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
            "--port", str(args.port), "--allow-websocket-origin", f"{args.address}:{args.port}"]
     if args.address in ("127.0.0.1", "localhost"):
         cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
+    if not ipaddress.ip_address(socket.gethostbyname(args.address)).is_loopback:
+        env[ALLOW_REMOTE] = "1"  # the user asked for another interface: show the store there
     print(f"serving {store_path(args)} at http://{args.address}:{args.port}/app", flush=True)
-    return subprocess.call(cmd, env=env)
+    return run_child(cmd, env)
 
 
 def set_targets(args: argparse.Namespace) -> int:

@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["LaunchOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
            "worker_command", "write_job", "describe_exit", "die_with", "spawn_worker",
-           "name_process", "PRELOADED"]
+           "name_process", "PRELOADED", "run_child"]
 
 BACKENDS = ("local", "ray")
 START_METHODS = ("forkserver", "spawn")
@@ -141,6 +141,34 @@ def die_with(parent: int) -> None:
         prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if parent and os.getppid() != parent:
         os._exit(1)
+
+
+def run_child(cmd: list[str], env: Mapping[str, str], grace: float = 10.0) -> int:
+    """Run `cmd` as a child that lives no longer than this process: SIGTERM or SIGINT here
+    stops it (SIGTERM, then SIGKILL after `grace` seconds), and Linux kills it if this process
+    is killed outright. Returns its exit status (that of the signal that stopped us, as a shell
+    reports it: 128 + signal number)."""
+    _prctl()
+    child = subprocess.Popen(cmd, env=dict(env), preexec_fn=functools.partial(die_with, os.getpid()))
+    stopped_by: list[int] = []
+
+    def stop(signum, frame) -> None:
+        stopped_by.append(signum)
+        if child.poll() is None:
+            child.terminate()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while True:
+            try:
+                code = child.wait(timeout=grace if stopped_by else None)
+                break
+            except subprocess.TimeoutExpired:
+                child.kill()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 128 + stopped_by[0] if stopped_by else code
 
 
 def name_process() -> None:

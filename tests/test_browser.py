@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -399,3 +400,47 @@ def test_every_view_of_our_own_study_with_filters(page, own_study):
         _uncheck_until(page, other, [algorithm])  # back from other tabs: still recomputes
         page.screenshot(path=SHOTS / "own-filtered-steps.png", full_page=True)
     assert page.errors == []
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _refuses_connections(port: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _accepts(port):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_pacebench_serve_stops_its_server_when_stopped_or_killed(fake_store, how):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runners.cli", "serve", "--store", str(fake_store), "--port",
+         str(port)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not _accepts(port):  # listening (no page asked for: building one is slow)
+            assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.2)
+        proc.send_signal(getattr(signal, how))
+        code = proc.wait(timeout=20)
+        assert code == (-signal.SIGKILL if how == "SIGKILL" else 128 + getattr(signal, how))
+        assert _refuses_connections(port), f"the panel server outlived `pacebench serve` ({how})"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_the_dashboard_shows_its_store_to_this_machine_only_unless_told():
+    from workbench.app import remote_allowed
+
+    assert remote_allowed("127.0.0.1", {}) and remote_allowed("::1", {})
+    assert remote_allowed(None, {})  # not served (a report, a notebook)
+    assert not remote_allowed("192.168.1.7", {}) and not remote_allowed("junk", {})
+    assert remote_allowed("192.168.1.7", {"PACEBENCH_ALLOW_REMOTE": "1"})

@@ -1,9 +1,15 @@
-"""The served dashboard: `panel serve workbench/app.py` (store from env PACEBENCH_STORE, default
-`results`). This module only assembles: the selection, the sidebar and the views live in
-`workbench.views`, the list of views in workbench/views/registry.py.
+"""The served dashboard: `panel serve workbench/app.py --address 127.0.0.1` (store from env
+PACEBENCH_STORE, default `results`). This module only assembles: the selection, the sidebar and
+the views live in `workbench.views`, the list of views in workbench/views/registry.py.
+
+The dashboard shows a store to this machine only: a page requested from another address gets a
+notice instead, unless PACEBENCH_ALLOW_REMOTE=1 (which `pacebench serve --address <non-loopback>`
+sets), so a `panel serve` started without `--address`, which listens on every interface, still
+shows nothing to the network.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -15,9 +21,38 @@ from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters, StoreNotice
 from workbench.views.status import RunStatus
 
-__all__ = ["build_app", "store_from_env", "make_views", "view_tabs", "REFRESH_MS"]
+__all__ = ["build_app", "store_from_env", "make_views", "view_tabs", "REFRESH_MS",
+           "remote_allowed", "ALLOW_REMOTE"]
 
 REFRESH_MS = 5000  # how often a served dashboard re-reads the store for new or growing runs
+
+
+ALLOW_REMOTE = "PACEBENCH_ALLOW_REMOTE"  # "1": show the store to other machines too
+
+
+def remote_allowed(remote_ip: str | None, environ=os.environ) -> bool:
+    """Whether a page requested from `remote_ip` may show the store: from this machine always
+    (None: not served, e.g. a report), from elsewhere only with PACEBENCH_ALLOW_REMOTE=1."""
+    if remote_ip is None or environ.get(ALLOW_REMOTE) == "1":
+        return True
+    try:
+        return ipaddress.ip_address(remote_ip.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _remote_ip() -> str | None:
+    context = pn.state.curdoc.session_context if pn.state.curdoc else None
+    request = getattr(context, "request", None)
+    return getattr(request, "remote_ip", None) if request is not None else None
+
+
+def refusal() -> pn.viewable.Viewable:
+    """What a page requested from another machine shows."""
+    return pn.pane.Markdown(
+        "### This dashboard shows its store to this machine only\n\nOpen it from the machine "
+        "it runs on, or restart it with `pacebench serve --address <address>` (or "
+        f"`{ALLOW_REMOTE}=1 panel serve workbench/app.py --address <address>`) to share it.")
 
 
 def store_from_env() -> Path:
@@ -46,4 +81,4 @@ def build_app(store_path: str | os.PathLike,
 
 
 if __name__.startswith("bokeh"):
-    build_app(store_from_env()).servable()
+    (build_app(store_from_env()) if remote_allowed(_remote_ip()) else refusal()).servable()

@@ -124,6 +124,34 @@ def test_curves_mark_targets_and_follow_the_time_axis(selection):
     _renders(Curves(selection=selection))
 
 
+def test_a_run_with_184000_evals_is_drawn_with_a_thousand_points_and_its_hit(tmp_path):
+    import pyarrow as pa
+
+    from workbench import records as R
+    from workbench.views.curves import MAX_CURVE_POINTS
+
+    store = make_store(tmp_path, algorithms=("fast",), workloads=("digits_mlp",), studies=1,
+                       trials=1)
+    doc = store.run_doc(store.run_ids()[0])
+    n, hit = 184_000, 150_001  # the first eval at the target: no multiple of the thinning step
+    accuracy = np.where(np.arange(n) >= hit, 0.99, 0.5)
+    evals = pa.table({"eval_index": np.arange(n), "step": np.arange(n) * 10,
+                      "examples": pa.nulls(n, pa.int64()), "train_seconds": np.arange(n) * 0.1,
+                      "eval_seconds": pa.nulls(n, pa.float64()),
+                      "wall_seconds": np.arange(n) * 0.2, "validation/accuracy": accuracy})
+    huge = {**doc, "run_id": "huge", "trial_key": "huge", "trial": 1}
+    assert store.write_sealed_run(huge, evals, "huge")
+    selection = Selection(store_path=str(tmp_path))
+    plot = validation_plot(selection, "digits_mlp")
+    (path,) = plot.Path.values()
+    drawn = {r: len(line.dimension_values(0)) for r, line in zip(
+        selection.runs["run_id"], path.split())}  # runs in run-id order, one line each
+    assert MAX_CURVE_POINTS <= drawn["huge"] <= MAX_CURVE_POINTS + 2
+    (hits,) = [e for e in plot if isinstance(e, hv.Scatter)]
+    assert hit * 0.1 in set(np.round(hits.dimension_values("train_seconds"), 6))
+    assert len(curve_evals(selection).query("run_id == 'huge'")) == drawn["huge"]
+
+
 @pytest.mark.parametrize("kind", ["missing", "empty"])
 def test_missing_or_empty_store_shows_a_message(tmp_path, kind):
     path = tmp_path / "store"

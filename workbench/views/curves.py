@@ -6,6 +6,7 @@ Everything drawn is read from the store's rows; the time to target comes with ea
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import panel as pn
 import param
@@ -18,11 +19,15 @@ from workbench.views.formats import md
 from workbench.views.selection import TIME_AXES, Selection
 
 __all__ = ["Curves", "validation_plot", "loss_plot", "figures", "shown_curve_runs",
-           "curve_evals", "curve_train", "MAX_DEFAULT_CURVES"]
+           "curve_evals", "curve_train", "decimate", "MAX_DEFAULT_CURVES", "MAX_CURVE_POINTS"]
 
 # Runs drawn per workload when no run is picked: all of them up to this many, else the chosen
 # trial of one study per algorithm (keeps a 3,700-run store readable and fast to draw).
 MAX_DEFAULT_CURVES = 48
+# Points drawn per run and curve: a longer log (a foreign one may hold 100,000s of evals) is
+# thinned to about this many evenly spaced rows, its first, last and target-hit rows kept, so that
+# one pathological run cannot exhaust the server or the browser.
+MAX_CURVE_POINTS = 1000
 
 
 def shown_curve_runs(selection: Selection) -> pd.DataFrame:
@@ -53,18 +58,44 @@ def _representatives(selection: Selection) -> list[str]:
     return selection.cached("representatives", make)
 
 
+def decimate(rows: pd.DataFrame, order: str, limit: int = MAX_CURVE_POINTS,
+             keep: pd.MultiIndex | None = None) -> pd.DataFrame:
+    """At most about `limit` rows per run of `rows` (which are sorted by run_id, then `order`):
+    every k-th row, the first and the last, and the rows whose (run_id, order) is in `keep`."""
+    if rows.empty:
+        return rows
+    sizes = rows.groupby("run_id", sort=False)["run_id"].transform("size").to_numpy()
+    if sizes.max() <= limit:
+        return rows
+    position = rows.groupby("run_id", sort=False).cumcount().to_numpy()
+    every = np.ceil(sizes / limit)
+    mask = (position % every == 0) | (position == sizes - 1)
+    if keep is not None and len(keep):
+        mask |= pd.MultiIndex.from_arrays([rows["run_id"], rows[order]]).isin(keep)
+    return rows[mask]
+
+
 def curve_evals(selection: Selection) -> pd.DataFrame:
-    """Eval rows of shown_curve_runs (read from the store on first use)."""
-    ids = list(shown_curve_runs(selection)["run_id"])
-    return selection.cached("evals", lambda: query.evals_frame(
-        selection.store, ids) if ids else pd.DataFrame(columns=list(R.EVAL_COLUMNS)))
+    """Eval rows of shown_curve_runs (read from the store on first use), decimated to
+    MAX_CURVE_POINTS per run (the evals that first met a target kept)."""
+    runs = shown_curve_runs(selection)
+    ids = list(runs["run_id"])
+
+    def make() -> pd.DataFrame:
+        if not ids:
+            return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
+        hits = runs[runs["reached_target"].fillna(False).astype(bool)]
+        keep = pd.MultiIndex.from_arrays([hits["run_id"], hits["eval_index_to_target"]])
+        return decimate(query.evals_frame(selection.store, ids), "eval_index", keep=keep)
+    return selection.cached("evals", make)
 
 
 def curve_train(selection: Selection) -> pd.DataFrame:
-    """Training-loss rows of shown_curve_runs (read from the store on first use)."""
+    """Training-loss rows of shown_curve_runs (read from the store on first use), decimated to
+    MAX_CURVE_POINTS per run."""
     ids = list(shown_curve_runs(selection)["run_id"])
-    return selection.cached("train", lambda: query.train_frame(
-        selection.store, ids) if ids else pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
+    return selection.cached("train", lambda: decimate(query.train_frame(
+        selection.store, ids), "step") if ids else pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
 
 
 def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str]) -> list[hv.Path]:

@@ -183,5 +183,10 @@ class DataParallel:
         return ParallelStore(store, self.rank, self.world_size, self.backend)
 
     def close(self) -> None:
+        """Leave the process group once every rank is done with it (so that no rank tears
+        down its communication threads while another still talks to it)."""
         if dist.is_initialized():
-            dist.destroy_process_group()
+            try:
+                dist.barrier()
+            finally:
+                dist.destroy_process_group()

@@ -102,13 +102,16 @@ class StudyResult:
     skipped: int = 0
     succeeded: int = 0
     failed: list[str] = field(default_factory=list)  # one line per failed or killed worker
+    warnings: list[str] = field(default_factory=list)  # workers that exited badly after their
+                                                       # run was sealed complete (not failures)
     seconds: float = 0.0
     early_stop: dict[str, Any] | None = None  # the study summary when trials stopped early
 
     def summary(self) -> str:
         text = (f"{self.planned} trials planned, {self.skipped} already done, {self.succeeded} ran, "
                 f"{len(self.failed)} failed, in {self.seconds:.1f} s")
-        return "\n".join([text, *("  " + f for f in self.failed), *self._early_stop_lines()])
+        return "\n".join([text, *("  " + f for f in self.failed),
+                          *("  warning: " + w for w in self.warnings), *self._early_stop_lines()])
 
     def _early_stop_lines(self) -> list[str]:
         if not self.early_stop:
@@ -310,6 +313,16 @@ class _Scheduler:
             return
         how = outcome.note or (f"worker {describe_exit(outcome.returncode)}"
                                if outcome.returncode is not None else "worker lost")
+        sealed = [d for d in self.store.attempts(config.trial_key)
+                  if (d.get("started_at") or "") >= started_at
+                  and d.get("status") in DONE_STATUSES]
+        if sealed:  # e.g. a data-parallel rank aborting in its exit handlers: the run is whole
+            result.succeeded += 1
+            result.warnings.append(f"{config.workload} {config.algorithm} study {config.study} "
+                                   f"trial {config.trial}: {how} after its run "
+                                   f"{sealed[-1]['run_id']} was sealed {sealed[-1]['status']}; "
+                                   f"log {self._log_path(config)}")
+            return
         _record_death(self.store, config, how, outcome, started_at)
         result.failed.append(f"{config.workload} {config.algorithm} study {config.study} "
                              f"trial {config.trial} seed {config.seed}: {how}; "

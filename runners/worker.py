@@ -135,7 +135,15 @@ def worker_main(job_path: str) -> int:
     die_with(0 if "TORCHELASTIC_RUN_ID" in os.environ else
              int(os.environ.get("PACEBENCH_PARENT_PID", "0")))
     name_process()
-    return run_job(json.loads(Path(job_path).read_text()))
+    code = run_job(json.loads(Path(job_path).read_text()))
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        # A rank's process group is destroyed and its run sealed (rank 0) by now. Exit without
+        # the interpreter's teardown, where the collective library's threads can abort the
+        # process ("terminate called without an active exception") after a clean run.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

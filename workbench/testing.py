@@ -177,15 +177,25 @@ def markdown_text(source: str) -> str:
 def make_hostile_store(path: str | os.PathLike, **kwargs: Any) -> Store:
     """make_store(path, **kwargs), then every name that a foreign store or an imported log
     supplies turned into hostile(...) markup, as a store written by someone else could hold:
-    algorithm, study name, hyperparameter keys and values, hardware and stop reason (each run's
-    document rewritten; the run index, derived data, is dropped)."""
+    algorithm, workload, variant (of the second workload), study name, hyperparameter keys and
+    values, hardware, stop reason and error (each run's document rewritten; the run index,
+    derived data, is dropped)."""
     store = make_store(path, **kwargs)
     shutil.rmtree(store.root / R.INDEX_DIR, ignore_errors=True)
+    workloads = list(dict.fromkeys(kwargs.get("workloads", ("digits_mlp", "digits_cnn"))))
     for doc_path in store.doc_paths(store.run_ids()):
         doc = json.loads(Path(doc_path).read_text())
-        for key in ("algorithm", "study_name", "hardware", "stop_reason"):
+        for key in ("algorithm", "study_name", "hardware", "stop_reason", "workload"):
             doc[key] = hostile(f"{key}-{doc.get(key)}")
-        doc["config"].update(algorithm=doc["algorithm"], study_name=doc["study_name"])
+        doc["base_workload"], doc["variant"] = doc["workload"], "base"
+        if len(workloads) > 1 and doc["workload"] == hostile(f"workload-{workloads[1]}"):
+            # a variant of the first workload
+            doc["base_workload"] = hostile(f"workload-{workloads[0]}")
+            doc["variant"] = hostile("variant")
+        if doc.get("error"):
+            doc["error"] = hostile("error")
+        doc["config"].update(algorithm=doc["algorithm"], study_name=doc["study_name"],
+                             workload=doc["workload"])
         doc["hparams"] = {**doc["hparams"], hostile("hparam-key"): hostile("hparam-value")}
         atomic_write_json(Path(doc_path), doc)
     return store

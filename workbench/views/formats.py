@@ -7,7 +7,7 @@ import math
 import re
 from typing import Iterable
 
-__all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title", "MISS",
+__all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title", "group_header", "MISS",
            "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
 
 MISS = "miss"        # shown where the target was not reached
@@ -35,9 +35,15 @@ def md(value: object) -> str:
     return html.escape(_MARKDOWN_PUNCTUATION.sub(r"\\\1", str(value)), quote=True)
 
 
+def group_header(values: "pd.Series") -> "pd.Series":  # noqa: F821
+    """A grouped table's group column, escaped: Tabulator writes group headers as HTML."""
+    return values.astype(str).map(html.escape)
+
+
 def wrap_title(name: str) -> str:
-    """A column title that may break after each underscore (zero-width space)."""
-    return name.replace("_", "_\u200b")
+    """A table column title (HTML) of a name: escaped, and free to break after each underscore
+    (zero-width space)."""
+    return html.escape(str(name)).replace("_", "_\u200b")
 
 
 def unit_for(seconds: Iterable[float]) -> str:

@@ -18,7 +18,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import robustness
 from workbench.views.base import View
-from workbench.views.formats import MISS, NO_RUNS, duration, md, percent, unit_for
+from workbench.views.formats import MISS, NO_RUNS, duration, group_header, md, percent, unit_for
 from workbench.views.leaderboard import TABLE_CSS
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
@@ -260,7 +260,8 @@ class Robustness(View):
         self._summary.visible = len(summary) > 0
         order = list(summary["algorithm"])
         pairs = pair_frame(self.selection, order)
-        self._pairs.value = pairs
+        self._pairs.value = pairs.assign(algorithm=group_header(pairs["algorithm"])) \
+            if "algorithm" in pairs else pairs
         self._pairs.visible = len(pairs) > 0
         plot = ratio_plot(self.selection, order)
         self._heat.param.update(object=plot, visible=plot is not None)

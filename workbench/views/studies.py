@@ -11,7 +11,7 @@ import pandas as pd
 import panel as pn
 
 from workbench import scoring
-from workbench.views.formats import MISS, duration, unit_for
+from workbench.views.formats import MISS, duration, group_header, unit_for
 from workbench.views.leaderboard import TABLE_CSS, score_frame
 from workbench.views.base import View
 from workbench.views.selection import Selection
@@ -79,8 +79,8 @@ class StudyTimes(View):
     def _update(self) -> None:
         frame = study_frame(self.selection)
         # the group header names the workload and its role; the rows need not repeat it
-        frame = frame.assign(workload=frame["workload"] + " (" + frame["role"] + ")") \
-            .drop(columns="role")
+        header = group_header(frame["workload"] + " (" + frame["role"] + ")")
+        frame = frame.assign(workload=header).drop(columns="role")
         self._table.param.update(value=frame, text_align={c: "right" for c in frame.columns
                                                           if c.startswith("study") or
                                                           c == "median"})

@@ -295,3 +295,30 @@ def test_a_store_path_that_is_no_store_is_one_line_of_error(tmp_path, capsys, co
     err = capsys.readouterr().err
     assert str(path) in err and ("is not a Pacebench store" in err or "is a file" in err)
     assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_a_worker_that_exits_badly_after_sealing_its_run_complete_is_a_warning(tmp_path):
+    """A data-parallel rank can abort in its exit handlers after rank 0 sealed the run: the
+    trial is complete (a warning), while the same exit before a sealed run is a failure."""
+    from runners.launch import StudyResult, _Scheduler
+    from runners.processes import Outcome
+    from workbench.catalog import get_workload
+    from workbench.records import run_identity
+    from workbench.spec import RunConfig
+    from workbench.store import utc_now
+
+    store = open_store(tmp_path / "store", create=True)
+    scheduler = _Scheduler(store, None, 1, None, False, None, LaunchOptions())
+    sealed, unsealed = (RunConfig(workload="synthetic", algorithm="adamw", study_name="dp",
+                                  trial=t) for t in (0, 1))
+    started_at = utc_now()
+    with store.new_run(run_identity(sealed, get_workload("synthetic"))) as writer:
+        writer.finish("complete", stop_reason="target reached")
+    result = StudyResult()
+    aborted = Outcome(returncode=-signal.SIGABRT, pid=12345, host="here")
+    scheduler._reap(aborted, sealed, result, started_at)
+    assert (result.succeeded, result.failed, len(result.warnings)) == (1, [], 1)
+    assert "killed by signal 6 (SIGABRT) after its run" in result.warnings[0]
+    assert "warning: synthetic adamw study 0 trial 0" in result.summary()
+    scheduler._reap(aborted, unsealed, result, started_at)
+    assert result.succeeded == 1 and len(result.failed) == 1

@@ -108,8 +108,9 @@ class Leaderboard(View):
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._scores = _table(
+            # rows come in the one score order (scoring.rank_scores: score, exact score,
+            # name); a client-side sorter would shuffle ties, so none is set
             "pb-scores", sortable=True, titles=SCORE_TITLES,
-            sorters=[{"field": "score", "dir": "desc"}],
             formatters={"score": NumberFormatter(format="0.0000"),
                         "exact_score": NumberFormatter(format="0.0000")})
         self._about = pn.pane.Markdown(sizing_mode="stretch_width")

@@ -227,3 +227,14 @@ def test_real_v05_logs_reproduce_the_published_leaderboard(algoperf_v05):
     assert math.isclose(result["time_to_target"]["shampoo_submission"]["imagenet_vit"], 33094,
                         abs_tol=1)
     assert len(query.runs_frame(open_store(algoperf_v05.path))) == 3700
+
+
+def test_report_on_a_store_covering_only_some_workloads(imported):
+    """The tree imports wa only (wb's log is torn, the held-out wa_tanh has no trials): every
+    view still draws, and the missing workloads read as `no runs`."""
+    from workbench.report import write_report
+
+    root, _, store, _ = imported
+    out = write_report(store.root, root / "report.html")
+    text = out.read_text()
+    assert "no runs" in text and "Pacebench report" in text

@@ -300,7 +300,7 @@ def test_a_store_path_that_is_no_store_is_one_line_of_error(tmp_path, capsys, co
 def test_a_worker_that_exits_badly_after_sealing_its_run_complete_is_a_warning(tmp_path):
     """A data-parallel rank can abort in its exit handlers after rank 0 sealed the run: the
     trial is complete (a warning), while the same exit before a sealed run is a failure."""
-    from runners.launch import StudyResult, _Scheduler
+    from runners.scheduler import Scheduler, StudyResult
     from runners.processes import Outcome
     from workbench.catalog import get_workload
     from workbench.records import run_identity
@@ -308,7 +308,7 @@ def test_a_worker_that_exits_badly_after_sealing_its_run_complete_is_a_warning(t
     from workbench.store import utc_now
 
     store = open_store(tmp_path / "store", create=True)
-    scheduler = _Scheduler(store, None, 1, None, False, None, LaunchOptions())
+    scheduler = Scheduler(store, None, 1, None, False, None, LaunchOptions())
     sealed, unsealed = (RunConfig(workload="synthetic", algorithm="adamw", study_name="dp",
                                   trial=t) for t in (0, 1))
     started_at = utc_now()

@@ -128,15 +128,19 @@ def fake_store(tmp_path_factory) -> Path:
     return Path(_made_once(tmp_path_factory, "fake_store", make)["path"])
 
 
-REPORT_TITLE = "Pacebench test report"
 
 
 @pytest.fixture(scope="session")
-def fake_report(fake_store, tmp_path_factory) -> Path:
-    """The HTML report of fake_store (title REPORT_TITLE), written once per session."""
+def hostile_report(tmp_path_factory) -> Path:
+    """The HTML report of a store whose every name is markup (workbench.testing.
+    make_hostile_store: two workloads, one a variant, 2 algorithms x 2 trials), its title too,
+    written once per session."""
     def make(folder: Path) -> dict:
         from workbench.report import write_report
+        from workbench.testing import hostile, make_hostile_store
 
-        return {"path": str(write_report(fake_store, folder / "report.html",
-                                         title=REPORT_TITLE))}
-    return Path(_made_once(tmp_path_factory, "fake_report", make)["path"])
+        store = make_hostile_store(folder / "store", workloads=("digits_mlp", "digits_cnn"),
+                                   studies=1, trials=2)
+        return {"path": str(write_report(store.root, folder / "report.html",
+                                         title=hostile("title")))}
+    return Path(_made_once(tmp_path_factory, "hostile_report", make)["path"])

@@ -322,3 +322,33 @@ def test_a_worker_that_exits_badly_after_sealing_its_run_complete_is_a_warning(t
     assert "warning: synthetic adamw study 0 trial 0" in result.summary()
     scheduler._reap(aborted, unsealed, result, started_at)
     assert result.succeeded == 1 and len(result.failed) == 1
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_run_child_stops_its_child_when_this_process_is_signalled(tmp_path, signum):
+    """`pacebench serve`'s server process: Ctrl-C or SIGTERM here stops it, and the status says
+    which signal ended us."""
+    import threading
+
+    from runners.processes import run_child
+
+    pid_file = tmp_path / "child.pid"
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); " \
+             "time.sleep(60)"
+    def signal_when_started() -> None:
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.kill(os.getpid(), signum)
+
+    signaller = threading.Thread(target=signal_when_started)
+    signaller.start()
+    start = time.monotonic()
+    code = run_child([sys.executable, "-c", script], os.environ)
+    signaller.join()
+    assert code == 128 + signum and time.monotonic() - start < 20
+    child = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # gone (reaped by run_child)
+    assert signal.getsignal(signum) in (signal.default_int_handler, signal.SIG_DFL)

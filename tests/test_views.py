@@ -175,11 +175,9 @@ def test_app_builds_on_a_store_and_on_nothing(store_path, tmp_path):
     assert isinstance(build_app(tmp_path / "nowhere"), pn.template.BaseTemplate)
 
 
-def test_report_is_self_contained(fake_report):
-    from conftest import REPORT_TITLE
-
-    html = fake_report.read_text()
-    assert REPORT_TITLE in html and "digits_mlp" in html
+def test_report_is_self_contained(hostile_report):
+    html = hostile_report.read_text()
+    assert "workload-digits_mlp" in html and "algorithm-fast" in html
     tags = re.findall(r"<(?:script|link)\b[^>]*>", html)
     remote = [t for t in tags if re.search(r"""(?:src|href)=["']?(?:https?:)?//""", t)]
     assert remote == []

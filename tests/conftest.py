@@ -24,13 +24,12 @@ def shared_data_dir() -> Path:
     return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
 
 
-# fixture -> the xdist group of the tests that use it: what a module fixture holds (a dashboard
-# server, a local Ray instance) is started once, and the two browser tests of the imported
+# fixture -> the xdist group of the tests that use it: what a module fixture holds (a local Ray
+# instance) is started once, and the two browser tests of the imported
 # v0.5 store run one after the other on one worker while the other goes on with the rest
 # (instead of both workers waiting for its import at once). (Session fixtures are made once
 # per session whichever worker asks first: _made_once.)
-SHARED_FIXTURES = {"served": "fake_dashboard", "local_ray": "ray",
-                   "algoperf_store": "algoperf_v05_browser"}
+SHARED_FIXTURES = {"local_ray": "ray", "algoperf_store": "algoperf_v05_browser"}
 # Tests of a minute or more outside the groups: collected first, so that the workers start on
 # them right after the groups (which xdist hands out first, largest first) and the short tests
 # fill in around them.

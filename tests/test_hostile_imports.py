@@ -114,7 +114,7 @@ CASES = {
     "no score column": (lambda root: trial(
         root, "mallory", eval_text="global_step,validation/accuracy\n1,0.9\n"), "lacks columns"),
     "eval log not UTF-8": (lambda root: trial(
-        root, "mallory", eval_text="global_step,score\n\xff\xfe,1\n"), "mallory"),
+        root, "mallory", eval_text="global_step,score\n\xff\xfe,1\n"), "is not numeric"),
     "budget a string": (lambda root: trial(
         root, "mallory", meta={**META, "workload.max_allowed_runtime_sec": "abc"}),
         "workload.max_allowed_runtime_sec"),

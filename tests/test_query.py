@@ -237,6 +237,7 @@ STORE_CORRUPTIONS = {
     "run.json without schema version": (_doc_edit(schema_version=_DROP), True),
     "run.json without algorithm": (_doc_edit(algorithm=_DROP), True),
     "run.json with an unknown status": (_doc_edit(status="weird"), True),
+    "run.json with a numeric algorithm": (_doc_edit(algorithm=7), True),
     "run.json with a text study": (_doc_edit(study="abc"), True),
     "run.json with a text target": (_doc_edit(target_validation="high"), True),
     "evals.parquet with minus infinite times": (_times(-math.inf), False),

@@ -220,8 +220,10 @@ def train_frame(store: Store, run_ids: Iterable[str] | None = None) -> pd.DataFr
 
 
 # -- the run table ---------------------------------------------------------------------------
-# Numeric keys of the run document: a value of another type reads as NULL, and is reported.
+# Numeric keys of the run document: a value of another type reads as NULL, and is reported;
+# the required text keys: a number there would read as text, and is reported too.
 _NUMERIC_DOC_KEYS = tuple(c for c, t in _DOC_TYPES.items() if t in ("BIGINT", "DOUBLE"))
+_TEXT_DOC_KEYS = tuple(c for c in R.REQUIRED_DOC_FIELDS if c != "run_id")
 
 
 def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame:
@@ -229,20 +231,23 @@ def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame
     `mistyped` lists the numeric keys whose value is not a number (they read as NULL)."""
     # read_text + from_json is ~10x faster than read_json on many small files (duckdb 2.0).
     keys = ", ".join(f"d.{_ident(c)}" for c in _DOC_TYPES if c != "run_id")
-    raw = ", ".join(f"d.raw.{_ident(c)} AS {_ident('raw:' + c)}" for c in _NUMERIC_DOC_KEYS)
+    checked = _NUMERIC_DOC_KEYS + _TEXT_DOC_KEYS
+    raw = ", ".join(f"d.raw.{_ident(c)} AS {_ident('raw:' + c)}" for c in checked)
     structure = json.dumps({**_DOC_TYPES, "schema_version": "BIGINT"})
     docs = con.execute(
         "SELECT coalesce(d.run_id, parse_filename(parse_dirpath(filename))) AS run_id, "
         f"{keys}, d.schema_version, {raw} FROM (SELECT filename, unnest(from_json(content, ?)), "
         "from_json(content, ?) AS raw FROM read_text(?)) AS d",
-        [structure, json.dumps({c: "JSON" for c in _NUMERIC_DOC_KEYS}), files]).df()
+        [structure, json.dumps({c: "JSON" for c in checked}), files]).df()
     mistyped = [[] for _ in range(len(docs))]
-    for c in _NUMERIC_DOC_KEYS:
+    for c in checked:
         given = docs.pop(f"raw:{c}")
-        bad = np.flatnonzero(given.notna().to_numpy() & (given != "null").to_numpy()
-                             & docs[c].isna().to_numpy())
-        for i in bad:
-            mistyped[i].append(f"{c} = {str(given.iloc[i])[:40]}")
+        present = given.notna().to_numpy() & (given != "null").to_numpy()
+        wrong = docs[c].isna().to_numpy() if c in _NUMERIC_DOC_KEYS else \
+            ~given.fillna("").astype(str).str.startswith('"').to_numpy()
+        for i in np.flatnonzero(present & wrong):
+            kind = "a number" if c in _NUMERIC_DOC_KEYS else "text"
+            mistyped[i].append(f"{c} = {str(given.iloc[i])[:40]} (expected {kind})")
     docs["mistyped"] = mistyped
     return docs
 
@@ -374,7 +379,7 @@ def _valid_docs(docs: pd.DataFrame, skipped: dict[str, str]) -> pd.DataFrame:
         doc = {k: (None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
                    else v) for k, v in zip(fields, row)}
         problem = R.run_doc_problem(doc) or (
-            f"{R.RUN_DOC} has {'; '.join(docs['mistyped'].iat[i])}: expected numbers"
+            f"{R.RUN_DOC} has {'; '.join(docs['mistyped'].iat[i])}"
             if docs["mistyped"].iat[i] else None)
         if problem:
             keep[i] = False

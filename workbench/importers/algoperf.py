@@ -12,8 +12,16 @@ Each trial with an eval file becomes one sealed run of the store (source "algope
 run id made from its path, so importing twice adds nothing. Experiment folders that differ only
 by a timestamp suffix are one workload; folders without `trial_*` folders, `trial_*` folders
 directly under a study, and workloads absent from the targets file are ignored, as the official
-scorer does. A trial whose files cannot be read is reported (file and reason) and left out; the
-rest is imported. The targets file (e.g. workload_targets_v05.json) gives each workload's target
+scorer does.
+
+Foreign logs are checked before anything is written. A trial whose files cannot be read or fail
+a check is reported (file and reason, one line) and left out; the rest is imported. The checks:
+metric columns lower case and distinct in more than case (records.check_row_columns); steps and
+times finite, >= 0 and non-decreasing along the log; meta files typed (_check_meta); JSON nested
+at most MAX_DEPTH levels; no file read through a link out of the log folder; submission names
+that map to the same run ids refused (_clashes, _existing). `inf` metric values read as NaN.
+Budgets are recomputed from every imported trial of the store at the end of each import
+(_budgets), so importing again repairs an import that was killed. The targets file (e.g. workload_targets_v05.json) gives each workload's target
 metric and validation target, and the benchmark version's scoring rules, which are recorded in
 the store so that `pacebench score` reproduces the official leaderboard.
 """

@@ -54,7 +54,8 @@ def _hparams(text: str) -> dict:
     except (ValueError, RecursionError) as e:
         raise argparse.ArgumentTypeError(f"not valid JSON ({str(e)[:80]}): {raw[:80]!r}") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("not a JSON object; give e.g. '{\"learning_rate\": 0.001}'")
+        raise argparse.ArgumentTypeError(
+            "not a JSON object; give e.g. '{\"learning_rate\": 0.001}'")
     return value
 
 

@@ -300,6 +300,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from runners.processes import run_child
     from workbench.app import ALLOW_REMOTE
+
     app = Path(__file__).resolve().parents[1] / "workbench" / "app.py"
     env = {**os.environ, "PACEBENCH_STORE": str(store_path(args).resolve())}
     cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,

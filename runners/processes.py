@@ -149,7 +149,8 @@ def run_child(cmd: list[str], env: Mapping[str, str], grace: float = 10.0) -> in
     is killed outright. Returns its exit status (that of the signal that stopped us, as a shell
     reports it: 128 + signal number)."""
     _prctl()
-    child = subprocess.Popen(cmd, env=dict(env), preexec_fn=functools.partial(die_with, os.getpid()))
+    child = subprocess.Popen(cmd, env=dict(env),
+                             preexec_fn=functools.partial(die_with, os.getpid()))
     stopped_by: list[int] = []
 
     def stop(signum, frame) -> None:

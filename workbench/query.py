@@ -228,7 +228,8 @@ _TEXT_DOC_KEYS = tuple(c for c in R.REQUIRED_DOC_FIELDS if c != "run_id")
 
 def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame:
     """The run documents, one row each, typed; run_id falls back to the folder name. Column
-    `mistyped` lists the numeric keys whose value is not a number (they read as NULL)."""
+    `mistyped` lists the numeric keys whose value is not a number (they read as NULL) and the
+    required text keys whose value is not text."""
     # read_text + from_json is ~10x faster than read_json on many small files (duckdb 2.0).
     keys = ", ".join(f"d.{_ident(c)}" for c in _DOC_TYPES if c != "run_id")
     checked = _NUMERIC_DOC_KEYS + _TEXT_DOC_KEYS

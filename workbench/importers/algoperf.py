@@ -21,9 +21,11 @@ times finite, >= 0 and non-decreasing along the log; meta files typed (_check_me
 at most MAX_DEPTH levels; no file read through a link out of the log folder; submission names
 that map to the same run ids refused (_clashes, _existing). `inf` metric values read as NaN.
 Budgets are recomputed from every imported trial of the store at the end of each import
-(_budgets), so importing again repairs an import that was killed. The targets file (e.g. workload_targets_v05.json) gives each workload's target
-metric and validation target, and the benchmark version's scoring rules, which are recorded in
-the store so that `pacebench score` reproduces the official leaderboard.
+(_budgets), so importing again repairs an import that was killed.
+
+The targets file (e.g. workload_targets_v05.json) gives each workload's target metric and
+validation target, and the benchmark version's scoring rules, which are recorded in the store so
+that `pacebench score` reproduces the official leaderboard.
 """
 from __future__ import annotations
 
@@ -313,7 +315,8 @@ def _depth(value: Any) -> int:
             deepest = max(deepest, depth + 1)
             if deepest > MAX_DEPTH:
                 return deepest
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((v, depth + 1) for v in children)
     return deepest
 
 
@@ -450,7 +453,9 @@ def _import_trial(store: Store, log: TrialLog, targets: AlgoPerfTargets, ruleset
     meta = _read_json(_inside(log.path / META_FILE, root), required=False) or {}
     _check_meta(meta, log.path / META_FILE)
     doc = _document(log, targets, study_name, ruleset, meta, hparams or {}, evals, run_id)
-    return "imported" if store.write_sealed_run(doc, evals, run_id) else _existing(store, run_id, log)
+    if store.write_sealed_run(doc, evals, run_id):
+        return "imported"
+    return _existing(store, run_id, log)
 
 
 def _existing(store: Store, run_id: str, log: TrialLog) -> str:

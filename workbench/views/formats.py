@@ -7,8 +7,8 @@ import math
 import re
 from typing import Iterable
 
-__all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title", "group_header", "MISS",
-           "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
+__all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title",
+           "group_header", "MISS", "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
 
 MISS = "miss"        # shown where the target was not reached
 NO_RUNS = "no runs"  # shown where there is nothing to show

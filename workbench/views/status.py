@@ -64,8 +64,9 @@ def skipped_line(skipped: dict[str, str], named: int = 3) -> str:
         return ""
     ids = sorted(skipped)
     more = f" and {len(ids) - named:,} more" if len(ids) > named else ""
+    names = ", ".join(md(r) for r in ids[:named])
     return (f" **{len(ids):,} run{'s' if len(ids) > 1 else ''} skipped:** their files "
-            f"cannot be read ({', '.join(md(r) for r in ids[:named])}{more}; the server log says why).")
+            f"cannot be read ({names}{more}; the server log says why).")
 
 
 class RunStatus(View):

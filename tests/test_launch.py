@@ -342,6 +342,7 @@ def test_run_child_stops_its_child_when_this_process_is_signalled(tmp_path, sign
             time.sleep(0.02)
         os.kill(os.getpid(), signum)
 
+    before = signal.getsignal(signum)
     signaller = threading.Thread(target=signal_when_started)
     signaller.start()
     start = time.monotonic()
@@ -351,4 +352,4 @@ def test_run_child_stops_its_child_when_this_process_is_signalled(tmp_path, sign
     child = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)  # gone (reaped by run_child)
-    assert signal.getsignal(signum) in (signal.default_int_handler, signal.SIG_DFL)
+    assert signal.getsignal(signum) is before  # our handler is gone again

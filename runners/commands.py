@@ -213,7 +213,8 @@ def score(args: argparse.Namespace) -> int:
         rule = "misses cost the budget + 1 s" if budgets else "workloads both missed left out"
         print(f"\nspeedup over {reference} (1 - geometric mean of time ratios over the scored "
               f"workloads; {rule}):")
-        print(frame["faster_by"].to_string(float_format=lambda v: f"{v:+.4f}"))
+        print(frame["faster_by"].to_string(  # a miss makes the ratio infinite: no number
+            float_format=lambda v: f"{v:+.4f}" if math.isfinite(v) else "n/a (a miss)"))
     if skipped:
         print(f"\n{len(skipped)} runs of the store skipped: their files cannot be read "
               "(the warnings above name them and say why)")

@@ -23,7 +23,7 @@ def _check_type(algorithm: str, key: str, value: Any, default: Any) -> None:
     if isinstance(default, bool):
         ok, kind = isinstance(value, bool), "true or false"
     elif isinstance(default, (int, float)) or default is None:
-        ok = value is None if default is None and value is None else (
+        ok = (value is None and default is None) or (
             isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
         kind = "a finite number"

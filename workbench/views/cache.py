@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -81,13 +81,13 @@ SHARED = SharedCache()
 class StoreRead:
     """One read of a store, shared by the sessions that show it."""
 
-    runs: pd.DataFrame                      # query.runs_frame of the store
+    runs: pd.DataFrame                      # query.runs_frame of the store (its attrs
+                                            # ["skipped"]: the runs it could not read, and why)
     config: scoring.ScoringConfig | None    # its scoring rules (None: the plain rules)
     store: Store | None                     # the open store (None: it could not be opened)
     finished: frozenset[str]                # runs that had ended: never written again
     signature: tuple                        # Store.signature at the read, finished runs left out
     message: str = ""                       # why there is nothing to show ("": all is well)
-    skipped: Mapping[str, str] = field(default_factory=dict)  # unreadable runs left out: why
 
 
 def _forget_finished(signature: tuple, finished: frozenset[str]) -> tuple:
@@ -125,7 +125,7 @@ def _read(root: Path, signature: tuple, last: StoreRead | None) -> StoreRead:
         f"The store at {root} has no runs yet. Start a study with "
         f"pacebench study --store {root} ...; runs appear here as they are written.")
     return StoreRead(runs, config, store, finished, _forget_finished(signature, finished),
-                     message, dict(runs.attrs.get("skipped", {})))
+                     message)
 
 
 def read_store(root: str | Path, last: StoreRead | None = None) -> StoreRead | None:

@@ -161,7 +161,7 @@ class Selection(param.Parameterized):
     @property
     def skipped(self) -> dict[str, str]:
         """Runs of the store left out of the read because their files cannot be read: why."""
-        return dict(self._read.skipped)
+        return dict(self._runs.attrs.get("skipped", {}))
 
     @property
     def n_runs(self) -> int:

@@ -275,11 +275,37 @@ def _add_targets_and_list(sub) -> None:
     p.add_argument("--workload", required=True)
     p.add_argument("--algorithm", default="nadamw")
     p.add_argument("--trials", type=int, default=8, help="tuning trials before the reruns")
-    p.add_argument("--reruns", type=int, default=3, help="reruns of the best trial (median of them)")
+    p.add_argument("--reruns", type=int, default=10, help="reruns of the best trial (default 10)")
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument("--reach-quantile", type=float, default=0.9,
+                      help="the target is the value this fraction of the reruns attain "
+                           "(default 0.9)")
+    rule.add_argument("--median", dest="reach_quantile", action="store_const", const=None,
+                      help="AlgoPerf's rule instead: the median of the reruns' best values")
+    p.add_argument("--reuse-tuning", action="store_true",
+                   help="take the tuning trials and the best trial from the existing record in "
+                        "--out; only rerun")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default="targets", help="folder for the target-setting record")
     _training_flags(p)
     p.set_defaults(func=commands.set_targets)
+
+    p = sub.add_parser("noise", help="the noise floor: one setting run under N seeds")
+    p.add_argument("--workload", required=True)
+    p.add_argument("--algorithm", help="default: the tuned baseline of the workload's targets "
+                                       "record (with its hyperparameters)")
+    p.add_argument("--hparams", type=_hparams, help="JSON object or @file.json (default: the "
+                                                    "tuned baseline's, else the defaults)")
+    p.add_argument("--seeds", type=int, default=10, help="number of seeds (default 10)")
+    p.add_argument("--first-seed", type=int, default=1000, help="seeds run are first-seed, "
+                                                                "first-seed + 1, ...")
+    p.add_argument("--studies", type=_ints, default=[1, 3, 5, 10],
+                   help="study counts to give the minimum detectable speedup for")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--name", help="study name of the runs (default noise-<workload>-<algorithm>)")
+    p.add_argument("--json", action="store_true")
+    _training_flags(p)
+    p.set_defaults(func=commands.noise)
 
     p = sub.add_parser("list", help="list workloads and algorithms")
     p.set_defaults(func=commands.list_names)

@@ -15,7 +15,7 @@ from dataclasses import fields
 from pathlib import Path
 
 __all__ = ["store_path", "execution_options", "launch_options", "run", "study", "scale",
-           "score", "rank", "import_algoperf", "report", "serve", "set_targets", "list_names"]
+           "score", "rank", "import_algoperf", "report", "serve", "set_targets", "noise", "list_names"]
 
 DEFAULT_STORE = "results"
 
@@ -319,8 +319,56 @@ def set_targets(args: argparse.Namespace) -> int:
     from runners.target_setting import set_targets as run_procedure
 
     run_procedure(args.workload, args.algorithm, trials=args.trials, reruns=args.reruns,
-                  out_dir=Path(args.out), store_path=store_path(args), workers=args.workers,
-                  data_dir=args.data_dir, execution=execution_options(args))
+                  reach_quantile=args.reach_quantile, out_dir=Path(args.out),
+                  store_path=store_path(args), workers=args.workers, data_dir=args.data_dir,
+                  execution=execution_options(args), reuse_tuning=args.reuse_tuning)
+    return 0
+
+
+def noise(args: argparse.Namespace) -> int:
+    """`pacebench noise`: one setting under N seeds; its noise floor and detectable speedups."""
+    from runners.algorithms import get_algorithm
+    from runners.noise_floor import measure_noise_floor, noise_report
+    from workbench.catalog import get_workload, tuned_baseline
+    from workbench.noise_floor import min_detectable_speedup
+    from workbench.store import open_store
+
+    spec = get_workload(args.workload)
+    if args.seeds < 2:
+        raise ValueError(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
+    if any(k < 1 for k in args.studies):
+        raise ValueError(f"--studies must be counts >= 1, got {args.studies}")
+    algorithm, hparams = args.algorithm, args.hparams
+    baseline = tuned_baseline(spec.name)
+    if algorithm is None:
+        if baseline is None:
+            raise ValueError(f"{spec.name} has no tuned baseline recorded: give --algorithm")
+        algorithm = baseline[0]
+    if hparams is None:
+        hparams = baseline[1] if baseline and baseline[0] == algorithm else {}
+    get_algorithm(algorithm, hparams)  # a bad name or hyperparameter fails before any run
+    store = open_store(store_path(args), create=True)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    floor, runs = measure_noise_floor(store, spec.name, algorithm, hparams, seeds, args.name,
+                                      args.workers, args.data_dir, execution_options(args),
+                                      progress=not args.quiet)
+    if args.json:
+        print(json.dumps({"workload": spec.name, "algorithm": algorithm, "hparams": hparams,
+                          **noise_report(floor, runs, args.studies)}, indent=1))
+        return 0
+    print(f"{spec.name}, {algorithm} {json.dumps(hparams)}, seeds {seeds.start}.."
+          f"{seeds.stop - 1}, target {spec.target.metric} "
+          f"{'>=' if spec.target.direction == 'max' else '<='} {spec.target.validation:g}:")
+    for r in runs.itertuples():
+        when = (f"{r.time_to_target:.2f} s" if r.reached_target else f"missed ({r.status})")
+        print(f"  seed {int(r.seed):>5}  {when}")
+    print(f"noise floor: {floor.describe()}")
+    for k in args.studies:
+        mds = min_detectable_speedup(floor.cov, k)
+        print(f"  minimum detectable speedup with {k} studies per algorithm: "
+              + ("n/a (no CoV)" if math.isnan(mds) else f"{100 * mds:.1f} %"))
+    print("(two-sided test at 5 %, power 80 %, lognormal times with this CoV; a study's time "
+          "also carries its tuning's luck, so a real comparison needs at least this)")
     return 0
 
 

@@ -1,14 +1,19 @@
-"""Setting a workload's targets the AlgoPerf way, as a reproducible command.
+"""Setting a workload's targets from a tuned baseline, as a reproducible command.
 
 1. Tune: `trials` quasirandom trials of each candidate algorithm, each trained for the full
-   step hint with no target to stop at.
+   step hint with no target to stop at (or reuse the tuning of the workload's existing record).
 2. Pick the trial with the best validation value.
-3. Rerun its hyperparameters `reruns` times with new seeds.
-4. Validation target = the median over reruns of each rerun's best validation value.
-   Test target = the worst test value, among the reruns that reach the validation target, taken at
-   the eval where that rerun first reached it.
-The record (every trial, every rerun, the targets, the hardware and the command) is written to
-`<out_dir>/<workload>.json`; the catalog's targets are copied from there and a test checks them.
+3. Rerun its hyperparameters `reruns` times (default 10) with new seeds, for the full step hint.
+4. Validation target: the value that a fraction `reach_quantile` (default 0.9) of the reruns
+   attain, so the tuned baseline reaches it reliably (AlgoPerf's rule, the median of the reruns'
+   best values, which the baseline itself misses half the time, stays available as
+   reach_quantile=None). Test target = the worst test value, among the reruns that reach the
+   validation target, taken at the eval where that rerun first reached it.
+5. The noise floor: the reruns' times to the validation target (median, interquartile range,
+   coefficient of variation) and their reach rate (workbench/noise_floor.py).
+The record (every trial, every rerun, the targets, the noise floor, the hardware and the command)
+is written to `<out_dir>/<workload>.json`; the catalog's targets and noise floors are copied from
+there and a test checks them.
 """
 from __future__ import annotations
 
@@ -23,21 +28,31 @@ import pandas as pd
 
 from workbench import query
 from workbench.catalog import get_workload
+from workbench.noise_floor import noise_floor, reach_quantile_value
 from workbench.records import metric_column
 from workbench.spec import ExecutionOptions, RunConfig, StudySpec, Target
 from workbench.store import open_store
 
-__all__ = ["set_targets", "targets_from_reruns", "lenient_round"]
+__all__ = ["set_targets", "targets_from_reruns", "lenient_round", "DEFAULT_RERUNS",
+           "DEFAULT_REACH_QUANTILE"]
+
+DEFAULT_RERUNS = 10
+DEFAULT_REACH_QUANTILE = 0.9
 
 
-def targets_from_reruns(target: Target, reruns: list[dict]) -> tuple[float, float]:
+def targets_from_reruns(target: Target, reruns: list[dict],
+                        reach_quantile: float | None = None) -> tuple[float, float]:
     """(validation target, test target) from rerun summaries with best_validation and test_at.
 
-    A rerun that reached nothing (diverged at once: NaN best) counts as the worst possible value.
+    reach_quantile None: the median of the best values (AlgoPerf); else the value that this
+    fraction of the reruns attain (workbench.noise_floor.reach_quantile_value). A rerun that
+    reached nothing (diverged at once: NaN best) counts as the worst possible value.
     """
     worst_value = -math.inf if target.direction == "max" else math.inf
-    validation = statistics.median(r["best_validation"] if math.isfinite(r["best_validation"])
-                                   else worst_value for r in reruns)
+    best = [r["best_validation"] if math.isfinite(r["best_validation"]) else worst_value
+            for r in reruns]
+    validation = (statistics.median(best) if reach_quantile is None
+                  else reach_quantile_value(best, target.direction, reach_quantile))
     probe = Target(target.metric, target.direction, validation, math.nan)
     tests = [r["test_at"](validation) for r in reruns if probe.reached(r["best_validation"])]
     tests = [t for t in tests if t is not None and math.isfinite(t)]
@@ -78,81 +93,110 @@ def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target) -> dict:
             "train_seconds": float(run.train_seconds), "test_at": test_at, "time_at": time_at}
 
 
-def _study(store, name: str, workload: str, algorithms: list[str], trials: int, seeds: tuple,
-           max_steps: int, workers: int, data_dir, hparams: dict | None = None,
-           execution: ExecutionOptions | None = None) -> pd.DataFrame:
-    """Run (or resume) the planned runs; return their finished attempts, one per trial.
-
-    `execution`: the execution options of every run (device, precision, ...)."""
+def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, max_steps: int,
+          workers: int, data_dir, execution: ExecutionOptions | None) -> pd.DataFrame:
+    """Run (or resume) the tuning study; return its finished attempts, one per trial."""
     from runners.launch import plan_study, run_study
-    from runners.loop import run
 
-    execution = execution or ExecutionOptions()
-    if hparams is None:
-        spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
-                         name=name, max_steps=max_steps, stop_on_target=False,
-                         execution=execution)
-        keys = {c.trial_key for c in plan_study(spec)}
-        run_study(spec, store, workers=workers, resume=True, data_dir=data_dir)
-    else:
-        keys = set()
-        for seed in seeds:  # reruns of one configuration: few, so in this process
-            cfg = RunConfig(workload=workload, algorithm=algorithms[0], hparams=hparams, seed=seed,
-                            study_name=name, max_steps=max_steps, stop_on_target=False,
-                            execution=execution)
-            keys.add(cfg.trial_key)
-            if cfg.trial_key not in store.done_trial_keys():
-                run(cfg, store, data_dir=data_dir)
+    spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
+                     name=name, max_steps=max_steps, stop_on_target=False,
+                     execution=execution or ExecutionOptions())
+    keys = {c.trial_key for c in plan_study(spec)}
+    run_study(spec, store, workers=workers, resume=True, data_dir=data_dir)
     runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(["complete", "diverged"])]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")
 
 
-def set_targets(workload: str, algorithms: str | list[str], trials: int = 8, reruns: int = 3,
+def _recorded_tuning(path: Path, workload: str) -> tuple[list[dict], dict]:
+    """(tuning trials, best trial) of the existing record at `path`, for --reuse-tuning."""
+    if not path.is_file():
+        raise FileNotFoundError(f"--reuse-tuning: no record at {path} to take the tuning from")
+    old = json.loads(path.read_text())
+    if old.get("workload") != workload or not old.get("tuning") or not old.get("best_hparams"):
+        raise ValueError(f"--reuse-tuning: {path} holds no tuning of {workload!r} "
+                         "(workload, tuning and best_hparams are needed)")
+    best = {"algorithm": old["best_algorithm"], "hparams": old["best_hparams"]}
+    return old["tuning"], best
+
+
+def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
+                reruns: int = DEFAULT_RERUNS,
+                reach_quantile: float | None = DEFAULT_REACH_QUANTILE,
                 out_dir: Path = Path("targets"), store_path: Path = Path("results"),
-                workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None
-                ) -> dict:
-    """Run the target-setting procedure for `workload` and write its record; returns the record."""
+                workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
+                reuse_tuning: bool = False) -> dict:
+    """Run the target-setting procedure for `workload` and write its record; returns the record.
+
+    reach_quantile None: AlgoPerf's median rule. reuse_tuning: take the tuning trials and the best
+    trial from the workload's existing record in `out_dir` and only rerun (the tuning is not
+    repeated; the record keeps it).
+    """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
+    if reruns < 2:
+        raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
+    if reach_quantile is not None and not 0 < reach_quantile <= 1:
+        raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
     tag = f"targets-{workload}"
+    record_path = out_dir / f"{workload}.json"
 
-    tuned = _study(store, f"{tag}-tuning", workload, algorithms, trials, (0,), steps, workers,
-                   data_dir, execution=execution)
-    evals = query.evals_frame(store, list(tuned.run_id))
-    tuning = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
-    key = (lambda t: t["best_validation"]) if spec.target.direction == "max" \
-        else (lambda t: -t["best_validation"])
-    best = max((t for t in tuning if math.isfinite(t["best_validation"])), key=key)
-    print(f"best tuning trial: {best['algorithm']} {best['hparams']} -> {best['best_validation']:.4f}")
+    if reuse_tuning:
+        tuning, best = _recorded_tuning(record_path, workload)
+        algorithms = sorted({t["algorithm"] for t in tuning})
+        print(f"tuning reused from {record_path}: best trial {best['algorithm']} "
+              f"{best['hparams']}")
+    else:
+        tuned = _tune(store, f"{tag}-tuning", workload, algorithms, trials, steps, workers,
+                      data_dir, execution)
+        evals = query.evals_frame(store, list(tuned.run_id))
+        summaries = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
+        key = (lambda t: t["best_validation"]) if spec.target.direction == "max" \
+            else (lambda t: -t["best_validation"])
+        best = max((t for t in summaries if math.isfinite(t["best_validation"])), key=key)
+        tuning = [_public(t) for t in summaries]
+        print(f"best tuning trial: {best['algorithm']} {best['hparams']} -> "
+              f"{best['best_validation']:.4f}")
 
-    rerun_runs = _study(store, f"{tag}-reruns", workload, [best["algorithm"]], 1,
-                        tuple(range(1, reruns + 1)), steps, workers, data_dir, best["hparams"],
-                        execution=execution)
+    from runners.noise_floor import run_seeds
+
+    rerun_runs = run_seeds(store, f"{tag}-reruns", workload, best["algorithm"], best["hparams"],
+                           range(1, reruns + 1), workers, stop_on_target=False, max_steps=steps,
+                           data_dir=data_dir, execution=execution)
     evals = query.evals_frame(store, list(rerun_runs.run_id))
     rerun = [_summarise(r, evals, spec.target) for r in rerun_runs.itertuples()]
-    validation, test = targets_from_reruns(spec.target, rerun)
-    times = [t for t in (r["time_at"](validation) for r in rerun) if t is not None]
+    validation, test = targets_from_reruns(spec.target, rerun, reach_quantile)
+    validation_target = lenient_round(validation, spec.target.direction)
+    probe = Target(spec.target.metric, spec.target.direction, validation_target, math.nan)
+    floor = noise_floor([r["time_at"](validation_target) for r in rerun])
     record = {
         "workload": workload, "metric": spec.target.metric, "direction": spec.target.direction,
-        "validation_target": lenient_round(validation, spec.target.direction),
+        "validation_target": validation_target,
         "test_target": lenient_round(test, spec.target.direction),
         "procedure": __doc__.strip().splitlines()[0], "steps_per_run": steps,
+        "rule": ("median of the reruns' best validation values (AlgoPerf)"
+                 if reach_quantile is None else
+                 f"reach quantile {reach_quantile:g}: the value at least {reach_quantile:.0%} of "
+                 "the reruns' best validation values attain"),
+        "reach_quantile": reach_quantile,
+        "reach_rate": sum(probe.reached(r["best_validation"]) for r in rerun) / len(rerun),
+        "noise_floor": floor.to_dict(),
         "algorithms": algorithms, "best_algorithm": best["algorithm"],
         "best_hparams": best["hparams"],
-        "tuning": [_public(t) for t in tuning], "reruns": [_public(r, validation) for r in rerun],
-        "median_time_to_target_s": statistics.median(times) if times else None,
+        "tuning": tuning, "tuning_reused": reuse_tuning,
+        "reruns": [_public(r, validation_target) for r in rerun],
+        "median_time_to_target_s": None if math.isnan(floor.median_s) else floor.median_s,
         "hardware": store.run_doc(rerun[0]["run_id"])["hardware"],
         "date": dt.date.today().isoformat(),
         "command": "pacebench " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("pacebench") else None,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{workload}.json").write_text(json.dumps(record, indent=1) + "\n")
-    print(f"{workload}: validation {spec.target.metric} target {record['validation_target']}, "
-          f"test target {record['test_target']}; median time to target "
-          f"{record['median_time_to_target_s']} s -> {out_dir / (workload + '.json')}")
+    record_path.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"{workload}: validation {spec.target.metric} target {record['validation_target']} "
+          f"(reached by {record['reach_rate']:.0%} of {len(rerun)} reruns), test target "
+          f"{record['test_target']}; noise floor: {floor.describe()} -> {record_path}")
     return record
 
 

@@ -15,12 +15,20 @@ published goals (or the base workload's tuned target), cited there and in their 
 """
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+from workbench.noise_floor import NoiseFloor
 from workbench.spec import Budget, EvalCadence, Target, WorkloadSpec
 
-__all__ = ["CATALOG", "PUBLISHED_TARGETS", "get_workload", "workload_names", "base_workloads",
-           "variants_of"]
+__all__ = ["CATALOG", "PUBLISHED_TARGETS", "TARGETS_DIR", "get_workload", "workload_names",
+           "base_workloads", "variants_of", "target_record", "noise_floor_of", "tuned_baseline"]
+
+# The target-setting records (`pacebench set-targets` writes them; the repository commits them)
+TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
 
 
 def _variant(base: WorkloadSpec, variant: str, target: Target, description: str,
@@ -50,6 +58,27 @@ DIGITS_CNN = WorkloadSpec(
     step_hint=800, budget=Budget(seconds=60.0, steps=800), eval_every=EvalCadence(steps=25),
     batch_size=64, train_loss_every=5,
     description="2-conv-layer ReLU CNN on the 8x8 digits; accuracy on 300 held-out images",
+)
+# --- mnist1d: MNIST-1D (Greydanus and Kobak, ICML 2024), 40-point signals of 10 digit classes,
+# generated offline (datasets/mnist1d.md): train 10,000 / validation 5,000 / test 5,000
+MNIST1D_MLP = WorkloadSpec(
+    name="mnist1d_mlp", base="mnist1d_mlp", variant="base", dataset="mnist1d",
+    model={"arch": "mlp", "hidden": (128, 128), "activation": "relu", "norm": "none",
+           "init_scale": 1.0},
+    loss="softmax_cross_entropy",
+    target=Target(metric="accuracy", direction="max", validation=0.70, test=0.70),
+    step_hint=1500, budget=Budget(seconds=60.0, steps=1500), eval_every=EvalCadence(steps=50),
+    batch_size=128, train_loss_every=10,
+    description="2x128 ReLU MLP on MNIST-1D; accuracy on 5,000 held-out signals",
+)
+MNIST1D_CNN = WorkloadSpec(
+    name="mnist1d_cnn", base="mnist1d_cnn", variant="base", dataset="mnist1d",
+    model={"arch": "cnn", "channels": (32, 32, 32), "activation": "relu", "init_scale": 1.0},
+    loss="softmax_cross_entropy",
+    target=Target(metric="accuracy", direction="max", validation=0.90, test=0.90),
+    step_hint=2000, budget=Budget(seconds=180.0, steps=2000), eval_every=EvalCadence(steps=100),
+    batch_size=128, train_loss_every=10,
+    description="3-layer strided 1-D CNN (32 channels) on MNIST-1D; accuracy on 5,000 signals",
 )
 # --- shakespeare_char: a small decoder-only transformer, character level, on tiny-Shakespeare
 SHAKESPEARE_CHAR = WorkloadSpec(
@@ -113,6 +142,16 @@ _ENTRIES = [
              "digits_cnn with tanh activations", activation="tanh"),
     _variant(DIGITS_CNN, "wide", Target("accuracy", "max", 0.9866, 0.9900),
              "digits_cnn with twice the channels", channels=(32, 64)),
+    MNIST1D_MLP,
+    _variant(MNIST1D_MLP, "tanh", Target("accuracy", "max", 0.70, 0.70),
+             "mnist1d_mlp with tanh activations", activation="tanh"),
+    _variant(MNIST1D_MLP, "layernorm", Target("accuracy", "max", 0.70, 0.70),
+             "mnist1d_mlp with LayerNorm after each hidden layer", norm="layernorm"),
+    MNIST1D_CNN,
+    _variant(MNIST1D_CNN, "tanh", Target("accuracy", "max", 0.90, 0.90),
+             "mnist1d_cnn with tanh activations", activation="tanh"),
+    _variant(MNIST1D_CNN, "wide", Target("accuracy", "max", 0.90, 0.90),
+             "mnist1d_cnn with twice the channels", channels=(64, 64, 64)),
     SHAKESPEARE_CHAR,
     _variant(SHAKESPEARE_CHAR, "relu", Target("loss", "min", 1.7146, 1.8056),
              "shakespeare_char with ReLU in the MLP blocks", activation="relu"),
@@ -196,3 +235,33 @@ def variants_of(base: str) -> list[str]:
     """Names of the variants of base workload `base` (not including the base itself)."""
     get_workload(base)
     return [n for n, w in CATALOG.items() if w.base == base and w.is_variant]
+
+
+@functools.cache
+def target_record(name: str) -> dict[str, Any] | None:
+    """The committed target-setting record of catalog workload `name` (None when there is none,
+    e.g. a workload of an imported benchmark)."""
+    if name not in CATALOG:
+        return None
+    try:
+        record = json.loads((TARGETS_DIR / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def noise_floor_of(name: str) -> NoiseFloor | None:
+    """The noise floor measured when `name`'s target was set (None: not measured, e.g. a
+    published target or a workload that is not in the catalog)."""
+    record = target_record(name) or {}
+    floor = record.get("noise_floor")
+    return NoiseFloor.from_dict(floor) if isinstance(floor, dict) else None
+
+
+def tuned_baseline(name: str) -> tuple[str, dict[str, Any]] | None:
+    """(algorithm, hyperparameters) of the tuned baseline that set `name`'s target, or None."""
+    record = target_record(name) or {}
+    if isinstance(record.get("best_algorithm"), str) and isinstance(record.get("best_hparams"),
+                                                                    dict):
+        return record["best_algorithm"], record["best_hparams"]
+    return None

@@ -7,8 +7,9 @@ from runners.data.digits import load_digits_splits
 from runners.data.download import ChecksumError, RemoteFiles, download, fetch_files, file_sha256
 from runners.data.idx import read_idx
 from runners.data.mnist import load_mnist_like_splits
+from runners.data.mnist1d import load_mnist1d_splits
 from runners.data.shakespeare import data_root, read_tinyshakespeare, tinyshakespeare_path
 
 __all__ = ["ChecksumError", "download", "file_sha256", "RemoteFiles", "fetch_files", "data_root",
            "tinyshakespeare_path", "read_tinyshakespeare", "load_digits_splits", "read_idx",
-           "load_mnist_like_splits", "read_cifar10_tarball", "load_cifar10_splits"]
+           "load_mnist_like_splits", "load_mnist1d_splits", "read_cifar10_tarball", "load_cifar10_splits"]

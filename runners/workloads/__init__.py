@@ -8,6 +8,7 @@ from runners.api import Workload
 from runners.workloads.cifar10 import Cifar10Workload
 from runners.workloads.digits import DigitsWorkload
 from runners.workloads.mnist import MnistLikeWorkload
+from runners.workloads.mnist1d import Mnist1dWorkload
 from runners.workloads.shakespeare import ShakespeareCharWorkload
 from runners.workloads.synthetic import SyntheticWorkload
 from workbench.spec import WorkloadSpec
@@ -20,6 +21,8 @@ WORKLOADS: dict[str, type[Workload]] = {
     "digits/cnn": DigitsWorkload,
     "mnist/simple_cnn": MnistLikeWorkload,
     "fashion_mnist/simple_cnn": MnistLikeWorkload,
+    "mnist1d/mlp": Mnist1dWorkload,
+    "mnist1d/cnn": Mnist1dWorkload,
     "cifar10/resnet9": Cifar10Workload,
     "tinyshakespeare/gpt": ShakespeareCharWorkload,
     "synthetic/mlp": SyntheticWorkload,

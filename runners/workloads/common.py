@@ -45,7 +45,7 @@ def scale_init(model: nn.Module, factor: float) -> nn.Module:
     if factor != 1.0:
         with torch.no_grad():
             for m in model.modules():
-                if isinstance(m, (nn.Linear, nn.Conv2d, nn.Embedding)):
+                if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding)):
                     m.weight.mul_(factor)
     return model
 

@@ -98,15 +98,22 @@ def test_time_table_is_coloured_by_the_ratio_to_the_best(two_studies):
     assert styles.loc[row, "digits_mlp"] == "background-color: rgb(198, 239, 206)"  # the best
 
 
-def test_leaderboard_has_an_interval_and_a_speedup(two_studies):
+def test_leaderboard_has_studies_an_interval_and_a_speedup(two_studies, tmp_path):
     sel = Selection(store_path=str(two_studies))
     sel.studies = ["synthetic"]
     sel.reference = "slow"
     frame = score_frame(sel).set_index("algorithm")
-    low, high = (float(x) for x in frame.loc["fast", "interval"].split(" to "))
-    assert low <= frame.loc["fast", "score"] <= high
+    # two studies: resampling them is no uncertainty, so no "x to x"
+    assert frame.loc["fast", "studies"] == 2
+    assert frame.loc["fast", "interval"] == "n/a (2 studies)"
     assert frame.loc["slow", "speedup"] == "+0.0 %"
     assert frame.loc["fast", "speedup"].startswith("+")  # fast needs less time than slow
+    make_store(tmp_path / "three", workloads=("digits_mlp", "digits_cnn"), studies=3, trials=2,
+               seed=4)
+    frame = score_frame(Selection(store_path=str(tmp_path / "three"))).set_index("algorithm")
+    assert list(frame["studies"]) == [3, 3]
+    low, high = (float(x) for x in frame.loc["fast", "interval"].split(" to "))
+    assert low <= frame.loc["fast", "score"] <= high
 
 
 def test_hidden_view_waits_and_redraws_when_shown(two_studies):

@@ -253,6 +253,13 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
      "not a JSON object"),
     (["run", "--workload", "synthetic", "--algoperf-submission", "SUBMISSION"],
      "SyntaxError (line 1): invalid syntax"),
+    (["noise", "--workload", "synthetic", "--seeds", "1"], "--seeds must be >= 2"),
+    (["noise", "--workload", "synthetic", "--algorithm", "nope"], "unknown algorithm 'nope'"),
+    (["noise", "--workload", "mnist_cnn"], "mnist_cnn has no tuned baseline recorded"),
+    (["noise", "--workload", "synthetic", "--studies", "0"], "--studies must be counts >= 1"),
+    (["set-targets", "--workload", "synthetic", "--reach-quantile", "1.5"],
+     "--reach-quantile must be in (0, 1], got 1.5"),
+    (["set-targets", "--workload", "synthetic", "--reruns", "1"], "--reruns must be >= 2"),
 ])
 def test_bad_numbers_and_names_are_refused_before_anything_is_written(tmp_path, capsys, argv,
                                                                       message):

@@ -109,9 +109,8 @@ def test_a_read_only_data_folder_is_read_and_the_cache_goes_to_the_repository(ca
     data_dir, calls = cache
     M.load_mnist1d_splits(data_dir, SMALL)
     shared = data_dir / M.FOLDER  # from now on read-only, as ../shared/data is
-    real_access = M.os.access
-    monkeypatch.setattr(M.os, "access", lambda p, mode: mode != M.os.W_OK
-                        and real_access(p, mode) or mode == M.os.W_OK and p != shared)
+    real = M._writable
+    monkeypatch.setattr(M, "_writable", lambda folder: folder != shared and real(folder))
     assert M.fingerprint(M.load_mnist1d_splits(data_dir, SMALL)) == SMALL_SHA256
     assert len(calls) == 1  # a read-only copy is a hit
     M.cache_paths(shared, SMALL)[0].unlink()
@@ -120,6 +119,14 @@ def test_a_read_only_data_folder_is_read_and_the_cache_goes_to_the_repository(ca
     assert M.cache_paths(M._repo_cache() / M.FOLDER, SMALL)[0].is_file()
     M.load_mnist1d_splits(data_dir, SMALL)
     assert len(calls) == 2  # found in the repository's cache
+
+
+def test_pacebench_data_is_read_but_never_written(cache, monkeypatch, tmp_path):
+    data_dir, calls = cache
+    monkeypatch.setenv("PACEBENCH_DATA", str(tmp_path / "shared"))
+    M.load_mnist1d_splits(None, SMALL)
+    assert not (tmp_path / "shared").exists()
+    assert M.cache_paths(M._repo_cache() / M.FOLDER, SMALL)[0].is_file()
 
 
 def test_unknown_generation_parameters_are_named():

@@ -38,7 +38,8 @@ __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies
            "scored_times",
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
            "score_table", "score_table_of_times", "workload_roles", "bootstrap_scores", "bootstrap_medians",
-           "bootstrap_interval", "speedups", "algoperf_speedups", "uses_budgets",
+           "bootstrap_interval", "studies_per_algorithm", "interval_text",
+           "MIN_STUDIES_FOR_INTERVAL", "speedups", "algoperf_speedups", "uses_budgets",
            "speedup_table", "ruleset_of", "default_reference", "rank_scores", "TAU_MAX", "NUM_TAUS",
            "SCORE_COLUMNS", "SPEEDUP_COLUMNS"]
 
@@ -449,6 +450,27 @@ def bootstrap_interval(replicas: xr.DataArray, level: float = 0.9,
                             axis=0)
     return pd.DataFrame({"algorithm": [str(a) for a in scores["algorithm"].values],
                          "low": low, "high": high})
+
+
+MIN_STUDIES_FOR_INTERVAL = 3  # below this a bootstrap over studies is degenerate or nearly so
+
+
+def studies_per_algorithm(times: xr.DataArray) -> pd.Series:
+    """Per algorithm: how many studies have a time on at least one workload (study_times)."""
+    _need(times, ("algorithm", "workload", "study"), "study times")
+    present = times.notnull().any("workload").sum("study")
+    return pd.Series(present.values.astype(int), index=[str(a) for a in times.algorithm.values],
+                     name="studies")
+
+
+def interval_text(low: float, high: float, studies: int, digits: int = 3) -> str:
+    """'0.612 to 0.701'; 'n/a (2 studies)' when fewer than MIN_STUDIES_FOR_INTERVAL studies
+    stand behind it (resampling 1 study always gives it back: 'x to x' would claim certainty)."""
+    if studies < MIN_STUDIES_FOR_INTERVAL:
+        return f"n/a ({studies} {'study' if studies == 1 else 'studies'})"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "n/a"
+    return f"{low:.{digits}f} to {high:.{digits}f}"
 
 
 def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0, level: float = 0.9,

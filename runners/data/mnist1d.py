@@ -164,15 +164,15 @@ def _locked(folder: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _writable_folder(candidates: list[Path]) -> Path | None:
-    for folder in candidates:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if os.access(folder, os.W_OK):
-                return folder
-        except OSError:
-            continue
-    return None
+def _writable(folder: Path) -> bool:
+    """Whether files can be created in `folder` (made if missing): tried, not inferred from
+    permission bits, which do not bind root."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def load_mnist1d_splits(data_dir: str | Path | None = None,
@@ -180,9 +180,10 @@ def load_mnist1d_splits(data_dir: str | Path | None = None,
                         ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{split: (signals float32 (n, 40), labels int64 (n,))}, from the cache or generated.
 
-    The cache is read from `<data root>/mnist1d/` (see runners.data.data_root); a missing or bad
-    entry is generated and written there, or, where that folder is read-only (a shared data
-    folder), to the repository's datasets/cache/mnist1d/.
+    The cache is read from `<data root>/mnist1d/` (see runners.data.data_root) or the
+    repository's datasets/cache/mnist1d/. A missing or bad entry is generated and written to
+    `data_dir`/mnist1d when `data_dir` is given, else to the repository's cache: never into
+    $PACEBENCH_DATA, which holds real data and may be a shared folder.
     """
     args = _generator_args(overrides)
     folders = list(dict.fromkeys([data_root(data_dir) / FOLDER, _repo_cache() / FOLDER]))
@@ -192,11 +193,13 @@ def load_mnist1d_splits(data_dir: str | Path | None = None,
             splits = _read_cache(arrays, sidecar, args)
             if splits is not None:
                 return splits
-    folder = _writable_folder(folders)
-    if folder is None:
+    writable = [f for f in dict.fromkeys([*([Path(data_dir) / FOLDER] if data_dir else []),
+                                          _repo_cache() / FOLDER]) if _writable(f)]
+    if not writable:
         print(f"MNIST-1D: no writable cache folder among {', '.join(map(str, folders))}; "
               f"generating without caching")
         return generate(overrides)
+    folder = writable[0]
     arrays, sidecar = cache_paths(folder, overrides)
     with _locked(folder):
         splits = _read_cache(arrays, sidecar, args)  # another process may have written it

@@ -23,7 +23,8 @@ __all__ = ["Leaderboard", "score_frame", "times_frame", "workload_time_table", "
            "TABLE_CSS", "GROUP_TITLES",
            "wrap_title", "MISS", "NO_RUNS"]
 
-SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)", "interval": "90 % interval",
+SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)", "studies": "Studies",
+                "interval": "90 % interval",
                 "exact_score": "Score (exact)", "workloads_reached": "Reached",
                 "workloads_scored": "Scored", "speedup": "Speedup"}
 GROUP_TITLES = {
@@ -36,9 +37,11 @@ BOOTSTRAP_LEVEL = 0.9
 
 
 def score_frame(selection: Selection) -> pd.DataFrame:
-    """The selection's score table (Selection.scores, best first) with a bootstrap interval
-    ('0.612 to 0.701': studies resampled, scoring.bootstrap_scores) and the speedup over the
-    reference (speedups.speedup_frame, '+27.9 %'); empty when nothing is scored."""
+    """The selection's score table (Selection.scores, best first) with each algorithm's number
+    of studies, a bootstrap interval ('0.612 to 0.701': studies resampled,
+    scoring.bootstrap_scores; 'n/a (2 studies)' below scoring.MIN_STUDIES_FOR_INTERVAL) and the
+    speedup over the reference (speedups.speedup_frame, '+27.9 %'); empty when nothing is
+    scored."""
     scores = selection.scores()
     if scores.empty:
         return pd.DataFrame(columns=list(SCORE_TITLES))
@@ -48,9 +51,12 @@ def score_frame(selection: Selection) -> pd.DataFrame:
                                           BOOTSTRAP_LEVEL, selection.scoring_config)
     bounds = selection.cached("score_interval", interval).set_index("algorithm")
     low, high = (bounds[k].reindex(scores["algorithm"]) for k in ("low", "high"))
+    studies = scoring.studies_per_algorithm(selection.study_times()).reindex(
+        scores["algorithm"]).fillna(0).astype(int)
     speedup = speedup_frame(selection).set_index("algorithm")["faster_by"]
     return scores.assign(
-        interval=[f"{lo:.3f} to {hi:.3f}" for lo, hi in zip(low, high)],
+        studies=studies.values,
+        interval=[scoring.interval_text(lo, hi, k) for lo, hi, k in zip(low, high, studies)],
         speedup=[percent(speedup.get(a, float("nan"))) for a in scores["algorithm"]],
     )[list(SCORE_TITLES)]
 
@@ -189,7 +195,10 @@ class Leaderboard(View):
                 "tau in [1, 4], divided by 3 (1 = fastest on every workload). *Grid* uses the "
                 "official 100 evenly spaced tau; *exact* integrates the step function. *90 % "
                 f"interval*: of the grid score when each algorithm's studies are resampled "
-                f"({BOOTSTRAP_REPLICATES} bootstrap draws). *Reached* / *Scored*: workloads "
+                f"({BOOTSTRAP_REPLICATES} bootstrap draws); with fewer than "
+                f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies it reads *n/a*: resampling one or "
+                "two studies gives them back, not an uncertainty (run more `--studies`). "
+                "*Studies*: the algorithm's studies with a run on a shown workload. *Reached* / *Scored*: workloads "
                 "with a time after the rules, of those scored. *Speedup*: less time than the "
                 "reference algorithm (sidebar), geometric mean over the scored workloads, as "
                 "in the Speedups tab."),

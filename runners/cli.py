@@ -1,5 +1,5 @@
-"""The `pacebench` command: run, study, scale, score, rank, report, serve, set-targets, list,
-import-algoperf.
+"""The `pacebench` command: run, study, scale, score, rank, report, serve, set-targets, noise,
+list, import-algoperf.
 
 This module parses the command line and dispatches; runners/commands.py does the work. The store
 is `--store`, else $PACEBENCH_STORE, else `results/`. A bad input ends in one line saying what was
@@ -27,18 +27,18 @@ def _csv(text: str) -> list[str]:
     return items
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(t) for t in _csv(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+def _numbers(kind: type, what: str):
+    """An argparse type: a comma-separated list of `kind` values (`what` names them)."""
+    def parse(text: str) -> list:
+        try:
+            return [kind(t) for t in _csv(text)]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") \
+                from None
+    return parse
 
 
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(t) for t in _csv(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+_ints, _floats = _numbers(int, "integers"), _numbers(float, "numbers")
 
 
 def _hparams(text: str) -> dict:
@@ -278,13 +278,11 @@ def _add_targets_and_list(sub) -> None:
     p.add_argument("--reruns", type=int, default=10, help="reruns of the best trial (default 10)")
     rule = p.add_mutually_exclusive_group()
     rule.add_argument("--reach-quantile", type=float, default=0.9,
-                      help="the target is the value this fraction of the reruns attain "
-                           "(default 0.9)")
+                      help="target: the value this share of the reruns attain (default 0.9)")
     rule.add_argument("--median", dest="reach_quantile", action="store_const", const=None,
                       help="AlgoPerf's rule instead: the median of the reruns' best values")
     p.add_argument("--reuse-tuning", action="store_true",
-                   help="take the tuning trials and the best trial from the existing record in "
-                        "--out; only rerun")
+                   help="take the tuning from the existing record in --out; only rerun")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default="targets", help="folder for the target-setting record")
     _training_flags(p)
@@ -292,17 +290,13 @@ def _add_targets_and_list(sub) -> None:
 
     p = sub.add_parser("noise", help="the noise floor: one setting run under N seeds")
     p.add_argument("--workload", required=True)
-    p.add_argument("--algorithm", help="default: the tuned baseline of the workload's targets "
-                                       "record (with its hyperparameters)")
-    p.add_argument("--hparams", type=_hparams, help="JSON object or @file.json (default: the "
-                                                    "tuned baseline's, else the defaults)")
+    p.add_argument("--algorithm", help="default: the workload's tuned baseline (targets record)")
+    p.add_argument("--hparams", type=_hparams, help="JSON or @file.json (default: the baseline's)")
     p.add_argument("--seeds", type=int, default=10, help="number of seeds (default 10)")
-    p.add_argument("--first-seed", type=int, default=1000, help="seeds run are first-seed, "
-                                                                "first-seed + 1, ...")
-    p.add_argument("--studies", type=_ints, default=[1, 3, 5, 10],
-                   help="study counts to give the minimum detectable speedup for")
+    p.add_argument("--first-seed", type=int, default=1000, help="seeds from this one up")
+    p.add_argument("--studies", type=_ints, default=[1, 3, 5, 10], help="for the detectable speedup")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--name", help="study name of the runs (default noise-<workload>-<algorithm>)")
+    p.add_argument("--name", help="study name (default noise-<workload>-<algorithm>)")
     p.add_argument("--json", action="store_true")
     _training_flags(p)
     p.set_defaults(func=commands.noise)

@@ -197,17 +197,22 @@ def score(args: argparse.Namespace) -> int:
         return 1
     doc = store.scoring_config()  # an imported benchmark's rules; else the plain rules
     config = scoring.ScoringConfig.from_dict(doc) if doc else None
-    times = scoring.workload_times(final_cube(runs))
-    table = scoring.score_table_of_times(times, config)
+    cube = final_cube(runs)
+    times = scoring.workload_times(cube)
+    table = scoring.score_table_with_intervals(cube, config)
     speedups = _speedups(runs, times, config, args.reference, table)
     skipped = runs.attrs.get("skipped", {})
     if args.json:
         print(json.dumps({**_score_json(table, times, speedups), "skipped_runs": skipped},
                          indent=2))
         return 0
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(table.drop(columns=["low", "high"]).to_string(
+        index=False, float_format=lambda v: f"{v:.4f}"))
+    print(f"(interval: 90 % bootstrap over each algorithm's studies; n/a below "
+          f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies)")
     print("\nmedian time to target (training seconds; inf = not reached):")
     print(times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}"))
+    _print_noise_floors([str(w) for w in times.workload.values])
     if speedups is not None:
         frame, reference, budgets = speedups
         rule = "misses cost the budget + 1 s" if budgets else "workloads both missed left out"
@@ -215,16 +220,38 @@ def score(args: argparse.Namespace) -> int:
               f"workloads; {rule}):")
         print(frame["faster_by"].to_string(  # a miss makes the ratio infinite: no number
             float_format=lambda v: f"{v:+.4f}" if math.isfinite(v) else "n/a (a miss)"))
+    if not table.empty and (table["score"] == 0).all():
+        print("\nevery score is 0: no algorithm's median study reached the target on any scored "
+              "workload within 4x of the fastest. Check the targets and budgets (`pacebench "
+              "list`), run more trials per study (--trials) or longer runs (no --max-steps)")
     if skipped:
         print(f"\n{len(skipped)} runs of the store skipped: their files cannot be read "
               "(the warnings above name them and say why)")
     return 0
 
 
+def _print_noise_floors(workloads: list[str]) -> None:
+    """The noise floor of each workload that has one (catalog workloads with a tuned target)."""
+    from workbench.catalog import noise_floor_of
+
+    floors = {w: f for w in workloads if (f := noise_floor_of(w)) is not None}
+    if floors:
+        print("\nnoise floor (the tuned baseline's time to target over the seeds that set the "
+              "target):")
+        for w, floor in floors.items():
+            print(f"  {w}: {floor.describe()}")
+
+
 def _score_json(table, times, speedups) -> dict:
+    import numpy as np
+
     ttt = {str(a): {str(w): _seconds(times.sel(algorithm=a, workload=w).item())
                     for w in times.workload.values} for a in times.algorithm.values}
     out = {"scores": {r.algorithm: round(float(r.score), 6) for r in table.itertuples()},
+           "studies": {r.algorithm: int(r.studies) for r in table.itertuples()},
+           "intervals": {r.algorithm: (None if not np.isfinite(r.low) else
+                                       [round(float(r.low), 6), round(float(r.high), 6)])
+                         for r in table.itertuples()},
            "time_to_target": ttt}
     if speedups is not None:
         frame, reference, _ = speedups

@@ -28,7 +28,7 @@ import pandas as pd
 
 from workbench import query
 from workbench.catalog import get_workload
-from workbench.noise_floor import noise_floor, reach_quantile_value
+from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
 from workbench.records import metric_column
 from workbench.spec import ExecutionOptions, RunConfig, StudySpec, Target
 from workbench.store import open_store
@@ -142,23 +142,14 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     steps = spec.step_hint
     tag = f"targets-{workload}"
     record_path = out_dir / f"{workload}.json"
-
     if reuse_tuning:
         tuning, best = _recorded_tuning(record_path, workload)
         algorithms = sorted({t["algorithm"] for t in tuning})
         print(f"tuning reused from {record_path}: best trial {best['algorithm']} "
               f"{best['hparams']}")
     else:
-        tuned = _tune(store, f"{tag}-tuning", workload, algorithms, trials, steps, workers,
-                      data_dir, execution)
-        evals = query.evals_frame(store, list(tuned.run_id))
-        summaries = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
-        key = (lambda t: t["best_validation"]) if spec.target.direction == "max" \
-            else (lambda t: -t["best_validation"])
-        best = max((t for t in summaries if math.isfinite(t["best_validation"])), key=key)
-        tuning = [_public(t) for t in summaries]
-        print(f"best tuning trial: {best['algorithm']} {best['hparams']} -> "
-              f"{best['best_validation']:.4f}")
+        tuning, best = _tuning(store, f"{tag}-tuning", spec, algorithms, trials, workers,
+                               data_dir, execution)
 
     from runners.noise_floor import run_seeds
 
@@ -167,15 +158,48 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                            data_dir=data_dir, execution=execution)
     evals = query.evals_frame(store, list(rerun_runs.run_id))
     rerun = [_summarise(r, evals, spec.target) for r in rerun_runs.itertuples()]
+    record = {**_targets_record(spec, rerun, reach_quantile),
+              "algorithms": algorithms, "best_algorithm": best["algorithm"],
+              "best_hparams": best["hparams"], "tuning": tuning, "tuning_reused": reuse_tuning,
+              "hardware": store.run_doc(rerun[0]["run_id"])["hardware"],
+              "date": dt.date.today().isoformat(),
+              "command": "pacebench " + " ".join(sys.argv[1:])
+              if sys.argv[0].endswith("pacebench") else None}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record_path.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"{workload}: validation {spec.target.metric} target {record['validation_target']} "
+          f"(reached by {record['reach_rate']:.0%} of {len(rerun)} reruns), test target "
+          f"{record['test_target']}; noise floor: "
+          f"{NoiseFloor.from_dict(record['noise_floor']).describe()} -> {record_path}")
+    return record
+
+
+def _tuning(store, name: str, spec, algorithms: list[str], trials: int, workers: int, data_dir,
+            execution: ExecutionOptions | None) -> tuple[list[dict], dict]:
+    """(every tuning trial's summary, the best trial) of a fresh (or resumed) tuning study."""
+    tuned = _tune(store, name, spec.name, algorithms, trials, spec.step_hint, workers, data_dir,
+                  execution)
+    evals = query.evals_frame(store, list(tuned.run_id))
+    summaries = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
+    sign = 1 if spec.target.direction == "max" else -1
+    best = max((t for t in summaries if math.isfinite(t["best_validation"])),
+               key=lambda t: sign * t["best_validation"])
+    print(f"best tuning trial: {best['algorithm']} {best['hparams']} -> "
+          f"{best['best_validation']:.4f}")
+    return [_public(t) for t in summaries], best
+
+
+def _targets_record(spec, rerun: list[dict], reach_quantile: float | None) -> dict:
+    """The targets, the rule, the reach rate and the noise floor of the reruns' summaries."""
     validation, test = targets_from_reruns(spec.target, rerun, reach_quantile)
-    validation_target = lenient_round(validation, spec.target.direction)
-    probe = Target(spec.target.metric, spec.target.direction, validation_target, math.nan)
+    direction = spec.target.direction
+    validation_target = lenient_round(validation, direction)
+    probe = Target(spec.target.metric, direction, validation_target, math.nan)
     floor = noise_floor([r["time_at"](validation_target) for r in rerun])
-    record = {
-        "workload": workload, "metric": spec.target.metric, "direction": spec.target.direction,
-        "validation_target": validation_target,
-        "test_target": lenient_round(test, spec.target.direction),
-        "procedure": __doc__.strip().splitlines()[0], "steps_per_run": steps,
+    return {
+        "workload": spec.name, "metric": spec.target.metric, "direction": direction,
+        "validation_target": validation_target, "test_target": lenient_round(test, direction),
+        "procedure": __doc__.strip().splitlines()[0], "steps_per_run": spec.step_hint,
         "rule": ("median of the reruns' best validation values (AlgoPerf)"
                  if reach_quantile is None else
                  f"reach quantile {reach_quantile:g}: the value at least {reach_quantile:.0%} of "
@@ -183,21 +207,9 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
         "reach_quantile": reach_quantile,
         "reach_rate": sum(probe.reached(r["best_validation"]) for r in rerun) / len(rerun),
         "noise_floor": floor.to_dict(),
-        "algorithms": algorithms, "best_algorithm": best["algorithm"],
-        "best_hparams": best["hparams"],
-        "tuning": tuning, "tuning_reused": reuse_tuning,
         "reruns": [_public(r, validation_target) for r in rerun],
         "median_time_to_target_s": None if math.isnan(floor.median_s) else floor.median_s,
-        "hardware": store.run_doc(rerun[0]["run_id"])["hardware"],
-        "date": dt.date.today().isoformat(),
-        "command": "pacebench " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("pacebench") else None,
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    record_path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"{workload}: validation {spec.target.metric} target {record['validation_target']} "
-          f"(reached by {record['reach_rate']:.0%} of {len(rerun)} reruns), test target "
-          f"{record['test_target']}; noise floor: {floor.describe()} -> {record_path}")
-    return record
 
 
 def _public(summary: dict, goal: float | None = None) -> dict:

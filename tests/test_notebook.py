@@ -34,7 +34,7 @@ def test_papermill_runs_a_tiny_study(tmp_path):
     store = tmp_path / "store"
     pm.execute_notebook(str(NOTEBOOK), str(out), cwd=str(tmp_path), kernel_name="python3",
                         parameters={"workloads": "synthetic", "algorithms": "adamw,sgd_nesterov",
-                                    "trials": 2, "max_steps": 60, "store": str(store),
+                                    "studies": 1, "trials": 2, "max_steps": 60, "store": str(store),
                                     "workers": 2, "name": "tiny"})
     runs = query.runs_frame(open_store(store))
     assert len(runs) == 4 and set(runs.study_name) == {"tiny"}

@@ -39,6 +39,7 @@ __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
            "score_table", "score_table_of_times", "workload_roles", "bootstrap_scores", "bootstrap_medians",
            "bootstrap_interval", "studies_per_algorithm", "interval_text",
+           "score_table_with_intervals",
            "MIN_STUDIES_FOR_INTERVAL", "speedups", "algoperf_speedups", "uses_budgets",
            "speedup_table", "ruleset_of", "default_reference", "rank_scores", "TAU_MAX", "NUM_TAUS",
            "SCORE_COLUMNS", "SPEEDUP_COLUMNS"]
@@ -471,6 +472,25 @@ def interval_text(low: float, high: float, studies: int, digits: int = 3) -> str
     if not (np.isfinite(low) and np.isfinite(high)):
         return "n/a"
     return f"{low:.{digits}f} to {high:.{digits}f}"
+
+
+def score_table_with_intervals(cube: xr.Dataset, config: ScoringConfig | None = None,
+                               n: int = 1000, level: float = 0.9, seed: int = 0) -> pd.DataFrame:
+    """score_table plus, per algorithm, its studies, the bootstrap interval of its score over
+    them (low, high; NaN below MIN_STUDIES_FOR_INTERVAL studies) and that interval as text."""
+    times = study_times(cube)
+    table = score_table_of_times(median_over_studies(times), config)
+    if table.empty:
+        return table.assign(studies=[], low=[], high=[], interval=[])
+    studies = studies_per_algorithm(times).reindex(table.algorithm).fillna(0).astype(int).values
+    bounds = bootstrap_interval(bootstrap_medians(times, n, seed), level, config)
+    low, high = (bounds.set_index("algorithm")[k].reindex(table.algorithm).values
+                 for k in ("low", "high"))
+    enough = studies >= MIN_STUDIES_FOR_INTERVAL
+    return table.assign(studies=studies, low=np.where(enough, low, np.nan),
+                        high=np.where(enough, high, np.nan),
+                        interval=[interval_text(lo, hi, k)
+                                  for lo, hi, k in zip(low, high, studies)])
 
 
 def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0, level: float = 0.9,

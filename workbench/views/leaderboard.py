@@ -13,6 +13,7 @@ import param
 from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import scoring
+from workbench.catalog import noise_floor_of
 from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, percent, ratio_color,
                                      unit_for, wrap_title)
 from workbench.views.speedups import speedup_frame
@@ -20,6 +21,7 @@ from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
 
 __all__ = ["Leaderboard", "score_frame", "times_frame", "workload_time_table", "ratio_styles",
+           "noise_row", "NOISE_LABEL",
            "TABLE_CSS", "GROUP_TITLES",
            "wrap_title", "MISS", "NO_RUNS"]
 
@@ -83,6 +85,22 @@ def times_frame(selection: Selection, order: list[str],
     units = selection.cube["time_to_target"].attrs.get("units", "s")
     text = times.apply(lambda column: column.map(lambda v: amount(v, units, unit_for(column))))
     return text.reset_index()
+
+
+NOISE_LABEL = "noise floor (CoV)"
+NOISE_STYLE = "color: #555; font-style: italic; border-top: 1px solid #999"
+
+
+def noise_row(workloads: list[str]) -> dict[str, str] | None:
+    """The times tables' last row: each workload's noise floor, the coefficient of variation of
+    the tuned baseline's time to target over the seeds its target was set with ('10.0 %'; 'not
+    measured' where there is none); None when no workload shown has one (an AlgoPerf store)."""
+    floors = {w: noise_floor_of(w) for w in workloads}
+    if not any(f is not None for f in floors.values()):
+        return None
+    return {"algorithm": NOISE_LABEL,
+            **{w: "not measured" if f is None or not np.isfinite(f.cov)
+               else f"{100 * f.cov:.1f} %" for w, f in floors.items()}}
 
 
 def ratio_styles(times: pd.DataFrame) -> pd.DataFrame:
@@ -151,9 +169,16 @@ class Leaderboard(View):
             kept = every.get(name, [])
             columns = kept + [w for w in workloads if w not in kept]
             frame = times_frame(self.selection, order, columns)
-            if self.selection.n_runs:
-                self._styles[name] = ratio_styles(
-                    workload_time_table(self.selection, order, columns))
+            styles = ratio_styles(workload_time_table(self.selection, order, columns)) \
+                if self.selection.n_runs else None
+            noise = noise_row(columns) if len(frame) else None
+            if noise is not None:
+                frame = pd.concat([frame, pd.DataFrame([noise])], ignore_index=True)
+                styles = pd.concat([styles, pd.DataFrame([{c: NOISE_STYLE for c in
+                                                           styles.columns}])],
+                                   ignore_index=True)
+            if styles is not None:
+                self._styles[name] = styles
             titles = {"algorithm": "Algorithm", **{w: wrap_title(w) for w in columns}}
             table.param.update(value=frame, titles=titles,
                                text_align={w: "right" for w in columns},
@@ -185,7 +210,11 @@ class Leaderboard(View):
             f"*{MISS}* when the median study did not reach the target, *{NO_RUNS}* where there "
             "is none. Colour: green for the fastest on the workload, white at 2x, red from 4x "
             "(grey: a miss). These are the times before the held-out rule and the cut-off; the "
-            "Studies tab shows each study and its chosen trial.")
+            "Studies tab shows each study and its chosen trial. Last row, *noise floor*: how "
+            "much the tuned baseline's time to target varies with the seed alone on this "
+            "workload (coefficient of variation over the seeded reruns that set its target, "
+            "`targets/<workload>.json`; `pacebench noise` measures it for any setting): a "
+            "difference in time well inside it is not evidence of a faster algorithm.")
 
     def __panel__(self) -> pn.viewable.Viewable:
         tables = [part for pair in self._groups.values() for part in pair]

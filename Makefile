@@ -33,8 +33,8 @@ test-fast: install
 	$(PY) -m pytest -q -m "not slow and not browser and not gpu"
 
 demo: install
-	$(VENV)/bin/pacebench study --workloads digits_mlp,digits_cnn --algorithms adamw,nadamw,sgd_nesterov \
-	  --studies 1 --trials 5 --workers 2 --name demo --store results/demo --resume
+	$(VENV)/bin/pacebench study --workloads mnist1d_mlp,mnist1d_cnn --algorithms adamw,heavy_ball \
+	  --studies 3 --trials 5 --workers 2 --name demo --store results/demo --resume
 	$(VENV)/bin/pacebench score --store results/demo
 	$(VENV)/bin/pacebench report --store results/demo --out reports/demo.html --title "Pacebench demo" \
 	  --figures reports/demo-figures

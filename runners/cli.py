@@ -302,6 +302,7 @@ def _add_targets_and_list(sub) -> None:
     p.set_defaults(func=commands.noise)
 
     p = sub.add_parser("list", help="list workloads and algorithms")
+    p.add_argument("--markdown", action="store_true", help="the README's workload catalog table")
     p.set_defaults(func=commands.list_names)
 
 

@@ -220,10 +220,8 @@ def score(args: argparse.Namespace) -> int:
               f"workloads; {rule}):")
         print(frame["faster_by"].to_string(  # a miss makes the ratio infinite: no number
             float_format=lambda v: f"{v:+.4f}" if math.isfinite(v) else "n/a (a miss)"))
-    if not table.empty and (table["score"] == 0).all():
-        print("\nevery score is 0: no algorithm's median study reached the target on any scored "
-              "workload within 4x of the fastest. Check the targets and budgets (`pacebench "
-              "list`), run more trials per study (--trials) or longer runs (no --max-steps)")
+    if (reason := scoring.all_zero_reason(table)) is not None:
+        print("\n" + reason)
     if skipped:
         print(f"\n{len(skipped)} runs of the store skipped: their files cannot be read "
               "(the warnings above name them and say why)")
@@ -404,6 +402,9 @@ def list_names(args: argparse.Namespace) -> int:
     from runners.algorithms import algorithm_names
     from workbench.catalog import CATALOG, PUBLISHED_TARGETS
 
+    if args.markdown:
+        print(_catalog_table())
+        return 0
     print("workloads (* = published target, not yet set by `pacebench set-targets`):")
     for name, w in CATALOG.items():
         t = w.target
@@ -412,3 +413,31 @@ def list_names(args: argparse.Namespace) -> int:
               f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
     print("algorithms:\n  " + ", ".join(algorithm_names()))
     return 0
+
+
+def _catalog_table() -> str:
+    """The workload catalog as a Markdown table: data, splits, metric, targets, and what the
+    target-setting record measured (reach rate, noise floor, median time to target)."""
+    from workbench.catalog import CATALOG, DATASETS, PUBLISHED_TARGETS, noise_floor_of, \
+        target_record
+
+    rows = ["| workload | data | train / validation / test | metric | target (validation / "
+            "test) | reach rate | noise floor (CoV) | median time to target |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, w in CATALOG.items():
+        data, splits = DATASETS.get(w.dataset, (w.dataset, "?"))
+        t, floor = w.target, noise_floor_of(name)
+        sign = ">=" if t.direction == "max" else "<="
+        if name in PUBLISHED_TARGETS:
+            measured = ["published target", "not measured", "not measured"]
+        elif floor is None:
+            record = target_record(name) or {}
+            median = record.get("median_time_to_target_s")
+            measured = [f"median of {len(record.get('reruns', []))} reruns (old rule)",
+                        "not measured", f"{median:.2f} s" if median else "n/a"]
+        else:
+            cov = "n/a" if math.isnan(floor.cov) else f"{100 * floor.cov:.1f} %"
+            measured = [f"{floor.reached} of {floor.runs}", cov, f"{floor.median_s:.2f} s"]
+        rows.append(f"| `{name}` | {data} | {splits} | {t.metric} | {sign} {t.validation:g} / "
+                    f"{t.test:g} | " + " | ".join(measured) + " |")
+    return "\n".join(rows)

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 
 from workbench.catalog import (CATALOG, PUBLISHED_TARGETS, base_workloads, get_workload,
-                               variants_of)
+                               noise_floor_of, variants_of)
 
 TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
 
@@ -52,7 +53,15 @@ def test_target_equals_the_target_setting_record(name):
         assert "reruns" not in record and "tuning" not in record
     else:
         assert record.get("source", "set-targets") == "set-targets"
-        assert len(record["reruns"]) >= 3
+        # the reach-quantile rule: >= 10 seeded reruns, of which the recorded share reach it
+        assert len(record["reruns"]) >= 10 and record["reach_quantile"] == 0.9
+        assert record["reach_rate"] >= record["reach_quantile"]
+        reached = [r for r in record["reruns"] if r["time_to_target_s"] is not None]
+        assert len(reached) / len(record["reruns"]) == record["reach_rate"]
+        floor = noise_floor_of(name)
+        assert floor is not None and floor.runs == len(record["reruns"])
+        assert floor.reached == len(reached)
+        assert floor.median_s == statistics.median(r["time_to_target_s"] for r in reached)
 
 
 def test_every_published_target_names_a_catalog_entry():

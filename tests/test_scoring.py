@@ -301,3 +301,22 @@ def test_one_score_order_ties_by_exact_score_then_name():
     table = pd.DataFrame({"algorithm": ["b", "a", "c", "d"], "score": [0.5, 0.5, 0.5, 0.9],
                           "exact_score": [0.4, 0.4, 0.45, 0.9]})
     assert list(scoring.rank_scores(table)["algorithm"]) == ["d", "c", "a", "b"]
+
+
+def test_every_score_zero_comes_with_the_reason_and_what_to_change():
+    import pandas as pd
+
+    zero = pd.DataFrame({"algorithm": ["a", "b"], "score": [0.0, 0.0],
+                         "workloads_reached": [0, 0]})
+    reason = scoring.all_zero_reason(zero)
+    assert "Every score is 0: no algorithm's median study reached" in reason
+    assert "--trials" in reason and "--studies" in reason
+    assert "within 4x" in scoring.all_zero_reason(zero.assign(workloads_reached=[1, 0]))
+    assert scoring.all_zero_reason(zero.assign(score=[0.5, 0.0])) is None
+    assert scoring.all_zero_reason(zero.iloc[:0]) is None
+
+
+def test_intervals_need_three_studies():
+    assert scoring.interval_text(0.5, 0.5, 1) == "n/a (1 study)"
+    assert scoring.interval_text(0.4, 0.6, 2) == "n/a (2 studies)"
+    assert scoring.interval_text(0.4, 0.6, 3) == "0.400 to 0.600"

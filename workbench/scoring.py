@@ -39,7 +39,7 @@ __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
            "score_table", "score_table_of_times", "workload_roles", "bootstrap_scores", "bootstrap_medians",
            "bootstrap_interval", "studies_per_algorithm", "interval_text",
-           "score_table_with_intervals",
+           "score_table_with_intervals", "all_zero_reason",
            "MIN_STUDIES_FOR_INTERVAL", "speedups", "algoperf_speedups", "uses_budgets",
            "speedup_table", "ruleset_of", "default_reference", "rank_scores", "TAU_MAX", "NUM_TAUS",
            "SCORE_COLUMNS", "SPEEDUP_COLUMNS"]
@@ -472,6 +472,20 @@ def interval_text(low: float, high: float, studies: int, digits: int = 3) -> str
     if not (np.isfinite(low) and np.isfinite(high)):
         return "n/a"
     return f"{low:.{digits}f} to {high:.{digits}f}"
+
+
+def all_zero_reason(table: pd.DataFrame) -> str | None:
+    """Why every score of a score_table is 0 and what to change, or None when some is not."""
+    if table.empty or (table["score"] > 0).any():
+        return None
+    reached = int(table["workloads_reached"].max())
+    why = ("no algorithm's median study reached the validation target on any scored workload"
+           if reached == 0 else "no time is within 4x of the fastest on a scored workload")
+    return (f"Every score is 0: {why}, so every performance profile is 0 from tau = 1 to 4. "
+            "Look at the Curves (how far from the target the runs ended), then run more "
+            "trials per study (--trials), more studies (--studies; the median of one study "
+            "that missed is a miss), or the full budget (no --max-steps); `pacebench list` "
+            "shows each workload's target and budget.")
 
 
 def score_table_with_intervals(cube: xr.Dataset, config: ScoringConfig | None = None,

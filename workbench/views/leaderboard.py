@@ -161,7 +161,8 @@ class Leaderboard(View):
         self._times_about.object = self._times_text()
         scores = score_frame(self.selection)
         self._scores.value = scores
-        self._about.object = self._rules_text()
+        zero = scoring.all_zero_reason(scores)
+        self._about.object = self._rules_text() + (f"\n\n**{zero}**" if zero else "")
         order = list(scores["algorithm"])
         every = self.selection.store_workload_groups() if self.keep_columns else {}
         for name, workloads in self.selection.workload_groups().items():

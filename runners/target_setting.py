@@ -30,7 +30,7 @@ from workbench import query
 from workbench.catalog import get_workload
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
 from workbench.records import metric_column
-from workbench.spec import ExecutionOptions, RunConfig, StudySpec, Target
+from workbench.spec import ExecutionOptions, StudySpec, Target
 from workbench.store import open_store
 
 __all__ = ["set_targets", "targets_from_reruns", "lenient_round", "DEFAULT_RERUNS",

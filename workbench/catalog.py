@@ -266,9 +266,11 @@ def target_record(name: str) -> dict[str, Any] | None:
 def noise_floor_of(name: str) -> NoiseFloor | None:
     """The noise floor measured when `name`'s target was set (None: not measured, e.g. a
     published target or a workload that is not in the catalog)."""
-    record = target_record(name) or {}
-    floor = record.get("noise_floor")
-    return NoiseFloor.from_dict(floor) if isinstance(floor, dict) else None
+    floor = (target_record(name) or {}).get("noise_floor")
+    try:
+        return NoiseFloor.from_dict(floor) if isinstance(floor, dict) else None
+    except (KeyError, TypeError, ValueError):  # a hand-edited record: no floor, not a crash
+        return None
 
 
 def tuned_baseline(name: str) -> tuple[str, dict[str, Any]] | None:

@@ -216,3 +216,14 @@ def test_dashboard_leaderboard_hides_unticked_workloads_instead_of_dropping_colu
     assert table.value.set_index("algorithm")["digits_mlp"].equals(shown)
     report = Leaderboard(selection=sel)  # the report: only the shown workloads' columns
     assert list(report._groups["scored"][1].value.columns) == ["algorithm", "digits_mlp"]
+
+
+def test_the_times_tables_end_with_each_workloads_noise_floor():
+    from workbench.catalog import noise_floor_of
+    from workbench.views.leaderboard import NOISE_LABEL, noise_row
+
+    row = noise_row(["mnist1d_mlp", "criteo1tb", "mnist_cnn"])
+    assert row["algorithm"] == NOISE_LABEL
+    assert row["mnist1d_mlp"] == f"{100 * noise_floor_of('mnist1d_mlp').cov:.1f} %"
+    assert row["criteo1tb"] == row["mnist_cnn"] == "not measured"  # imported; published target
+    assert noise_row(["criteo1tb", "ogbg"]) is None  # an AlgoPerf store: no row at all

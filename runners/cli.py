@@ -280,9 +280,9 @@ def _add_targets_and_list(sub) -> None:
     rule.add_argument("--reach-quantile", type=float, default=0.9,
                       help="target: the value this share of the reruns attain (default 0.9)")
     rule.add_argument("--median", dest="reach_quantile", action="store_const", const=None,
-                      help="AlgoPerf's rule instead: the median of the reruns' best values")
-    p.add_argument("--reuse-tuning", action="store_true",
-                   help="take the tuning from the existing record in --out; only rerun")
+                      help="AlgoPerf's rule: the median of the reruns' best values")
+    p.add_argument("--horizon", type=float, default=0.75, help="share of the step hint counted")
+    p.add_argument("--reuse-tuning", action="store_true", help="reuse the record's tuning")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default="targets", help="folder for the target-setting record")
     _training_flags(p)

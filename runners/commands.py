@@ -344,7 +344,7 @@ def set_targets(args: argparse.Namespace) -> int:
     from runners.target_setting import set_targets as run_procedure
 
     run_procedure(args.workload, args.algorithm, trials=args.trials, reruns=args.reruns,
-                  reach_quantile=args.reach_quantile, out_dir=Path(args.out),
+                  reach_quantile=args.reach_quantile, horizon=args.horizon, out_dir=Path(args.out),
                   store_path=store_path(args), workers=args.workers, data_dir=args.data_dir,
                   execution=execution_options(args), reuse_tuning=args.reuse_tuning)
     return 0

@@ -5,9 +5,11 @@
 2. Pick the trial with the best validation value.
 3. Rerun its hyperparameters `reruns` times (default 10) with new seeds, for the full step hint.
 4. Validation target: the value that a fraction `reach_quantile` (default 0.9) of the reruns
-   attain, so the tuned baseline reaches it reliably (AlgoPerf's rule, the median of the reruns'
-   best values, which the baseline itself misses half the time, stays available as
-   reach_quantile=None). Test target = the worst test value, among the reruns that reach the
+   attain within the first `horizon` (default 0.75) of the step hint, so the tuned baseline
+   reaches it reliably and every algorithm's budget is 4/3 of the time the baseline needed, as
+   AlgoPerf v0.5's budgets were 4/3 of its target-setting runtime (AlgoPerf's rule, the median
+   of the reruns' best values over the whole run, which the baseline itself misses half the
+   time, stays available as reach_quantile=None, horizon=1). Test target = the worst test value, among the reruns that reach the
    validation target, taken at the eval where that rerun first reached it.
 5. The noise floor: the reruns' times to the validation target (median, interquartile range,
    coefficient of variation) and their reach rate (workbench/noise_floor.py).
@@ -34,10 +36,11 @@ from workbench.spec import ExecutionOptions, StudySpec, Target
 from workbench.store import open_store
 
 __all__ = ["set_targets", "targets_from_reruns", "lenient_round", "DEFAULT_RERUNS",
-           "DEFAULT_REACH_QUANTILE"]
+           "DEFAULT_REACH_QUANTILE", "DEFAULT_HORIZON"]
 
 DEFAULT_RERUNS = 10
 DEFAULT_REACH_QUANTILE = 0.9
+DEFAULT_HORIZON = 0.75  # of the step hint: the budget is 4/3 of the baseline's (AlgoPerf v0.5)
 
 
 def targets_from_reruns(target: Target, reruns: list[dict],
@@ -73,10 +76,14 @@ def _best(values: pd.Series, direction: str) -> float:
     return float(values.max() if direction == "max" else values.min())
 
 
-def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target) -> dict:
-    """One run's best validation value, and a function giving its test value at a val target."""
+def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target,
+               max_step: int | None = None) -> dict:
+    """One run's best validation value, and functions giving its test value and its time at a
+    validation target; only the evals up to `max_step` count when it is given."""
     val, test = metric_column("validation", target.metric), metric_column("test", target.metric)
     rows = evals[evals.run_id == run.run_id].sort_values("eval_index")
+    if max_step is not None:
+        rows = rows[rows.step <= max_step]
 
     def test_at(goal: float) -> float | None:
         probe = Target(target.metric, target.direction, goal, math.nan)
@@ -123,12 +130,13 @@ def _recorded_tuning(path: Path, workload: str) -> tuple[list[dict], dict]:
 def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                 reruns: int = DEFAULT_RERUNS,
                 reach_quantile: float | None = DEFAULT_REACH_QUANTILE,
-                out_dir: Path = Path("targets"), store_path: Path = Path("results"),
+                horizon: float = DEFAULT_HORIZON, out_dir: Path = Path("targets"), store_path: Path = Path("results"),
                 workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
                 reuse_tuning: bool = False) -> dict:
     """Run the target-setting procedure for `workload` and write its record; returns the record.
 
-    reach_quantile None: AlgoPerf's median rule. reuse_tuning: take the tuning trials and the best
+    reach_quantile None: AlgoPerf's median rule; horizon: the share of the step hint within which
+    the reruns' values count (1: the whole run). reuse_tuning: take the tuning trials and the best
     trial from the workload's existing record in `out_dir` and only rerun (the tuning is not
     repeated; the record keeps it).
     """
@@ -138,6 +146,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
         raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
     if reach_quantile is not None and not 0 < reach_quantile <= 1:
         raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
+    if not 0 < horizon <= 1:
+        raise ValueError(f"--horizon must be in (0, 1], got {horizon}")
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
     tag = f"targets-{workload}"
@@ -157,8 +167,10 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                            range(1, reruns + 1), workers, stop_on_target=False, max_steps=steps,
                            data_dir=data_dir, execution=execution)
     evals = query.evals_frame(store, list(rerun_runs.run_id))
-    rerun = [_summarise(r, evals, spec.target) for r in rerun_runs.itertuples()]
-    record = {**_targets_record(spec, rerun, reach_quantile),
+    until = int(horizon * steps)
+    rerun = [_summarise(r, evals, spec.target, until) for r in rerun_runs.itertuples()]
+    record = {**_targets_record(spec, rerun, reach_quantile), "horizon": horizon,
+              "horizon_steps": until,
               "algorithms": algorithms, "best_algorithm": best["algorithm"],
               "best_hparams": best["hparams"], "tuning": tuning, "tuning_reused": reuse_tuning,
               "hardware": store.run_doc(rerun[0]["run_id"])["hardware"],
@@ -203,7 +215,7 @@ def _targets_record(spec, rerun: list[dict], reach_quantile: float | None) -> di
         "rule": ("median of the reruns' best validation values (AlgoPerf)"
                  if reach_quantile is None else
                  f"reach quantile {reach_quantile:g}: the value at least {reach_quantile:.0%} of "
-                 "the reruns' best validation values attain"),
+                 "the reruns' best validation values (within the horizon) attain"),
         "reach_quantile": reach_quantile,
         "reach_rate": sum(probe.reached(r["best_validation"]) for r in rerun) / len(rerun),
         "noise_floor": floor.to_dict(),

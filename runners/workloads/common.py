@@ -10,7 +10,7 @@ from runners.api import Batch, Workload
 from workbench.spec import WorkloadSpec
 
 __all__ = ["ACTIVATIONS", "activation", "knob", "seeded_model", "scale_init", "mlp",
-           "TensorWorkload", "classification_metrics"]
+           "TensorWorkload", "ArrayClassifier", "classification_metrics"]
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU,
                                            "silu": nn.SiLU}
@@ -142,3 +142,33 @@ class TensorWorkload(Workload):
                 return self.metrics(outputs.float(), targets)
         finally:
             model.train(was_training)
+
+
+class ArrayClassifier(TensorWorkload):
+    """An MLP or CNN classifier over NumPy splits preloaded on the device (digits, MNIST-1D).
+
+    Reads the knobs every such workload shares: arch "mlp" | "cnn", activation, init_scale and
+    the widths ("hidden" for an mlp, "channels" for a cnn); a subclass reads its own others and
+    builds the network in `_net()`. The "train" eval split is the first `train_eval_size`
+    training examples.
+    """
+
+    def __init__(self, spec: WorkloadSpec, device: torch.device,
+                 arrays: Mapping[str, tuple[Any, Any]], train_eval_size: int) -> None:
+        splits = {k: (torch.from_numpy(x), torch.from_numpy(y)) for k, (x, y) in arrays.items()}
+        x, y = splits["train"]
+        splits["train_eval"] = (x[:train_eval_size], y[:train_eval_size])
+        super().__init__(spec, device, splits)
+        self.arch = knob(spec.model, "arch", ("mlp", "cnn"))
+        self.act = knob(spec.model, "activation", tuple(ACTIVATIONS))
+        self.init_scale = float(knob(spec.model, "init_scale", default=1.0))
+        self.widths = tuple(knob(spec.model, "hidden" if self.arch == "mlp" else "channels"))
+
+    def _net(self) -> nn.Module:
+        raise NotImplementedError
+
+    def init_model(self, seed: int) -> nn.Module:
+        return seeded_model(lambda: scale_init(self._net(), self.init_scale), seed, self.device)
+
+    def loss(self, model: nn.Module, batch) -> torch.Tensor:
+        return nn.functional.cross_entropy(model(batch["inputs"]), batch["targets"])

@@ -12,8 +12,7 @@ import torch
 from torch import nn
 
 from runners.data.digits import load_digits_splits
-from runners.workloads.common import (ACTIVATIONS, TensorWorkload, activation, knob, mlp,
-                                      scale_init, seeded_model)
+from runners.workloads.common import ArrayClassifier, activation, knob, mlp
 from workbench.spec import WorkloadSpec
 
 __all__ = ["DigitsWorkload", "digits_mlp", "digits_cnn", "TRAIN_EVAL_SIZE"]
@@ -47,32 +46,16 @@ def digits_cnn(channels: tuple[int, int], act: str, norm: str) -> nn.Module:
     return nn.Sequential(*layers)
 
 
-class DigitsWorkload(TensorWorkload):
+class DigitsWorkload(ArrayClassifier):
     """digits_mlp / digits_cnn and their variants: all 1,797 images preloaded on the device."""
 
     def __init__(self, spec: WorkloadSpec, device: torch.device,
                  data_dir: str | Path | None = None) -> None:
         """`data_dir` is unused: the images ship inside scikit-learn."""
-        arrays = load_digits_splits()
-        splits = {k: (torch.from_numpy(x), torch.from_numpy(y)) for k, (x, y) in arrays.items()}
-        x, y = splits["train"]
-        splits["train_eval"] = (x[:TRAIN_EVAL_SIZE], y[:TRAIN_EVAL_SIZE])
-        super().__init__(spec, device, splits)
-        self.arch = knob(spec.model, "arch", ("mlp", "cnn"))
-        self.act = knob(spec.model, "activation", tuple(ACTIVATIONS))
+        super().__init__(spec, device, load_digits_splits(), TRAIN_EVAL_SIZE)
         self.norm = knob(spec.model, "norm", NORMS)
-        self.init_scale = float(knob(spec.model, "init_scale", default=1.0))
-        self.widths = tuple(knob(spec.model, "hidden" if self.arch == "mlp" else "channels"))
 
-    def _build(self) -> nn.Module:
+    def _net(self) -> nn.Module:
         if self.arch == "mlp":
-            net = digits_mlp(self.widths, self.act, self.norm)
-        else:
-            net = digits_cnn(self.widths, self.act, self.norm)
-        return scale_init(net, self.init_scale)
-
-    def init_model(self, seed: int) -> nn.Module:
-        return seeded_model(self._build, seed, self.device)
-
-    def loss(self, model: nn.Module, batch) -> torch.Tensor:
-        return nn.functional.cross_entropy(model(batch["inputs"]), batch["targets"])
+            return digits_mlp(self.widths, self.act, self.norm)
+        return digits_cnn(self.widths, self.act, self.norm)

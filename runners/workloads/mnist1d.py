@@ -12,8 +12,7 @@ import torch
 from torch import nn
 
 from runners.data.mnist1d import load_mnist1d_splits
-from runners.workloads.common import (ACTIVATIONS, TensorWorkload, activation, knob, mlp,
-                                      scale_init, seeded_model)
+from runners.workloads.common import ArrayClassifier, activation, knob, mlp
 from workbench.spec import WorkloadSpec
 
 __all__ = ["Mnist1dWorkload", "mnist1d_cnn", "SIGNAL_LENGTH", "TRAIN_EVAL_SIZE"]
@@ -39,33 +38,17 @@ def mnist1d_cnn(channels: tuple[int, int, int], act: str) -> nn.Module:
     return nn.Sequential(*layers, nn.Flatten(), nn.Linear(c3 * 5, NUM_CLASSES))
 
 
-class Mnist1dWorkload(TensorWorkload):
+class Mnist1dWorkload(ArrayClassifier):
     """mnist1d_mlp / mnist1d_cnn and their variants: all 20,000 signals preloaded on the device."""
 
     def __init__(self, spec: WorkloadSpec, device: torch.device,
                  data_dir: str | Path | None = None) -> None:
         """`data_dir`: where the generated arrays are cached (runners.data.mnist1d)."""
-        arrays = load_mnist1d_splits(data_dir)
-        splits = {k: (torch.from_numpy(x), torch.from_numpy(y)) for k, (x, y) in arrays.items()}
-        x, y = splits["train"]
-        splits["train_eval"] = (x[:TRAIN_EVAL_SIZE], y[:TRAIN_EVAL_SIZE])
-        super().__init__(spec, device, splits)
-        self.arch = knob(spec.model, "arch", ("mlp", "cnn"))
-        self.act = knob(spec.model, "activation", tuple(ACTIVATIONS))
+        super().__init__(spec, device, load_mnist1d_splits(data_dir), TRAIN_EVAL_SIZE)
         self.norm = knob(spec.model, "norm", ("none", "layernorm") if self.arch == "mlp"
                          else ("none",), default="none")
-        self.init_scale = float(knob(spec.model, "init_scale", default=1.0))
-        self.widths = tuple(knob(spec.model, "hidden" if self.arch == "mlp" else "channels"))
 
-    def _build(self) -> nn.Module:
+    def _net(self) -> nn.Module:
         if self.arch == "mlp":
-            net = mlp(SIGNAL_LENGTH, self.widths, NUM_CLASSES, self.act, self.norm)
-        else:
-            net = mnist1d_cnn(self.widths, self.act)
-        return scale_init(net, self.init_scale)
-
-    def init_model(self, seed: int) -> nn.Module:
-        return seeded_model(self._build, seed, self.device)
-
-    def loss(self, model: nn.Module, batch) -> torch.Tensor:
-        return nn.functional.cross_entropy(model(batch["inputs"]), batch["targets"])
+            return mlp(SIGNAL_LENGTH, self.widths, NUM_CLASSES, self.act, self.norm)
+        return mnist1d_cnn(self.widths, self.act)

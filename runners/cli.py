@@ -281,7 +281,7 @@ def _add_targets_and_list(sub) -> None:
                       help="target: the value this share of the reruns attain (default 0.9)")
     rule.add_argument("--median", dest="reach_quantile", action="store_const", const=None,
                       help="AlgoPerf's rule: the median of the reruns' best values")
-    p.add_argument("--horizon", type=float, default=0.75, help="share of the step hint counted")
+    p.add_argument("--horizon", type=float, default=0.5, help="share of the step hint counted")
     p.add_argument("--reuse-tuning", action="store_true", help="reuse the record's tuning")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default="targets", help="folder for the target-setting record")

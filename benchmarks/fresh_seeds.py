@@ -10,7 +10,8 @@ reached the validation target, the times to target, and the totals. Exit status 
     .venv/bin/python benchmarks/fresh_seeds.py [--workloads a,b] [--seeds 5] [--first-seed 100]
         [--store /tmp/pacebench-fresh-seeds] [--workers 2]
 
-Each run is `pacebench run --workload W --algorithm A --hparams H --seed S` (runners.loop.run),
+A run that fails (e.g. shakespeare_char without its data: set $PACEBENCH_DATA as the Makefile
+does) counts as a miss. Each run is `pacebench run --workload W --algorithm A --hparams H --seed S` (runners.loop.run),
 scheduled by runners.noise_floor.run_seeds.
 """
 from __future__ import annotations
@@ -47,9 +48,13 @@ def main(argv: list[str] | None = None) -> int:
                                           progress=False)
         times = ", ".join(f"{t:.2f}" if ok else "miss"
                           for t, ok in zip(runs.time_to_target, runs.reached_target))
-        print(f"{name:26} {algorithm:13} {floor.reached} of {floor.runs}   {times}", flush=True)
-        total, reached = total + floor.runs, reached + floor.reached
-        weakest = min(weakest, floor.reach_rate)
+        failed = len(seeds) - floor.runs  # runs that ended in an error count as misses
+        if failed:
+            times += f"{', ' if times else ''}{failed} failed (the runs' documents in " \
+                     f"{args.store} say why)"
+        print(f"{name:26} {algorithm:13} {floor.reached} of {len(seeds)}   {times}", flush=True)
+        total, reached = total + len(seeds), reached + floor.reached
+        weakest = min(weakest, floor.reached / len(seeds))
     share = reached / total if total else math.nan
     print(f"all: {reached} of {total} runs reached their validation target ({share:.0%}); "
           f"weakest workload {weakest:.0%}")

@@ -1,5 +1,5 @@
-"""The `pacebench` command: run, study, scale, score, rank, report, serve, set-targets, noise,
-list, import-algoperf.
+"""The `pacebench` command: run, study, scale, score, compare, budget, rank, report, serve,
+set-targets, noise, list, import-algoperf.
 
 This module parses the command line and dispatches; runners/commands.py does the work. The store
 is `--store`, else $PACEBENCH_STORE, else `results/`. A bad input ends in one line saying what was
@@ -8,69 +8,16 @@ wrong and what is valid (the traceback with PACEBENCH_DEBUG=1).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
-from pathlib import Path
 
 from runners import commands
+from runners.cli_types import Deprecated as _Deprecated, csv as _csv, floats as _floats
+from runners.cli_types import hparams as _hparams, ints as _ints
 from workbench.store import StoreError
 
 __all__ = ["main", "build_parser", "add_execution_flags"]
-
-
-def _csv(text: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError("expected a comma-separated list, e.g. a,b")
-    return items
-
-
-def _numbers(kind: type, what: str):
-    """An argparse type: a comma-separated list of `kind` values (`what` names them)."""
-    def parse(text: str) -> list:
-        try:
-            return [kind(t) for t in _csv(text)]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") \
-                from None
-    return parse
-
-
-_ints, _floats = _numbers(int, "integers"), _numbers(float, "numbers")
-
-
-def _hparams(text: str) -> dict:
-    """--hparams takes a JSON object, or @path to a JSON file."""
-    try:
-        raw = Path(text[1:]).read_text() if text.startswith("@") else text
-    except (OSError, UnicodeDecodeError) as e:
-        raise argparse.ArgumentTypeError(f"cannot read the hyperparameter file {text[1:]!r} "
-                                         f"({type(e).__name__}); give @<path to a JSON file> "
-                                         "or a JSON object") from None
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as e:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({str(e)[:80]}): {raw[:80]!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            "not a JSON object; give e.g. '{\"learning_rate\": 0.001}'")
-    return value
-
-
-class _Deprecated(argparse.Action):
-    """An old flag that still works for one release: it stores into `dest` and says what
-    replaces it on stderr."""
-
-    def __init__(self, option_strings, dest, instead: str, **kwargs) -> None:
-        self.instead = instead
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(f"warning: {option_string} is deprecated and goes in the next release; use "
-              f"{self.instead}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
 
 
 # --- flags shared by several commands ----------------------------------------------------------
@@ -231,6 +178,20 @@ def _add_analysis(sub) -> None:
                                        "baseline when present, else the top scorer)")
     _store_flag(p)
     p.set_defaults(func=commands.score)
+
+    p = sub.add_parser("compare", help="A against B: speedup with an interval, a test, a verdict")
+    p.add_argument("--algorithms", type=_csv, required=True, help="A,B")
+    p.add_argument("--workloads", type=_csv, help="default: the scored workloads")
+    p.add_argument("--confidence", type=float, default=0.95, help="of intervals and verdict")
+    p.add_argument("--detect", type=float, default=1.25, help="speedup to size studies for")
+    p.add_argument("--json", action="store_true")
+    _store_flag(p)
+    p.set_defaults(func=commands.compare)
+
+    p = sub.add_parser("budget", help="tuning-budget curves: results with k of the trials")
+    p.add_argument("--json", action="store_true")
+    _store_flag(p)
+    p.set_defaults(func=commands.budget)
 
     p = sub.add_parser("rank", help="early ranking: how well TSE/LCGA estimators rank a study's runs")
     p.add_argument("--study", help="study name (default: every study in the store)")

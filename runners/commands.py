@@ -166,10 +166,11 @@ def _seconds(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else round(float(value), 6)
 
 
-def _speedups(runs, times, config, reference: str | None, table):
-    """(scoring.speedup_table over `reference` by algorithm, the reference, whether misses
-    cost the budget), the reference defaulting to scoring.default_reference; None when the
-    store has a single algorithm."""
+def _speedups(runs, cube, times, config, reference: str | None, table):
+    """(scoring.speedup_table over `reference` by algorithm with its 90 % bootstrap interval
+    (low, high; NaN below scoring.MIN_STUDIES_FOR_INTERVAL studies of either), the reference,
+    whether misses cost the budget), the reference defaulting to scoring.default_reference;
+    None when the store has a single algorithm."""
     from workbench import scoring
 
     names = [str(a) for a in times["algorithm"].values]
@@ -179,13 +180,42 @@ def _speedups(runs, times, config, reference: str | None, table):
     if reference not in names:
         raise ValueError(f"unknown --reference {reference!r}: the store's algorithms are "
                          f"{', '.join(names)}")
-    table = scoring.speedup_table(times, reference, config,
-                                  scoring.ruleset_of(runs["ruleset"].dropna().unique()))
-    return table.set_index("algorithm"), reference, table.attrs["budgets"]
+    ruleset = scoring.ruleset_of(runs["ruleset"].dropna().unique())
+    table = scoring.speedup_table(times, reference, config, ruleset)
+    frame = table.set_index("algorithm")
+    study = scoring.study_times(cube)
+    bounds = scoring.speedup_interval(scoring.bootstrap_medians(study, 1000), reference, config,
+                                      ruleset).set_index("algorithm")
+    studies = scoring.studies_per_algorithm(study)
+    enough = studies.clip(upper=studies.get(reference, 0)) >= scoring.MIN_STUDIES_FOR_INTERVAL
+    frame["low"] = bounds["low"].where(enough.reindex(bounds.index, fill_value=False))
+    frame["high"] = bounds["high"].where(enough.reindex(bounds.index, fill_value=False))
+    frame["studies"] = studies.clip(upper=studies.get(reference, 0)).reindex(
+        frame.index).fillna(0).astype(int)  # the fewer of its and the reference's
+    return frame, reference, table.attrs["budgets"]
 
 
-def score(args: argparse.Namespace) -> int:
-    """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store."""
+def _speedup_lines(frame, reference: str) -> str:
+    """One line per algorithm: its speedup over the reference and the 90 % interval."""
+    from workbench import scoring
+
+    width = max(len(str(a)) for a in frame.index)
+    lines = []
+    for algorithm, r in frame.iterrows():
+        value = f"{r.faster_by:+.4f}" if math.isfinite(r.faster_by) else "n/a (a miss)"
+        if algorithm == reference:
+            interval = "(the reference)"
+        elif not math.isnan(r.low):
+            interval = f"90 % interval {r.low:+.4f} to {r.high:+.4f}"
+        else:
+            interval = scoring.interval_text(math.nan, math.nan, int(r.studies))
+        lines.append(f"{str(algorithm).ljust(width)}  {value.rjust(12)}  {interval}")
+    return "\n".join(lines)
+
+
+def _scored_store(args: argparse.Namespace):
+    """(runs, scoring config or None, final cube) of the --store; None (said) when it has no
+    runs."""
     from workbench import query, scoring
     from workbench.cubes import final_cube
     from workbench.store import open_store
@@ -194,13 +224,23 @@ def score(args: argparse.Namespace) -> int:
     runs = query.runs_frame(store)
     if runs.empty:
         print(f"error: store {store_path(args)} has no runs", file=sys.stderr)
-        return 1
+        return None
     doc = store.scoring_config()  # an imported benchmark's rules; else the plain rules
     config = scoring.ScoringConfig.from_dict(doc) if doc else None
-    cube = final_cube(runs)
+    return runs, config, final_cube(runs)
+
+
+def score(args: argparse.Namespace) -> int:
+    """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store."""
+    from workbench import scoring
+
+    loaded = _scored_store(args)
+    if loaded is None:
+        return 1
+    runs, config, cube = loaded
     times = scoring.workload_times(cube)
     table = scoring.score_table_with_intervals(cube, config)
-    speedups = _speedups(runs, times, config, args.reference, table)
+    speedups = _speedups(runs, cube, times, config, args.reference, table)
     skipped = runs.attrs.get("skipped", {})
     if args.json:
         print(json.dumps({**_score_json(table, times, speedups), "skipped_runs": skipped},
@@ -218,13 +258,70 @@ def score(args: argparse.Namespace) -> int:
         rule = "misses cost the budget + 1 s" if budgets else "workloads both missed left out"
         print(f"\nspeedup over {reference} (1 - geometric mean of time ratios over the scored "
               f"workloads; {rule}):")
-        print(frame["faster_by"].to_string(  # a miss makes the ratio infinite: no number
-            float_format=lambda v: f"{v:+.4f}" if math.isfinite(v) else "n/a (a miss)"))
+        print(_speedup_lines(frame, reference))
     if (reason := scoring.all_zero_reason(table)) is not None:
         print("\n" + reason)
     if skipped:
         print(f"\n{len(skipped)} runs of the store skipped: their files cannot be read "
               "(the warnings above name them and say why)")
+    return 0
+
+
+def _scored_names(config, cube) -> list[str]:
+    """The scored workloads of a store that has runs of them: the benchmark's base workloads
+    when its rules name them, else the cube's base workloads."""
+    from workbench import scoring
+
+    names = [str(w) for w in cube["workload"].values]
+    bases = config.base_workloads if config and config.base_workloads else \
+        scoring.scored_workloads(cube)
+    return [w for w in bases if w in names]
+
+
+def compare(args: argparse.Namespace) -> int:
+    """`pacebench compare`: algorithm A against B, with intervals, a test and a verdict."""
+    from workbench import compare as C, scoring
+    from workbench.catalog import noise_floor_of
+
+    if len(args.algorithms) != 2:
+        raise ValueError(f"--algorithms takes exactly two names, A,B; got {len(args.algorithms)}"
+                         f": {','.join(args.algorithms)}")
+    loaded = _scored_store(args)
+    if loaded is None:
+        return 1
+    runs, config, cube = loaded
+    times = scoring.study_times(cube)
+    names = [str(w) for w in times["workload"].values]
+    workloads = args.workloads or _scored_names(config, cube)
+    budgets = {**C.workload_budgets(runs), **(dict(config.budgets) if config else {})}
+    floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
+    result = C.compare(times, *args.algorithms, workloads=workloads, budgets=budgets,
+                       confidence=args.confidence, detect=args.detect, noise_cov=floors)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    print(C.comparison_table(result).to_string(index=False))
+    for w, why in result.left_out.items():
+        print(f"  {w}: left out ({why})")
+    print("\n" + result.sentence())
+    return 0
+
+
+def budget(args: argparse.Namespace) -> int:
+    """`pacebench budget`: tuning-budget curves from the trials of a store."""
+    from workbench import budget as B
+
+    loaded = _scored_store(args)
+    if loaded is None:
+        return 1
+    _, config, cube = loaded
+    trials = B.trial_times(cube)
+    curves = B.budget_curves(trials)
+    scored = _scored_names(config, cube)
+    if args.json:
+        print(json.dumps(B.budget_json(curves, trials, config, scored), indent=2))
+        return 0
+    print(B.budget_text(curves, trials, config, scored))
     return 0
 
 
@@ -255,7 +352,11 @@ def _score_json(table, times, speedups) -> dict:
         frame, reference, _ = speedups
         out["speedups"] = {"reference": reference,
                            "faster_by": {str(a): _rounded(v) for a, v in
-                                         frame["faster_by"].items()}}
+                                         frame["faster_by"].items()},
+                           "intervals": {str(a): None if not np.isfinite(r.low) else
+                                         [_rounded(r.low), _rounded(r.high)]
+                                         for a, r in frame.iterrows()},
+                           "interval_level": 0.9}
     return out
 
 

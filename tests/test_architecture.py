@@ -198,15 +198,18 @@ def test_no_function_is_longer_than_sixty_lines():
     assert long == []
 
 
-@pytest.mark.parametrize("command", ["score", "rank"])
+@pytest.mark.parametrize("command", ["score", "rank", "budget", "compare"])
 def test_analysis_commands_do_not_load_the_dashboard_libraries(command, tmp_path):
-    """`pacebench score` and `rank` import no panel, bokeh or holoviews (nor torch)."""
+    """`pacebench score`, `rank`, `budget` and `compare` import no panel, bokeh or holoviews
+    (nor torch)."""
     from workbench.testing import make_store
 
     make_store(tmp_path / "s", algorithms=("adamw", "sgd"), workloads=("digits_mlp",),
                studies=1, trials=3)
+    args = [command, "--store", str(tmp_path / "s")]
+    args += ["--algorithms", "adamw,sgd"] if command == "compare" else []
     script = ("import sys\nfrom runners.cli import main\n"
-              f"code = main([{command!r}, '--store', {str(tmp_path / 's')!r}])\n"
+              f"code = main({args!r})\n"
               "heavy = sorted(m for m in ('panel', 'bokeh', 'holoviews', 'torch') "
               "if m in sys.modules)\n"
               "print('LOADED', heavy, 'CODE', code)\n")

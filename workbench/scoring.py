@@ -631,6 +631,53 @@ def speedup_table(times: xr.DataArray, reference: str, config: ScoringConfig | N
     return table
 
 
+def speedup_replicates(replicas: xr.DataArray, reference: str,
+                       config: ScoringConfig | None = None, ruleset: str = "external",
+                       axis: str = "train_seconds") -> xr.DataArray:
+    """time_ratio of speedup_table for every bootstrap replicate of the per-workload times
+    (bootstrap_medians: dims replicate, algorithm, workload), computed at once: dims
+    (replicate, algorithm). The same policy as speedup_table, replicate by replicate."""
+    _need(replicas, ("replicate", "algorithm", "workload"), "replicates")
+    names = [str(a) for a in replicas["algorithm"].values]
+    if reference not in names:
+        raise ValueError(f"unknown reference algorithm {reference!r}: valid are {names}")
+    scored = _base_workloads(replicas, config)
+    if uses_budgets(config, scored, axis):
+        factor = config.self_tuning_budget_factor if ruleset == "self" else 1.0
+        lacking = [w for w in scored if w not in config.budgets]
+        if lacking:
+            raise ValueError(f"the scoring config has no budgets for {lacking}")
+        times = _with_workloads(replicas, scored).fillna(np.inf)
+        caps = np.array([factor * float(config.budgets[w]) + 1.0 for w in scored])
+        values = times.transpose("replicate", "algorithm", "workload").values
+        values = np.where(np.isposinf(values), caps[None, None, :], values)
+    else:
+        present = [w for w in scored if w in replicas["workload"].values]
+        values = replicas.sel(workload=present).transpose(
+            "replicate", "algorithm", "workload").values
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no common workload: NaN
+        logs = np.log(values / values[:, [names.index(reference)], :])
+        ratio = np.exp(np.nanmean(logs, axis=-1))
+    return xr.DataArray(ratio, dims=("replicate", "algorithm"),
+                        coords={"algorithm": replicas["algorithm"].values}, name="time_ratio")
+
+
+def speedup_interval(replicas: xr.DataArray, reference: str, config: ScoringConfig | None = None,
+                     ruleset: str = "external", axis: str = "train_seconds",
+                     level: float = 0.9) -> pd.DataFrame:
+    """Percentile interval (algorithm, low, high) of faster_by (1 - time_ratio) over the
+    bootstrap replicates (speedup_replicates). Quantiles are taken without interpolation, so
+    an infinite ratio (a miss against a hit) bounds the interval instead of making it NaN."""
+    if not 0 < level < 1:
+        raise ValueError(f"need 0 < level < 1, got level={level}")
+    faster = 1.0 - speedup_replicates(replicas, reference, config, ruleset, axis).values
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(faster, [tail, 1.0 - tail], axis=0, method="inverted_cdf")
+    return pd.DataFrame({"algorithm": [str(a) for a in replicas["algorithm"].values],
+                         "low": low, "high": high})
+
+
 def ruleset_of(rulesets) -> str:
     """The AlgoPerf ruleset of runs with these rulesets: "self" or "external" (external when
     mixed or unknown), which sets the self-tuning budget factor of speedups."""

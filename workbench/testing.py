@@ -28,7 +28,7 @@ from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import RunWriter, Store, atomic_write_json, open_store
 
-__all__ = ["make_store", "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
+__all__ = ["make_store", "make_timing_store", "timing_trials", "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
            "SyntheticRun", "tiny_cube", "tiny_times", "runs_table", "dead_process"]
 
 STEPS_PER_EVAL = 25     # synthetic eval cadence, in update steps
@@ -241,6 +241,64 @@ def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "sl
         _write_sealed(store, doc, run, n_evals, "complete",
                       f"step budget of {STEPS_PER_EVAL * n_evals} steps used", None, process)
     return store
+
+
+def timing_trials(rng: np.random.Generator, factors: Mapping[str, float],
+                  workloads: Iterable[str], studies: int, trials: int, spread: float = 0.25,
+                  miss_rate: float = 0.1, base: float = 10.0) -> dict[tuple, float]:
+    """Trial times for calibration: {(algorithm, workload, study, trial): seconds or +inf}.
+
+    A trial of algorithm `a` reaches the target after base * factors[a] * exp(N(0, spread))
+    seconds, or misses (+inf) with probability `miss_rate`, the same for every algorithm: with
+    equal factors the algorithms are exchangeable (no true difference); a factor of 1.5 makes an
+    algorithm's every time 1.5 times longer.
+    """
+    out = {}
+    for w in workloads:
+        for a, factor in factors.items():
+            for st in range(studies):
+                for t in range(trials):
+                    time = base * factor * math.exp(rng.normal(0.0, spread))
+                    out[(a, w, st, t)] = math.inf if rng.random() < miss_rate else time
+    return out
+
+
+def make_timing_store(path: str | os.PathLike, factors: Mapping[str, float],
+                      workloads: Iterable[str] = ("mnist1d_mlp",), studies: int = 5,
+                      trials: int = 5, seed: int = 0, spread: float = 0.25,
+                      miss_rate: float = 0.1, n_evals: int = 40) -> Store:
+    """A store whose runs' times to target are `timing_trials` (to the eval grid: each run's
+    target is met at eval 20, so its time to target is exactly the drawn time; a miss trains
+    for 40 evals of a tenth of the budget without meeting it). Every planned time is kept in the
+    run document under `synthetic` (`seconds_to_target`, None for a miss) for checks."""
+    store = open_store(path, create=True)
+    planned = timing_trials(np.random.default_rng(seed), factors, list(workloads), studies,
+                            trials, spread, miss_rate)
+    process = dead_process()
+    for i, ((a, w, st, t), seconds) in enumerate(planned.items()):
+        config = RunConfig(workload=w, algorithm=a, seed=0, study_name="timing", study=st,
+                           trial=t, hparams={"learning_rate": 0.01})
+        spec = get_workload(w)
+        hit = 20 if math.isfinite(seconds) else n_evals + 1  # never within n_evals: a miss
+        per_eval = (seconds / (hit + 1) if math.isfinite(seconds)
+                    else spec.budget.seconds / 10 / n_evals)
+        curve = synthetic_run(w, 0, 0, n_evals, np.random.default_rng(i))
+        evals = [{**row, "train_seconds": (k + 1) * per_eval,
+                  **{c: v for c, v in zip(_metric_keys(spec), _values(spec, k, hit))}}
+                 for k, row in enumerate(curve.evals)]
+        run = SyntheticRun(hit if hit < n_evals else None, per_eval, evals, curve.train)
+        doc = {**_document(config, 1, i), "synthetic": {"seconds_to_target": seconds if math.isfinite(seconds) else None}}
+        _write_sealed(store, doc, run, n_evals, "complete", "synthetic", None, process)
+    return store
+
+
+def _metric_keys(spec) -> list[str]:
+    return [R.metric_column(split, spec.target.metric) for split in ("validation", "test")]
+
+
+def _values(spec, k: int, hit: int) -> list[float]:
+    value = _metric_value(spec.target.direction, spec.target.validation, k, hit)
+    return [value, value]
 
 
 def live_run(path: str | os.PathLike, algorithm: str = "live", workload: str = "digits_mlp",

@@ -1,0 +1,221 @@
+"""Tuning-budget curves: how an algorithm's result depends on how many trials it is tuned with.
+
+From the trials already in a store, for each algorithm and workload: with a budget of k trials
+drawn without replacement from its N stored trials, the probability that at least one reaches the
+target and the median of the best time to target among them, computed exactly from order
+statistics (no sampling). With the trials' times sorted, t_(1) <= ... <= t_(N), and M of them
+misses (+inf, last), the k drawn all lie after position j with probability C(N - j, k) / C(N, k),
+so
+
+    P(best <= t_(j)) = 1 - C(N - j, k) / C(N, k),    P(reach) = 1 - C(M, k) / C(N, k).
+
+The median best time is the first t_(j) where that reaches 1/2 (None while P(reach) < 1/2: the
+median budget-k study misses). Across algorithms, the probability that each is the fastest at
+budget k (Sivaprasad et al., ICML 2020, "Optimizer benchmarking needs to account for
+hyperparameter tuning") follows from the same distributions, each algorithm drawing its own k
+trials; ties between algorithms (rare with measured times) count half each. And the benchmark
+score as a function of k: the performance-profile score (workbench.scoring) of the median best
+times at budget k, the budget-k analogue of the median over studies of the best of 5 trials.
+
+A trial here is any (study, trial, seed) cell of the store's final cube: studies are pooled, since
+every study draws its trials from the same search space. The time is the training time to target;
+AlgoPerf's rule within a study (the smallest eval index first) can differ from it only between
+trials that reach the target at the same eval.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from workbench.scoring import ScoringConfig, score_table_of_times
+
+__all__ = ["BudgetCurve", "best_of_k", "budget_curves", "fastest_probabilities",
+           "scores_by_budget", "trial_times", "budget_json", "budget_text"]
+
+
+@dataclass(frozen=True)
+class BudgetCurve:
+    """One (algorithm, workload): per budget k = 1..N, P(reach) and the median best time."""
+
+    algorithm: str
+    workload: str
+    k: list[int]
+    p_reach: list[float]
+    median_best: list[float | None]
+
+
+@functools.lru_cache(maxsize=4096)
+def _survival(n: int, k: int) -> np.ndarray:
+    """S[j] = C(n - j, k) / C(n, k), j = 0..n: the chance that k trials drawn from n sorted ones
+    all lie after position j (exact integers, then one division each)."""
+    whole = math.comb(n, k)
+    out = np.array([math.comb(n - j, k) / whole for j in range(n + 1)], dtype=float)
+    out.setflags(write=False)
+    return out
+
+
+def best_of_k(times: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(sorted finite times, P(best == each of them), P(no trial reaches)) for k of the trials."""
+    times = np.asarray(times, dtype=float)
+    times = times[~np.isnan(times)]
+    n = len(times)
+    if not 1 <= k <= n:
+        raise ValueError(f"a budget of k={k} trials needs 1 <= k <= {n} (the trials stored)")
+    hits = np.sort(times[np.isfinite(times)])
+    survival = _survival(n, k)
+    return hits, survival[:len(hits)] - survival[1:len(hits) + 1], float(survival[len(hits)])
+
+
+def _median_best(hits: np.ndarray, pmf: np.ndarray, miss: float) -> float | None:
+    if 1.0 - miss < 0.5 - 1e-12:
+        return None
+    cdf = np.cumsum(pmf)
+    return float(hits[np.argmax(cdf >= 0.5 - 1e-12)])
+
+
+def trial_times(cube: xr.Dataset) -> dict[tuple[str, str], np.ndarray]:
+    """Per (algorithm, workload): the time to target of each trial present (+inf: a miss)."""
+    time = cube["time_to_target"].transpose("algorithm", "workload", ...)
+    out = {}
+    for i, a in enumerate(time["algorithm"].values):
+        for j, w in enumerate(time["workload"].values):
+            values = time.values[i, j].ravel().astype(float)
+            values = values[~np.isnan(values)]
+            if values.size:
+                out[(str(a), str(w))] = values
+    return out
+
+
+def budget_curves(trials: dict[tuple[str, str], np.ndarray]) -> list[BudgetCurve]:
+    """The curve of every (algorithm, workload) with trials, k = 1..N."""
+    curves = []
+    for (a, w), times in trials.items():
+        ks, reach, median = [], [], []
+        for k in range(1, len(times) + 1):
+            hits, pmf, miss = best_of_k(times, k)
+            ks.append(k)
+            reach.append(1.0 - miss)
+            median.append(_median_best(hits, pmf, miss))
+        curves.append(BudgetCurve(a, w, ks, reach, median))
+    return curves
+
+
+def fastest_probabilities(trials: dict[tuple[str, str], np.ndarray], workload: str
+                          ) -> pd.DataFrame:
+    """P(each algorithm is the fastest) on `workload` at budgets k = 1..min N: rows k, columns
+    the algorithms and "none" (no algorithm reaches the target)."""
+    mine = {a: np.asarray(t, dtype=float) for (a, w), t in trials.items() if w == workload}
+    if not mine:
+        raise ValueError(f"no trials on workload {workload!r}")
+    sizes = {a: len(t) for a, t in mine.items()}
+    hits = {a: np.sort(t[np.isfinite(t)]) for a, t in mine.items()}
+    rows = []
+    for k in range(1, min(sizes.values()) + 1):
+        survival = {a: _survival(sizes[a], k) for a in mine}
+        row = {"k": k, "none": float(np.prod([survival[a][len(hits[a])] for a in mine]))}
+        for a in mine:
+            t = hits[a]
+            pmf = survival[a][:len(t)] - survival[a][1:len(t) + 1]
+            others = np.ones(len(t))
+            for b in mine:
+                if b != a:  # P(best_b > t) + half of P(best_b == t)
+                    above = survival[b][np.searchsorted(hits[b], t, side="right")]
+                    at_or_above = survival[b][np.searchsorted(hits[b], t, side="left")]
+                    others *= above + 0.5 * (at_or_above - above)
+            row[a] = float(np.dot(pmf, others))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("k")
+
+
+def scores_by_budget(curves: list[BudgetCurve], config: ScoringConfig | None = None,
+                     scored: list[str] | None = None) -> pd.DataFrame:
+    """The benchmark score of each algorithm at budgets k = 1..K, from the median best times (a
+    None median is a miss): rows k, columns the algorithms. `scored`: the scored workloads
+    (default: every workload of `curves`); K is the most trials of any (algorithm, scored
+    workload), and a cell with fewer trials than k counts with all of its trials (it has no
+    more to draw; AlgoPerf v0.5 logs hold 5 to 25 per cell). The config's held-out variants
+    take part through its rules."""
+    if not curves:
+        return pd.DataFrame()
+    scored = list(scored) if scored is not None else list(dict.fromkeys(c.workload
+                                                                         for c in curves))
+    held_out = list(config.held_out) if config is not None else []
+    used = [c for c in curves if c.workload in scored or c.workload in held_out]
+    top = max((len(c.k) for c in used if c.workload in scored), default=0)
+    algorithms = list(dict.fromkeys(c.algorithm for c in used))
+    workloads = list(dict.fromkeys(c.workload for c in used))
+    rows = []
+    for k in range(1, top + 1):
+        grid = np.full((len(algorithms), len(workloads)), np.nan)
+        for c in used:
+            m = c.median_best[min(k, len(c.k)) - 1]
+            grid[algorithms.index(c.algorithm), workloads.index(c.workload)] = (
+                math.inf if m is None else m)
+        times = xr.DataArray(grid, dims=("algorithm", "workload"),
+                             coords={"algorithm": algorithms, "workload": workloads},
+                             attrs={"units": "s"})
+        table = score_table_of_times(times, config).set_index("algorithm")["score"]
+        rows.append({"k": k, **{a: float(table.get(a, math.nan)) for a in algorithms}})
+    return pd.DataFrame(rows, columns=["k", *algorithms]).set_index("k")
+
+
+def budget_json(curves: list[BudgetCurve], trials: dict[tuple[str, str], np.ndarray],
+                config: ScoringConfig | None = None, scored: list[str] | None = None
+                ) -> dict[str, Any]:
+    """What `pacebench budget --json` prints."""
+    out: dict[str, Any] = {"algorithms": {}}
+    for c in curves:
+        out["algorithms"].setdefault(c.algorithm, {"workloads": {}})["workloads"][c.workload] = {
+            "k": c.k, "p_reach": [round(p, 6) for p in c.p_reach],
+            "median_best": [None if m is None else round(m, 6) for m in c.median_best]}
+    workloads = list(dict.fromkeys(c.workload for c in curves))
+    out["p_fastest"] = {}
+    for w in workloads:
+        frame = fastest_probabilities(trials, w)
+        out["p_fastest"][w] = {"k": [int(k) for k in frame.index],
+                               **{str(col): [round(float(v), 6) for v in frame[col]]
+                                  for col in frame.columns}}
+    scores = scores_by_budget(curves, config, scored)
+    out["score"] = {"k": [int(k) for k in scores.index], "workloads": scored,
+                    **{str(a): [round(float(v), 6) for v in scores[a]] for a in scores.columns}}
+    return out
+
+
+def _cell(p_reach: float, median: float | None) -> str:
+    time = "miss" if median is None else (f"{median:,.0f} s" if median >= 100
+                                          else f"{median:.3g} s")
+    return f"{p_reach:.2f} / {time}"
+
+
+def budget_text(curves: list[BudgetCurve], trials: dict[tuple[str, str], np.ndarray],
+                config: ScoringConfig | None = None, scored: list[str] | None = None) -> str:
+    """What `pacebench budget` prints: per workload, P(reach) and the median best time of each
+    algorithm at a few budgets, P(fastest), and the score by budget."""
+    lines = []
+    for w in dict.fromkeys(c.workload for c in curves):
+        mine = [c for c in curves if c.workload == w]
+        top = max(len(c.k) for c in mine)
+        shown = sorted({k for k in (1, 2, 3, 5, 10, 15, 20, top) if k <= top})
+        lines.append(f"{w}: P(at least one of k trials reaches the target) / median best time")
+        lines.append("  " + "algorithm".ljust(24) + "".join(f"k={k}".rjust(17) for k in shown))
+        for c in mine:
+            cells = [_cell(c.p_reach[k - 1], c.median_best[k - 1]) if k <= len(c.k) else ""
+                     for k in shown]
+            lines.append("  " + c.algorithm[:23].ljust(24) + "".join(x.rjust(17) for x in cells))
+        fastest = fastest_probabilities(trials, w)
+        for k in sorted({1, min(5, fastest.index[-1]), fastest.index[-1]}):
+            row = fastest.loc[k]
+            lines.append(f"  P(fastest) with k={k}: "
+                         + ", ".join(f"{a} {row[a]:.2f}" for a in fastest.columns))
+    scores = scores_by_budget(curves, config, scored)
+    if not scores.empty:
+        lines.append(f"\nbenchmark score by tuning budget k (median best of k trials on each of "
+                     f"{len(scored) if scored is not None else 'the'} scored workloads):")
+        lines.append(scores.T.to_string(float_format=lambda v: f"{v:.3f}"))
+    return "\n".join(lines)

@@ -1,0 +1,377 @@
+"""Head to head: is algorithm A faster than B, by how much, and how sure can we be?
+
+The input is a store's study times (`scoring.study_times`): per algorithm, workload and study, the
+time of the study's chosen trial (AlgoPerf's trial rule), +inf when no trial of the study reached
+the target, NaN when there is no such study. Each algorithm's studies on a workload are a sample
+of what one tuning study of it gives; two algorithms' studies are independent samples.
+
+- **Misses.** A miss is not a time: it is "more than the budget". The test below uses ranks only,
+  where a miss ranks after every hit and ties with every other miss, so no number is made up.
+  Ratios need numbers: there a miss counts as the workload's budget (`budgets`, the longest any
+  run on it trained when none is given), a lower bound on its time, so a ratio involving misses
+  is a bound towards 1, never an overstatement.
+- **Per workload**: the ratio of B's median study time to A's (> 1: A faster), with a percentile
+  bootstrap interval that redraws each side's studies independently. Trials within a study are
+  not redrawn: a study's time is the minimum over its trials, and a bootstrap of a minimum is
+  biased towards the slower side.
+- **Overall**: the speedup of A over B, the geometric mean over workloads of those ratios, with a
+  bootstrap that redraws studies within each workload (stratified); the probability of
+  improvement, the mean over workloads of P(a study of A is faster than a study of B), from all
+  pairs of studies with ties counted half (rliable's definition, the Mann-Whitney statistic);
+  and the one-sided p-value of "A is faster than B": an exact stratified permutation test of that
+  statistic (studies' labels permuted within each workload), so it is calibrated for any number
+  of studies and any pattern of misses.
+- **Verdict**: "<A> faster" when the one-sided p-value for A is at most (1 - confidence) / 2,
+  "<B> faster" when that of B is, else "no difference shown": a two-sided test at level
+  1 - confidence, so with no true difference it errs at most that often. With 3 studies per side
+  on one workload no verdict is possible at 95 % (the smallest p-value is 1/20); the studies
+  needed are then estimated (`noise_floor.studies_needed`) from the observed spread of log study
+  times, or from the workloads' noise floors when there are too few studies to measure one.
+Workloads where either side has no study are left out (and said); workloads where both sides
+missed every study carry no information on speed and are reported but left out of the speedup and
+the test.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from workbench.noise_floor import studies_needed
+from workbench.scoring import MIN_STUDIES_FOR_INTERVAL
+
+__all__ = ["WorkloadComparison", "Comparison", "compare", "comparison_table", "workload_budgets",
+           "permutation_pvalues", "DEFAULT_CONFIDENCE", "DEFAULT_DETECT"]
+
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_DETECT = 1.25       # the speedup `studies_needed` is sized for
+BOOTSTRAP_REPLICATES = 4000
+_EXACT_GRID = 2_000_000     # above this many cells of the null distribution, Monte Carlo instead
+_MONTE_CARLO = 40_000
+
+
+@dataclass(frozen=True)
+class WorkloadComparison:
+    workload: str
+    ratio: float | None               # median study time of B / of A; None: both always missed
+    low: float | None                 # bootstrap interval of the ratio; None: too few studies
+    high: float | None
+    studies_a: int
+    studies_b: int
+    misses_a: int                     # studies in which no trial reached the target
+    misses_b: int
+    probability_of_improvement: float | None  # P(a study of A beats one of B), ties half
+    note: str = ""                    # why a number is missing
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ratio": _num(self.ratio), "low": _num(self.low), "high": _num(self.high),
+                "studies": min(self.studies_a, self.studies_b), "studies_a": self.studies_a,
+                "studies_b": self.studies_b, "misses_a": self.misses_a,
+                "misses_b": self.misses_b,
+                "probability_of_improvement": _num(self.probability_of_improvement),
+                **({"note": self.note} if self.note else {})}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: str
+    b: str
+    verdict: str                      # "<a> faster", "<b> faster" or "no difference shown"
+    confidence: float
+    speedup: float | None             # geometric mean over workloads of t_B / t_A (> 1: A faster)
+    low: float | None
+    high: float | None
+    p_value: float | None             # one-sided, "A is faster than B"
+    p_value_b: float | None           # one-sided, "B is faster than A"
+    probability_of_improvement: float | None
+    studies_needed: int | None        # per side, to detect `detect` with 80 % power
+    detect: float
+    per_workload: list[WorkloadComparison]
+    left_out: dict[str, str] = field(default_factory=dict)  # workload -> why
+    method: str = ""                  # how the p-value was computed
+    smallest_p: float = 0.0           # the smallest one-sided p-value the design allows
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "verdict": self.verdict,
+                "confidence": self.confidence,
+                "speedup": {"estimate": _num(self.speedup), "low": _num(self.low),
+                            "high": _num(self.high)},
+                "p_value": _num(self.p_value), "p_value_b_faster": _num(self.p_value_b),
+                "probability_of_improvement": _num(self.probability_of_improvement),
+                "studies_needed": self.studies_needed, "detect": self.detect,
+                "per_workload": {w.workload: w.to_json() for w in self.per_workload},
+                "left_out": dict(self.left_out), "method": self.method,
+                "smallest_possible_p_value": self.smallest_p}
+
+    def sentence(self) -> str:
+        """The verdict in words, with its numbers."""
+        level = f"{self.confidence:.0%}"
+        if self.speedup is None:
+            return f"{self.verdict}: no workload where both {self.a} and {self.b} have a time"
+        interval = (f" ({_x(self.low)} to {_x(self.high)}, {level} interval)"
+                    if self.low is not None else " (no interval: too few studies)")
+        text = (f"{self.verdict} at {level} confidence: {self.a} takes {_x(1 / self.speedup)} "
+                f"the time of {self.b}, a speedup of {_x(self.speedup)}{interval}; "
+                f"p = {self.p_value:.3g} for '{self.a} is faster' ({self.method}")
+        if self.p_value is not None and self.p_value <= self.smallest_p * (1 + 1e-9):
+            text += ", the smallest p-value these studies can give"
+        text += f"); P({self.a} faster in a study) = {self.probability_of_improvement:.2f}"
+        scored = [r for r in self.per_workload if r.ratio is not None]
+        have = min((min(r.studies_a, r.studies_b) for r in scored), default=0)
+        if self.studies_needed is not None and self.studies_needed > have:
+            text += (f"; to detect a {_x(self.detect)} speedup with 80 % power, about "
+                     f"{self.studies_needed} studies per algorithm")
+        elif self.studies_needed is not None:
+            faster = sum(r.ratio > 1 for r in scored)
+            slower = sum(r.ratio < 1 for r in scored)
+            text += (f"; {have} studies would detect a {_x(self.detect)} speedup on every "
+                     f"workload alike, so the spread of studies is not what hides a "
+                     f"difference: {self.a} is faster on {faster} of {len(scored)} workloads "
+                     f"and slower on {slower}")
+        return text
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _x(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}x"
+
+
+def workload_budgets(runs: pd.DataFrame) -> dict[str, float]:
+    """Per workload, the time a miss counts as in ratios: the longest any of its runs trained
+    (a run that misses trains until its budget, of seconds or of steps, runs out)."""
+    out = {}
+    for workload, group in runs.groupby("workload"):
+        value = pd.to_numeric(group["train_seconds"], errors="coerce").max()
+        if math.isfinite(value) and value > 0:
+            out[str(workload)] = float(value)
+    return out
+
+
+# -- the rank statistic and its exact permutation distribution ---------------------------------
+def _doubled_midranks(values: np.ndarray) -> np.ndarray:
+    """2 x the midranks of `values` (ascending; +inf ties with +inf): integers."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values), dtype=np.int64)
+    sorted_values = values[order]
+    start = 0
+    while start < len(values):
+        stop = start
+        while stop + 1 < len(values) and sorted_values[stop + 1] == sorted_values[start]:
+            stop += 1
+        ranks[order[start:stop + 1]] = start + stop + 2  # 2 x mean of ranks start+1..stop+1
+        start = stop + 1
+    return ranks
+
+
+def _wins2(a: np.ndarray, b: np.ndarray) -> int:
+    """2 x (pairs where A's time < B's + half the ties): twice the Mann-Whitney U of A's wins."""
+    less = (a[:, None] < b[None, :]).sum()
+    ties = (a[:, None] == b[None, :]).sum()
+    return int(2 * less + ties)
+
+
+def _wins2_null(ranks2: np.ndarray, n_a: int) -> np.ndarray:
+    """Counts of each value of 2 x A's wins over all ways to label `n_a` of the pooled studies A
+    (index = doubled wins, 0 .. 2 n_a n_b), from the subsets' rank sums (dynamic programming)."""
+    n_b = len(ranks2) - n_a
+    top = int(ranks2.sum())
+    counts = np.zeros((n_a + 1, top + 1))  # counts[k, s]: subsets of k studies, 2 x rank sum s
+    counts[0, 0] = 1.0
+    for r in ranks2:
+        counts[1:, r:] = counts[1:, r:] + counts[:-1, :top + 1 - r]
+    sums = counts[n_a]
+    # U_B = R_A - n_a (n_a + 1) / 2 is B's wins, so 2 W_A = 2 n_a n_b - (2 R_A - n_a (n_a + 1))
+    wins = np.zeros(2 * n_a * n_b + 1)
+    for s in np.nonzero(sums)[0]:
+        wins[2 * n_a * n_b - (s - n_a * (n_a + 1))] += sums[s]
+    return wins
+
+
+def permutation_pvalues(samples: Sequence[tuple[np.ndarray, np.ndarray]],
+                        seed: int = 0) -> tuple[float, float, str]:
+    """One-sided p-values (A faster, B faster) of the stratified permutation test.
+
+    `samples`: per workload, (A's study times, B's study times), +inf for a miss. Statistic: the
+    sum over workloads of P-hat(a study of A beats one of B) (ties half); A's and B's labels are
+    permuted within each workload. Exact (the null distribution by dynamic programming and
+    convolution) unless it would need more than `_EXACT_GRID` cells, then `_MONTE_CARLO` random
+    permutations; the third value says which.
+    """
+    if not samples:
+        return math.nan, math.nan, "no data"
+    pairs = [len(a) * len(b) for a, b in samples]
+    scale = math.lcm(*pairs)  # a common grid: workload w's doubled wins count scale / pairs_w
+    observed = sum(_wins2(a, b) * (scale // p) for (a, b), p in zip(samples, pairs))
+    if 2 * scale * len(samples) + 1 <= _EXACT_GRID:
+        null = np.ones(1)
+        for (a, b), p in zip(samples, pairs):
+            wins = _wins2_null(_doubled_midranks(np.concatenate([a, b])), len(a))
+            wins /= wins.sum()
+            step = scale // p
+            grown = np.zeros(len(null) + (len(wins) - 1) * step)
+            for value in np.nonzero(wins)[0]:  # a sparse convolution: few values, wide steps
+                grown[value * step:value * step + len(null)] += wins[value] * null
+            null = grown
+        greater = float(null[observed:].sum())
+        less = float(null[:observed + 1].sum())
+        return min(greater, 1.0), min(less, 1.0), "exact permutation test"
+    rng = np.random.default_rng(seed)
+    total = np.zeros(_MONTE_CARLO)
+    for (a, b), p in zip(samples, pairs):
+        ranks2 = _doubled_midranks(np.concatenate([a, b])).astype(float)
+        perms = rng.permuted(np.broadcast_to(ranks2, (_MONTE_CARLO, len(ranks2))), axis=1)
+        rank_sum = perms[:, :len(a)].sum(axis=1)
+        total += (2 * p - (rank_sum - len(a) * (len(a) + 1))) * (scale // p)
+    greater = (1 + np.sum(total >= observed - 1e-9)) / (1 + _MONTE_CARLO)
+    less = (1 + np.sum(total <= observed + 1e-9)) / (1 + _MONTE_CARLO)
+    return float(greater), float(less), f"permutation test, {_MONTE_CARLO} random permutations"
+
+
+# -- ratios and their bootstrap -----------------------------------------------------------------
+def _medians(values: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    return np.median(values[draws], axis=-1)
+
+
+def _ratio_draws(a: np.ndarray, b: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n bootstrap replicates of log(median B / median A), each side's studies redrawn."""
+    draw_a = rng.integers(0, len(a), (n, len(a)))
+    draw_b = rng.integers(0, len(b), (n, len(b)))
+    return np.log(_medians(b, draw_b)) - np.log(_medians(a, draw_a))
+
+
+def _interval(logs: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(logs, [tail, 1 - tail])
+    return float(np.exp(low)), float(np.exp(high))
+
+
+def _log_spread(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Pooled variance of log study times within each side (misses at the budget)."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    la, lb = np.log(a), np.log(b)
+    return float(((len(a) - 1) * la.var(ddof=1) + (len(b) - 1) * lb.var(ddof=1))
+                 / (len(a) + len(b) - 2))
+
+
+def _present(times: xr.DataArray, algorithm: str, workload: str) -> np.ndarray:
+    values = times.sel(algorithm=algorithm, workload=workload).values.astype(float)
+    return values[~np.isnan(values)]
+
+
+def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None = None,
+            budgets: Mapping[str, float] | None = None, confidence: float = DEFAULT_CONFIDENCE,
+            detect: float = DEFAULT_DETECT, noise_cov: Mapping[str, float] | None = None,
+            replicates: int = BOOTSTRAP_REPLICATES, seed: int = 0) -> Comparison:
+    """A head-to-head comparison of `a` and `b` (see the module doc) from study times
+    (algorithm, workload, study). `budgets`: seconds a miss counts as in ratios, per workload
+    (default: the largest finite study time on it, over every algorithm); `noise_cov`: the
+    workloads' noise floors (CoV), used for `studies_needed` when the studies are too few."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not detect > 1:
+        raise ValueError(f"the speedup to detect must be > 1 (e.g. 1.25), got {detect}")
+    names = [str(x) for x in times["algorithm"].values]
+    for name in (a, b):
+        if name not in names:
+            raise ValueError(f"unknown algorithm {name!r}: the store has {', '.join(names)}")
+    if a == b:
+        raise ValueError(f"compare two different algorithms, got {a!r} twice")
+    available = [str(w) for w in times["workload"].values]
+    chosen = list(workloads) if workloads else available
+    unknown = [w for w in chosen if w not in available]
+    if unknown:
+        raise ValueError(f"unknown workloads {unknown}: the store has {', '.join(available)}")
+    rng = np.random.default_rng(seed)
+    rows, left_out, samples, logs, spreads = [], {}, [], [], []
+    for w in chosen:
+        ta, tb = _present(times, a, w), _present(times, b, w)
+        if len(ta) == 0 or len(tb) == 0:
+            left_out[w] = f"no study of {a if len(ta) == 0 else b}"
+            continue
+        miss_a, miss_b = int(np.isinf(ta).sum()), int(np.isinf(tb).sum())
+        if miss_a == len(ta) and miss_b == len(tb):
+            rows.append(WorkloadComparison(w, None, None, None, len(ta), len(tb), miss_a, miss_b,
+                                           None, "both missed the target in every study"))
+            continue
+        cap = _budget(times, w, budgets)
+        ca, cb = np.minimum(ta, cap), np.minimum(tb, cap)
+        ratio = float(np.median(cb) / np.median(ca))
+        draws = _ratio_draws(ca, cb, replicates, rng)
+        low = high = None
+        note = ""
+        if min(len(ta), len(tb)) >= MIN_STUDIES_FOR_INTERVAL:
+            low, high = _interval(draws, confidence)
+        else:
+            note = (f"no interval: {min(len(ta), len(tb))} studies on one side "
+                    f"(needs {MIN_STUDIES_FOR_INTERVAL})")
+        rows.append(WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a, miss_b,
+                                       _wins2(ta, tb) / (2 * len(ta) * len(tb)), note))
+        samples.append((ta, tb))
+        logs.append(draws)
+        spread = _log_spread(ca, cb)
+        if spread is None and noise_cov and math.isfinite(noise_cov.get(w, math.nan)):
+            spread = math.log1p(noise_cov[w] ** 2)
+        spreads.append(spread)
+    return _overall(a, b, rows, samples, logs, spreads, left_out, confidence, detect, seed)
+
+
+def _budget(times: xr.DataArray, workload: str, budgets: Mapping[str, float] | None) -> float:
+    if budgets and workload in budgets:
+        return float(budgets[workload])
+    values = times.sel(workload=workload).values.astype(float)
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else 1.0
+
+
+def _overall(a, b, rows, samples, logs, spreads, left_out, confidence, detect,
+             seed) -> Comparison:
+    scored = [r for r in rows if r.ratio is not None]
+    if not scored:
+        return Comparison(a, b, "no difference shown", confidence, None, None, None, None, None,
+                          None, None, detect, rows, left_out, "no workload with a time")
+    speedup = math.exp(float(np.mean([math.log(r.ratio) for r in scored])))
+    low = high = None
+    if all(r.low is not None for r in scored):
+        low, high = _interval(np.mean(np.stack(logs), axis=0), confidence)
+    p_a, p_b, method = permutation_pvalues(samples, seed)
+    alpha = 1 - confidence
+    verdict = (f"{a} faster" if p_a <= alpha / 2 else f"{b} faster" if p_b <= alpha / 2
+               else "no difference shown")
+    needed = None
+    if verdict == "no difference shown" and all(s is not None for s in spreads):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            needed = studies_needed(float(np.mean(spreads)), len(spreads), detect, alpha)
+    poi = float(np.mean([r.probability_of_improvement for r in scored]))
+    smallest = math.prod(1 / math.comb(len(x) + len(y), len(x)) for x, y in samples)
+    return Comparison(a, b, verdict, confidence, speedup, low, high, p_a, p_b, poi, needed,
+                      detect, rows, left_out, method, smallest)
+
+
+def comparison_table(result: Comparison, names: bool = True) -> pd.DataFrame:
+    """The per-workload rows of a comparison, formatted. `names`: headers name the algorithms
+    (a terminal); else they say A and B (a web table, whose headers are HTML: names from a store
+    never go there)."""
+    a, b = (result.a, result.b) if names else ("A", "B")
+    rows = []
+    for r in result.per_workload:
+        interval = (f"{r.low:.3g} to {r.high:.3g}" if r.low is not None
+                    else r.note or "n/a")
+        rows.append({"workload": r.workload,
+                     f"t_{b} / t_{a}": "n/a" if r.ratio is None else f"{r.ratio:.3g}",
+                     f"{result.confidence:.0%} interval": interval if r.ratio is not None
+                     else r.note,
+                     "studies": f"{r.studies_a} + {r.studies_b}",
+                     "misses": f"{r.misses_a} + {r.misses_b}",
+                     f"P({a} faster)": "n/a" if r.probability_of_improvement is None
+                     else f"{r.probability_of_improvement:.2f}"})
+    return pd.DataFrame(rows)

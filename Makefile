@@ -36,6 +36,7 @@ demo: install
 	$(VENV)/bin/pacebench study --workloads mnist1d_mlp,mnist1d_cnn --algorithms adamw,heavy_ball \
 	  --studies 3 --trials 5 --workers 2 --name demo --store results/demo --resume
 	$(VENV)/bin/pacebench score --store results/demo
+	$(VENV)/bin/pacebench compare --store results/demo --algorithms adamw,heavy_ball
 	$(VENV)/bin/pacebench report --store results/demo --out reports/demo.html --title "Pacebench demo" \
 	  --figures reports/demo-figures
 	@echo

@@ -253,6 +253,7 @@ VIEW_READY = {
     "Profiles": ".pb-profiles canvas", "Curves": ".pb-curve canvas",
     "Robustness": ".pb-robustness .tabulator-row", "Costs": ".pb-costs .tabulator-row",
     "Hyperparameters": ".pb-hparams-scatter canvas",
+    "Compare": ".pb-compare canvas", "Tuning budget": ".pb-budget canvas",
 }
 
 

@@ -133,8 +133,8 @@ def test_every_view_with_plots_gives_figures_through_the_registry(store):
     from workbench.views.registry import VIEWS
 
     with_plots = [v.key for v in VIEWS if v.figures is not None]
-    assert with_plots == ["profiles", "curves", "robustness", "costs", "hparams",
-                          "early_ranking", "scaling"]
+    assert with_plots == ["compare", "budget", "profiles", "curves", "robustness", "costs",
+                          "hparams", "early_ranking", "scaling"]
     assert {"profiles", "curves_digits_mlp"} <= set(collect(Selection(store_path=str(store))))
 
 

@@ -16,7 +16,7 @@ from workbench import scoring
 from workbench.catalog import noise_floor_of
 from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, percent, ratio_color,
                                      unit_for, wrap_title)
-from workbench.views.speedups import speedup_frame
+from workbench.views.speedups import interval_label, speedup_frame
 from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
 
@@ -55,11 +55,11 @@ def score_frame(selection: Selection) -> pd.DataFrame:
     low, high = (bounds[k].reindex(scores["algorithm"]) for k in ("low", "high"))
     studies = scoring.studies_per_algorithm(selection.study_times()).reindex(
         scores["algorithm"]).fillna(0).astype(int)
-    speedup = speedup_frame(selection).set_index("algorithm")["faster_by"]
+    speedups = speedup_frame(selection).set_index("algorithm")
     return scores.assign(
         studies=studies.values,
         interval=[scoring.interval_text(lo, hi, k) for lo, hi, k in zip(low, high, studies)],
-        speedup=[percent(speedup.get(a, float("nan"))) for a in scores["algorithm"]],
+        speedup=[_speedup_text(speedups, a, selection.reference) for a in scores["algorithm"]],
     )[list(SCORE_TITLES)]
 
 
@@ -73,6 +73,15 @@ def workload_time_table(selection: Selection, order: list[str],
         [w for w in times.columns if w in selection.workloads]
     rows = [a for a in order if a in times.index] + [a for a in times.index if a not in order]
     return times.reindex(index=rows, columns=shown).rename_axis(index="algorithm", columns=None)
+
+
+def _speedup_text(speedups: pd.DataFrame, algorithm: str, reference: str | None) -> str:
+    """'+27.9 % (+24.3 % to +30.9 %)': the speedup over the reference and its 90 % interval."""
+    if algorithm not in speedups.index:
+        return "n/a"
+    row = speedups.loc[algorithm]
+    label = interval_label(algorithm, reference, row["low"], row["high"], row["studies"])
+    return percent(row["faster_by"]) + (f" ({label})" if label else "")
 
 
 def times_frame(selection: Selection, order: list[str],

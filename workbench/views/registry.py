@@ -13,8 +13,8 @@ from typing import Any, Callable, Mapping
 
 import panel as pn
 
-from workbench.views import (costs, curves, early_ranking, hparams, leaderboard, profiles,
-                             robustness, scaling, speedups, studies)
+from workbench.views import (budget, compare, costs, curves, early_ranking, hparams,
+                             leaderboard, profiles, robustness, scaling, speedups, studies)
 from workbench.views.base import View
 from workbench.views.selection import Selection
 
@@ -38,6 +38,10 @@ VIEWS: tuple[ViewEntry, ...] = (
               dashboard={"keep_columns": True}),
     ViewEntry("studies", "Studies", studies.StudyTimes),
     ViewEntry("speedups", "Speedups", speedups.Speedups),
+    ViewEntry("compare", "Compare", compare.Compare, compare.figures,
+              report={"against_reference": True}),
+    ViewEntry("budget", "Tuning budget", budget.TuningBudget, budget.figures,
+              report={"all_workloads": True}),
     ViewEntry("profiles", "Profiles", profiles.Profiles, profiles.figures),
     ViewEntry("curves", "Curves", curves.Curves, curves.figures,
               dashboard={"one_workload": True}, report={"only_scored": True}),

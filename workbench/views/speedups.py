@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import panel as pn
 
@@ -19,10 +20,12 @@ from workbench.views.formats import TABLE_CSS, md, percent
 from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
 
-__all__ = ["Speedups", "speedup_frame", "uses_budgets"]
+__all__ = ["Speedups", "speedup_frame", "uses_budgets", "interval_label"]
 
 TITLES = {"algorithm": "Algorithm", "faster_by": "Less time than the reference",
-          "time_ratio": "Time ratio (geometric mean)"}
+          "interval": "90 % interval", "time_ratio": "Time ratio (geometric mean)"}
+BOOTSTRAP_REPLICATES = 200  # resamplings of the studies behind the interval (as the scores')
+BOOTSTRAP_LEVEL = 0.9
 
 
 def uses_budgets(selection: Selection) -> bool:
@@ -37,7 +40,8 @@ def speedup_frame(selection: Selection) -> pd.DataFrame:
     workload."""
     if (selection.reference not in selection.present("algorithm")
             or not selection.workload_groups()["scored"]):
-        return pd.DataFrame(columns=list(TITLES))
+        return pd.DataFrame(columns=["algorithm", "faster_by", "time_ratio", "low", "high",
+                                     "studies"])
     table = scoring.speedup_table(selection.workload_times(), selection.reference,
                                   selection.scoring_config,
                                   scoring.ruleset_of(selection.present("ruleset")),
@@ -46,15 +50,49 @@ def speedup_frame(selection: Selection) -> pd.DataFrame:
     order = [selection.reference] + [a for a in selection.scores()["algorithm"]
                                      if a != selection.reference and a in ratios.index]
     ratios = ratios.reindex(order)
+    bounds = _interval(selection).reindex(order)
     return pd.DataFrame({"algorithm": order, "faster_by": (1.0 - ratios).to_numpy(),
-                         "time_ratio": ratios.to_numpy()})
+                         "time_ratio": ratios.to_numpy(), "low": bounds["low"].to_numpy(),
+                         "high": bounds["high"].to_numpy(),
+                         "studies": bounds["studies"].to_numpy()})
+
+
+def _interval(selection: Selection) -> pd.DataFrame:
+    """Per algorithm: the 90 % bootstrap interval of faster_by (low, high; NaN for the reference
+    and below scoring.MIN_STUDIES_FOR_INTERVAL studies of it or the reference) and those
+    studies (the fewer of the two)."""
+    def make() -> pd.DataFrame:
+        reference = selection.reference
+        bounds = scoring.speedup_interval(
+            selection.bootstrap_medians(BOOTSTRAP_REPLICATES), reference,
+            selection.scoring_config, scoring.ruleset_of(selection.present("ruleset")),
+            selection.time_axis, BOOTSTRAP_LEVEL).set_index("algorithm")
+        studies = scoring.studies_per_algorithm(selection.study_times())
+        studies = studies.clip(upper=studies.get(reference, 0)).reindex(bounds.index).fillna(0)
+        keep = (studies >= scoring.MIN_STUDIES_FOR_INTERVAL) & (bounds.index != reference)
+        return bounds.where(keep, np.nan).assign(studies=studies.astype(int))
+    return selection.cached(f"speedup_interval:{selection.reference}", make)
+
+
+def interval_label(algorithm: str, reference: str | None, low: float, high: float,
+                   studies: int) -> str:
+    """'+24.3 % to +30.9 %'; '' for the reference; 'n/a (2 studies)' below 3 studies."""
+    if algorithm == reference:
+        return ""
+    if pd.isna(low):
+        return scoring.interval_text(np.nan, np.nan, int(studies))
+    return f"{percent(low)} to {percent(high)}"
 
 
 def _shown(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame as text: '+27.9 %' and '0.721'."""
     ratio = [f"{r:.3f}" if math.isfinite(r) else ("inf" if r > 0 else "n/a")
              for r in frame["time_ratio"]]
-    return frame.assign(faster_by=frame["faster_by"].map(percent), time_ratio=ratio)
+    reference = frame["algorithm"].iloc[0] if len(frame) else None  # listed first
+    intervals = [interval_label(r.algorithm, reference, r.low, r.high, r.studies)
+                 for r in frame.itertuples()]
+    return frame.assign(faster_by=frame["faster_by"].map(percent), time_ratio=ratio,
+                        interval=intervals)[list(TITLES)]
 
 
 class Speedups(View):
@@ -68,7 +106,7 @@ class Speedups(View):
         self._about = pn.pane.Markdown(sizing_mode="stretch_width")
         self._table = pn.widgets.Tabulator(
             disabled=True, show_index=False, layout="fit_data_stretch", titles=TITLES,
-            text_align={"faster_by": "right", "time_ratio": "right"},
+            text_align={"faster_by": "right", "time_ratio": "right", "interval": "right"},
             sizing_mode="stretch_width", css_classes=["pb-speedups"], stylesheets=[TABLE_CSS])
         self._first_draw()
 

@@ -1,0 +1,365 @@
+"""Head-to-head verdicts (workbench.compare) and tuning-budget curves (workbench.budget).
+
+Golden cases are computed by hand (or by enumerating every relabelling / every subset, which
+is the definition); calibration runs the whole method on many synthetic replicates made by
+workbench.testing.timing_trials, the generator of workbench.testing.make_timing_store.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from workbench import budget as B
+from workbench import compare as C
+from workbench.noise_floor import studies_needed
+from workbench.testing import make_timing_store, timing_trials
+
+INF = math.inf
+
+
+def study_times(table: dict[str, dict[str, list[float]]]) -> xr.DataArray:
+    """Study times (algorithm, workload, study) from {algorithm: {workload: [times]}}."""
+    algorithms = list(table)
+    workloads = list(dict.fromkeys(w for a in table.values() for w in a))
+    studies = max(len(v) for a in table.values() for v in a.values())
+    data = np.full((len(algorithms), len(workloads), studies), np.nan)
+    for i, a in enumerate(algorithms):
+        for j, w in enumerate(workloads):
+            values = table[a].get(w, [])
+            data[i, j, :len(values)] = values
+    return xr.DataArray(data, dims=("algorithm", "workload", "study"),
+                        coords={"algorithm": algorithms, "workload": workloads})
+
+
+def _pooled_trials(trials: dict, studies: int, workloads: list[str]) -> xr.DataArray:
+    """AlgoPerf's trial rule on timing_trials: a study's time is its fastest trial's."""
+    best: dict[str, dict[str, list[float]]] = {}
+    for (a, w, s, _), t in trials.items():
+        row = best.setdefault(a, {}).setdefault(w, [INF] * studies)
+        row[s] = min(row[s], t)
+    return study_times(best)
+
+
+# -- the permutation test ---------------------------------------------------------------------
+def _enumerated(samples):
+    """The stratified permutation p-values by listing every relabelling (the definition)."""
+    per_workload = []
+    for a, b in samples:
+        pool, n = np.concatenate([a, b]), len(a)
+        stats = []
+        for chosen in itertools.combinations(range(len(pool)), n):
+            mask = np.zeros(len(pool), bool)
+            mask[list(chosen)] = True
+            x, y = pool[mask], pool[~mask]
+            wins = (x[:, None] < y[None, :]).sum() + 0.5 * (x[:, None] == y[None, :]).sum()
+            stats.append(wins / (len(x) * len(y)))
+        per_workload.append(stats)
+    observed = sum(C._wins2(a, b) / (2 * len(a) * len(b)) for a, b in samples)
+    totals = [sum(c) for c in itertools.product(*per_workload)]
+    return (np.mean([t >= observed - 1e-12 for t in totals]),
+            np.mean([t <= observed + 1e-12 for t in totals]))
+
+
+def test_three_studies_each_all_faster_give_one_in_twenty():
+    p_a, p_b, method = C.permutation_pvalues([(np.array([1.0, 2, 3]), np.array([4.0, 5, 6]))])
+    assert p_a == pytest.approx(1 / 20) and p_b == pytest.approx(1.0)
+    assert method == "exact permutation test"
+
+
+@pytest.mark.parametrize("samples", [
+    [(np.array([1.0, 2, INF, 4]), np.array([INF, 5, INF, 3, 7]))],       # misses tie each other
+    [(np.array([1.0, 2, INF, 4]), np.array([INF, 5, INF, 3, 7])),
+     (np.array([2.0, 3, 1]), np.array([5.0, INF]))],                       # two workloads
+    [(np.array([2.0, 2, 3]), np.array([2.0, 3, 3]))],                      # tied times
+])
+def test_exact_pvalues_equal_the_enumeration(samples):
+    p_a, p_b, _ = C.permutation_pvalues(samples)
+    want_a, want_b = _enumerated(samples)
+    assert p_a == pytest.approx(want_a) and p_b == pytest.approx(want_b)
+
+
+def test_monte_carlo_is_used_for_a_huge_null_and_agrees(monkeypatch):
+    samples = [(np.array([1.0, 2, INF, 4]), np.array([INF, 5, INF, 3, 7])),
+               (np.array([2.0, 3, 1]), np.array([5.0, INF]))]
+    exact = C.permutation_pvalues(samples)
+    monkeypatch.setattr(C, "_EXACT_GRID", 10)
+    p_a, p_b, method = C.permutation_pvalues(samples)
+    assert method.startswith("permutation test, ")
+    assert p_a == pytest.approx(exact[0], abs=0.01) and p_b == pytest.approx(exact[1], abs=0.01)
+
+
+# -- a case with a known answer ---------------------------------------------------------------
+def test_a_known_comparison():
+    # on each workload A's studies take 1..5 s and B's 2, 4, .., 10 s: B's median is twice A's;
+    # of the 25 pairs of studies A wins 5 + 4 + 4 + 3 + 3 = 19 and ties 2 (2 s and 4 s): 20 / 25
+    times = study_times({"a": {"w": [1, 2, 3, 4, 5], "v": [1, 2, 3, 4, 5]},
+                         "b": {"w": [2, 4, 6, 8, 10], "v": [2, 4, 6, 8, 10]}})
+    r = C.compare(times, "a", "b", budgets={"w": 20.0, "v": 20.0})
+    assert r.speedup == pytest.approx(2.0)
+    assert [w.ratio for w in r.per_workload] == pytest.approx([2.0, 2.0])
+    assert r.probability_of_improvement == pytest.approx(20 / 25)
+    one = (np.array([1.0, 2, 3, 4, 5]), np.array([2.0, 4, 6, 8, 10]))
+    assert r.p_value == pytest.approx(_enumerated([one, one])[0])
+    assert r.p_value < 0.025 and r.verdict == "a faster" and r.studies_needed is None
+    assert r.smallest_p == pytest.approx(1 / 252 ** 2)
+    assert r.low <= 2.0 <= r.high
+    doc = r.to_json()
+    assert doc["verdict"] == "a faster" and doc["confidence"] == 0.95
+    assert set(doc["speedup"]) == {"estimate", "low", "high"}
+    assert set(doc["per_workload"]["w"]) >= {"ratio", "low", "high", "studies", "misses_a",
+                                             "misses_b"}
+    swapped = C.compare(times, "b", "a", budgets={"w": 20.0, "v": 20.0})
+    assert swapped.verdict == "a faster" and swapped.speedup == pytest.approx(0.5)
+    assert swapped.p_value == pytest.approx(r.p_value_b)
+
+
+def test_misses_count_as_the_budget_in_ratios_and_by_rank_in_the_test():
+    times = study_times({"a": {"w": [1.0, 2.0, 3.0], "u": [INF, INF, INF]},
+                         "b": {"w": [INF, INF, 4.0], "u": [INF, INF, INF]}})
+    r = C.compare(times, "a", "b", budgets={"w": 10.0, "u": 10.0})
+    w, u = r.per_workload
+    assert (w.misses_a, w.misses_b) == (0, 2)
+    assert w.ratio == pytest.approx(10.0 / 2.0)  # B's median study missed: the budget, 10 s
+    assert w.probability_of_improvement == 1.0  # 1, 2 and 3 s beat 4 s and both misses
+    assert u.ratio is None and u.note == "both missed the target in every study"
+    assert r.speedup == pytest.approx(5.0)  # u carries no information and is left out
+
+
+def test_too_few_studies_give_no_interval_and_say_so():
+    times = study_times({"a": {"w": [1.0, 2.0]}, "b": {"w": [3.0, 4.0]}})
+    r = C.compare(times, "a", "b")
+    assert r.low is None and r.per_workload[0].low is None
+    assert "2 studies" in r.per_workload[0].note
+    assert r.verdict == "no difference shown"  # 2 studies a side: the smallest p is 1/6
+    assert "no interval" in r.sentence()
+
+
+def test_a_workload_without_studies_of_one_side_is_left_out():
+    times = study_times({"a": {"w": [1.0, 2, 3], "v": [1.0]}, "b": {"w": [2.0, 3, 4]}})
+    r = C.compare(times, "a", "b")
+    assert r.left_out == {"v": "no study of b"}
+    assert [w.workload for w in r.per_workload] == ["w"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"a": "x", "b": "b"}, "unknown algorithm 'x'"),
+    ({"a": "a", "b": "a"}, "two different algorithms"),
+    ({"a": "a", "b": "b", "confidence": 1.5}, "confidence must be in (0, 1)"),
+    ({"a": "a", "b": "b", "detect": 0.8}, "must be > 1"),
+    ({"a": "a", "b": "b", "workloads": ["nope"]}, "unknown workloads ['nope']"),
+])
+def test_bad_arguments_are_one_clear_error(kwargs, message):
+    times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [2.0, 3, 4]}})
+    with pytest.raises(ValueError, match=None) as err:
+        C.compare(times, **kwargs)
+    assert message in str(err.value)
+
+
+def test_studies_needed_follows_the_formula_and_the_smallest_possible_p():
+    # z(0.975) + z(0.8) = 2.8016; 2 * 0.04 / ln(1.25)^2 * 2.8016^2 = 12.596; x pi/3 = 13.19
+    assert studies_needed(0.04, 1, 1.25) == 14
+    assert studies_needed(0.04, 4, 1.25) == 4         # 3.30 -> 4
+    assert studies_needed(0.0, 1, 1.25) == 4          # 1/C(6,3) = 0.05 > 0.025; 1/70 is not
+    assert studies_needed(0.0, 3, 1.25) == 2          # (1/6)^3 < 0.025
+    assert studies_needed(math.nan, 1, 1.25) is None
+
+
+def test_no_difference_shown_comes_with_the_studies_needed():
+    times = study_times({"a": {"w": [1.0, 2.2, 3.1]}, "b": {"w": [1.1, 2.0, 3.0]}})
+    r = C.compare(times, "a", "b")
+    assert r.verdict == "no difference shown" and r.studies_needed >= 4
+    assert f"about {r.studies_needed} studies per algorithm" in r.sentence()
+
+
+# -- calibration ---------------------------------------------------------------------------------
+def _verdicts(factor: float, replicates: int, seed: int, studies: int = 5,
+              workloads=("w",)) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    counts = {"a faster": 0, "b faster": 0, "no difference shown": 0}
+    for _ in range(replicates):
+        trials = timing_trials(rng, {"a": 1.0, "b": factor}, workloads, studies, 5)
+        times = _pooled_trials(trials, studies, list(workloads))
+        result = C.compare(times, "a", "b", budgets={w: 100.0 for w in workloads},
+                           replicates=20)
+        counts[result.verdict] += 1
+    return {k: v / replicates for k, v in counts.items()}
+
+
+def test_with_no_true_difference_a_difference_is_claimed_at_most_5_percent_of_the_time():
+    n = 600
+    bound = 0.05 + 2.33 * math.sqrt(0.05 * 0.95 / n)  # 99 % one-sided sampling error
+    for studies, workloads, seed in ((5, ("w",), 11), (3, ("w", "v"), 12)):
+        rates = _verdicts(1.0, n, seed, studies, workloads)
+        assert rates["a faster"] + rates["b faster"] <= bound, (studies, workloads, rates)
+
+
+def test_a_one_and_a_half_times_speedup_is_found_at_five_studies_of_five_trials():
+    rates = _verdicts(1.5, 300, 13)
+    assert rates["b faster"] == 0.0
+    assert rates["a faster"] >= 0.7  # measured 0.815 over 1000 replicates (see the note)
+
+
+# -- through a store and the command line -------------------------------------------------------
+def test_compare_on_a_store_through_the_cli(tmp_path, capsys):
+    from runners.cli import main
+
+    make_timing_store(tmp_path / "s", {"fast": 1.0, "slow": 2.0}, studies=5, trials=3, seed=3)
+    assert main(["compare", "--store", str(tmp_path / "s"), "--algorithms", "fast,slow",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["a"] == "fast" and doc["b"] == "slow" and doc["verdict"] == "fast faster"
+    assert doc["speedup"]["low"] > 1 and doc["p_value"] < 0.025
+    assert doc["per_workload"]["mnist1d_mlp"]["studies"] == 5
+    assert main(["compare", "--store", str(tmp_path / "s"), "--algorithms", "fast,slow"]) == 0
+    text = capsys.readouterr().out
+    assert "fast faster at 95% confidence" in text and "t_slow / t_fast" in text
+
+
+def test_compare_takes_exactly_two_algorithms(tmp_path, capsys):
+    from runners.cli import main
+
+    make_timing_store(tmp_path / "s", {"fast": 1.0, "slow": 2.0}, studies=2, trials=1)
+    assert main(["compare", "--store", str(tmp_path / "s"), "--algorithms", "fast"]) != 0
+    err = capsys.readouterr().err
+    assert "exactly two names" in err and len(err.strip().splitlines()) == 1
+
+
+# -- tuning-budget curves -----------------------------------------------------------------------
+TRIALS = np.array([3.0, 1.0, INF, 2.0, INF, 5.0])
+
+
+def test_best_of_k_by_hand():
+    # k = 1: each trial alike; 4 of 6 reach; the best is 1, 2, 3 or 5 s with 1/6 each
+    hits, pmf, miss = B.best_of_k(TRIALS, 1)
+    assert list(hits) == [1, 2, 3, 5] and pmf == pytest.approx([1 / 6] * 4)
+    assert miss == pytest.approx(2 / 6)
+    # k = 2: 15 pairs; both misses in 1; the best is 1 s in the 5 pairs holding it,
+    # 2 s in the 4 pairs holding 2 but not 1, 3 s in 3, 5 s in 2
+    hits, pmf, miss = B.best_of_k(TRIALS, 2)
+    assert pmf == pytest.approx([5 / 15, 4 / 15, 3 / 15, 2 / 15]) and miss == pytest.approx(1 / 15)
+    curve = B.budget_curves({("a", "w"): TRIALS})[0]
+    assert curve.k == [1, 2, 3, 4, 5, 6]
+    assert curve.p_reach == pytest.approx([4 / 6, 14 / 15, 1, 1, 1, 1])
+    # medians: k=1: P(<=3) = 3/6 -> 3; k=2: P(<=1) = 1/3, P(<=2) = 9/15 -> 2; k>=3: P(1) >= 1/2
+    assert curve.median_best == [3.0, 2.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_the_median_best_is_none_while_most_budget_k_draws_miss():
+    curve = B.budget_curves({("a", "w"): np.array([4.0, INF, INF, INF])})[0]
+    assert curve.p_reach == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    assert curve.median_best == [None, 4.0, 4.0, 4.0]
+
+
+def test_best_of_k_equals_the_enumeration_of_every_subset():
+    for k in range(1, len(TRIALS) + 1):
+        hits, pmf, miss = B.best_of_k(TRIALS, k)
+        minima = [min(s) for s in itertools.combinations(TRIALS, k)]
+        assert miss == pytest.approx(np.mean(np.isinf(minima)))
+        assert pmf == pytest.approx([np.mean([m == h for m in minima]) for h in hits])
+
+
+def test_fastest_probabilities_by_enumeration():
+    other = np.array([1.5, INF, 4.0])
+    frame = B.fastest_probabilities({("a", "w"): TRIALS, ("b", "w"): other}, "w")
+    assert list(frame.index) == [1, 2, 3]
+    for k in (1, 2, 3):
+        wins = {"a": 0.0, "b": 0.0, "none": 0.0}
+        pairs = list(itertools.product(itertools.combinations(TRIALS, k),
+                                       itertools.combinations(other, k)))
+        for x, y in pairs:
+            ma, mb = min(x), min(y)
+            key = "none" if math.isinf(ma) and math.isinf(mb) else "a" if ma < mb else "b"
+            wins[key] += 1
+        for key in wins:
+            assert frame.loc[k, key] == pytest.approx(wins[key] / len(pairs))
+
+
+def test_scores_by_budget_and_the_json(tmp_path, capsys):
+    from runners.cli import main
+
+    make_timing_store(tmp_path / "s", {"fast": 1.0, "slow": 3.0}, studies=2, trials=3, seed=5,
+                      miss_rate=0.0)
+    assert main(["budget", "--store", str(tmp_path / "s"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    curve = doc["algorithms"]["fast"]["workloads"]["mnist1d_mlp"]
+    assert curve["k"] == [1, 2, 3, 4, 5, 6] and curve["p_reach"] == [1.0] * 6
+    assert all(m is not None for m in curve["median_best"])
+    assert doc["score"]["fast"] == [1.0] * 6  # 3x faster trial for trial: first at every k
+    assert doc["p_fastest"]["mnist1d_mlp"]["fast"][-1] == 1.0
+    assert main(["budget", "--store", str(tmp_path / "s")]) == 0
+    assert "P(fastest) with k=1" in capsys.readouterr().out
+
+
+# -- intervals on speedups ----------------------------------------------------------------------
+def test_speedup_replicates_equal_speedup_table_replicate_by_replicate():
+    from workbench import scoring
+    from workbench.testing import tiny_cube
+
+    trials = {}
+    rng = np.random.default_rng(0)
+    for a, slow in (("ref", 1.0), ("x", 1.3), ("y", 0.8)):
+        for w in ("w1", "w2"):
+            for study in range(4):
+                for trial in range(3):
+                    hit = rng.random() > 0.15
+                    trials[(a, w, study, trial)] = ((3, float(slow * rng.lognormal(2, 0.3)))
+                                                    if hit else None)
+    cube = tiny_cube(trials)
+    replicas = scoring.bootstrap_medians(scoring.study_times(cube), 30, seed=1)
+    config = scoring.ScoringConfig(budgets={"w1": 100.0, "w2": 80.0})
+    for cfg in (None, config):
+        ratios = scoring.speedup_replicates(replicas, "ref", cfg)
+        for i in (0, 7, 29):
+            table = scoring.speedup_table(replicas.isel(replicate=i), "ref", cfg)
+            assert ratios.isel(replicate=i).values == pytest.approx(table["time_ratio"].values)
+    bounds = scoring.speedup_interval(replicas, "ref", config).set_index("algorithm")
+    assert bounds.loc["ref"].tolist() == [0.0, 0.0]
+    assert bounds.loc["x", "low"] <= bounds.loc["x", "high"]
+
+
+def test_score_json_gives_each_speedup_its_interval(tmp_path, capsys):
+    from runners.cli import main
+
+    make_timing_store(tmp_path / "s", {"fast": 1.0, "slow": 2.0}, studies=3, trials=2, seed=2)
+    assert main(["score", "--store", str(tmp_path / "s"), "--json", "--reference", "slow"]) == 0
+    speedups = json.loads(capsys.readouterr().out)["speedups"]
+    low, high = speedups["intervals"]["fast"]
+    assert low <= speedups["faster_by"]["fast"] <= high and speedups["interval_level"] == 0.9
+    assert main(["score", "--store", str(tmp_path / "s"), "--reference", "slow"]) == 0
+    assert "90 % interval" in capsys.readouterr().out
+
+
+# -- the dashboard's Compare and Tuning budget views, and the report ------------------------------
+def test_compare_and_budget_views_draw(tmp_path):
+    from workbench.views.budget import TuningBudget, score_plot, workload_plots
+    from workbench.views.compare import Compare, comparison, default_pair, forest_plot
+    from workbench.views.selection import Selection
+
+    make_timing_store(tmp_path / "s", {"fast": 1.0, "slow": 2.0}, studies=3, trials=2, seed=4)
+    sel = Selection(store_path=str(tmp_path / "s"))
+    assert set(default_pair(sel)) == {"fast", "slow"}
+    result = comparison(sel, "fast", "slow")
+    assert result.speedup > 1 and forest_plot(result) is not None
+    view = Compare(selection=sel, a="fast", b="slow")
+    assert result.sentence().split(":")[0] in view._body.objects[0].object
+    assert len(Compare(selection=sel, against_reference=True)._body.objects) >= 3
+    assert len(workload_plots(sel, "mnist1d_mlp")) == 3 and score_plot(sel) is not None
+    assert len(TuningBudget(selection=sel, all_workloads=True)._body.objects) == 2  # score, P
+
+
+def test_compare_view_escapes_hostile_names(tmp_path):
+    from workbench.testing import make_hostile_store
+    from workbench.views.compare import Compare
+    from workbench.views.selection import Selection
+
+    make_hostile_store(tmp_path / "h", studies=3)
+    sel = Selection(store_path=str(tmp_path / "h"))
+    text = "".join(getattr(o, "object", "") or "" for o in
+                   Compare(selection=sel, against_reference=True)._body.objects
+                   if isinstance(getattr(o, "object", None), str))
+    assert "onerror" in text and "<img" not in text  # shown as text, never as markup

@@ -1,0 +1,217 @@
+"""Compare: two algorithms head to head (workbench.compare), the answer to "is A really faster?".
+
+Per scored workload, the ratio of B's median study time to A's with its interval, drawn as a
+forest plot (log axis, 1 = equal), the overall speedup with its interval beneath, and the verdict
+in words with its p-value, the probability of improvement and the studies a verdict would need.
+A and B are picked in the view (default: the top scorer and the sidebar's reference); the report
+has one section per algorithm against the reference.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import panel as pn
+import param
+
+from workbench import compare as C
+from workbench.catalog import noise_floor_of
+from workbench.views.base import FILTERS, View
+from workbench.views.formats import TABLE_CSS, md
+from workbench.views.plotting import hv
+from workbench.views.selection import Selection
+
+__all__ = ["Compare", "comparison", "forest_plot", "default_pair", "figures", "OVERALL"]
+
+OVERALL = "overall (geometric mean)"
+
+
+def default_pair(selection: Selection) -> tuple[str | None, str | None]:
+    """(A, B): the best-scoring shown algorithm other than the reference, and the reference."""
+    shown = [a for a in selection.param.algorithms.objects if a in selection.algorithms]
+    ranked = [a for a in selection.scores()["algorithm"] if a in shown] or shown
+    b = selection.reference if selection.reference in shown else (ranked[1:2] or [None])[0]
+    a = next((x for x in ranked if x != b), None)
+    return a, b
+
+
+def comparison(selection: Selection, a: str, b: str) -> C.Comparison | None:
+    """workbench.compare.compare of `a` and `b` over the shown scored workloads (cached); None
+    when either is not shown or no workload is scored."""
+    shown = [x for x in selection.param.algorithms.objects if x in selection.algorithms]
+    scored = selection.workload_groups()["scored"]
+    if a not in shown or b not in shown or a == b or not scored or not selection.n_runs:
+        return None
+
+    def make() -> C.Comparison:
+        times = selection.study_times()
+        present = [w for w in scored if w in set(map(str, times["workload"].values))]
+        config = selection.scoring_config
+        budgets = {**C.workload_budgets(selection.runs_where(["workload", "train_seconds"])),
+                   **(dict(config.budgets) if config else {})}
+        floors = {w: f.cov for w in present if (f := noise_floor_of(w)) is not None}
+        return C.compare(times, a, b, present, budgets=budgets, noise_cov=floors,
+                         replicates=1000)
+    return selection.cached(f"compare:{a}\x00{b}", make)
+
+
+def _rows(result: C.Comparison) -> pd.DataFrame:
+    rows = [{"label": r.workload, "ratio": r.ratio, "low": r.low, "high": r.high,
+             "studies": f"{r.studies_a} + {r.studies_b}", "misses": f"{r.misses_a} + {r.misses_b}"}
+            for r in result.per_workload if r.ratio is not None]
+    if result.speedup is not None:
+        rows.append({"label": OVERALL, "ratio": result.speedup, "low": result.low,
+                     "high": result.high, "studies": "", "misses": ""})
+    frame = pd.DataFrame(rows)
+    frame["y"] = list(range(len(frame)))[::-1]  # the first workload on top, overall at 0
+    frame["interval"] = [f"{lo:.3g} to {hi:.3g}" if lo is not None and not pd.isna(lo)
+                         else "n/a" for lo, hi in zip(frame["low"], frame["high"])]
+    return frame
+
+
+def forest_plot(result: C.Comparison) -> hv.Overlay | None:
+    """The per-workload ratios t(B) / t(A) with their intervals, and the overall speedup, on a
+    log axis; None when no workload has a ratio."""
+    if result is None or result.speedup is None:
+        return None
+    frame = _rows(result)
+    bars = frame.dropna(subset=["low", "high"])
+    segments = hv.Segments(bars.assign(y0=bars["y"], y1=bars["y"]),
+                           kdims=["low", "y0", "high", "y1"]).opts(color="#444", line_width=2)
+    points = hv.Scatter(frame, kdims=["ratio"], vdims=["y", "label", "interval", "studies",
+                                                       "misses"]).opts(
+        color="#1f77b4", size=9, marker="circle", tools=["hover"])
+    overall = hv.Scatter(frame[frame["label"] == OVERALL], kdims=["ratio"],
+                         vdims=["y", "label", "interval"]).opts(
+        color="#d62728", size=14, marker="diamond", tools=["hover"])
+    values = pd.concat([frame["ratio"], bars["low"], bars["high"]]).astype(float)
+    lo, hi = min(values.min(), 1.0) / 1.15, max(values.max(), 1.0) * 1.15
+    return (segments * points * overall * hv.VLine(1.0).opts(color="gray", line_dash="dashed")
+            ).opts(hv.opts.Overlay(
+                logx=True, xlim=(lo, hi), ylim=(-0.7, len(frame) - 0.3),
+                yticks=list(zip(frame["y"], frame["label"])), responsive=True,
+                min_height=140 + 36 * len(frame), show_grid=True, show_legend=False,
+                xlabel=f"t({result.b}) / t({result.a}): median study times (> 1: "
+                       f"{result.a} faster), {result.confidence:.0%} intervals",
+                ylabel="", title=f"{result.a} against {result.b}"))
+
+
+def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
+    if result is None:
+        return ("Pick two different shown algorithms; a comparison needs at least one scored "
+                "workload with studies of both.")
+    text = f"A = **{md(result.a)}**, B = **{md(result.b)}**.\n\n**{md(result.sentence())}**"
+    if result.left_out:
+        text += "\n\nLeft out: " + "; ".join(f"{md(w)} ({md(why)})"
+                                             for w, why in result.left_out.items())
+    return text + (
+        "\n\nA study's time is its fastest trial's (AlgoPerf's rule). The ratio is B's median "
+        "study time over A's; its interval redraws each side's studies (bootstrap); a miss "
+        "counts as the workload's budget there, so ratios with misses are bounds towards 1. "
+        "The verdict is an exact permutation test on ranks (a miss ranks last), two-sided at "
+        f"{result.confidence:.0%}: with no true difference it is wrong at most "
+        f"{1 - result.confidence:.0%} of the time.")
+
+
+def figures(selection: Selection) -> dict[str, hv.Overlay]:
+    """The forest plot of each algorithm against the reference ("compare_<algorithm>")."""
+    out = {}
+    for a in _against_reference(selection):
+        plot = forest_plot(comparison(selection, a, selection.reference))
+        if plot is not None:
+            out[f"compare_{a}"] = plot
+    return out
+
+
+def _against_reference(selection: Selection) -> list[str]:
+    shown = [a for a in selection.param.algorithms.objects if a in selection.algorithms]
+    if selection.reference not in shown:
+        return []
+    ranked = [a for a in selection.scores()["algorithm"] if a in shown and
+              a != selection.reference]
+    return ranked + [a for a in shown if a not in ranked and a != selection.reference]
+
+
+class Compare(View):
+    """A against B on the shown scored workloads; in a report, every algorithm against the
+    reference."""
+
+    a = param.Selector(default=None, objects=[], allow_None=True, doc="Algorithm A")
+    b = param.Selector(default=None, objects=[], allow_None=True, doc="Algorithm B")
+    against_reference = param.Boolean(default=False, doc="One section per algorithm against "
+                                                         "the reference (the report).")
+    WATCHES = FILTERS + ("reference",)
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._pickers = pn.Row(
+            pn.widgets.Select.from_param(self.param.a, name="A", width=260),
+            pn.widgets.Select.from_param(self.param.b, name="B", width=260),
+            visible=not self.against_reference)
+        # The dashboard's panes are made once and redrawn in place (replacing a layout's
+        # children while the page lays them out races in the browser); the report builds its
+        # sections once.
+        self._text = pn.pane.Markdown(sizing_mode="stretch_width")
+        self._plot = pn.pane.HoloViews(sizing_mode="stretch_width", min_height=180,
+                                       visible=False)
+        self._table = pn.widgets.Tabulator(disabled=True, show_index=False, visible=False,
+                                           layout="fit_data_stretch", stylesheets=[TABLE_CSS],
+                                           sizing_mode="stretch_width")
+        self._body = pn.Column(*([] if self.against_reference else
+                                 [self._text, self._plot, self._table]),
+                               sizing_mode="stretch_width")
+        self._choosing = False  # set while _choices updates the pickers: not a user's pick
+        self.param.watch(lambda *_: None if self._choosing else self._selection_changed(),
+                         ["a", "b"])
+        self._first_draw()
+
+    def _choices(self) -> None:
+        shown = [x for x in self.selection.param.algorithms.objects
+                 if x in self.selection.algorithms]
+        a, b = self.a, self.b
+        if a not in shown or b not in shown or a == b:
+            a, b = default_pair(self.selection)
+        self._choosing = True
+        try:  # the widgets follow the parameters' objects and values
+            self.param.a.objects = self.param.b.objects = shown
+            self.param.update(a=a, b=b)
+        finally:
+            self._choosing = False
+
+    def _section(self, a: str | None, b: str | None) -> list:
+        result = comparison(self.selection, a, b) if a and b else None
+        plot = forest_plot(result) if result is not None else None
+        parts = [pn.pane.Markdown(_about(result, a, b), sizing_mode="stretch_width")]
+        if plot is not None:
+            parts.append(pn.pane.HoloViews(plot, sizing_mode="stretch_width",
+                                           min_height=140 + 36 * len(result.per_workload)))
+        if result is not None and result.per_workload:
+            parts.append(pn.widgets.Tabulator(
+                C.comparison_table(result, names=False), disabled=True, show_index=False,
+                layout="fit_data_stretch", stylesheets=[TABLE_CSS], sizing_mode="stretch_width"))
+        return parts
+
+    def _update(self) -> None:
+        self._choices()
+        if not self.against_reference:
+            result = comparison(self.selection, self.a, self.b) if self.a and self.b else None
+            plot = forest_plot(result) if result is not None else None
+            self._text.object = _about(result, self.a, self.b)
+            self._plot.param.update(object=plot, visible=plot is not None)
+            if plot is not None:
+                self._plot.min_height = 140 + 36 * len(result.per_workload)
+            shown = result is not None and bool(result.per_workload)
+            self._table.param.update(
+                value=C.comparison_table(result, names=False) if shown else pd.DataFrame(),
+                visible=shown)
+            return
+        parts = []
+        for a in _against_reference(self.selection):
+            parts.append(pn.pane.Markdown(f"#### {md(a)} against {md(self.selection.reference)}"))
+            parts.extend(self._section(a, self.selection.reference))
+        self._body.objects = parts or [pn.pane.Markdown("No algorithm to compare with the "
+                                                        "reference.")]
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(pn.pane.Markdown("### Compare: is A really faster than B?"),
+                         self._pickers, self._body, sizing_mode="stretch_width",
+                         css_classes=["pb-compare"])
+

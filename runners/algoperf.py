@@ -21,12 +21,14 @@ TrainingCompleteError` becomes our TrainingComplete. The loss the loop logs is t
 
 The submission's imports of `algoperf.spec`, `algoperf.pytorch_utils` and `absl.logging` resolve
 to the real packages when installed, else to runners/algoperf_compat (appended to sys.path, so it
-never shadows an installation). An algorithm name "algoperf:<path>" selects a submission file.
+never shadows an installation); the package's old name, `algorithmic_efficiency` (most v0.5 and
+v0.6 PyTorch entries import it), is served by the same modules unless it is itself installed. An algorithm name "algoperf:<path>" selects a submission file.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.abc
 import importlib.util
 import inspect
 import logging
@@ -79,15 +81,43 @@ def file_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def ensure_algoperf_imports() -> list[str]:
-    """Make `import algoperf...` and `from absl import logging` work; returns what the shim serves.
+OLD_PACKAGE = "algorithmic_efficiency"  # AlgoPerf's package name before it became `algoperf`
 
-    Appends runners/algoperf_compat to sys.path only when `algoperf` or `absl` is not importable.
-    Appended last, it loses to any installed package of the same name.
+
+class _OldPackageName(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves `algorithmic_efficiency[.x]` with the very modules of `algoperf[.x]` (one module
+    object under both names, so `spec.TrainingCompleteError` is the same class either way), for
+    submissions written before AlgoPerf renamed its package. Installed only when no real
+    `algorithmic_efficiency` is importable."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == OLD_PACKAGE or fullname.startswith(OLD_PACKAGE + "."):
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module("algoperf" + spec.name[len(OLD_PACKAGE):])
+
+    def exec_module(self, module) -> None:
+        """Nothing to run: the module is algoperf's, already executed."""
+
+
+def ensure_algoperf_imports() -> list[str]:
+    """Make `import algoperf...`, `import algorithmic_efficiency...` and `from absl import
+    logging` work; returns what the shims serve.
+
+    Appends runners/algoperf_compat to sys.path only when `algoperf` or `absl` is not importable
+    (appended last, it loses to any installed package of the same name); serves the old package
+    name from `algoperf` only when no real `algorithmic_efficiency` is installed.
     """
     missing = [name for name in ("algoperf", "absl") if importlib.util.find_spec(name) is None]
     if missing and str(COMPAT_DIR) not in sys.path:
         sys.path.append(str(COMPAT_DIR))
+    if not any(isinstance(f, _OldPackageName) for f in sys.meta_path):
+        if importlib.util.find_spec(OLD_PACKAGE) is None:
+            sys.meta_path.insert(0, _OldPackageName())  # before the path finder: one module
+    if any(isinstance(f, _OldPackageName) for f in sys.meta_path):
+        missing.append(OLD_PACKAGE)
     return missing
 
 
@@ -110,6 +140,12 @@ def load_submission(path: str | Path) -> ModuleType:
         module_spec.loader.exec_module(module)
     except Exception as err:  # a syntax error, a failed import, anything its top level raises
         del sys.modules[name]
+        if isinstance(err, ModuleNotFoundError) and err.name:
+            package = err.name.split(".")[0]
+            raise SubmissionError(
+                f"submission {path} imports {err.name!r}, which is not installed here: install "
+                f"{package!r} into this environment (pip install {package}), or, if it is a "
+                "folder of the submission's repository, put the submission beside it") from err
         where = f" (line {err.lineno})" if isinstance(err, SyntaxError) and err.lineno else ""
         raise SubmissionError(f"could not import submission {path}: {type(err).__name__}"
                               f"{where}: {err.msg if isinstance(err, SyntaxError) else err}") \

@@ -270,3 +270,37 @@ def test_a_raising_submission_fails_its_run_not_the_study(tmp_path, capsys):
     error = runs.error.iloc[0]
     assert "Traceback" in error and "deliberate failure in update_params at step 3" in error
     assert str(RAISES) in error  # the traceback points into the submission file
+
+
+# --- submissions of every vintage ----------------------------------------------------------------
+def test_a_submission_written_against_algorithmic_efficiency_runs_unchanged(tmp_path, store):
+    """v0.5 / v0.6 entries import AlgoPerf's package by its old name; the same modules serve it."""
+    source = (TIMED.replace("from algoperf import spec", "from algorithmic_efficiency import spec\n"
+                            "from algorithmic_efficiency.pytorch_utils import pytorch_setup\n"
+                            "USE_PYTORCH_DDP, RANK, DEVICE, N_GPUS = pytorch_setup()")
+              .replace("time.sleep(1.0)", "pass").replace("time.sleep(0.01)", "pass"))
+    assert "import algoperf" not in source and "from algoperf" not in source
+    path = _write(tmp_path, source)
+    config = RunConfig("synthetic", algorithm_name(path),
+                       hparams={"learning_rate": 0.05, "stop_at": 7}, max_steps=20,
+                       stop_on_target=False)
+    doc = store.run_doc(run(config, store))
+    # its spec.TrainingCompleteError is algoperf's class: the run ends as the submission asked
+    assert doc["status"] == "complete" and doc["steps"] == 7, doc.get("error")
+    import algoperf.spec
+    import algorithmic_efficiency.spec
+    assert algorithmic_efficiency.spec is algoperf.spec
+
+
+def test_a_submission_needing_a_missing_package_fails_in_one_line(tmp_path, capsys):
+    path = _write(tmp_path, "import optax_that_is_not_installed\n" + TIMED)
+    with pytest.raises(SubmissionError) as err:
+        load_submission(path)
+    message = str(err.value)
+    assert "optax_that_is_not_installed" in message and str(path) in message
+    assert "pip install optax_that_is_not_installed" in message and "\n" not in message
+    code = main(["run", "--workload", "synthetic", "--algoperf-submission", str(path),
+                 "--max-steps", "2", "--store", str(tmp_path / "s")])
+    err_text = capsys.readouterr().err
+    assert code != 0 and "optax_that_is_not_installed" in err_text
+    assert len(err_text.strip().splitlines()) == 1 and "Traceback" not in err_text

@@ -117,7 +117,9 @@ def _add_run(sub) -> None:
 def _add_study(sub) -> None:
     p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
     p.add_argument("--workloads", type=_csv, required=True)
-    p.add_argument("--algorithms", type=_csv, help="registry names (and/or --algoperf-submission)")
+    p.add_argument("--algorithms", type=_csv,
+                   help="built-ins, path/file.py:Class, pkg.module:Class (e.g. torch.optim:RAdam),"
+                        " algoperf:path/submission.py, each optionally as name=<spec>")
     _algoperf_flags(p, run=False)
     p.add_argument("--ruleset", choices=("external", "self"), default="external")
     p.add_argument("--studies", type=int, default=1)

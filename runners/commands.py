@@ -76,8 +76,13 @@ def run(args: argparse.Namespace) -> int:
     from workbench.spec import RunConfig
     from workbench.store import open_store
 
+    from runners.algorithms import algorithm_names
+    from runners.algorithms.sources import parse_algorithm
+
     submission = _submission(args)
-    algorithm = submission or args.algorithm
+    source = None if submission else parse_algorithm(args.algorithm, algorithm_names())
+    loader = None if source is None or source.loaded_by_name else source
+    algorithm = submission or source.name
     hparams, space = args.hparams, args.tuning_search_space
     if submission and not space:  # AlgoPerf's convention: the search space beside the submission
         beside = Path(args.algoperf_submission).parent / "tuning_search_space.json"
@@ -87,10 +92,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"hyperparameters drawn from {space}: {json.dumps(hparams)}")
     config = RunConfig(workload=args.workload, algorithm=algorithm, hparams=hparams,
                        seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
-                       study_name=args.name, execution=execution_options(args))
+                       study_name=args.name, execution=execution_options(args),
+                       algorithm_source=loader.spec if loader else None,
+                       algorithm_sha256=loader.sha256 if loader else None)
     get_workload(config.workload)  # an unknown name is an error naming the known ones,
     if not submission:             # before anything is written
-        get_algorithm(config.algorithm, config.hparams)
+        get_algorithm(config.algorithm, config.hparams, config.algorithm_source,
+                      config.algorithm_sha256)
     store = open_store(store_path(args), create=True)
 
     def show(row: dict) -> None:
@@ -125,7 +133,9 @@ def study(args: argparse.Namespace) -> int:
     from workbench.store import open_store
 
     submission = _submission(args)
-    algorithms = [*(args.algorithms or []), *([submission] if submission else [])]
+    store = open_store(store_path(args), create=True)
+    sources = _algorithm_sources(args.algorithms or [], store)
+    algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
         raise ValueError("give --algorithms, --algoperf-submission, or both")
     spaces = {submission: args.tuning_search_space} if args.tuning_search_space else None
@@ -135,12 +145,50 @@ def study(args: argparse.Namespace) -> int:
                      stop_on_target=not args.no_stop_on_target,
                      execution=execution_options(args))
     options = launch_options(args)
-    store = open_store(store_path(args), create=True)
     return _launch(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
                                      search_spaces=spaces, early_stop=args.early_stop,
-                                     eta=args.eta, options=options),
+                                     eta=args.eta, options=options, sources=sources),
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
+
+
+def _algorithm_sources(items: list[str], store) -> dict:
+    """{display name: AlgorithmSource} of `--algorithms` items (runners/algorithms/sources.py).
+    Two different sources never share a name: not within the study, and not with runs the
+    store already holds under that name."""
+    from runners.algorithms import algorithm_names
+    from runners.algorithms.sources import describe, parse_algorithm
+
+    sources: dict = {}
+    for text in items:
+        source = parse_algorithm(text, algorithm_names())
+        if source.name in sources and sources[source.name] != source:
+            raise ValueError(f"two algorithms are named {source.name!r}: "
+                             f"{describe(sources[source.name])} and {describe(source)}; name "
+                             "one of them (other=<spec>)")
+        sources[source.name] = source
+    _check_names_against_store(sources, store)
+    return sources
+
+
+def _check_names_against_store(sources: dict, store) -> None:
+    """Refuse a display name that the store's runs give to other code."""
+    from workbench import query
+
+    runs = query.runs_frame(store)
+    for name, source in sources.items():
+        mine = runs[runs["algorithm"] == name] if not runs.empty else runs
+        if mine.empty:
+            continue
+        config = store.run_doc(mine["run_id"].iloc[-1]).get("config") or {}
+        recorded = (config.get("algorithm_source"), config.get("algorithm_sha256"))
+        planned = (None if source.loaded_by_name else source.spec, source.sha256)
+        if recorded != planned:
+            before = (recorded[0] or name) + (f" (sha256 {recorded[1][:12]})"
+                                               if recorded[1] else "")
+            now = source.spec + (f" (sha256 {source.sha256[:12]})" if source.sha256 else "")
+            raise ValueError(f"the store's runs named {name!r} ran {before}, not {now}: give "
+                             f"this one another name (other={source.spec}) or use another store")
 
 
 def scale(args: argparse.Namespace) -> int:
@@ -512,7 +560,10 @@ def list_names(args: argparse.Namespace) -> int:
         mark = "*" if name in PUBLISHED_TARGETS else " "
         print(f"  {name:28} {t.metric} {'>=' if t.direction == 'max' else '<='} {t.validation:g}"
               f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
-    print("algorithms:\n  " + ", ".join(algorithm_names()))
+    print("algorithms (built in; any other is named by --algorithms path/file.py:Class, "
+          "package.module:Class, torch.optim:Name or algoperf:path/submission.py):")
+    for name in algorithm_names():
+        print(f"  {name:28} runners/algorithms/{name}.py, search space {name}.json")
     return 0
 
 

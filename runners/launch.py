@@ -54,25 +54,36 @@ class StudyChangedError(StudyExistsError):
 
 
 def plan_study(spec: StudySpec,
-               search_spaces: Mapping[str, str | Path] | None = None) -> list[RunConfig]:
+               search_spaces: Mapping[str, str | Path] | None = None,
+               sources: Mapping[str, Any] | None = None) -> list[RunConfig]:
     """Every run of the study, in launch order: workloads x algorithms x studies x trials x seeds.
 
     External tuning draws each study's trials from the algorithm's search space with scrambled
     Halton sampling (or without replacement from a list of points); self-tuning runs the
     algorithm's defaults once per study, with the budget multiplied. `search_spaces` maps an
     algorithm name to the JSON search space to use instead of its own (e.g. an AlgoPerf
-    submission's --tuning-search-space).
+    submission's --tuning-search-space). `sources` maps an algorithm's display name to its
+    AlgorithmSource (runners/algorithms/sources.py) when its name alone does not load it: its
+    runs record the source, and its search space is the source's unless overridden.
     """
     from runners.algorithms import search_space_path
+    from runners.algorithms.sources import search_space_of
     from runners.tuning import SearchSpace, study_trials
 
     for name in spec.workloads:
         get_workload(name)  # fail before launching anything on a typo
     configs = []
     for algorithm in spec.algorithms:
+        source = (sources or {}).get(algorithm)
+        loader = None if source is None or source.loaded_by_name else source
         if spec.ruleset == "external":
-            path = (search_spaces or {}).get(algorithm) or search_space_path(algorithm)
-            space = SearchSpace.from_json(path)
+            path = (search_spaces or {}).get(algorithm)
+            if path is None and loader is not None:
+                path = (search_space_path(loader.spec) if loader.kind in ("builtin", "algoperf")
+                        else search_space_of(loader))
+            path = path if path is not None else search_space_path(algorithm)
+            space = (SearchSpace.from_json(path) if isinstance(path, (str, Path))
+                     else SearchSpace.parse(path))
             draw_seed = int(stable_hash([spec.name, algorithm], 8), 16)
             points = study_trials(space, spec.studies, spec.trials, draw_seed)
         else:
@@ -83,6 +94,8 @@ def plan_study(spec: StudySpec,
                     for seed in spec.seeds:
                         configs.append(RunConfig(
                             workload=workload, algorithm=algorithm, hparams=hparams, seed=seed,
+                            algorithm_source=loader.spec if loader else None,
+                            algorithm_sha256=loader.sha256 if loader else None,
                             study_name=spec.name, ruleset=spec.ruleset, study=study, trial=trial,
                             batch_size=spec.batch_size, max_steps=spec.max_steps,
                             budget_multiplier=spec.budget_multiplier,
@@ -94,10 +107,11 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
               data_dir: str | Path | None = None, progress: bool = True,
               search_spaces: Mapping[str, str | Path] | None = None,
               early_stop: str = "none", eta: int = 3,
-              options: LaunchOptions | None = None, prune: str | None = None) -> StudyResult:
+              options: LaunchOptions | None = None, prune: str | None = None,
+              sources: Mapping[str, Any] | None = None) -> StudyResult:
     """Run every planned trial that is not done yet, `workers` processes at a time.
 
-    `search_spaces`: per-algorithm search-space overrides, as in plan_study. `early_stop`: the
+    `search_spaces` and `sources`: as in plan_study. `early_stop`: the
     early-stopping tuner's estimator (EARLY_STOP_CHOICES; "none" = off), halving rate `eta`;
     with it on, the study's summary (compute spent and saved, best trial) is written to the
     store (Store.write_study_summary) and returned in result.early_stop. `options`: the backend
@@ -112,8 +126,8 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
         raise ValueError(f"unknown --early-stop {early_stop!r}: valid are "
                          f"{', '.join(EARLY_STOP_CHOICES)}")
     hooks = {"early_stop": {"estimator": early_stop, "eta": eta}} if early_stop != "none" else {}
-    result = run_configs(plan_study(spec, search_spaces), store, spec.name, workers, resume,
-                         data_dir, progress, hooks, options)
+    result = run_configs(plan_study(spec, search_spaces, sources), store, spec.name, workers,
+                         resume, data_dir, progress, hooks, options)
     if early_stop != "none":
         from workbench.early_stopping import write_study_summary
         result.early_stop = write_study_summary(

@@ -74,7 +74,8 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     device = resolve_device(options.device if device is None else device)
     torch.set_num_threads(options.threads)  # fixed per run: reductions (and so results) depend on it
     spec = get_workload(config.workload)
-    algorithm = algorithm or get_algorithm(config.algorithm, config.hparams)
+    algorithm = algorithm or get_algorithm(config.algorithm, config.hparams,
+                                           config.algorithm_source, config.algorithm_sha256)
     if config.sparsity:  # pruning at init: masks chosen in init (before the clock), kept fixed
         from runners.sparsity import MaskedAlgorithm
         algorithm = MaskedAlgorithm(algorithm, config.sparsity, config.prune_method,

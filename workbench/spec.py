@@ -236,7 +236,7 @@ class RunConfig:
     """Everything that identifies and parameterises one training run (one trial of one study)."""
 
     workload: str                           # catalog name
-    algorithm: str                          # algorithm registry name (or "algoperf:<path>")
+    algorithm: str                          # display name: a built-in's, or one given to a source
     hparams: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0                           # the user's seed; the run's RNG seed is derived from it
     study_name: str = "adhoc"               # groups the runs of one `pacebench study` invocation
@@ -251,6 +251,8 @@ class RunConfig:
     prune_method: str = "snip"              # how they are chosen: one of PRUNE_METHODS
     eval_every: int | None = None           # overrides the workload's eval cadence (steps)
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # device, threads, ...
+    algorithm_source: str | None = None     # what loads the algorithm when its name does not
+    algorithm_sha256: str | None = None     # (runners/algorithms/sources.py), and its file's hash
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
@@ -285,7 +287,8 @@ class RunConfig:
         # The device is not part of the identity (the hardware is recorded beside the run); how
         # the model runs on it (precision, compile, memory format) is, when not the default.
         extra = {"sparsity": self.sparsity, "prune_method": self.prune_method,
-                 "eval_every": self.eval_every}
+                 "eval_every": self.eval_every, "algorithm_source": self.algorithm_source,
+                 "algorithm_sha256": self.algorithm_sha256}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
@@ -319,7 +322,8 @@ class RunConfig:
         return cls(**d)
 
 
-_RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None}
+_RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None,
+                 "algorithm_source": None, "algorithm_sha256": None}
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,24 @@ def _algorithm_class(name: str) -> type[Algorithm]:
         raise KeyError(f"unknown algorithm {name!r}: known are {', '.join(ALGORITHMS)}") from None
 
 
-def get_algorithm(name: str, hparams: Mapping[str, Any] | None = None) -> Algorithm:
+def get_algorithm(name: str, hparams: Mapping[str, Any] | None = None,
+                  source: str | None = None, sha256: str | None = None) -> Algorithm:
     """Algorithm `name` with `hparams`; missing ones take the class defaults, unknown ones raise.
 
-    A name "algoperf:<path>" is an AlgoPerf submission file, run by runners.algoperf.
+    `source` (RunConfig.algorithm_source) loads it when its name does not: a built-in's name, a
+    file or module class ("path.py:Class", "pkg.mod:Class"; runners/algorithms/sources.py,
+    checked against the file's `sha256`) or "algoperf:<path>". A name "algoperf:<path>" without
+    a source is an AlgoPerf submission file, run by runners.algoperf.
     """
-    if name.startswith(ALGOPERF_PREFIX):
-        return AlgoPerfAlgorithm.from_name(name, hparams)
-    return _algorithm_class(name)(hparams or {})
+    spec = source or name
+    if spec.startswith(ALGOPERF_PREFIX):
+        return AlgoPerfAlgorithm.from_name(spec, hparams)
+    if spec in ALGORITHMS:
+        return ALGORITHMS[spec](hparams or {})
+    if ":" in spec:
+        from runners.algorithms.sources import load_class
+        return load_class(spec, sha256)(hparams or {})
+    return _algorithm_class(spec)(hparams or {})
 
 
 def algorithm_names() -> list[str]:

@@ -1,0 +1,179 @@
+"""Algorithms from anywhere (runners/algorithms/sources.py): a file, a module, any torch optimizer,
+under display names, with the source recorded and never two sources under one name."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from runners.algorithms import algorithm_names, get_algorithm
+from runners.algorithms.sources import (SourceError, derived_search_space, load_class,
+                                        wrap_optimizer)
+from runners.algorithms.sources import parse_algorithm as parse
+
+
+def parse_algorithm(text: str):
+    return parse(text, algorithm_names())
+from runners.cli import main
+from workbench import query
+from workbench.store import open_store
+
+# Lion (Chen et al., 2023): sign of an interpolation of momentum and gradient, decoupled decay.
+LION_OPTIMIZER = '''
+import torch
+
+
+class Lion(torch.optim.Optimizer):
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                m = self.state[p].setdefault("m", torch.zeros_like(p))
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                p.add_(torch.sign(beta1 * m + (1 - beta1) * p.grad), alpha=-group["lr"])
+                m.mul_(beta2).add_(p.grad, alpha=1 - beta2)
+'''
+
+LION_ALGORITHM = LION_OPTIMIZER + '''
+
+from runners.api import Algorithm
+
+
+class LionAlgorithm(Algorithm):
+    """Lion with a constant learning rate, as a Pacebench Algorithm."""
+
+    search_space = {"learning_rate": {"min": 3e-4, "max": 3e-3, "scaling": "log"}}
+
+    def __init__(self, hparams):
+        super().__init__({"learning_rate": 1e-3, **hparams})
+
+    def init(self, model, workload):
+        self.optimizer = Lion(model.parameters(), lr=self.hparams["learning_rate"])
+
+    def update(self, model, batch, step, workload):
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = workload.loss(model, batch)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+'''
+
+
+def _file(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def test_specs_parse_to_names_and_sources(tmp_path):
+    path = _file(tmp_path, "lion.py", LION_OPTIMIZER)
+    assert parse_algorithm("adamw").loaded_by_name
+    named = parse_algorithm("fast=adamw")
+    assert (named.name, named.spec, named.loaded_by_name) == ("fast", "adamw", False)
+    own = parse_algorithm(f"{path}:Lion")
+    assert (own.name, own.kind, own.spec) == ("Lion", "file", f"{path.resolve()}:Lion")
+    assert len(own.sha256) == 64
+    assert parse_algorithm(f"lion={path}:Lion").name == "lion"
+    module = parse_algorithm("torch.optim:RAdam")
+    assert (module.name, module.kind, module.sha256) == ("RAdam", "module", None)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("nope", "unknown algorithm 'nope'"),
+    ("missing.py:Lion", "algorithm file not found"),
+    ("bad name=adamw", "must be 1 to 80 letters"),
+    ("torch.optim:No Such", "unknown algorithm"),
+])
+def test_bad_specs_are_one_clear_error(text, message):
+    with pytest.raises(SourceError) as err:
+        parse_algorithm(text)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_torch_optimizer_is_wrapped_with_its_own_knobs():
+    adam = wrap_optimizer(torch.optim.Adam)
+    assert adam.defaults["learning_rate"] == pytest.approx(1e-3)
+    assert adam.defaults["one_minus_beta1"] == pytest.approx(0.1)
+    assert adam.defaults["beta2"] == pytest.approx(0.999)
+    sgd = wrap_optimizer(torch.optim.SGD)
+    assert "beta2" not in sgd.defaults and "one_minus_beta1" in sgd.defaults
+    algorithm = sgd({"learning_rate": 0.1, "one_minus_beta1": 0.1})
+    opt = algorithm.make_optimizer([torch.nn.Parameter(torch.zeros(2))])
+    assert opt.param_groups[0]["momentum"] == pytest.approx(0.9)
+    space = derived_search_space(adam)
+    assert space["learning_rate"] == {"min": 1e-4, "max": 1e-2, "scaling": "log"}
+    assert space["schedule"] == {"feasible_points": ["cosine"]}
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        wrap_optimizer(torch.optim.Adam)({"schedule": "step"})
+
+
+def test_a_changed_file_is_refused_not_run_under_the_old_identity(tmp_path):
+    path = _file(tmp_path, "lion.py", LION_OPTIMIZER)
+    source = parse_algorithm(f"{path}:Lion")
+    path.write_text(path.read_text() + "\n# edited\n")
+    with pytest.raises(SourceError, match="changed since the study was planned"):
+        load_class(source.spec, source.sha256)
+
+
+def test_get_algorithm_loads_each_kind(tmp_path):
+    path = _file(tmp_path, "lion_algo.py", LION_ALGORITHM)
+    algo = get_algorithm("lion", {"learning_rate": 2e-3}, f"{path}:LionAlgorithm")
+    assert algo.hparams["learning_rate"] == 2e-3
+    radam = get_algorithm("RAdam", {"learning_rate": 3e-3}, "torch.optim:RAdam")
+    assert radam.hparams["schedule"] == "cosine"
+    assert get_algorithm("fast", None, "adamw").hparams["learning_rate"] > 0
+
+
+@pytest.mark.slow
+def test_a_study_of_lion_from_files_against_adamw_by_path_alone(tmp_path, capsys):
+    algo_file = _file(tmp_path, "lion_algo.py", LION_ALGORITHM)
+    opt_file = _file(tmp_path, "lion_opt.py", LION_OPTIMIZER)
+    store = tmp_path / "store"
+    code = main(["study", "--workloads", "digits_mlp", "--algorithms",
+                 f"lion={algo_file}:LionAlgorithm,lion_opt={opt_file}:Lion,adamw",
+                 "--studies", "1", "--trials", "2", "--max-steps", "60", "--workers", "2",
+                 "--name", "lion", "--store", str(store), "--quiet"])
+    assert code == 0, capsys.readouterr()
+    runs = query.runs_frame(open_store(store))
+    assert set(runs.algorithm) == {"lion", "lion_opt", "adamw"}
+    assert set(runs.status) == {"complete"}
+    docs = {r.algorithm: open_store(store).run_doc(r.run_id) for r in runs.itertuples()}
+    assert docs["lion_opt"]["config"]["algorithm_source"] == f"{opt_file.resolve()}:Lion"
+    assert len(docs["lion_opt"]["config"]["algorithm_sha256"]) == 64
+    assert docs["adamw"]["config"].get("algorithm_source") is None
+    # the class's own search space (lr 3e-4..3e-3) and the derived one of the wrapped optimizer
+    lion_lr = [h["learning_rate"] for h in runs[runs.algorithm == "lion"].hparams]
+    assert all(3e-4 <= lr <= 3e-3 for lr in lion_lr)
+    assert all(h["schedule"] == "cosine" for h in runs[runs.algorithm == "lion_opt"].hparams)
+    capsys.readouterr()
+    assert main(["score", "--store", str(store), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["scores"]) == {"lion", "lion_opt", "adamw"}
+    # the same name for other code is refused, in one line, before anything runs
+    other = _file(tmp_path, "other.py", LION_OPTIMIZER.replace("0.99", "0.98"))
+    code = main(["study", "--workloads", "digits_mlp", "--algorithms", f"lion_opt={other}:Lion",
+                 "--trials", "1", "--max-steps", "5", "--name", "again", "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code != 0 and "the store's runs named 'lion_opt' ran" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["torch.optim:RAdam", "pytorch_optimizer:Lion"])
+def test_any_torch_optimizer_by_import_path_runs_a_study(tmp_path, capsys, spec):
+    store = tmp_path / "store"
+    code = main(["study", "--workloads", "mnist1d_mlp", "--algorithms", spec, "--studies", "1",
+                 "--trials", "2", "--max-steps", "40", "--workers", "2", "--name", "opt",
+                 "--store", str(store), "--quiet"])
+    assert code == 0, capsys.readouterr()
+    runs = query.runs_frame(open_store(store))
+    assert set(runs.algorithm) == {spec.split(":")[1]} and set(runs.status) == {"complete"}
+    assert all(r.steps == 40 for r in runs.itertuples())

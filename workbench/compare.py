@@ -311,7 +311,8 @@ def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None
         if min(len(ta), len(tb)) >= MIN_STUDIES_FOR_INTERVAL:
             low, high = _interval(draws, confidence)
         else:
-            note = (f"no interval: {min(len(ta), len(tb))} studies on one side "
+            fewest = min(len(ta), len(tb))
+            note = (f"no interval: {fewest} {'study' if fewest == 1 else 'studies'} on one side "
                     f"(needs {MIN_STUDIES_FOR_INTERVAL})")
         rows.append(WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a, miss_b,
                                        _wins2(ta, tb) / (2 * len(ta) * len(tb)), note))

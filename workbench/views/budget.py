@@ -9,6 +9,8 @@ workload's P(fastest).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -16,7 +18,6 @@ import param
 
 from workbench import budget as B
 from workbench.views.base import View
-from workbench.views.formats import md
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
@@ -43,6 +44,11 @@ def _curve_frame(curves: list[B.BudgetCurve], workload: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _k_ticks(top: int) -> list[int]:
+    """Whole numbers of trials on the k axis: every k up to 12, else about 10 of them."""
+    return list(range(1, top + 1, max(1, math.ceil(top / 10)) if top > 12 else 1))
+
+
 def workload_plots(selection: Selection, workload: str) -> list[hv.Overlay]:
     """[P(reach) by k, median best time by k, P(fastest) by k] on `workload`; [] without
     trials."""
@@ -57,7 +63,8 @@ def workload_plots(selection: Selection, workload: str) -> list[hv.Overlay]:
         color = colors.get(name, "gray")
         reach.append(hv.Curve(rows, "k", "p_reach", label=str(name)).opts(color=color))
         best.append(hv.Curve(rows, "k", "median_best", label=str(name)).opts(color=color))
-    common = dict(responsive=True, min_height=300, show_grid=True, legend_position="right")
+    common = dict(responsive=True, min_height=300, show_grid=True, legend_position="right",
+                  xticks=_k_ticks(int(frame["k"].max())))
     plots = [
         hv.Overlay(reach).opts(hv.opts.Curve(line_width=2.5, tools=["hover"]), hv.opts.Overlay(
             ylim=(-0.02, 1.02), xlabel="tuning budget k (trials)",
@@ -93,6 +100,7 @@ def score_plot(selection: Selection) -> hv.Overlay | None:
     return hv.Overlay(lines).opts(
         hv.opts.Curve(line_width=2.5, tools=["hover"]),
         hv.opts.Overlay(responsive=True, min_height=320, ylim=(-0.02, 1.02), show_grid=True,
+                        xticks=_k_ticks(int(scores.index.max())),
                         legend_position="right", xlabel="tuning budget k (trials per workload)",
                         ylabel="benchmark score", title="Score by tuning budget"))
 

@@ -45,8 +45,10 @@ def comparison(selection: Selection, a: str, b: str) -> C.Comparison | None:
         times = selection.study_times()
         present = [w for w in scored if w in set(map(str, times["workload"].values))]
         config = selection.scoring_config
-        budgets = {**C.workload_budgets(selection.runs_where(["workload", "train_seconds"])),
-                   **(dict(config.budgets) if config else {})}
+        budgets = ({**C.workload_budgets(selection.runs_where(["workload", "train_seconds"])),
+                    **(dict(config.budgets) if config else {})}
+                   if selection.time_axis == "train_seconds" else None)  # else: the longest
+        # time to target on the axis shown stands in for a miss (workbench.compare._budget)
         floors = {w: f.cov for w in present if (f := noise_floor_of(w)) is not None}
         return C.compare(times, a, b, present, budgets=budgets, noise_cov=floors,
                          replicates=1000)
@@ -152,7 +154,9 @@ class Compare(View):
         self._text = pn.pane.Markdown(sizing_mode="stretch_width")
         self._plot = pn.pane.HoloViews(sizing_mode="stretch_width", min_height=180,
                                        visible=False)
-        self._table = pn.widgets.Tabulator(disabled=True, show_index=False, visible=False,
+        # Always shown (empty when there is nothing): a Tabulator made while hidden measures
+        # its columns on a missing element in the browser.
+        self._table = pn.widgets.Tabulator(disabled=True, show_index=False,
                                            layout="fit_data_stretch", stylesheets=[TABLE_CSS],
                                            sizing_mode="stretch_width")
         self._body = pn.Column(*([] if self.against_reference else
@@ -199,9 +203,8 @@ class Compare(View):
             if plot is not None:
                 self._plot.min_height = 140 + 36 * len(result.per_workload)
             shown = result is not None and bool(result.per_workload)
-            self._table.param.update(
-                value=C.comparison_table(result, names=False) if shown else pd.DataFrame(),
-                visible=shown)
+            self._table.value = (C.comparison_table(result, names=False) if shown
+                                 else pd.DataFrame({"workload": []}))
             return
         parts = []
         for a in _against_reference(self.selection):

@@ -448,6 +448,8 @@ def import_algoperf(args: argparse.Namespace) -> int:
 
     report_ = do_import(args.logdir, store_path(args), args.targets, ruleset=args.ruleset)
     print(f"{report_.summary()} into {store_path(args)}")
+    if report_.unscored():
+        print(report_.unscored())
     for problem in report_.problems:
         print(f"problem: {problem}", file=sys.stderr)
     return 1 if report_.problems else 0

@@ -195,6 +195,69 @@ def test_cli_import_and_score(tmp_path, capsys):
     assert result["time_to_target"]["beta"]["wa"] == 40.0
 
 
+# The targets file as AlgoPerf writes it since v0.6: 9 scored workloads (finewebedu_lm among
+# them), target_metric_goal per workload, no held-out workloads; here cut to two of them.
+TARGETS_V06 = {
+    "benchmark_version": "0.6", "base_workloads": ["wa", "finewebedu_lm"],
+    "held_out_workloads": [],
+    "workloads": {
+        "wa": {"target_metric_name": "accuracy", "target_metric_goal": "maximize",
+               "validation_target_value": 0.8, "step_hint": 100},
+        "finewebedu_lm": {"target_metric_name": "ppl", "target_metric_goal": "minimize",
+                          "validation_target_value": 22.2995, "step_hint": 72000},
+    },
+}
+
+
+def write_self_tuning_tree(root: Path) -> Path:
+    """Self-tuning logs (one trial per study, no hparams.json) of two submissions on `wa`."""
+    times = {"fast": (40.0, 35.0, 45.0), "slow": (80.0, 90.0, 70.0)}
+    for submission, per_study in times.items():
+        for study, t in enumerate(per_study):
+            path = root / "self_tuning" / submission / f"study_{study}" / "wa_pytorch" / "trial_1"
+            path.mkdir(parents=True)
+            (path / "eval_measurements.csv").write_text(_csv([(1, 1.0, 0.1), (50, t, 0.85)]))
+            (path / "meta_data_0.json").write_text(json.dumps(_meta(study)))
+    targets = root / "targets_v06.json"
+    targets.write_text(json.dumps(TARGETS_V06))
+    return targets
+
+
+def test_a_v06_targets_file_and_self_tuning_logs_import_and_score(tmp_path, capsys):
+    targets = write_self_tuning_tree(tmp_path)
+    store = str(tmp_path / "store")
+    assert main(["import-algoperf", str(tmp_path / "self_tuning"), "--store", store,
+                 "--targets", str(targets)]) == 0
+    out = capsys.readouterr().out
+    assert "imported 6 runs from 2 submissions" in out
+    assert "not scored: finewebedu_lm" in out  # reported, not a failure, not a miss for all
+    runs = query.runs_frame(open_store(store))
+    assert set(runs.ruleset) == {"self"} and set(runs.target_direction) == {"max"}
+    config = scoring.ScoringConfig.from_dict(open_store(store).scoring_config())
+    assert config.base_workloads == ("wa",) and not config.apply_held_out
+    assert config.self_tuning_budget_factor == 1.5 and config.benchmark_version == "0.6"
+    assert main(["score", "--store", store, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # slow takes 2x: its profile is 1 from tau = 2 to 4, an area of 2 / 3 (trapezoid rule)
+    assert result["scores"] == {"fast": 1.0, "slow": pytest.approx(2 / 3, abs=0.01)}
+    assert result["time_to_target"]["fast"]["wa"] == 40.0  # the median of 3 studies' times
+    assert result["time_to_target"]["slow"]["wa"] == 80.0
+    # a second import of the same tree adds nothing and keeps the scored workloads
+    assert main(["import-algoperf", str(tmp_path / "self_tuning"), "--store", store,
+                 "--targets", str(targets)]) == 0
+    assert "6 already in the store" in capsys.readouterr().out
+    assert scoring.ScoringConfig.from_dict(
+        open_store(store).scoring_config()).base_workloads == ("wa",)
+
+
+def test_a_bad_target_goal_is_one_line_naming_the_valid_ones(tmp_path):
+    bad = json.loads(json.dumps(TARGETS_V06))
+    bad["workloads"]["wa"]["target_metric_goal"] = "up"
+    (tmp_path / "t.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="target_metric_goal 'up': valid are minimize, maximize"):
+        load_targets(tmp_path / "t.json")
+
+
 # -- the real AlgoPerf v0.5 external-tuning logs ----------------------------------------------
 PUBLISHED_V05_EXTERNAL = {
     "shampoo_submission": 0.7784, "schedule_free_adamw": 0.7077, "generalized_adam": 0.6383,

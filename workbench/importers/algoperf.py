@@ -25,7 +25,12 @@ Budgets are recomputed from every imported trial of the store at the end of each
 
 The targets file (e.g. workload_targets_v05.json) gives each workload's target metric and
 validation target, and the benchmark version's scoring rules, which are recorded in the store so
-that `pacebench score` reproduces the official leaderboard.
+that `pacebench score` reproduces the official leaderboard. Files written since v0.6
+(scoring/workload_targets.json: nine scored workloads with finewebedu_lm, no held-out ones, a
+target_metric_goal per workload) read the same way; a scored workload that no imported log has
+is reported and left out of the scored set (the v0.6 leaderboard's logs have eight workloads),
+rather than counted as a miss for every submission. Self-tuning trees (one trial per study, no
+hparams.json) import under the "self" ruleset, with their version's budget factor.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from workbench.run_index import refresh_index
 from workbench import records as R
@@ -60,6 +65,7 @@ _EXPERIMENT = re.compile(r"(?P<workload>.+)_(?P<framework>jax|pytorch)"
 # Metric names by direction, as the official scorer decides it.
 _MINIMIZE = frozenset({"loss", "ce_loss", "error_rate", "ctc_loss", "wer", "l1_loss", "ppl"})
 _MAXIMIZE = frozenset({"mean_average_precision", "ssim", "accuracy", "bleu"})
+_GOALS = {"minimize": "min", "maximize": "max"}  # target_metric_goal, in files since v0.6
 # AlgoPerf eval columns -> ours (records.EVAL_COLUMNS); `<split>/<metric>` columns keep their name.
 _COLUMNS = {"global_step": "step", "score": "train_seconds",
             "accumulated_eval_time": "eval_seconds", "total_duration": "wall_seconds"}
@@ -96,13 +102,27 @@ class AlgoPerfTargets:
         base = max(bases, key=len)
         return base, workload[len(base) + 1:]
 
-    def scoring_config(self, budgets: Mapping[str, float]) -> ScoringConfig:
-        """The version's scoring rules; the held-out rule applies before v0.6."""
+    def direction(self, workload: str) -> str:
+        """"min" or "max": the file's target_metric_goal where it has one (the files written
+        since v0.6 do), else decided by the metric's name as the official scorer does."""
+        entry = self.workloads[workload]
+        goal = entry.get("target_metric_goal")
+        return _GOALS[goal] if goal is not None else metric_direction(entry["target_metric_name"])
+
+    def scoring_config(self, budgets: Mapping[str, float],
+                       logged: Iterable[str] | None = None) -> ScoringConfig:
+        """The version's scoring rules; the held-out rule applies before v0.6. `logged`: the
+        workloads that have logs; a base workload without any is not scored (with it, every
+        submission would count a miss there: the v0.6 file lists finewebedu_lm, which the v0.6
+        leaderboard's logs do not have), nor are held-out variants of it."""
         old = tuple(int(x) for x in re.findall(r"\d+", self.version)[:2]) < (0, 6)
+        logged = None if logged is None else set(logged)
+        bases = tuple(w for w in self.base_workloads if logged is None or w in logged)
+        held_out = {w: self.base_of(w)[0] for w in self.held_out_workloads}
+        held_out = {w: b for w, b in held_out.items() if b in bases}
         return ScoringConfig(
-            base_workloads=self.base_workloads,
-            held_out={w: self.base_of(w)[0] for w in self.held_out_workloads},
-            apply_held_out=old and bool(self.held_out_workloads),
+            base_workloads=bases, held_out=held_out,
+            apply_held_out=old and bool(held_out),
             budgets={w: float(b) for w, b in sorted(budgets.items())},
             self_tuning_budget_factor=3.0 if old else 1.5, benchmark_version=self.version)
 
@@ -119,6 +139,8 @@ def load_targets(path: str | os.PathLike) -> AlgoPerfTargets:
         raise ValueError(f"targets file {path} is not valid JSON: {e}") from None
     need = ("benchmark_version", "base_workloads", "held_out_workloads", "workloads")
     missing = [k for k in need if k not in doc] if isinstance(doc, dict) else list(need)
+    if missing == ["held_out_workloads"]:  # a version without held-out workloads may omit it
+        doc["held_out_workloads"], missing = [], []
     if missing:
         raise ValueError(f"targets file {path} lacks keys {missing}: an AlgoPerf targets file has "
                          f"{list(need)}")
@@ -129,7 +151,10 @@ def load_targets(path: str | os.PathLike) -> AlgoPerfTargets:
         if not entry or "target_metric_name" not in entry or "validation_target_value" not in entry:
             raise ValueError(f"targets file {path}: workload {name!r} needs target_metric_name "
                              "and validation_target_value under 'workloads'")
-        metric_direction(entry["target_metric_name"])
+        if entry.get("target_metric_goal", "minimize") not in _GOALS:
+            raise ValueError(f"targets file {path}: workload {name!r} has target_metric_goal "
+                             f"{entry['target_metric_goal']!r}: valid are {', '.join(_GOALS)}")
+        targets.direction(name)
     return targets
 
 
@@ -375,7 +400,7 @@ def _document(log: TrialLog, targets: AlgoPerfTargets, study_name: str, ruleset:
         "seed": 0, "rng_seed": meta.get("rng_seed"), "hparams": dict(hparams),
         "batch_size": None, "status": "complete", "stop_reason": "imported from AlgoPerf logs",
         "hardware": _hardware(meta), "source": "algoperf", "target_metric": metric,
-        "target_direction": metric_direction(metric),
+        "target_direction": targets.direction(log.workload),
         "target_validation": float(entry["validation_target_value"]),
         "target_test": meta.get("workload.test_target_value"),
         "budget_seconds": meta.get("workload.max_allowed_runtime_sec"), "budget_steps": None,
@@ -398,6 +423,7 @@ class ImportReport:
     existing: int = 0            # trials already in the store (left untouched)
     without_evals: int = 0       # trial folders without eval_measurements.csv (nothing to import)
     ignored: list[str] = field(default_factory=list)   # what the official scorer ignores, and why
+    without_logs: list[str] = field(default_factory=list)  # scored workloads no log has: not scored
     problems: list[str] = field(default_factory=list)  # files that could not be read: not imported
     submissions: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -408,6 +434,13 @@ class ImportReport:
                 f"{self.seconds:.1f} s ({self.existing} already in the store, "
                 f"{self.without_evals} trial folders without {EVAL_FILE}, "
                 f"{len(self.ignored)} folders ignored, {len(self.problems)} problems)")
+
+    def unscored(self) -> str | None:
+        """One line on the targets file's scored workloads that no log has, or None."""
+        if not self.without_logs:
+            return None
+        return (f"not scored: {', '.join(self.without_logs)} (scored workloads of the targets "
+                "file that no log has; counting them would give every submission a miss there)")
 
 
 def _ruleset_of(submission: Path, given: str | None) -> str | None:
@@ -489,18 +522,24 @@ def _clashes(submissions: list[Path]) -> dict[Path, str]:
     return out
 
 
-def _budgets(store: Store, targets: AlgoPerfTargets, report: "ImportReport") -> dict[str, float]:
-    """Each workload's time budget, from every imported trial of this version in the store (so an
-    import repeated after an aborted one repairs the budgets): the value most trials give
-    (the larger one on a tie); trials that disagree are reported."""
+def _budgets(store: Store, targets: AlgoPerfTargets,
+             report: "ImportReport") -> tuple[dict[str, float], set[str]]:
+    """(each workload's time budget, the workloads with logs), from every imported trial of this
+    version in the store (so an import repeated after an aborted one repairs the budgets). A
+    budget is the value most trials give (the larger one on a tie); trials that disagree are
+    reported, and so are scored workloads of the targets file that no trial has."""
     from workbench import query  # the read side (DuckDB): only needed at the end of an import
 
     runs = query.runs_frame(store)
-    runs = runs[(runs["source"] == "algoperf")
-                & runs["study_name"].str.startswith(f"algoperf-v{targets.version}-")
-                & runs["budget_seconds"].gt(0)]
+    if not runs.empty:
+        runs = runs[(runs["source"] == "algoperf")
+                    & runs["study_name"].str.startswith(f"algoperf-v{targets.version}-")]
+    logged = set(runs["workload"]) if not runs.empty else set()
+    report.without_logs = [w for w in targets.base_workloads if w not in logged]
     budgets = {}
-    for workload, values in runs.groupby("workload")["budget_seconds"]:
+    timed = runs[runs["budget_seconds"].gt(0)] if not runs.empty else runs
+    for workload, values in (timed.groupby("workload")["budget_seconds"] if not timed.empty
+                             else ()):
         counts = values.value_counts()
         budgets[workload] = float(max(counts.index, key=lambda v: (counts[v], v)))
         if len(counts) > 1:
@@ -508,22 +547,30 @@ def _budgets(store: Store, targets: AlgoPerfTargets, report: "ImportReport") -> 
                 f"workload {workload!r}: trials disagree on workload.max_allowed_runtime_sec "
                 f"({', '.join(f'{n} at {v:g} s' for v, n in counts.items())}); scored with "
                 f"{budgets[workload]:g} s")
-    return budgets
+    return budgets, logged
 
 
-def _record_config(store: Store, targets: AlgoPerfTargets, budgets: Mapping[str, float]) -> None:
-    """Write the version's scoring rules into the store; refuse another version's store."""
+def _check_version(store: Store, targets: AlgoPerfTargets) -> dict | None:
+    """The store's recorded AlgoPerf scoring rules (None: none yet); ValueError when they are
+    another benchmark version's."""
     old = store.scoring_config()
-    new = targets.scoring_config(budgets)
-    if old is not None:
-        same = ("benchmark_version", "base_workloads", "held_out", "apply_held_out")
-        if any(old.get(k) != new.to_dict()[k] for k in same):
-            raise ValueError(f"store {store.root} holds AlgoPerf v{old.get('benchmark_version')} "
-                             f"results with other scoring rules than v{targets.version}'s: "
-                             "import each benchmark version into its own store")
-        if not budgets:  # keep what an earlier import recorded when no run gives a budget
-            new = targets.scoring_config(old.get("budgets") or {})
-    store.write_scoring_config(new.to_dict())
+    if old is not None and (
+            old.get("benchmark_version") != targets.version
+            or not set(old.get("base_workloads") or ()) <= set(targets.base_workloads)
+            or not set(old.get("held_out") or {}) <= set(targets.held_out_workloads)):
+        raise ValueError(f"store {store.root} holds AlgoPerf v{old.get('benchmark_version')} "
+                         f"results with other scoring rules than v{targets.version}'s: import "
+                         "each benchmark version into its own store")
+    return old
+
+
+def _record_config(store: Store, targets: AlgoPerfTargets, budgets: Mapping[str, float],
+                   logged: set[str]) -> None:
+    """Write the version's scoring rules into the store: the scored workloads are those with
+    logs (`logged`, and those an earlier import recorded)."""
+    old = _check_version(store, targets) or {}
+    logged = logged | set(old.get("base_workloads") or ())
+    store.write_scoring_config(targets.scoring_config(budgets, logged).to_dict())
 
 
 def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
@@ -549,7 +596,7 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
     store = store if isinstance(store, Store) else open_store(store, create=True)
     store.ensure()
     report = ImportReport()
-    _record_config(store, targets, {})  # fails early on a store of another version
+    _check_version(store, targets)  # fails early on a store of another version
     clashes = _clashes(submissions)
     jobs = []
     for submission in submissions:
@@ -570,7 +617,10 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
                 continue
             setattr(report, outcome, getattr(report, outcome) + 1)
     refresh_index(store)
-    _record_config(store, targets, _budgets(store, targets, report))
+    budgets, logged = _budgets(store, targets, report)
+    logged |= {log.workload for log, _ in jobs}  # a workload whose every log was unreadable
+    report.without_logs = [w for w in report.without_logs if w not in logged]  # stays scored
+    _record_config(store, targets, budgets, logged)
     report.seconds = time.perf_counter() - start
     return report
 

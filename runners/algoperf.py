@@ -32,6 +32,7 @@ import importlib.abc
 import importlib.util
 import inspect
 import logging
+import os
 import sys
 from collections import namedtuple
 from pathlib import Path
@@ -121,17 +122,37 @@ def ensure_algoperf_imports() -> list[str]:
     return missing
 
 
+ROOT_ENV = "PACEBENCH_ALGOPERF_ROOT"  # --algoperf-root: folders (os.pathsep) on the import path
+
+
+def algoperf_roots() -> list[str]:
+    """The repository roots that --algoperf-root gave (through the environment, so that every
+    worker process of the launcher sees them)."""
+    return [r for r in os.environ.get(ROOT_ENV, "").split(os.pathsep) if r]
+
+
+def set_algoperf_roots(roots: list[str | Path]) -> None:
+    """Put the folders `roots` on the import path of submissions, here and in the workers."""
+    for root in roots:
+        if not Path(root).is_dir():
+            raise SubmissionError(f"--algoperf-root {root}: not a folder")
+    os.environ[ROOT_ENV] = os.pathsep.join(str(Path(r).resolve()) for r in roots)
+
+
 def load_submission(path: str | Path) -> ModuleType:
     """Import the submission file at `path` as a module and check its required functions.
 
-    Its folder is appended to sys.path, so a submission split over several files imports them.
+    Its folder is appended to sys.path, so a submission split over several files imports them,
+    and so are the --algoperf-root folders (algoperf_roots), for a submission that imports its
+    helpers relative to its repository's root (`from submissions.x.helpers import ...`).
     """
     path = Path(path).expanduser().resolve()
     if not path.is_file():
         raise SubmissionError(f"AlgoPerf submission file not found: {path}")
     ensure_algoperf_imports()
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))
+    for folder in [str(path.parent), *algoperf_roots()]:
+        if folder not in sys.path:
+            sys.path.append(folder)
     name = f"algoperf_submission_{file_sha256(path)[:12]}"
     module_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(module_spec)
@@ -145,7 +166,8 @@ def load_submission(path: str | Path) -> ModuleType:
             raise SubmissionError(
                 f"submission {path} imports {err.name!r}, which is not installed here: install "
                 f"{package!r} into this environment (pip install {package}), or, if it is a "
-                "folder of the submission's repository, put the submission beside it") from err
+                "folder of the submission's repository, pass --algoperf-root <that repository's "
+                "root>") from err
         where = f" (line {err.lineno})" if isinstance(err, SyntaxError) and err.lineno else ""
         raise SubmissionError(f"could not import submission {path}: {type(err).__name__}"
                               f"{where}: {err.msg if isinstance(err, SyntaxError) else err}") \
@@ -241,7 +263,8 @@ class AlgoPerfAlgorithm(Algorithm):
         return cls(submission_path(name), hparams)
 
     def provenance(self) -> dict[str, Any]:
-        return {"kind": "algoperf_submission", "path": str(self.path), "sha256": self.sha256}
+        return {"kind": "algoperf_submission", "path": str(self.path), "sha256": self.sha256,
+                **({"algoperf_root": algoperf_roots()} if algoperf_roots() else {})}
 
     def batch_size(self, spec: WorkloadSpec) -> int:
         """get_batch_size(name), then of the base workload; else the catalog's, with a warning."""

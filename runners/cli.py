@@ -47,9 +47,13 @@ def _training_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _algoperf_flags(p: argparse.ArgumentParser, run: bool, which=None) -> None:
-    """--algoperf-submission (in the group `which` when given) and --tuning-search-space."""
+    """--algoperf-submission (in the group `which` when given), --algoperf-root and
+    --tuning-search-space."""
     (which or p).add_argument("--algoperf-submission", metavar="SUBMISSION.py",
                               help="an AlgoPerf-API PyTorch submission file, run unchanged")
+    p.add_argument("--algoperf-root", metavar="DIR", action="append", default=[],
+                   help="a repository root on the submissions' import path, for those that "
+                        "import their helpers relative to it (repeatable)")
     p.add_argument("--tuning-search-space", metavar="SPACE.json",
                    help=("draw the submission's hyperparameters (unless --hparams) from this "
                          "AlgoPerf search space " if run else "its AlgoPerf search space ")
@@ -100,11 +104,18 @@ def _scaling_flags(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 # --- the commands ------------------------------------------------------------------------------
+WORKLOAD_HELP = ("catalog names (pacebench list), installed plug-ins, path/file.py:Factory or "
+                 "pkg.module:Factory (runners/plugins.py), or entry=<factory> for one entry")
+ALGORITHM_HELP = ("built-ins, installed plug-ins, path/file.py:Class, pkg.module:Class (e.g. "
+                  "torch.optim:RAdam), algoperf:path/submission.py, each optionally as "
+                  "name=<spec>")
+
+
 def _add_run(sub) -> None:
     p = sub.add_parser("run", help="train one run and record it")
-    p.add_argument("--workload", required=True)
+    p.add_argument("--workload", required=True, help=WORKLOAD_HELP)
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--algorithm")
+    which.add_argument("--algorithm", help=ALGORITHM_HELP)
     _algoperf_flags(p, run=True, which=which)
     p.add_argument("--hparams", type=_hparams, default={}, help="JSON object or @file.json")
     p.add_argument("--seed", type=int, default=0)
@@ -116,10 +127,8 @@ def _add_run(sub) -> None:
 
 def _add_study(sub) -> None:
     p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
-    p.add_argument("--workloads", type=_csv, required=True)
-    p.add_argument("--algorithms", type=_csv,
-                   help="built-ins, path/file.py:Class, pkg.module:Class (e.g. torch.optim:RAdam),"
-                        " algoperf:path/submission.py, each optionally as name=<spec>")
+    p.add_argument("--workloads", type=_csv, required=True, help=WORKLOAD_HELP)
+    p.add_argument("--algorithms", type=_csv, help=ALGORITHM_HELP)
     _algoperf_flags(p, run=False)
     p.add_argument("--ruleset", choices=("external", "self"), default="external")
     p.add_argument("--studies", type=int, default=1)
@@ -146,7 +155,7 @@ def _add_study(sub) -> None:
 def _add_scale(sub) -> None:
     p = sub.add_parser("scale", help="a batch-size (and sparsity) scaling study: steps to a "
                                      "goal per batch size")
-    p.add_argument("--workloads", type=_csv, required=True)
+    p.add_argument("--workloads", type=_csv, required=True, help=WORKLOAD_HELP)
     p.add_argument("--algorithms", type=_csv, required=True,
                    help="each needs <algorithm>_scaling.json beside its search space")
     p.add_argument("--trials", type=int, default=5, help="quasirandom points per cell")
@@ -235,8 +244,9 @@ def _add_views(sub) -> None:
 
 def _add_targets_and_list(sub) -> None:
     p = sub.add_parser("set-targets", help="set a workload's targets from a tuned baseline")
-    p.add_argument("--workload", required=True)
-    p.add_argument("--algorithm", default="nadamw")
+    p.add_argument("--workload", required=True, help=WORKLOAD_HELP)
+    p.add_argument("--algorithm", default="nadamw", help="the candidates, comma-separated: "
+                   + ALGORITHM_HELP)
     p.add_argument("--trials", type=int, default=8, help="tuning trials before the reruns")
     p.add_argument("--reruns", type=int, default=10, help="reruns of the best trial (default 10)")
     rule = p.add_mutually_exclusive_group()
@@ -247,13 +257,15 @@ def _add_targets_and_list(sub) -> None:
     p.add_argument("--horizon", type=float, default=0.5, help="share of the step hint counted")
     p.add_argument("--reuse-tuning", action="store_true", help="reuse the record's tuning")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--out", default="targets", help="folder for the target-setting record")
+    p.add_argument("--out", help="folder for the target-setting record (default: targets/, or "
+                                 "for a plug-in workload from a file targets/ beside it)")
     _training_flags(p)
     p.set_defaults(func=commands.set_targets)
 
     p = sub.add_parser("noise", help="the noise floor: one setting run under N seeds")
-    p.add_argument("--workload", required=True)
-    p.add_argument("--algorithm", help="default: the workload's tuned baseline (targets record)")
+    p.add_argument("--workload", required=True, help=WORKLOAD_HELP)
+    p.add_argument("--algorithm", help="default: the workload's tuned baseline (targets "
+                                       "record); else " + ALGORITHM_HELP)
     p.add_argument("--hparams", type=_hparams, help="JSON or @file.json (default: the baseline's)")
     p.add_argument("--seeds", type=int, default=10, help="number of seeds (default 10)")
     p.add_argument("--first-seed", type=int, default=1000, help="seeds from this one up")

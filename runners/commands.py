@@ -46,7 +46,11 @@ def launch_options(args: argparse.Namespace):
 
 
 def _submission(args: argparse.Namespace) -> str | None:
-    """The algorithm name of --algoperf-submission ("algoperf:<absolute path>"), or None."""
+    """The algorithm name of --algoperf-submission ("algoperf:<absolute path>"), or None.
+    Puts the --algoperf-root folders on the submissions' import path first."""
+    if args.algoperf_root:
+        from runners.algoperf import set_algoperf_roots
+        set_algoperf_roots(args.algoperf_root)
     if not args.algoperf_submission:
         if args.tuning_search_space:
             raise ValueError("--tuning-search-space goes with --algoperf-submission")
@@ -78,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     from runners.algorithms import algorithm_names
     from runners.algorithms.sources import parse_algorithm
+    from runners.plugins import with_workload_source
 
     submission = _submission(args)
     source = None if submission else parse_algorithm(args.algorithm, algorithm_names())
@@ -90,11 +95,13 @@ def run(args: argparse.Namespace) -> int:
     if space and not hparams:
         hparams = _first_trial(space, args.name, algorithm)
         print(f"hyperparameters drawn from {space}: {json.dumps(hparams)}")
-    config = RunConfig(workload=args.workload, algorithm=algorithm, hparams=hparams,
+    config = RunConfig(workload=_one_workload(args.workload), algorithm=algorithm,
+                       hparams=hparams,
                        seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
                        study_name=args.name, execution=execution_options(args),
                        algorithm_source=loader.spec if loader else None,
                        algorithm_sha256=loader.sha256 if loader else None)
+    config = with_workload_source([config])[0]  # a plug-in workload: the run records it
     get_workload(config.workload)  # an unknown name is an error naming the known ones,
     if not submission:             # before anything is written
         get_algorithm(config.algorithm, config.hparams, config.algorithm_source,
@@ -139,7 +146,8 @@ def study(args: argparse.Namespace) -> int:
     if not algorithms:
         raise ValueError("give --algorithms, --algoperf-submission, or both")
     spaces = {submission: args.tuning_search_space} if args.tuning_search_space else None
-    spec = StudySpec(workloads=args.workloads, algorithms=algorithms, ruleset=args.ruleset,
+    spec = StudySpec(workloads=_workloads(args.workloads), algorithms=algorithms,
+                     ruleset=args.ruleset,
                      studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
                      name=args.name, max_steps=args.max_steps,
                      stop_on_target=not args.no_stop_on_target,
@@ -162,6 +170,9 @@ def _algorithm_sources(items: list[str], store) -> dict:
     sources: dict = {}
     for text in items:
         source = parse_algorithm(text, algorithm_names())
+        if source.kind == "algoperf":  # fail now, naming what is missing, not in every worker
+            from runners.algoperf import load_submission, submission_path
+            load_submission(submission_path(source.spec))
         if source.name in sources and sources[source.name] != source:
             raise ValueError(f"two algorithms are named {source.name!r}: "
                              f"{describe(sources[source.name])} and {describe(source)}; name "
@@ -197,7 +208,7 @@ def scale(args: argparse.Namespace) -> int:
     from workbench.spec import ScalingSpec
     from workbench.store import open_store
 
-    spec = ScalingSpec(workloads=args.workloads, algorithms=args.algorithms,
+    spec = ScalingSpec(workloads=_workloads(args.workloads), algorithms=args.algorithms,
                        batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
                        prune_method=args.prune_method, trials=args.trials, goal=args.goal,
                        max_steps=args.max_steps or ScalingSpec.max_steps,
@@ -490,14 +501,41 @@ def serve(args: argparse.Namespace) -> int:
     return run_child(cmd, env)
 
 
-def set_targets(args: argparse.Namespace) -> int:
-    """`pacebench set-targets`: a workload's targets from a tuned baseline."""
-    from runners.target_setting import set_targets as run_procedure
+def _workloads(items: list[str]) -> list[str]:
+    """Workload names of `--workloads` items, plug-ins loaded (runners/plugins.py)."""
+    from runners.plugins import resolve_workloads
 
-    run_procedure(args.workload, args.algorithm, trials=args.trials, reruns=args.reruns,
-                  reach_quantile=args.reach_quantile, horizon=args.horizon, out_dir=Path(args.out),
-                  store_path=store_path(args), workers=args.workers, data_dir=args.data_dir,
-                  execution=execution_options(args), reuse_tuning=args.reuse_tuning)
+    return resolve_workloads(items)
+
+
+def _one_workload(item: str) -> str:
+    """The one workload that a `--workload` item names."""
+    names = _workloads([item])
+    if len(names) != 1:
+        raise ValueError(f"{item} holds {len(names)} workloads ({', '.join(names)}): name one "
+                         f"as <workload>={item}")
+    return names[0]
+
+
+def set_targets(args: argparse.Namespace) -> int:
+    """`pacebench set-targets`: targets from a tuned baseline, for each workload given."""
+    from runners.target_setting import set_targets as run_procedure
+    from workbench.catalog import plugin_source
+    from workbench.store import open_store
+
+    store = open_store(store_path(args), create=True)
+    sources = _algorithm_sources(args.algorithm.split(","), store)
+    for workload in _workloads([args.workload]):
+        out = args.out
+        source = plugin_source(workload)
+        if out is None:  # a plug-in's record goes beside its file; a built-in's to targets/
+            where = source[0].rpartition(":")[0] if source and source[1] else None
+            out = Path(where).parent / "targets" if where else Path("targets")
+        run_procedure(workload, list(sources), trials=args.trials, reruns=args.reruns,
+                      reach_quantile=args.reach_quantile, horizon=args.horizon,
+                      out_dir=Path(out), store_path=store.root, workers=args.workers,
+                      data_dir=args.data_dir, execution=execution_options(args),
+                      reuse_tuning=args.reuse_tuning, sources=sources)
     return 0
 
 
@@ -509,7 +547,7 @@ def noise(args: argparse.Namespace) -> int:
     from workbench.noise_floor import min_detectable_speedup
     from workbench.store import open_store
 
-    spec = get_workload(args.workload)
+    spec = get_workload(_one_workload(args.workload))
     if args.seeds < 2:
         raise ValueError(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
     if any(k < 1 for k in args.studies):
@@ -522,12 +560,15 @@ def noise(args: argparse.Namespace) -> int:
         algorithm = baseline[0]
     if hparams is None:
         hparams = baseline[1] if baseline and baseline[0] == algorithm else {}
-    get_algorithm(algorithm, hparams)  # a bad name or hyperparameter fails before any run
     store = open_store(store_path(args), create=True)
+    source = next(iter(_algorithm_sources([algorithm], store).values()))
+    algorithm = source.name
+    loader = None if source.loaded_by_name else source
+    get_algorithm(algorithm, hparams, loader and loader.spec, loader and loader.sha256)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     floor, runs = measure_noise_floor(store, spec.name, algorithm, hparams, seeds, args.name,
                                       args.workers, args.data_dir, execution_options(args),
-                                      progress=not args.quiet)
+                                      progress=not args.quiet, source=source)
     if args.json:
         print(json.dumps({"workload": spec.name, "algorithm": algorithm, "hparams": hparams,
                           **noise_report(floor, runs, args.studies)}, indent=1))
@@ -551,6 +592,7 @@ def noise(args: argparse.Namespace) -> int:
 def list_names(args: argparse.Namespace) -> int:
     """`pacebench list`: the workloads and algorithms."""
     from runners.algorithms import algorithm_names
+    from runners.plugins import ALGORITHM_GROUP, WORKLOAD_GROUP
     from workbench.catalog import CATALOG, PUBLISHED_TARGETS
 
     if args.markdown:
@@ -562,11 +604,30 @@ def list_names(args: argparse.Namespace) -> int:
         mark = "*" if name in PUBLISHED_TARGETS else " "
         print(f"  {name:28} {t.metric} {'>=' if t.direction == 'max' else '<='} {t.validation:g}"
               f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
+    _list_plugins(WORKLOAD_GROUP, "workload plug-ins")
     print("algorithms (built in; any other is named by --algorithms path/file.py:Class, "
           "package.module:Class, torch.optim:Name or algoperf:path/submission.py):")
     for name in algorithm_names():
         print(f"  {name:28} runners/algorithms/{name}.py, search space {name}.json")
+    _list_plugins(ALGORITHM_GROUP, "algorithm plug-ins")
     return 0
+
+
+def _list_plugins(group: str, title: str) -> None:
+    """The installed entry points of `group`: name, where from, and a workload factory's
+    entries (a plug-in that fails to load is listed with its error)."""
+    from runners.plugins import WORKLOAD_GROUP, PluginError, entry_points, load_workloads
+
+    installed = entry_points(group)
+    print(f"{title} (installed, entry-point group {group}): {'' if installed else 'none'}")
+    for name, value in installed.items():
+        detail = ""
+        if group == WORKLOAD_GROUP:
+            try:
+                detail = f" -> {', '.join(load_workloads(value).names)}"
+            except PluginError as err:
+                detail = f" (cannot load: {err})"
+        print(f"  {name:28} {value}{detail}")
 
 
 def _catalog_table() -> str:

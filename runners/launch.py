@@ -68,6 +68,7 @@ def plan_study(spec: StudySpec,
     """
     from runners.algorithms import search_space_path
     from runners.algorithms.sources import search_space_of
+    from runners.plugins import with_workload_source
     from runners.tuning import SearchSpace, study_trials
 
     for name in spec.workloads:
@@ -100,7 +101,7 @@ def plan_study(spec: StudySpec,
                             batch_size=spec.batch_size, max_steps=spec.max_steps,
                             budget_multiplier=spec.budget_multiplier,
                             stop_on_target=spec.stop_on_target, execution=spec.execution))
-    return configs
+    return with_workload_source(configs)
 
 
 def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = False,
@@ -143,6 +144,9 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     """Run the `configs` of study `name` not done yet (resume), with the workers' `hooks`,
     `workers` trials at a time on the backend that `options` names (default: the local pool).
     Refreshes the store's run index at the end."""
+    from runners.plugins import with_workload_source
+
+    configs = with_workload_source(configs)  # plug-in workloads: their runs record the source
     options = options or LaunchOptions()
     options.check()
     if workers < 1:

@@ -68,9 +68,11 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     and the workload sharded before the accelerator and the algorithm see them.
     """
     from runners.algorithms import get_algorithm
+    from runners.plugins import use_workload_source
     from runners.workloads import build_workload
 
     options = config.execution
+    use_workload_source(config)  # a plug-in workload: its factory, loaded in this process
     device = resolve_device(options.device if device is None else device)
     torch.set_num_threads(options.threads)  # fixed per run: reductions (and so results) depend on it
     spec = get_workload(config.workload)

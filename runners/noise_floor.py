@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from runners.launch import run_configs
+from runners.plugins import with_workload_source
 from workbench import query
 from workbench.catalog import get_workload
 from workbench.noise_floor import NoiseFloor, min_detectable_speedup, noise_floor
@@ -26,16 +27,22 @@ def run_seeds(store: Store, name: str, workload: str, algorithm: str,
               hparams: Mapping[str, Any], seeds: Sequence[int], workers: int = 2,
               stop_on_target: bool = True, max_steps: int | None = None,
               data_dir: str | Path | None = None, execution: ExecutionOptions | None = None,
-              progress: bool = True) -> pd.DataFrame:
+              progress: bool = True, source: Any = None) -> pd.DataFrame:
     """Run (or resume) one setting under `seeds` as study `name`; its runs, one row per seed.
 
     Each seed is a trial of its own (trial index = position in `seeds`). Runs already complete
     or diverged in the store are not run again; a diverged run is part of the record.
+    `source`: the algorithm's AlgorithmSource (runners/algorithms/sources.py) when its name
+    alone does not load it.
     """
+    loader = None if source is None or source.loaded_by_name else source
     configs = [RunConfig(workload=workload, algorithm=algorithm, hparams=dict(hparams),
                          seed=int(seed), study_name=name, trial=i, max_steps=max_steps,
-                         stop_on_target=stop_on_target, execution=execution or ExecutionOptions())
+                         stop_on_target=stop_on_target, execution=execution or ExecutionOptions(),
+                         algorithm_source=loader.spec if loader else None,
+                         algorithm_sha256=loader.sha256 if loader else None)
                for i, seed in enumerate(seeds)]
+    configs = with_workload_source(configs)  # a plug-in workload: its runs record the source
     run_configs(configs, store, name, workers, resume=True, data_dir=data_dir, progress=progress)
     keys = {c.trial_key for c in configs}
     runs = query.runs_frame(store)
@@ -48,16 +55,17 @@ def measure_noise_floor(store: Store, workload: str, algorithm: str, hparams: Ma
                         seeds: Sequence[int], name: str | None = None, workers: int = 2,
                         data_dir: str | Path | None = None,
                         execution: ExecutionOptions | None = None,
-                        progress: bool = True) -> tuple[NoiseFloor, pd.DataFrame]:
+                        progress: bool = True, source: Any = None
+                        ) -> tuple[NoiseFloor, pd.DataFrame]:
     """(noise floor, runs) of `algorithm` with `hparams` on `workload` under `seeds`.
 
     Every run stops at the workload's targets, as in a study, and is timed as in a study; a run
-    that misses (or diverges) counts against the reach rate.
+    that misses (or diverges) counts against the reach rate. `source`: as in run_seeds.
     """
     get_workload(workload)
     name = name or f"noise-{workload}-{algorithm}"
     runs = run_seeds(store, name, workload, algorithm, hparams, seeds, workers, data_dir=data_dir,
-                     execution=execution, progress=progress)
+                     execution=execution, progress=progress, source=source)
     times = [t if reached else None for t, reached in zip(runs.time_to_target, runs.reached_target)]
     return noise_floor(times), runs
 

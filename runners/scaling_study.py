@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runners.launch import StudyResult, run_configs
+from runners.plugins import with_workload_source
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig, ScalingSpec, stable_hash, to_plain
 from workbench.store import Store
@@ -80,7 +81,7 @@ def plan_scaling(spec: ScalingSpec) -> list[RunConfig]:
                         max_steps=spec.max_steps, execution=spec.execution, stop_on_target=False,
                         sparsity=sparsity, prune_method=spec.prune_method,
                         eval_every=spec.eval_every))
-    return configs
+    return with_workload_source(configs)
 
 
 def run_scaling(spec: ScalingSpec, store: Store, workers: int = 1, resume: bool = False,

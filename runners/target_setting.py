@@ -27,11 +27,12 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
 
 from workbench import query
-from workbench.catalog import get_workload
+from workbench.catalog import get_workload, plugin_source
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
 from workbench.records import metric_column
 from workbench.spec import ExecutionOptions, StudySpec, Target
@@ -103,15 +104,16 @@ def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target,
 
 
 def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, max_steps: int,
-          workers: int, data_dir, execution: ExecutionOptions | None) -> pd.DataFrame:
+          workers: int, data_dir, execution: ExecutionOptions | None,
+          sources: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Run (or resume) the tuning study; return its finished attempts, one per trial."""
     from runners.launch import plan_study, run_study
 
     spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
                      name=name, max_steps=max_steps, stop_on_target=False,
                      execution=execution or ExecutionOptions())
-    keys = {c.trial_key for c in plan_study(spec)}
-    run_study(spec, store, workers=workers, resume=True, data_dir=data_dir)
+    keys = {c.trial_key for c in plan_study(spec, sources=sources)}
+    run_study(spec, store, workers=workers, resume=True, data_dir=data_dir, sources=sources)
     runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(["complete", "diverged"])]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")
@@ -134,13 +136,14 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                 reach_quantile: float | None = DEFAULT_REACH_QUANTILE,
                 horizon: float = DEFAULT_HORIZON, out_dir: Path = Path("targets"), store_path: Path = Path("results"),
                 workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
-                reuse_tuning: bool = False) -> dict:
+                reuse_tuning: bool = False, sources: Mapping[str, Any] | None = None) -> dict:
     """Run the target-setting procedure for `workload` and write its record; returns the record.
 
     reach_quantile None: AlgoPerf's median rule; horizon: the share of the step hint within which
     the reruns' values count (1: the whole run). reuse_tuning: take the tuning trials and the best
     trial from the workload's existing record in `out_dir` and only rerun (the tuning is not
-    repeated; the record keeps it).
+    repeated; the record keeps it). sources: {display name: AlgorithmSource} of the algorithms
+    that their names alone do not load (runners/algorithms/sources.py); the record names them.
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
@@ -161,13 +164,14 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
               f"{best['hparams']}")
     else:
         tuning, best = _tuning(store, f"{tag}-tuning", spec, algorithms, trials, workers,
-                               data_dir, execution)
+                               data_dir, execution, sources)
 
     from runners.noise_floor import run_seeds
 
     rerun_runs = run_seeds(store, f"{tag}-reruns", workload, best["algorithm"], best["hparams"],
                            range(1, reruns + 1), workers, stop_on_target=False, max_steps=steps,
-                           data_dir=data_dir, execution=execution)
+                           data_dir=data_dir, execution=execution,
+                           source=(sources or {}).get(best["algorithm"]))
     evals = query.evals_frame(store, list(rerun_runs.run_id))
     until = int(horizon * steps)
     rerun = [_summarise(r, evals, spec.target, until) for r in rerun_runs.itertuples()]
@@ -175,6 +179,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
               "horizon_steps": until,
               "algorithms": algorithms, "best_algorithm": best["algorithm"],
               "best_hparams": best["hparams"], "tuning": tuning, "tuning_reused": reuse_tuning,
+              **_sources(workload, sources),
               "hardware": store.run_doc(rerun[0]["run_id"])["hardware"],
               "date": dt.date.today().isoformat(),
               "command": "pacebench " + " ".join(sys.argv[1:])
@@ -188,11 +193,21 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     return record
 
 
+def _sources(workload: str, sources: Mapping[str, Any] | None) -> dict:
+    """Where the record's plug-ins come from: the algorithms that their names alone do not
+    load, and a plug-in workload's factory."""
+    plugin = plugin_source(workload)
+    return {"algorithm_sources": {n: s.spec for n, s in (sources or {}).items()
+                                  if not s.loaded_by_name},
+            "workload_source": plugin[0] if plugin else None}
+
+
 def _tuning(store, name: str, spec, algorithms: list[str], trials: int, workers: int, data_dir,
-            execution: ExecutionOptions | None) -> tuple[list[dict], dict]:
+            execution: ExecutionOptions | None, sources: Mapping[str, Any] | None
+            ) -> tuple[list[dict], dict]:
     """(every tuning trial's summary, the best trial) of a fresh (or resumed) tuning study."""
     tuned = _tune(store, name, spec.name, algorithms, trials, spec.step_hint, workers, data_dir,
-                  execution)
+                  execution, sources)
     evals = query.evals_frame(store, list(tuned.run_id))
     summaries = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
     sign = 1 if spec.target.direction == "max" else -1

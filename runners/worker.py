@@ -106,6 +106,11 @@ def run_job(job: Mapping[str, Any]) -> int:
         store = parallel.store(store)  # only rank 0 writes
         extra = {"parallel": parallel, "device": parallel.device}
     extra.update(_checkpoint(job, store, config, parallel))
+    try:  # a plug-in workload, for the hooks; a failure is recorded by the run's set-up
+        from runners.plugins import use_workload_source
+        use_workload_source(config)
+    except Exception:  # noqa: BLE001 - loop.run records it as the run's set-up failure
+        pass
     hooks = make_hooks(config, store, job.get("hooks") or {})
     should_stop = hooks.should_stop
     if parallel is not None and should_stop is not None:

@@ -304,3 +304,34 @@ def test_a_submission_needing_a_missing_package_fails_in_one_line(tmp_path, caps
     err_text = capsys.readouterr().err
     assert code != 0 and "optax_that_is_not_installed" in err_text
     assert len(err_text.strip().splitlines()) == 1 and "Traceback" not in err_text
+
+
+def test_a_submission_importing_helpers_from_its_repository_root_runs_with_algoperf_root(
+        tmp_path, capsys, monkeypatch):
+    """Competition entries import their helpers relative to their repository's root
+    (`from submissions.x.helpers import ...`); --algoperf-root puts that root on the path, in
+    the launcher and in every worker process."""
+    from runners.algoperf import ROOT_ENV
+    monkeypatch.setenv(ROOT_ENV, "")  # whatever main() sets is undone after the test
+    repo = tmp_path / "repo"
+    (repo / "shared_helpers").mkdir(parents=True)
+    (repo / "shared_helpers" / "__init__.py").write_text("")
+    (repo / "shared_helpers" / "speed.py").write_text("LR_SCALE = 1.0\n")
+    source = ("from shared_helpers.speed import LR_SCALE\n" + TIMED).replace(
+        "time.sleep(1.0)", "pass").replace("time.sleep(0.01)", "pass").replace(
+        "lr=hyperparameters.learning_rate", "lr=LR_SCALE * hyperparameters.learning_rate")
+    submission = repo / "submissions" / "mine" / "submission.py"
+    submission.parent.mkdir(parents=True)
+    submission.write_text(source)
+    (submission.parent / "tuning_search_space.json").write_text(
+        '{"learning_rate": {"feasible_points": [0.05]}, "stop_at": {"feasible_points": [1000]}}')
+    cmd = ["study", "--workloads", "synthetic", "--algorithms", f"algoperf:{submission}",
+           "--trials", "1", "--max-steps", "5", "--store", str(tmp_path / "s"), "--quiet"]
+    assert main(cmd) != 0  # without the root: one line that says what to pass
+    err = capsys.readouterr().err
+    assert "shared_helpers" in err and "--algoperf-root" in err and "Traceback" not in err
+    assert main([*cmd, "--algoperf-root", str(repo)]) == 0
+    runs = query.runs_frame(open_store(tmp_path / "s"))
+    assert list(runs.status) == ["complete"] and list(runs.algorithm) == ["mine"]
+    doc = open_store(tmp_path / "s").run_doc(runs.run_id.iloc[0])
+    assert doc["algorithm_source"]["algoperf_root"] == [str(repo.resolve())]

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from workbench.noise_floor import NoiseFloor
-from workbench.spec import Budget, EvalCadence, Target, WorkloadSpec
+from workbench.spec import Budget, EvalCadence, Target, WorkloadSpec, check_name
 
 __all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "get_workload",
-           "workload_names", "base_workloads", "variants_of", "target_record", "noise_floor_of", "tuned_baseline"]
+           "workload_names", "base_workloads", "variants_of", "target_record", "noise_floor_of",
+           "tuned_baseline", "register_plugin", "plugin_source"]
 
 # The target-setting records (`pacebench set-targets` writes them; the repository commits them)
 TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
@@ -230,12 +231,37 @@ PUBLISHED_TARGETS: dict[str, str] = {
 }
 
 
+# Plug-in workloads registered in this process (runners/plugins.py loads their factories):
+# name -> (catalog entry, source spec, the source file's sha256 or None)
+_PLUGINS: dict[str, tuple[WorkloadSpec, str, str | None]] = {}
+
+
+def register_plugin(spec: WorkloadSpec, source: str, sha256: str | None) -> None:
+    """Register a plug-in's catalog entry for this process; a built-in's name, or a name that
+    another source registered, is refused (KeyError)."""
+    check_name("workload name", spec.name)
+    if spec.name in CATALOG:
+        raise KeyError(f"workload {spec.name!r} is a built-in's name: give yours another")
+    known = _PLUGINS.get(spec.name)
+    if known is not None and known[1:] != (source, sha256):
+        raise KeyError(f"two workloads are named {spec.name!r}: from {known[1]} and {source}")
+    _PLUGINS[spec.name] = (spec, source, sha256)
+
+
+def plugin_source(name: str) -> tuple[str, str | None] | None:
+    """(source spec, sha256) of plug-in workload `name` registered here, or None."""
+    known = _PLUGINS.get(name)
+    return None if known is None else known[1:]
+
+
 def get_workload(name: str) -> WorkloadSpec:
-    """The catalog entry called `name`; a miss lists the valid names."""
+    """The catalog entry called `name` (a built-in, or a plug-in registered here); a miss lists
+    the valid names."""
     try:
-        return CATALOG[name]
+        return CATALOG[name] if name in CATALOG else _PLUGINS[name][0]
     except KeyError:
-        raise KeyError(f"unknown workload {name!r}: known are {', '.join(CATALOG)}") from None
+        raise KeyError(f"unknown workload {name!r}: known are "
+                       f"{', '.join([*CATALOG, *_PLUGINS])}") from None
 
 
 def workload_names() -> list[str]:

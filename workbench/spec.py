@@ -253,6 +253,8 @@ class RunConfig:
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # device, threads, ...
     algorithm_source: str | None = None     # what loads the algorithm when its name does not
     algorithm_sha256: str | None = None     # (runners/algorithms/sources.py), and its file's hash
+    workload_source: str | None = None      # the factory of a plug-in workload (runners/
+    workload_sha256: str | None = None      # plugins.py), and its file's hash
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
@@ -288,7 +290,9 @@ class RunConfig:
         # the model runs on it (precision, compile, memory format) is, when not the default.
         extra = {"sparsity": self.sparsity, "prune_method": self.prune_method,
                  "eval_every": self.eval_every, "algorithm_source": self.algorithm_source,
-                 "algorithm_sha256": self.algorithm_sha256}
+                 "algorithm_sha256": self.algorithm_sha256,
+                 "workload_source": self.workload_source,
+                 "workload_sha256": self.workload_sha256}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
@@ -323,7 +327,8 @@ class RunConfig:
 
 
 _RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None,
-                 "algorithm_source": None, "algorithm_sha256": None}
+                 "algorithm_source": None, "algorithm_sha256": None, "workload_source": None,
+                 "workload_sha256": None}
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@
                                     torch.optim.Optimizer, which Pacebench wraps (below)
     my_pkg.module:MyAlgo            the same from an importable module, e.g. torch.optim:RAdam
     algoperf:path/to/submission.py  an AlgoPerf-API submission (runners/algoperf.py)
+    lion                            an installed plug-in: an entry point of the group
+                                    `pacebench.algorithms` (runners/plugins.py)
     lion=path/to/lion.py:Lion       any of them under a display name
 
 The display name is what tables and legends show (default: the built-in's name, the class name,
@@ -24,12 +26,8 @@ or a JSON file name beside its file), else `<file stem>.json` beside the file.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import inspect
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -39,6 +37,8 @@ import torch
 from runners.algorithms.base import OptimizerAlgorithm
 from runners.algorithms.schedules import cosine_warmup, linear_warmup_decay, warmup_steps
 from runners.api import Algorithm
+from runners.plugins import (ALGORITHM_GROUP, PluginError, entry_points, import_object,
+                             is_file_spec, sha256_of)
 
 __all__ = ["AlgorithmSource", "parse_algorithm", "load_class", "SourceError", "wrap_optimizer",
            "derived_search_space", "search_space_of", "describe"]
@@ -47,7 +47,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
 SCHEDULES = ("cosine", "linear", "constant")
 
 
-class SourceError(ValueError):
+class SourceError(PluginError):
     """An algorithm spec that cannot be resolved: its one line says what is valid."""
 
 
@@ -57,7 +57,7 @@ class AlgorithmSource:
 
     name: str                 # what tables and legends show
     spec: str                 # how to load it ("adamw", "/abs/x.py:Cls", "pkg.mod:Cls", ...)
-    kind: str                 # "builtin" | "file" | "module" | "algoperf"
+    kind: str                 # "builtin" | "file" | "module" | "plugin" | "algoperf"
     sha256: str | None = None  # of the file, for "file" and "algoperf"
 
     @property
@@ -73,10 +73,6 @@ def _check_name(name: str, text: str) -> str:
     return name
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
     """The AlgorithmSource of one `--algorithms` item (see the module doc); `builtins`: the
     built-in names (runners.algorithms.algorithm_names())."""
@@ -88,66 +84,41 @@ def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
     spec = spec.strip()
     if spec in known:
         return AlgorithmSource(_check_name(name or spec, text), spec, "builtin")
+    installed = entry_points(ALGORITHM_GROUP)
+    if spec in installed:
+        return AlgorithmSource(_check_name(name or spec, text), installed[spec], "plugin")
     if spec.startswith(ALGOPERF_PREFIX):
         path = submission_path(algorithm_name(spec[len(ALGOPERF_PREFIX):]))
         if not path.is_file():
             raise SourceError(f"AlgoPerf submission file not found: {path}")
         return AlgorithmSource(_check_name(name or path.parent.name, text),
-                               ALGOPERF_PREFIX + str(path), "algoperf", _sha256(path))
+                               ALGOPERF_PREFIX + str(path), "algoperf", sha256_of(path))
     where, sep, cls = spec.rpartition(":")
     if not sep or not cls.isidentifier():
         raise SourceError(
-            f"unknown algorithm {text!r}: give a built-in ({', '.join(known)}), "
-            "path/to/file.py:Class, package.module:Class (e.g. torch.optim:RAdam) or "
-            "algoperf:path/to/submission.py, optionally as name=<any of those>")
-    if where.endswith(".py") or "/" in where or "\\" in where:
+            f"unknown algorithm {text!r}: give a built-in ({', '.join(known)}), an installed "
+            f"plug-in ({', '.join(installed) or 'none installed'}), path/to/file.py:Class, "
+            "package.module:Class (e.g. torch.optim:RAdam) or algoperf:path/to/submission.py, "
+            "optionally as name=<any of those>")
+    if is_file_spec(where):
         path = Path(where).expanduser().resolve()
         if not path.is_file():
             raise SourceError(f"algorithm file not found: {path} (in {text!r})")
         return AlgorithmSource(_check_name(name or cls, text), f"{path}:{cls}", "file",
-                               _sha256(path))
+                               sha256_of(path))
     if not all(part.isidentifier() for part in where.split(".")):
         raise SourceError(f"{where!r} (in {text!r}) is neither a .py file nor a module path")
     return AlgorithmSource(_check_name(name or cls, text), spec, "module")
 
 
-def _import_file(path: Path) -> Any:
-    module_name = f"pacebench_algorithm_{_sha256(path)[:12]}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # before exec: dataclasses and pickling look it up
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))  # its sibling files import
-    try:
-        spec.loader.exec_module(module)
-    except Exception as err:
-        del sys.modules[module_name]
-        raise SourceError(f"could not import {path}: {type(err).__name__}: {err}") from err
-    return module
-
-
 def load_class(spec: str, sha256: str | None = None) -> type[Algorithm]:
-    """The Algorithm class that `spec` (an AlgorithmSource.spec of kind file or module) names,
+    """The Algorithm class that `spec` (an AlgorithmSource.spec of kind file, module or plugin) names,
     a torch optimizer wrapped; `sha256`: the file's hash when the study was planned."""
+    try:
+        found = import_object(spec, sha256)
+    except PluginError as err:
+        raise SourceError(str(err)) from None
     where, _, cls_name = spec.rpartition(":")
-    if where.endswith(".py") or "/" in where or "\\" in where:
-        path = Path(where)
-        if not path.is_file():
-            raise SourceError(f"algorithm file not found: {path}")
-        if sha256 is not None and _sha256(path) != sha256:
-            raise SourceError(f"{path} changed since the study was planned (sha256 "
-                              f"{sha256[:12]}...): give the changed file another name, or plan "
-                              "the study again")
-        module = _import_file(path)
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as err:
-            raise SourceError(f"cannot import {where!r} for algorithm {spec!r}: {err} (is "
-                              f"{where.split('.')[0]!r} installed?)") from None
-    found = getattr(module, cls_name, None)
     if not inspect.isclass(found):
         raise SourceError(f"{where} has no class {cls_name!r}")
     if issubclass(found, torch.optim.Optimizer):
@@ -259,7 +230,7 @@ def search_space_of(source: AlgorithmSource) -> dict[str, Any] | Path:
 def describe(source: AlgorithmSource) -> str:
     """One line for `pacebench list` and messages: name, kind and where from."""
     where = {"builtin": "built in", "algoperf": "AlgoPerf submission", "file": "file",
-             "module": "module"}[source.kind]
+             "module": "module", "plugin": "installed plug-in"}[source.kind]
     sha = f", sha256 {source.sha256[:12]}" if source.sha256 else ""
     return f"{source.name}: {where} {source.spec}{sha}"
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
+
 import torch
 
 from runners.api import Workload
@@ -13,7 +15,7 @@ from runners.workloads.shakespeare import ShakespeareCharWorkload
 from runners.workloads.synthetic import SyntheticWorkload
 from workbench.spec import WorkloadSpec
 
-__all__ = ["WORKLOADS", "build_workload", "workload_keys"]
+__all__ = ["WORKLOADS", "PLUGIN_BUILDERS", "build_workload", "workload_keys"]
 
 # "<spec.dataset>/<spec.model['arch']>" -> workload class, called as cls(spec, device, data_dir)
 WORKLOADS: dict[str, type[Workload]] = {
@@ -28,6 +30,10 @@ WORKLOADS: dict[str, type[Workload]] = {
     "synthetic/mlp": SyntheticWorkload,
 }
 
+# Plug-in workloads loaded in this process (runners/plugins.py): catalog name -> factory, called
+# as factory(spec, device, data_dir)
+PLUGIN_BUILDERS: dict[str, Callable[..., Workload]] = {}
+
 
 def workload_keys() -> list[str]:
     return list(WORKLOADS)
@@ -39,6 +45,8 @@ def build_workload(spec: WorkloadSpec, device: torch.device = torch.device("cpu"
 
     `data_dir` is where downloaded datasets are cached (see runners.data.data_root).
     """
+    if spec.name in PLUGIN_BUILDERS:
+        return PLUGIN_BUILDERS[spec.name](spec, torch.device(device), data_dir)
     key = f"{spec.dataset}/{spec.model.get('arch')}"
     try:
         builder = WORKLOADS[key]

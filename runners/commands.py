@@ -598,12 +598,18 @@ def list_names(args: argparse.Namespace) -> int:
     if args.markdown:
         print(_catalog_table())
         return 0
-    print("workloads (* = published target, not yet set by `pacebench set-targets`):")
+    from runners.workloads import WORKLOADS
+
+    print("workloads (built in, from workbench/catalog.py and the runners/workloads/ file named; "
+          "* = published target, not yet set by `pacebench set-targets`):")
     for name, w in CATALOG.items():
         t = w.target
         mark = "*" if name in PUBLISHED_TARGETS else " "
+        builder = WORKLOADS.get(f"{w.dataset}/{w.model.get('arch')}")
+        where = f"{builder.__module__.rpartition('.')[2]}.py" if builder else "?"
         print(f"  {name:28} {t.metric} {'>=' if t.direction == 'max' else '<='} {t.validation:g}"
-              f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps)  {w.description}")
+              f"{mark} (budget {w.budget.seconds:g} s / {w.budget.steps} steps, {where})  "
+              f"{w.description}")
     _list_plugins(WORKLOAD_GROUP, "workload plug-ins")
     print("algorithms (built in; any other is named by --algorithms path/file.py:Class, "
           "package.module:Class, torch.optim:Name or algoperf:path/submission.py):")

@@ -335,3 +335,16 @@ def test_a_submission_importing_helpers_from_its_repository_root_runs_with_algop
     assert list(runs.status) == ["complete"] and list(runs.algorithm) == ["mine"]
     doc = open_store(tmp_path / "s").run_doc(runs.run_id.iloc[0])
     assert doc["algorithm_source"]["algoperf_root"] == [str(repo.resolve())]
+
+
+def test_several_submissions_run_in_one_study_under_their_folder_names(tmp_path):
+    import shutil
+    other = tmp_path / "other_entry"
+    shutil.copytree(ADAMW.parent, other)
+    store = tmp_path / "s"
+    assert main(["study", "--workloads", "synthetic", "--algorithms",
+                 f"algoperf:{ADAMW},algoperf:{other / 'submission.py'},adamw", "--trials", "1",
+                 "--max-steps", "5", "--workers", "2", "--store", str(store), "--quiet"]) == 0
+    runs = query.runs_frame(open_store(store))
+    assert sorted(runs.algorithm) == ["adamw", "algoperf_adamw", "other_entry"]
+    assert set(runs.status) == {"complete"}

@@ -129,6 +129,9 @@ def _add_study(sub) -> None:
     p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
     p.add_argument("--workloads", type=_csv, required=True, help=WORKLOAD_HELP)
     p.add_argument("--algorithms", type=_csv, help=ALGORITHM_HELP)
+    p.add_argument("--search-space", action="append", default=[], metavar="NAME=SPACE.json",
+                   help="an algorithm's search space (AlgoPerf's JSON format) instead of its "
+                        "own; repeatable")
     _algoperf_flags(p, run=False)
     p.add_argument("--ruleset", choices=("external", "self"), default="external")
     p.add_argument("--studies", type=int, default=1)

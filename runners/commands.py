@@ -145,7 +145,9 @@ def study(args: argparse.Namespace) -> int:
     algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
         raise ValueError("give --algorithms, --algoperf-submission, or both")
-    spaces = {submission: args.tuning_search_space} if args.tuning_search_space else None
+    spaces = _search_spaces(args.search_space, algorithms)
+    if args.tuning_search_space:
+        spaces[submission] = args.tuning_search_space
     spec = StudySpec(workloads=_workloads(args.workloads), algorithms=algorithms,
                      ruleset=args.ruleset,
                      studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
@@ -160,24 +162,35 @@ def study(args: argparse.Namespace) -> int:
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
 
 
+def _search_spaces(items: list[str], algorithms) -> dict[str, str]:
+    """{algorithm: search-space file} of --search-space NAME=FILE.json items (FILE.json alone
+    when the study has one algorithm)."""
+    algorithms, spaces = list(algorithms), {}
+    for item in items:
+        name, sep, path = item.rpartition("=")
+        if not sep and len(algorithms) == 1:
+            name = algorithms[0]
+        if name not in algorithms:
+            raise ValueError(f"--search-space {item}: give NAME=FILE.json with NAME one of the "
+                             f"study's algorithms ({', '.join(algorithms)})")
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"--search-space {item}: no file {path}")
+        spaces[name] = path
+    return spaces
+
+
 def _algorithm_sources(items: list[str], store) -> dict:
     """{display name: AlgorithmSource} of `--algorithms` items (runners/algorithms/sources.py).
     Two different sources never share a name: not within the study, and not with runs the
     store already holds under that name."""
     from runners.algorithms import algorithm_names
-    from runners.algorithms.sources import describe, parse_algorithm
+    from runners.algorithms.sources import parse_algorithms
+    from runners.algoperf import load_submission, submission_path
 
-    sources: dict = {}
-    for text in items:
-        source = parse_algorithm(text, algorithm_names())
+    sources = parse_algorithms(items, algorithm_names())
+    for source in sources.values():
         if source.kind == "algoperf":  # fail now, naming what is missing, not in every worker
-            from runners.algoperf import load_submission, submission_path
             load_submission(submission_path(source.spec))
-        if source.name in sources and sources[source.name] != source:
-            raise ValueError(f"two algorithms are named {source.name!r}: "
-                             f"{describe(sources[source.name])} and {describe(source)}; name "
-                             "one of them (other=<spec>)")
-        sources[source.name] = source
     _check_names_against_store(sources, store)
     return sources
 

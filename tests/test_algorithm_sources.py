@@ -166,6 +166,20 @@ def test_a_study_of_lion_from_files_against_adamw_by_path_alone(tmp_path, capsys
     assert len(err.strip().splitlines()) == 1
 
 
+def test_search_space_flag_replaces_an_algorithms_own(tmp_path, capsys):
+    opt_file = _file(tmp_path, "lion_opt.py", LION_OPTIMIZER)
+    space = tmp_path / "space.json"
+    space.write_text('{"learning_rate": {"feasible_points": [0.00123]}}')
+    store = tmp_path / "store"
+    common = ["study", "--workloads", "synthetic", "--algorithms", f"lion={opt_file}:Lion",
+              "--trials", "1", "--max-steps", "3", "--store", str(store), "--quiet"]
+    assert main([*common, "--search-space", f"nope={space}"]) != 0
+    assert "NAME one of the study's algorithms (lion)" in capsys.readouterr().err
+    assert main([*common, "--search-space", f"lion={space}"]) == 0
+    runs = query.runs_frame(open_store(store))
+    assert [h["learning_rate"] for h in runs.hparams] == [0.00123]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", ["torch.optim:RAdam", "pytorch_optimizer:Lion"])
 def test_any_torch_optimizer_by_import_path_runs_a_study(tmp_path, capsys, spec):

@@ -13,6 +13,7 @@ from workbench.spec import ExecutionOptions, StudySpec
 from workbench.store import open_store
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "study.ipynb"
+LION = NOTEBOOK.parents[1] / "examples" / "lion.py:Lion"
 EXTRA = {"store", "workers"}  # where and how to run, not what
 
 
@@ -33,11 +34,13 @@ def test_papermill_runs_a_tiny_study(tmp_path):
     out = tmp_path / "out.ipynb"
     store = tmp_path / "store"
     pm.execute_notebook(str(NOTEBOOK), str(out), cwd=str(tmp_path), kernel_name="python3",
-                        parameters={"workloads": "synthetic", "algorithms": "adamw,sgd_nesterov",
+                        parameters={"workloads": "synthetic",  # a plug-in optimizer by path:
+                                    "algorithms": f"adamw,lion={LION}",
                                     "studies": 1, "trials": 2, "max_steps": 60, "store": str(store),
                                     "workers": 2, "name": "tiny"})
     runs = query.runs_frame(open_store(store))
     assert len(runs) == 4 and set(runs.study_name) == {"tiny"}
+    assert set(runs.algorithm) == {"adamw", "lion"}
     nb = nbformat.read(out, as_version=4)
     text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                      for c in nb.cells if c.cell_type == "code" for o in c.outputs)

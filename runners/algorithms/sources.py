@@ -40,7 +40,7 @@ from runners.api import Algorithm
 from runners.plugins import (ALGORITHM_GROUP, PluginError, entry_points, import_object,
                              is_file_spec, sha256_of)
 
-__all__ = ["AlgorithmSource", "parse_algorithm", "load_class", "SourceError", "wrap_optimizer",
+__all__ = ["AlgorithmSource", "parse_algorithm", "parse_algorithms", "load_class", "SourceError", "wrap_optimizer",
            "derived_search_space", "search_space_of", "describe"]
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
@@ -109,6 +109,21 @@ def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
     if not all(part.isidentifier() for part in where.split(".")):
         raise SourceError(f"{where!r} (in {text!r}) is neither a .py file nor a module path")
     return AlgorithmSource(_check_name(name or cls, text), spec, "module")
+
+
+def parse_algorithms(items: Iterable[str], builtins: Iterable[str]) -> dict[str, AlgorithmSource]:
+    """{display name: AlgorithmSource} of `--algorithms` items, in order; two different sources
+    under one name are refused."""
+    sources: dict[str, AlgorithmSource] = {}
+    builtins = list(builtins)
+    for text in items:
+        source = parse_algorithm(text, builtins)
+        if source.name in sources and sources[source.name] != source:
+            raise SourceError(f"two algorithms are named {source.name!r}: "
+                              f"{describe(sources[source.name])} and {describe(source)}; name "
+                              "one of them (other=<spec>)")
+        sources[source.name] = source
+    return sources
 
 
 def load_class(spec: str, sha256: str | None = None) -> type[Algorithm]:

@@ -15,33 +15,16 @@ from runners.algorithms.sources import (SourceError, derived_search_space, load_
 from runners.algorithms.sources import parse_algorithm as parse
 
 
-def parse_algorithm(text: str):
-    return parse(text, algorithm_names())
 from runners.cli import main
 from workbench import query
 from workbench.store import open_store
 
-# Lion (Chen et al., 2023): sign of an interpolation of momentum and gradient, decoupled decay.
-LION_OPTIMIZER = '''
-import torch
 
+def parse_algorithm(text: str):
+    return parse(text, algorithm_names())
 
-class Lion(torch.optim.Optimizer):
-    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
-        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                m = self.state[p].setdefault("m", torch.zeros_like(p))
-                p.mul_(1 - group["lr"] * group["weight_decay"])
-                p.add_(torch.sign(beta1 * m + (1 - beta1) * p.grad), alpha=-group["lr"])
-                m.mul_(beta2).add_(p.grad, alpha=1 - beta2)
-'''
+# Lion (Chen et al., 2023), the optimizer of examples/: written into temporary files below.
+LION_OPTIMIZER = (Path(__file__).resolve().parents[1] / "examples" / "lion.py").read_text()
 
 LION_ALGORITHM = LION_OPTIMIZER + '''
 

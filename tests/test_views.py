@@ -10,13 +10,15 @@ import sys
 
 import holoviews as hv
 import numpy as np
+import pandas as pd
 import panel as pn
 import pytest
 
 from workbench import scoring
 from workbench.store import open_store
 from workbench.testing import make_store, markdown_text
-from workbench.views.curves import Curves, curve_evals, loss_plot, shown_curve_runs, validation_plot
+from workbench.views.curves import (Curves, curve_evals, loss_plot, run_labels, shown_curve_runs,
+                                    validation_plot)
 from workbench.views.leaderboard import MISS, Leaderboard, score_frame, times_frame
 from workbench.views.profiles import Profiles, profile_plot
 from workbench.views.selection import Selection
@@ -108,9 +110,12 @@ def test_curves_mark_targets_and_follow_the_time_axis(selection):
     runs = selection.runs.query("workload == 'digits_mlp'")
     assert [p.label for p in plot.Path.values()] == ["fast", "slow"]  # one per algorithm
     assert _lines(plot) == len(runs)
-    (hits,) = [e for e in plot if isinstance(e, hv.Scatter)]
+    hits, misses = [e for e in plot if isinstance(e, hv.Scatter)]
     (target,) = [e for e in plot if isinstance(e, hv.HLine)]
     assert len(hits) == int(runs["reached_target"].fillna(False).sum())
+    assert len(misses) == len(runs) - len(hits)  # a cross at each missed run's best eval
+    assert set(hits.dimension_values("run")) <= set(run_labels(runs).values())
+    assert not any(r in label for r in runs["run_id"] for label in hits.dimension_values("run"))
     assert target.data == runs["target_validation"].iloc[0]
     reached = runs[runs["reached_target"].fillna(False).astype(bool)]
     assert np.allclose(np.sort(hits.dimension_values("train_seconds")),
@@ -119,9 +124,18 @@ def test_curves_mark_targets_and_follow_the_time_axis(selection):
     assert validation_plot(selection, "digits_mlp").Path.values()[0].kdims[0].name == "step"
     selection.time_axis = "wall_seconds"  # training rows have no wall clock: train seconds
     assert loss_plot(selection, "digits_mlp").values()[0].kdims[0].name == "train_seconds"
-    selection.curve_runs = list(runs["run_id"][:2])
-    assert _lines(validation_plot(selection, "digits_mlp")) == 2
     _renders(Curves(selection=selection))
+
+
+def test_run_labels_name_algorithm_study_trial_and_the_varying_hyperparameters():
+    runs = pd.DataFrame({"run_id": ["x1", "x2", "y1"], "algorithm": ["a", "a", "b"],
+                         "study": [0, 1, 0], "trial": [3, 4, 0], "seed": [0, 0, 0],
+                         "hparams": [{"learning_rate": 0.0123456, "wd": 0.1, "warmup": 0.05},
+                                     {"learning_rate": 0.2, "wd": 0.1, "warmup": 0.02},
+                                     {"learning_rate": 0.1}]})
+    assert run_labels(runs) == {"x1": "a, study 0, trial 3, learning_rate=0.0123, warmup=0.05",
+                                "x2": "a, study 1, trial 4, learning_rate=0.2, warmup=0.02",
+                                "y1": "b, study 0, trial 0"}
 
 
 def test_a_run_with_184000_evals_is_drawn_with_a_thousand_points_and_its_hit(tmp_path):
@@ -147,7 +161,7 @@ def test_a_run_with_184000_evals_is_drawn_with_a_thousand_points_and_its_hit(tmp
     drawn = {r: len(line.dimension_values(0)) for r, line in zip(
         selection.runs["run_id"], path.split())}  # runs in run-id order, one line each
     assert MAX_CURVE_POINTS <= drawn["huge"] <= MAX_CURVE_POINTS + 2
-    (hits,) = [e for e in plot if isinstance(e, hv.Scatter)]
+    hits = next(e for e in plot if isinstance(e, hv.Scatter) and e.label == "time to target")
     assert hit * 0.1 in set(np.round(hits.dimension_values("train_seconds"), 6))
     assert len(curve_evals(selection).query("run_id == 'huge'")) == drawn["huge"]
 
@@ -331,11 +345,18 @@ def test_speedups_without_budgets_are_plain_geometric_means(selection):
 def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch):
     import workbench.views.curves as curves_module
 
-    monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 2)  # wa has 12 runs: pick
+    monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 3)  # wa has 12 runs: pick
     shown = shown_curve_runs(imported)
     wa = shown.query("workload == 'wa'").set_index("algorithm")
-    assert sorted(wa.index) == ["baseline", "fast"]  # slow never met the target on wa
+    assert sorted(wa.index) == ["baseline", "fast", "slow"]
+    # slow never met the target on wa: its closest run stands for it
+    slow = imported.runs.query("workload == 'wa' and algorithm == 'slow'")
+    assert wa.loc["slow", "best_validation"] == slow["best_validation"].max()
     assert len(curve_evals(imported)) == 2 * len(shown)
+    picked = imported.runs.query("workload == 'wa'").run_id.iloc[:2].tolist()
+    imported.curve_runs = picked  # picks are drawn besides the defaults, never instead of them
+    shown_now = shown_curve_runs(imported).query("workload == 'wa'")
+    assert set(wa.run_id) | set(picked) == set(shown_now.run_id)
     assert loss_plot(imported, "wa").opts.get().kwargs["title"] == "wa: training loss at evals"
     curves = Curves(selection=imported, one_workload=True)
     assert curves.workload == "wa" and len(curves.plots()) == 1
@@ -371,3 +392,17 @@ def test_md_turns_any_name_into_literal_markdown_text():
         rendered = markdown_it.MarkdownIt("commonmark").render(md(name))
         assert "<img" not in rendered and "<script" not in rendered and "<em>" not in rendered
         assert html.unescape(re.sub(r"</?p>\n?", "", rendered)) == name
+
+
+def test_the_run_picker_labels_runs_by_what_they_are_never_by_a_hash():
+    from workbench.views.formats import picker_labels
+
+    runs = pd.DataFrame({"run_id": ["h1", "h2", "h3"], "algorithm": ["a", "a", "a"],
+                         "workload": ["w", "w", "w"], "study": [0, 0, 0], "trial": [1, 1, 2],
+                         "seed": [0, 0, 0], "attempt": [1, 2, 1], "study_name": ["s", "s", "s"],
+                         "hparams": [{"learning_rate": 0.1}, {"learning_rate": 0.1},
+                                     {"learning_rate": 0.3}]})
+    assert picker_labels(runs) == {
+        "a, study 0, trial 1, learning_rate=0.1 (w)": "h1",
+        "a, study 0, trial 1, learning_rate=0.1 (w, attempt 2)": "h2",
+        "a, study 0, trial 2, learning_rate=0.3 (w)": "h3"}

@@ -6,6 +6,8 @@ Everything drawn is read from the store's rows; the time to target comes with ea
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -15,14 +17,15 @@ from workbench import query, scoring
 from workbench import records as R
 from workbench.views.base import FILTERS, View
 from workbench.views.plotting import hv
-from workbench.views.formats import md
+from workbench.views.formats import md, run_labels
 from workbench.views.selection import TIME_AXES, Selection
 
-__all__ = ["Curves", "validation_plot", "loss_plot", "figures", "shown_curve_runs",
-           "curve_evals", "curve_train", "decimate", "MAX_DEFAULT_CURVES", "MAX_CURVE_POINTS"]
+__all__ = ["Curves", "validation_plot", "loss_plot", "figures", "shown_curve_runs", "run_labels",
+           "legend_html", "curve_evals", "curve_train", "decimate", "MAX_DEFAULT_CURVES",
+           "MAX_CURVE_POINTS"]
 
-# Runs drawn per workload when no run is picked: all of them up to this many, else the chosen
-# trial of one study per algorithm (keeps a 3,700-run store readable and fast to draw).
+# Runs drawn per workload by default: all of them up to this many, else one per algorithm
+# (keeps a 3,700-run store readable and fast to draw); picked runs are drawn besides.
 MAX_DEFAULT_CURVES = 48
 # Points drawn per run and curve: a longer log (a foreign one may hold 100,000s of evals) is
 # thinned to about this many evenly spaced rows, its first, last and target-hit rows kept, so that
@@ -31,22 +34,23 @@ MAX_CURVE_POINTS = 1000
 
 
 def shown_curve_runs(selection: Selection) -> pd.DataFrame:
-    """Runs on the learning curves: the picked ones (Selection.curve_runs) that pass the
-    filters, else per workload all its runs if at most MAX_DEFAULT_CURVES, else one per
-    algorithm (_representatives)."""
+    """Runs on the learning curves: per workload all its runs if at most MAX_DEFAULT_CURVES,
+    else one per algorithm (_representatives, whether or not it met the target); and, added to
+    those, the runs picked in the sidebar (Selection.curve_runs) that pass the filters."""
     def make():
         runs = selection.runs
-        if selection.curve_runs:
-            return runs[runs["run_id"].isin(selection.curve_runs)]
         counts = runs.groupby("workload")["run_id"].transform("size")
-        keep = (counts <= MAX_DEFAULT_CURVES) | runs["run_id"].isin(_representatives(selection))
-        return runs[keep].groupby("workload").head(MAX_DEFAULT_CURVES)
+        default = (counts <= MAX_DEFAULT_CURVES) | runs["run_id"].isin(_representatives(selection))
+        default = runs[default].groupby("workload").head(MAX_DEFAULT_CURVES)
+        picked = runs[runs["run_id"].isin(selection.curve_runs)]
+        return pd.concat([default, picked[~picked["run_id"].isin(default["run_id"])]])
     return selection.cached("shown_curve_runs", make)
 
 
 def _representatives(selection: Selection) -> list[str]:
     """Per (algorithm, workload): the chosen trial of its middle study (by time) among the
-    studies that met the target (scoring.study_choices); none where no study did."""
+    studies that met the target (scoring.study_choices); where no study did, the run that came
+    closest (its best validation value), so an algorithm that missed is drawn beside the rest."""
     def make():
         if not selection.n_runs:
             return []
@@ -54,8 +58,23 @@ def _representatives(selection: Selection) -> list[str]:
         frame = choices.to_dataframe().reset_index()
         frame = frame[frame["run_id"] != ""].sort_values("time_to_target", kind="stable")
         groups = frame.groupby(["algorithm", "workload"])["run_id"]
-        return [ids.iloc[(len(ids) - 1) // 2] for _, ids in groups]
+        chosen = {key: ids.iloc[(len(ids) - 1) // 2] for key, ids in groups}
+        return list(chosen.values()) + _closest_misses(selection.runs, set(chosen))
     return selection.cached("representatives", make)
+
+
+def _closest_misses(runs: pd.DataFrame, done: set) -> list[str]:
+    """Per (algorithm, workload) not in `done`: the run with the best validation value in its
+    target's direction (none where no run has one)."""
+    runs = runs[["algorithm", "workload", "run_id", "best_validation", "target_direction"]]
+    runs = runs[[key not in done for key in zip(runs["algorithm"], runs["workload"])]]
+    runs = runs.dropna(subset=["best_validation"])
+    if runs.empty:
+        return []
+    sign = np.where(runs["target_direction"] == "min", 1.0, -1.0)
+    ranked = runs.assign(_rank=sign * runs["best_validation"].astype(float))
+    ranked = ranked.sort_values(["_rank", "run_id"], kind="stable")
+    return list(ranked.drop_duplicates(["algorithm", "workload"])["run_id"])
 
 
 def decimate(rows: pd.DataFrame, order: str, limit: int = MAX_CURVE_POINTS,
@@ -98,25 +117,41 @@ def curve_train(selection: Selection) -> pd.DataFrame:
         selection.store, ids), "step") if ids else pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
 
 
-def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str]) -> list[hv.Path]:
+def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],
+               labels: dict[str, str]) -> list[hv.Path]:
     """Per algorithm of `rows` (which carry `algorithm` and `run_id`), one hv.Path holding a line
-    per run: one glyph per algorithm keeps hundreds of runs fast to draw."""
+    per run, its hover naming the run (run_labels): one glyph per algorithm keeps hundreds of
+    runs fast to draw."""
     lines = []
     for algorithm, runs in rows.groupby("algorithm", sort=True):
-        paths = [{x: group[x].to_numpy(float), y: group[y].to_numpy(float), "run_id": run_id}
+        paths = [{x: group[x].to_numpy(float), y: group[y].to_numpy(float),
+                  "run": labels.get(run_id, str(algorithm))}
                  for run_id, group in runs.sort_values(x).groupby("run_id", sort=True)]
-        lines.append(hv.Path(paths, kdims=[x, y], vdims=["run_id"], label=str(algorithm))
+        lines.append(hv.Path(paths, kdims=[x, y], vdims=["run"], label=str(algorithm))
                      .opts(color=colors.get(algorithm, "gray")))
     return lines
 
 
-def _target_points(runs: pd.DataFrame, evals: pd.DataFrame, x: str, y: str) -> hv.Scatter:
+def _missed_points(runs: pd.DataFrame, evals: pd.DataFrame, x: str, y: str,
+                   labels: dict[str, str]) -> hv.Scatter:
+    """Per run that did not meet the target: a cross at its best eval (how close it came)."""
+    missed = runs[~runs["reached_target"].fillna(False).astype(bool)]
+    rows = evals[evals["run_id"].isin(missed["run_id"])].dropna(subset=[y])
+    minimise = bool((missed["target_direction"] == "min").any())  # one workload, one direction
+    rows = rows.sort_values(y, ascending=minimise, kind="stable").drop_duplicates("run_id")
+    rows = rows.assign(run=rows["run_id"].map(labels).fillna(""))
+    return hv.Scatter(rows, kdims=x, vdims=[y, "algorithm", "run"], label="missed: best value")
+
+
+def _target_points(runs: pd.DataFrame, evals: pd.DataFrame, x: str, y: str,
+                   labels: dict[str, str]) -> hv.Scatter:
     """The eval (rows of `evals`) at which each run first met its target (eval_index_to_target)."""
     reached = runs[runs["reached_target"].fillna(False).astype(bool)]
     keys = reached[["run_id", "eval_index_to_target"]].rename(
         columns={"eval_index_to_target": "eval_index"})
     points = keys.merge(evals, on=["run_id", "eval_index"])
-    return hv.Scatter(points, kdims=x, vdims=[y, "algorithm", "run_id"], label="time to target")
+    points = points.assign(run=points["run_id"].map(labels).fillna(""))
+    return hv.Scatter(points, kdims=x, vdims=[y, "algorithm", "run"], label="time to target")
 
 
 def _target(run: pd.Series) -> tuple[list[hv.HLine], str]:
@@ -129,21 +164,33 @@ def _target(run: pd.Series) -> tuple[list[hv.HLine], str]:
     return [line], f"target {float(value):g}, {run['target_direction']}"
 
 
-def _y_range(values: pd.Series, target: float) -> tuple[float, float] | tuple[None, None]:
-    """The bulk of the values and the target (2nd to 98th percentile), so that a few early
-    evals far from the target do not squash every curve against it."""
-    values = values.dropna()
-    if not len(values):
+def _y_range(evals: pd.DataFrame, x: str, y: str, target: float,
+             full: bool = False) -> tuple[float, float] | tuple[None, None]:
+    """Where the race is: the values of the second half of each run (by `x`) and the target,
+    from their 5th percentile up; with `full`, the bulk of every value (2nd to 98th percentile),
+    so that a few early evals far from the target do not squash every curve against it."""
+    values = evals[y].dropna()
+    if not full and len(values):
+        position = evals.groupby("run_id")[x].rank(pct=True)
+        late = evals.loc[position >= 0.5, y].dropna()
+        values = late if len(late) else values
+        low, high = values.quantile(0.05), values.max()
+    elif not len(values):
         return (None, None)
-    low, high = values.quantile(0.02), values.quantile(0.98)
+    else:
+        low, high = values.quantile(0.02), values.quantile(0.98)
     if target is not None and not pd.isna(target):
         low, high = min(low, float(target)), max(high, float(target))
     pad = 0.05 * (high - low) or 0.05 * abs(high) or 0.05
     return (low - pad, high + pad)
 
 
-def validation_plot(selection: Selection, workload: str) -> hv.Overlay:
-    """Validation target metric of the shown runs of one workload, with target and hits."""
+def validation_plot(selection: Selection, workload: str, full_range: bool = False,
+                    legend: bool = True) -> hv.Overlay:
+    """Validation target metric of the shown runs of one workload, with the target, each run's
+    first eval that met it (a dot) and, for a run that never did, its best eval (a cross); the
+    y axis zoomed on the race (_y_range) unless `full_range`. `legend`: the algorithms' legend
+    beside the plot (a figure's; the dashboard shows one legend for all, legend_html)."""
     runs = shown_curve_runs(selection).query("workload == @workload")
     x, metric = selection.time_axis, runs.iloc[0]["target_metric"]
     y = R.metric_column("validation", metric)
@@ -152,14 +199,21 @@ def validation_plot(selection: Selection, workload: str) -> hv.Overlay:
     target, about = _target(runs.iloc[0])
     # the drawn algorithms' colours only: a filtered report names no algorithm it leaves out
     colors = {a: c for a, c in selection.colors.items() if a in set(runs["algorithm"])}
-    hits = _target_points(runs, evals, x, y).opts(
+    labels = run_labels(runs)
+    hits = _target_points(runs, evals, x, y, labels).opts(
         color="algorithm", cmap=colors, size=9, marker="circle", line_color="black",
-        show_legend=False)
-    return hv.Overlay([*_run_lines(evals, x, y, selection.colors), *target, hits]).opts(
-        hv.opts.Path(line_width=1.5, alpha=0.85, tools=["hover"], show_legend=True),
-        hv.opts.Overlay(responsive=True, min_height=320, xlabel=TIME_AXES[x], shared_axes=False,
-                        ylim=_y_range(evals[y], runs.iloc[0]["target_validation"]),
-                        ylabel=f"validation {metric}", show_grid=True, legend_position="right",
+        show_legend=False, tools=["hover"])
+    misses = _missed_points(runs, evals, x, y, labels).opts(
+        color="algorithm", cmap=colors, size=12, marker="x", line_width=2.5,
+        show_legend=False, tools=["hover"])
+    return hv.Overlay([*_run_lines(evals, x, y, selection.colors, labels), *target, hits,
+                       misses]).opts(
+        hv.opts.Path(line_width=1.5, alpha=0.85, tools=["hover"], show_legend=legend),
+        hv.opts.Overlay(responsive=True, min_height=400, xlabel=TIME_AXES[x], shared_axes=False,
+                        ylim=_y_range(evals, x, y, runs.iloc[0]["target_validation"],
+                                      full_range),
+                        ylabel=f"validation {metric}", show_grid=True, show_legend=legend,
+                        legend_position="right",
                         title=f"{workload}: validation {metric} ({about})"))
 
 
@@ -195,13 +249,29 @@ def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
     """Training loss of the shown runs of one workload (log scale when positive)."""
     runs = shown_curve_runs(selection).query("workload == @workload")
     train, x, what = _loss_rows(selection, runs)
-    return hv.Overlay(_run_lines(train, x, "loss", selection.colors)).opts(
+    log = bool(len(train)) and bool((train["loss"] > 0).all())
+    ticks = {"yticks": log_ticks(train["loss"])} if log else {}
+    return hv.Overlay(_run_lines(train, x, "loss", selection.colors, run_labels(runs))).opts(
         hv.opts.Path(line_width=1, alpha=0.8, tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=320, xlabel=TIME_AXES[x], ylabel="loss",
-                        shared_axes=False,
-                        logy=bool(len(train)) and bool((train["loss"] > 0).all()),
-                        show_grid=True, show_legend=False,
-                        title=f"{workload}: {what}"))
+        hv.opts.Overlay(responsive=True, min_height=400, xlabel=TIME_AXES[x], ylabel="loss",
+                        shared_axes=False, logy=log, show_grid=True, show_legend=False,
+                        title=f"{workload}: {what}", **ticks))
+
+
+def log_ticks(values: pd.Series) -> list[float]:
+    """Ticks for a log axis over `values`: the decades, else (fewer than four) 1, 2 and 5 in
+    every decade, else every digit, so that a range under a decade still has labelled ticks."""
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        return []
+    low, high = float(values.min()), float(values.max())
+    decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    for mantissas in ((1,), (1, 2, 5), range(1, 10)):
+        ticks = [m * 10.0 ** k for k in decades for m in mantissas
+                 if low / 1.05 <= m * 10.0 ** k <= high * 1.05]
+        if len(ticks) >= 4:
+            break
+    return [float(f"{t:.6g}") for t in ticks]
 
 
 def _has_lines(plot: hv.Overlay) -> bool:
@@ -241,11 +311,14 @@ class Curves(View):
                               doc="The workload drawn when one_workload is set.")
     only_scored = param.Boolean(default=False, doc="Draw the scored workloads only (the report: "
                                                    "keeps a big store's file small).")
+    full_range = param.Boolean(default=False, doc="Validation axes over every value, not "
+                                                  "zoomed on the race to the target.")
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
+        self._legend = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["pb-legend"])
         self._body = pn.Column(sizing_mode="stretch_width")
-        self.param.watch(lambda _: self._selection_changed(), "workload")
+        self.param.watch(lambda _: self._selection_changed(), ["workload", "full_range"])
         self._first_draw()
 
     def _update(self) -> None:
@@ -255,6 +328,7 @@ class Curves(View):
         if self.workload not in shown:
             with param.parameterized.discard_events(self):  # drawn just below
                 self.workload = shown[0] if shown else None
+        self._legend.object = legend_html(self.selection, shown_curve_runs(self.selection))
         self._body.objects = self.plots().objects
 
     def _drawn(self, runs: pd.DataFrame) -> list[str]:
@@ -270,20 +344,40 @@ class Curves(View):
         if not drawn:
             return pn.Column(pn.pane.Markdown("No runs to draw with the current selection."))
         return pn.Column(*[
-            pn.Row(_pane(validation_plot(self.selection, w), w, "pb-curve"),
+            pn.Row(_pane(validation_plot(self.selection, w, self.full_range, legend=False), w,
+                         "pb-curve"),
                    _pane(loss_plot(self.selection, w), w, "pb-loss"), sizing_mode="stretch_width")
             for w in drawn
         ], sizing_mode="stretch_width")
 
     def __panel__(self) -> pn.viewable.Viewable:
+        live = self.one_workload  # the served dashboard: a sidebar and widgets that work
         return pn.Column(
             pn.pane.Markdown(
                 f"### Learning curves\nOne line per run, coloured by algorithm; the dashed line "
-                f"is the validation target and a dot marks the first eval that met it. Showing "
-                f"the runs picked in the sidebar, or else per workload all its runs when it has "
-                f"at most {MAX_DEFAULT_CURVES}, and otherwise one run per algorithm: the trial "
-                f"chosen in its middle study (by time) among the studies that met the target "
-                f"(an algorithm that never met it is drawn only when its runs are picked)."),
-            pn.widgets.Select.from_param(self.param.workload, name="Workload", width=320,
-                                         visible=self.one_workload),
-            self._body, sizing_mode="stretch_width")
+                f"is the validation target, a dot marks the first eval that met it and a cross "
+                f"the best eval of a run that never did. Drawn per workload: all its runs when "
+                f"it has at most {MAX_DEFAULT_CURVES}, else one per algorithm (the trial chosen "
+                f"in its middle study among the studies that met the target; for an algorithm "
+                f"that never met it, its closest run)"
+                + (", and the runs picked in the sidebar besides" if live else "")
+                + ". The validation axis is zoomed on the race to the target (the second half "
+                "of each run" + ("; tick *Full range* for every value)." if live else ").")),
+            pn.Row(pn.widgets.Select.from_param(self.param.workload, name="Workload", width=320,
+                                                visible=live),
+                   pn.widgets.Checkbox.from_param(self.param.full_range, name="Full range",
+                                                  align="end", visible=live)),
+            self._legend, self._body, sizing_mode="stretch_width")
+
+
+def legend_html(selection: Selection, runs: pd.DataFrame) -> str:
+    """One legend for every plot of the tab (it takes no plot's width): a swatch per drawn
+    algorithm, in the colours of every tab, and what the marks mean. Names escaped."""
+    colors = selection.colors
+    items = [f'<span style="white-space:nowrap;margin-right:14px"><span style="display:'
+             f'inline-block;width:22px;height:4px;vertical-align:middle;background:'
+             f'{colors.get(a, "gray")}"></span> {html.escape(str(a))}</span>'
+             for a in [a for a in colors if a in set(runs["algorithm"])]]
+    marks = ('<span style="white-space:nowrap;color:#444">- - - target &nbsp; &#9679; first '
+             'eval that met it &nbsp; &#10005; best eval of a run that missed</span>')
+    return f'<div style="line-height:1.9">{"".join(items)}{marks}</div>'

@@ -8,7 +8,7 @@ import re
 from typing import Iterable
 
 __all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title",
-           "group_header", "MISS", "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
+           "group_header", "run_labels", "picker_labels", "MISS", "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
 
 MISS = "miss"        # shown where the target was not reached
 NO_RUNS = "no runs"  # shown where there is nothing to show
@@ -94,3 +94,44 @@ def percent(share: float, signed: bool = True) -> str:
     if share is None or not math.isfinite(share):
         return "n/a"
     return f"{share:+.1%}".replace("%", " %") if signed else f"{share:.1%}".replace("%", " %")
+
+
+KEY_HPARAMS = 3  # hyperparameters named in a run's label, at most
+
+
+def _number(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """{run_id: "algorithm, study s, trial t[, seed k], lr=...}": the hyperparameters named are
+    those that vary among the algorithm's runs in `runs` (the learning rate first), at most
+    KEY_HPARAMS; never the run id."""
+    labels = {}
+    seeds = runs["seed"].nunique(dropna=True) > 1 if "seed" in runs else False
+    for algorithm, mine in runs.groupby("algorithm", sort=False):
+        docs = [h if isinstance(h, dict) else {} for h in mine.get("hparams", [{}] * len(mine))]
+        keys = list(dict.fromkeys(k for d in docs for k in d))
+        varying = [k for k in keys if len({repr(d.get(k)) for d in docs}) > 1]
+        varying = sorted(varying, key=lambda k: (k != "learning_rate", k))[:KEY_HPARAMS]
+        for run, doc in zip(mine.itertuples(), docs):
+            parts = [str(algorithm), f"study {run.study}", f"trial {run.trial}"]
+            parts += [f"seed {run.seed}"] if seeds else []
+            parts += [f"{k}={_number(doc[k])}" for k in varying if k in doc]
+            labels[run.run_id] = ", ".join(parts)
+    return labels
+
+
+def picker_labels(runs: "pd.DataFrame") -> dict[str, str]:  # noqa: F821
+    """{label: run_id} for a run picker: run_labels with the workload, and the study name and
+    attempt where the runs differ in them; a label that still repeats gets " #2", " #3"..."""
+    labels, seen, named = {}, {}, run_labels(runs)
+    names = runs["study_name"].nunique() > 1 if "study_name" in runs else False
+    for run in runs.itertuples():
+        label = named[run.run_id]
+        extra = [run.workload] + ([run.study_name] if names else [])
+        extra += [f"attempt {run.attempt}"] if getattr(run, "attempt", 1) not in (1, None) else []
+        text = f"{label} ({', '.join(map(str, extra))})"
+        seen[text] = seen.get(text, 0) + 1
+        labels[text if seen[text] == 1 else f"{text} #{seen[text]}"] = run.run_id
+    return labels

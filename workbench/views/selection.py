@@ -108,9 +108,15 @@ class Selection(param.Parameterized):
     # -- filtered data --------------------------------------------------------------------
     @property
     def colors(self) -> dict[str, str]:
-        """A fixed colour per algorithm of the whole store (stable while filters change)."""
-        names = self.param.algorithms.objects
-        return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+        """A fixed colour per algorithm of the store, the strongest to the leader: in the score
+        order of the first scoring of this read (the leaderboard's), then by name; stable
+        while filters change, the same in every tab and the report."""
+        def make():
+            names = list(self.param.algorithms.objects)
+            ranked = [a for a in self.scores()["algorithm"] if a in names]
+            order = ranked + sorted(a for a in names if a not in ranked)
+            return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(order)}
+        return self.cached("colors", make, "read")
 
     def _keep(self, workloads: list[str], algorithms: bool = True) -> np.ndarray:
         """Which rows of the run table pass every filter, with `workloads` in place of the
@@ -141,6 +147,12 @@ class Selection(param.Parameterized):
     def shown_rows(self) -> np.ndarray:
         """The boolean mask of the run table's rows that pass the filters (cached)."""
         return self.cached("shown_rows", lambda: self._keep(self.workloads))
+
+    def run_rows(self, run_ids: list[str]) -> pd.DataFrame:
+        """The store's rows of `run_ids` (one each, in that order), whatever the filters."""
+        runs = self.cached("runs_by_id", lambda: self._runs.drop_duplicates("run_id").set_index(
+            "run_id", drop=False), "read")
+        return runs.loc[[r for r in run_ids if r in runs.index]].reset_index(drop=True)
 
     def recent_runs(self, limit: int) -> list[str]:
         """Ids of the `limit` most recently started runs that pass the filters."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from workbench.views.formats import md
+from workbench.views.formats import md, picker_labels
 from workbench.views.selection import TIME_AXES, Selection
 
 __all__ = ["Filters", "StoreNotice", "MAX_PICKABLE"]
@@ -88,7 +88,8 @@ class Filters(pn.viewable.Viewer):
         sel = self.selection
         picked = list(sel.curve_runs)
         recent = sel.recent_runs(MAX_PICKABLE + len(picked))
-        options = picked + [r for r in recent if r not in picked][:MAX_PICKABLE]
+        ids = picked + [r for r in recent if r not in picked][:MAX_PICKABLE]
+        options = picker_labels(sel.run_rows(ids))  # label -> run id, in the picker's order
         self._syncing = True
         try:
             self._runs_picker.param.update(options=options, value=picked)

@@ -163,6 +163,11 @@ def test_parallel_plot_lines_are_the_normalised_values(store_path):
     assert "0.001" in list(labels.dimension_values("text"))  # a decade tick of learning_rate
 
 
+def test_one_hit_gets_a_colour_range_around_it_not_below_zero():
+    assert V._clim(np.array([12.0])) == pytest.approx((10.8, 13.2))
+    assert V._clim(np.array([3.0, 5.0])) == (3.0, 5.0)
+
+
 def test_time_axis_units_label_the_plots(store_path):
     sel = Selection(store_path=str(store_path))
     frame = V.trials_for(sel, "digits_mlp", "adamw")
@@ -185,9 +190,13 @@ def test_view_picks_bounds_and_renders(store_path, monkeypatch):
     drawn = pd.concat(s.dframe() for s in _segments(view._parallel.object))
     assert drawn["run_id"].nunique() == 3
     view.outcome = "best_validation"
-    scatter = view._scatter.object
-    assert "best validation accuracy" in str(scatter.traverse(lambda e: e, [hv.Scatter])[0]
-                                             .vdims[0].label)
+    panes = view._scatter.objects  # one fixed-size pane per hyperparameter
+    assert len(panes) == 2 and {(p.width, p.height) for p in panes} == {V.SCATTER_SIZE}
+    assert "best validation accuracy" in str(panes[0].object.traverse(
+        lambda e: e, [hv.Scatter])[0].vdims[0].label)
+    # the toggle drives the parallel plot too: its last axis and colours are the outcome
+    assert view._parallel.object.opts.get().kwargs["xticks"][-1] == (
+        2, "best validation accuracy")
     assert set(V.figures(sel)) == {"hparams_scatter", "hparams_parallel"}
     sel.algorithms = []  # nothing left to show
     assert view.algorithm is None and "No runs" in view._about.object

@@ -17,7 +17,7 @@ from workbench import query, scoring
 from workbench import records as R
 from workbench.views.base import FILTERS, View
 from workbench.views.plotting import hv
-from workbench.views.formats import md, run_labels
+from workbench.views.formats import log_ticks, md, run_labels
 from workbench.views.selection import TIME_AXES, Selection
 
 __all__ = ["Curves", "validation_plot", "loss_plot", "figures", "shown_curve_runs", "run_labels",
@@ -256,22 +256,6 @@ def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
         hv.opts.Overlay(responsive=True, min_height=400, xlabel=TIME_AXES[x], ylabel="loss",
                         shared_axes=False, logy=log, show_grid=True, show_legend=False,
                         title=f"{workload}: {what}", **ticks))
-
-
-def log_ticks(values: pd.Series) -> list[float]:
-    """Ticks for a log axis over `values`: the decades, else (fewer than four) 1, 2 and 5 in
-    every decade, else every digit, so that a range under a decade still has labelled ticks."""
-    values = values[np.isfinite(values) & (values > 0)]
-    if not len(values):
-        return []
-    low, high = float(values.min()), float(values.max())
-    decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-    for mantissas in ((1,), (1, 2, 5), range(1, 10)):
-        ticks = [m * 10.0 ** k for k in decades for m in mantissas
-                 if low / 1.05 <= m * 10.0 ** k <= high * 1.05]
-        if len(ticks) >= 4:
-            break
-    return [float(f"{t:.6g}") for t in ticks]
 
 
 def _has_lines(plot: hv.Overlay) -> bool:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import html
 import math
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title",
-           "group_header", "run_labels", "picker_labels", "MISS", "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
+           "group_header", "run_labels", "picker_labels", "log_ticks", "MISS", "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
 
 MISS = "miss"        # shown where the target was not reached
 NO_RUNS = "no runs"  # shown where there is nothing to show
@@ -35,7 +40,7 @@ def md(value: object) -> str:
     return html.escape(_MARKDOWN_PUNCTUATION.sub(r"\\\1", str(value)), quote=True)
 
 
-def group_header(values: "pd.Series") -> "pd.Series":  # noqa: F821
+def group_header(values: pd.Series) -> pd.Series:
     """A grouped table's group column, escaped: Tabulator writes group headers as HTML."""
     return values.astype(str).map(html.escape)
 
@@ -122,7 +127,7 @@ def run_labels(runs: pd.DataFrame) -> dict[str, str]:
     return labels
 
 
-def picker_labels(runs: "pd.DataFrame") -> dict[str, str]:  # noqa: F821
+def picker_labels(runs: pd.DataFrame) -> dict[str, str]:
     """{label: run_id} for a run picker: run_labels with the workload, and the study name and
     attempt where the runs differ in them; a label that still repeats gets " #2", " #3"..."""
     labels, seen, named = {}, {}, run_labels(runs)
@@ -135,3 +140,19 @@ def picker_labels(runs: "pd.DataFrame") -> dict[str, str]:  # noqa: F821
         seen[text] = seen.get(text, 0) + 1
         labels[text if seen[text] == 1 else f"{text} #{seen[text]}"] = run.run_id
     return labels
+
+
+def log_ticks(values: pd.Series) -> list[float]:
+    """Ticks for a log axis over `values`: the decades, else (fewer than four) 1, 2 and 5 in
+    every decade, else every digit, so that a range under a decade still has labelled ticks."""
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        return []
+    low, high = float(values.min()), float(values.max())
+    decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    for mantissas in ((1,), (1, 2, 5), range(1, 10)):
+        ticks = [m * 10.0 ** k for k in decades for m in mantissas
+                 if low / 1.05 <= m * 10.0 ** k <= high * 1.05]
+        if len(ticks) >= 4:
+            break
+    return [float(f"{t:.6g}") for t in ticks]

@@ -15,17 +15,19 @@ import param
 
 from workbench import hparams as H
 from workbench.views.base import View
-from workbench.views.formats import md
+from workbench.views.formats import log_ticks, md
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
 
 
-__all__ = ["Hyperparameters", "figures", "trials_for", "scatter_plots", "parallel_plot",
+__all__ = ["Hyperparameters", "figures", "trials_for", "scatter_plots", "scatter_list",
+           "parallel_plot",
            "MAX_TRIALS", "OUTCOMES"]
 
 MAX_TRIALS = 2000  # trials drawn at most, per workload and algorithm (a Bokeh line each)
 OUTCOMES = {"time_to_target": "time to target", "best_validation": "best validation value"}
 MISS_COLOR = "#aaaaaa"
+SCATTER_SIZE = (380, 300)  # pixels: a fixed size each, wrapping to the page's width
 MISS_LEVEL = 1.12  # where a miss sits on the parallel plot's outcome axis (axes span 0..1)
 CMAP = "viridis"
 
@@ -51,14 +53,22 @@ def _outcome_label(frame: pd.DataFrame, outcome: str, metric: str) -> str:
 
 def scatter_plots(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_target",
                   metric: str = "target metric") -> hv.Layout | None:
+    """One scatter per varying numeric hyperparameter (scatter_list), as a Layout of three
+    columns (for figures). None when no hyperparameter varies."""
+    plots = scatter_list(frame, algorithm, outcome, metric)
+    return hv.Layout(plots).cols(3).opts(shared_axes=False) if plots else None
+
+
+def scatter_list(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_target",
+                 metric: str = "target metric") -> list[hv.Overlay]:
     """One scatter per varying numeric hyperparameter: the outcome against it (log x where
     `hparams.log_axes` says so). Time to target: a miss is a grey cross on a line above the
-    slowest hit (1.1x its time, 1.5x on a log axis). None when no hyperparameter varies."""
+    slowest hit (1.1x its time, 1.5x on a log axis). Empty when no hyperparameter varies."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
     axes = H.numeric_axes(frame)
     if not axes or not len(frame):
-        return None
+        return []
     logs = H.log_axes(frame, algorithm, axes)
     y_label = _outcome_label(frame, outcome, metric)
     values = frame[outcome].astype(float)
@@ -81,21 +91,41 @@ def scatter_plots(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_t
         plots.append((points * misses).opts(
             hv.opts.Scatter(tools=["hover"]),
             hv.opts.Overlay(logx=logs[column], logy=logy, title=name, xlabel=name,
-                            ylabel=y_label, show_legend=False, width=320, height=260,
-                            show_grid=True)))
-    return hv.Layout(plots).cols(3).opts(shared_axes=False)
+                            ylabel=y_label, show_legend=False, width=SCATTER_SIZE[0],
+                            height=SCATTER_SIZE[1], show_grid=True,
+                            **_log_ticks_of(finite, logy))))
+    return plots
 
 
-def parallel_plot(frame: pd.DataFrame, algorithm: str) -> hv.Overlay | None:
+def _log_ticks_of(values: pd.Series, log: bool) -> dict:
+    """yticks for a log y axis (1-2-5 when it spans under a few decades), else nothing."""
+    if not log:
+        return {}
+    return {"yticks": log_ticks(values)}
+
+
+def _clim(values: np.ndarray) -> tuple[float, float]:
+    """A colour range over `values`; a single value gets +-10 % (else Bokeh would stretch it
+    to a range that starts below zero)."""
+    low, high = float(np.min(values)), float(np.max(values))
+    if low == high:
+        pad = 0.1 * abs(low) or 0.1
+        return low - pad, high + pad
+    return low, high
+
+
+def parallel_plot(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_target",
+                  metric: str = "target metric") -> hv.Overlay | None:
     """Parallel coordinates: one line per trial through its value on each varying numeric
-    hyperparameter (each axis normalised to [0, 1], log10 where log) and, last, its time to
-    target; coloured by time to target, misses grey (drawn first, on a 'miss' level above the
-    time axis). Tick labels in real units. None when no hyperparameter varies."""
+    hyperparameter (each axis normalised to [0, 1], log10 where log) and, last, its outcome
+    (time to target, or best validation value); coloured by that outcome, a miss of the target
+    grey (drawn first, on a 'miss' level above the time axis). Tick labels in real units. None
+    when no hyperparameter varies."""
     axes = H.numeric_axes(frame)
     if not axes or not len(frame):
         return None
     logs = H.log_axes(frame, algorithm, axes)
-    times = frame["time_to_target"].astype(float).to_numpy()
+    times = frame[outcome].astype(float).to_numpy()
     reached = np.isfinite(times)
     log_time = H.infer_log(times[reached])
     columns = {c: H.normalise(frame[c].astype(float), logs[c]) for c in axes}
@@ -103,7 +133,7 @@ def parallel_plot(frame: pd.DataFrame, algorithm: str) -> hv.Overlay | None:
                                MISS_LEVEL)
     segments = _segments(np.column_stack(list(columns.values())), times,
                          frame["run_id"].to_numpy(object))
-    time_dim = hv.Dimension("time", label=_time_label(frame))
+    time_dim = hv.Dimension("time", label=_outcome_label(frame, outcome, metric))
     kdims, vdims = ["x0", "y0", "x1", "y1"], [time_dim, "run_id"]
     missed = segments[~np.isfinite(segments["time"])]
     hits = segments[np.isfinite(segments["time"])]
@@ -112,9 +142,8 @@ def parallel_plot(frame: pd.DataFrame, algorithm: str) -> hv.Overlay | None:
     if len(hits):
         layers.append(hv.Segments(hits, kdims=kdims, vdims=vdims).opts(
             color="time", cmap=CMAP, colorbar=True, cnorm="log" if log_time else "linear",
-            line_width=1.8, alpha=0.85, clim=(float(np.min(times[reached])),
-                                              float(np.max(times[reached])))))
-    names = [H.hparam_name(c) for c in axes] + [_time_label(frame)]
+            line_width=1.8, alpha=0.85, clim=_clim(times[reached])))
+    names = [H.hparam_name(c) for c in axes] + [_outcome_label(frame, outcome, metric)]
     ticks = [(i, pos, text) for i, c in enumerate(axes)
              for pos, text in H.axis_ticks(frame[c].astype(float), logs[c])]
     ticks += [(len(axes), pos, text) for pos, text in H.axis_ticks(times[reached], log_time)]
@@ -176,7 +205,7 @@ def figures(selection: Selection, workload: str | None = None,
     frame = H.sample_trials(trials_for(selection, workload, algorithm), MAX_TRIALS)
     metric = _metric(selection, workload)
     out = {"hparams_scatter": scatter_plots(frame, algorithm, "time_to_target", metric),
-           "hparams_parallel": parallel_plot(frame, algorithm)}
+           "hparams_parallel": parallel_plot(frame, algorithm, "time_to_target", metric)}
     return {name: plot for name, plot in out.items() if plot is not None}
 
 
@@ -205,8 +234,10 @@ class Hyperparameters(View):
         super().__init__(**params)
         self._about = pn.pane.Markdown(sizing_mode="stretch_width",
                                        css_classes=["pb-hparams-about"])
-        # fixed size: a grid of fixed-size plots squeezed to the page width loses its axes
-        self._scatter = pn.pane.HoloViews(css_classes=["pb-hparams-scatter"])
+        # one fixed-size pane per scatter, wrapping to the page's width: a grid of plots in
+        # one pane lost its axes when redrawn or squeezed
+        self._scatter = pn.FlexBox(css_classes=["pb-hparams-scatter"],
+                                   sizing_mode="stretch_width")
         self._parallel = pn.pane.HoloViews(sizing_mode="stretch_width",
                                            css_classes=["pb-hparams-parallel"])
         self._offering = False  # True while _offer sets the pickers: no redraw per assignment
@@ -255,9 +286,12 @@ class Hyperparameters(View):
                      frame.drop(columns=H.hparam_columns(frame)), index=False).sum())
         if drawn != self._drawn:
             metric = _metric(self.selection, self.workload)
-            scatter = scatter_plots(frame, self.algorithm, self.outcome, metric)
-            parallel = parallel_plot(frame, self.algorithm)
-            self._scatter.param.update(object=scatter, visible=scatter is not None)
+            scatters = scatter_list(frame, self.algorithm, self.outcome, metric)
+            parallel = parallel_plot(frame, self.algorithm, self.outcome, metric)
+            self._scatter.objects = [pn.pane.HoloViews(plot, width=SCATTER_SIZE[0],
+                                                       height=SCATTER_SIZE[1])
+                                     for plot in scatters]
+            self._scatter.visible = bool(scatters)
             self._parallel.param.update(object=parallel, visible=parallel is not None)
             self._drawn = drawn
         self._about.object = self._text(full, frame)
@@ -293,7 +327,7 @@ class Hyperparameters(View):
             pn.pane.Markdown(
                 "### Hyperparameters\nEach trial's outcome against each hyperparameter that "
                 "varies, then all of them at once as parallel coordinates (one line per trial, "
-                "coloured by its time to target; grey: missed the target; on the scatters a "
+                "coloured by the outcome chosen above; grey: missed the target; on the scatters a "
                 "grey cross above the slowest hit is a miss). An axis is log when "
                 "the algorithm's search space says so, else when all its values are positive "
                 "and span at least two decades."),

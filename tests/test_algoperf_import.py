@@ -282,7 +282,6 @@ def test_real_v05_logs_reproduce_the_published_leaderboard(algoperf_v05):
     assert set(result["scores"]) == set(PUBLISHED_V05_EXTERNAL)
     for name, published in PUBLISHED_V05_EXTERNAL.items():
         assert result["scores"][name] == pytest.approx(published, abs=1e-4), name
-    assert import_s <= 60.0
     # research/algoperf.md 5.3: Shampoo 27.9 % faster than the baseline, CASPR 24.3 %.
     faster = result["speedups"]["faster_by"]
     assert faster["shampoo_submission"] == pytest.approx(0.279, abs=1e-3)

@@ -191,7 +191,7 @@ def test_view_picks_bounds_and_renders(store_path, monkeypatch):
     assert drawn["run_id"].nunique() == 3
     view.outcome = "best_validation"
     panes = view._scatter.objects  # one fixed-size pane per hyperparameter
-    assert len(panes) == 2 and {(p.width, p.height) for p in panes} == {V.SCATTER_SIZE}
+    assert len(panes) == 2 and {(p.min_width, p.height) for p in panes} == {V.SCATTER_SIZE}
     assert "best validation accuracy" in str(panes[0].object.traverse(
         lambda e: e, [hv.Scatter])[0].vdims[0].label)
     # the toggle drives the parallel plot too: its last axis and colours are the outcome

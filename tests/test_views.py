@@ -406,3 +406,12 @@ def test_the_run_picker_labels_runs_by_what_they_are_never_by_a_hash():
         "a, study 0, trial 1, learning_rate=0.1 (w)": "h1",
         "a, study 0, trial 1, learning_rate=0.1 (w, attempt 2)": "h2",
         "a, study 0, trial 2, learning_rate=0.3 (w)": "h3"}
+
+
+def test_log_ticks_label_ranges_under_a_decade_without_crowding():
+    from workbench.views.formats import log_ticks
+
+    assert log_ticks(pd.Series([1e-4, 10.0])) == [1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0]
+    assert log_ticks(pd.Series([0.045, 0.29])) == [0.05, 0.1, 0.2]
+    assert log_ticks(pd.Series([0.31, 0.9])) == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert log_ticks(pd.Series([float("nan"), -1.0])) == []

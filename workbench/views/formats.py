@@ -143,16 +143,17 @@ def picker_labels(runs: pd.DataFrame) -> dict[str, str]:
 
 
 def log_ticks(values: pd.Series) -> list[float]:
-    """Ticks for a log axis over `values`: the decades, else (fewer than four) 1, 2 and 5 in
-    every decade, else every digit, so that a range under a decade still has labelled ticks."""
+    """Ticks for a log axis over `values`: the decades when there are four, else 1, 2 and 5 in
+    every decade when that makes three, else every digit: a range under a decade still has
+    labelled ticks, and they never run into each other."""
     values = values[np.isfinite(values) & (values > 0)]
     if not len(values):
         return []
     low, high = float(values.min()), float(values.max())
     decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-    for mantissas in ((1,), (1, 2, 5), range(1, 10)):
+    for mantissas, enough in (((1,), 4), ((1, 2, 5), 3), (range(1, 10), 0)):
         ticks = [m * 10.0 ** k for k in decades for m in mantissas
                  if low / 1.05 <= m * 10.0 ** k <= high * 1.05]
-        if len(ticks) >= 4:
+        if len(ticks) >= enough:
             break
     return [float(f"{t:.6g}") for t in ticks]

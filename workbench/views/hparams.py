@@ -27,7 +27,8 @@ __all__ = ["Hyperparameters", "figures", "trials_for", "scatter_plots", "scatter
 MAX_TRIALS = 2000  # trials drawn at most, per workload and algorithm (a Bokeh line each)
 OUTCOMES = {"time_to_target": "time to target", "best_validation": "best validation value"}
 MISS_COLOR = "#aaaaaa"
-SCATTER_SIZE = (380, 300)  # pixels: a fixed size each, wrapping to the page's width
+SCATTER_SIZE = (340, 300)  # pixels: each scatter's least width (it takes its column's) and height
+SCATTER_COLUMNS = 3
 MISS_LEVEL = 1.12  # where a miss sits on the parallel plot's outcome axis (axes span 0..1)
 CMAP = "viridis"
 
@@ -78,12 +79,12 @@ def scatter_list(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_ta
     plots = []
     for column in axes:
         name = H.hparam_name(column)
-        data = pd.DataFrame({name: frame[column].astype(float), "y": values,
+        data = pd.DataFrame({name: frame[column].astype(float), "outcome": values,
                              "run_id": frame["run_id"], "study": frame["study"],
                              "trial": frame["trial"]})
-        hit = data[np.isfinite(data["y"])]
-        miss = data[np.isinf(data["y"])].assign(y=miss_y)
-        vdims = [hv.Dimension("y", label=y_label), "run_id", "study", "trial"]
+        hit = data[np.isfinite(data["outcome"])]
+        miss = data[np.isinf(data["outcome"])].assign(outcome=miss_y)
+        vdims = [hv.Dimension("outcome", label=y_label), "run_id", "study", "trial"]
         points = hv.Scatter(hit, kdims=name, vdims=vdims, label="reached").opts(
             color="#1f77b4", size=7, alpha=0.8)
         misses = hv.Scatter(miss, kdims=name, vdims=vdims, label="miss").opts(
@@ -91,17 +92,17 @@ def scatter_list(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_ta
         plots.append((points * misses).opts(
             hv.opts.Scatter(tools=["hover"]),
             hv.opts.Overlay(logx=logs[column], logy=logy, title=name, xlabel=name,
-                            ylabel=y_label, show_legend=False, width=SCATTER_SIZE[0],
+                            ylabel=y_label, show_legend=False, responsive=True,
                             height=SCATTER_SIZE[1], show_grid=True,
-                            **_log_ticks_of(finite, logy))))
+                            **_log_ticks_of("yticks", finite, logy),
+                            **_log_ticks_of("xticks", data[name], logs[column]))))
     return plots
 
 
-def _log_ticks_of(values: pd.Series, log: bool) -> dict:
-    """yticks for a log y axis (1-2-5 when it spans under a few decades), else nothing."""
-    if not log:
-        return {}
-    return {"yticks": log_ticks(values)}
+def _log_ticks_of(option: str, values: pd.Series, log: bool) -> dict:
+    """`option` (xticks or yticks) for a log axis: decades, or 1-2-5 when it spans under a
+    few (Bokeh labels every digit there, the labels running into each other), else nothing."""
+    return {option: log_ticks(values.astype(float))} if log else {}
 
 
 def _clim(values: np.ndarray) -> tuple[float, float]:
@@ -149,7 +150,10 @@ def parallel_plot(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_t
     ticks += [(len(axes), pos, text) for pos, text in H.axis_ticks(times[reached], log_time)]
     if not reached.all():
         ticks.append((len(axes), MISS_LEVEL, "miss"))
-    labels = hv.Labels(pd.DataFrame(ticks, columns=["x", "y", "text"]), kdims=["x", "y"],
+    # the ticks' own dimension names: Panel links the axes of plots that share a dimension name
+    # (a scatter's y axis linked to this plot's hidden one lost its ticks)
+    labels = hv.Labels(pd.DataFrame(ticks, columns=["axis", "level", "text"]),
+                       kdims=["axis", "level"],
                        vdims="text").opts(text_align="left", text_font_size="8pt",
                                           xoffset=0.04, text_color="#333333")
     uprights = hv.Overlay([hv.VLine(float(i)).opts(color="black", line_width=1)
@@ -234,11 +238,11 @@ class Hyperparameters(View):
         super().__init__(**params)
         self._about = pn.pane.Markdown(sizing_mode="stretch_width",
                                        css_classes=["pb-hparams-about"])
-        # one fixed-size pane per scatter, wrapping to the page's width: a grid of plots in
-        # one pane lost its axes when redrawn or squeezed
-        self._scatter = pn.FlexBox(css_classes=["pb-hparams-scatter"],
+        # one pane per scatter in a grid of SCATTER_COLUMNS: a grid of plots in one pane lost
+        # its axes when redrawn, and a FlexBox of panes followed by another plot lost them all
+        self._scatter = pn.GridBox(ncols=SCATTER_COLUMNS, css_classes=["pb-hparams-scatter"],
                                    sizing_mode="stretch_width")
-        self._parallel = pn.pane.HoloViews(sizing_mode="stretch_width",
+        self._parallel = pn.pane.HoloViews(sizing_mode="stretch_width", linked_axes=False,
                                            css_classes=["pb-hparams-parallel"])
         self._offering = False  # True while _offer sets the pickers: no redraw per assignment
         self._drawn: tuple | None = None  # what the plots show (see _update)
@@ -288,9 +292,9 @@ class Hyperparameters(View):
             metric = _metric(self.selection, self.workload)
             scatters = scatter_list(frame, self.algorithm, self.outcome, metric)
             parallel = parallel_plot(frame, self.algorithm, self.outcome, metric)
-            self._scatter.objects = [pn.pane.HoloViews(plot, width=SCATTER_SIZE[0],
-                                                       height=SCATTER_SIZE[1])
-                                     for plot in scatters]
+            self._scatter.objects = [pn.pane.HoloViews(
+                plot, sizing_mode="stretch_width", min_width=SCATTER_SIZE[0],
+                height=SCATTER_SIZE[1], linked_axes=False) for plot in scatters]
             self._scatter.visible = bool(scatters)
             self._parallel.param.update(object=parallel, visible=parallel is not None)
             self._drawn = drawn

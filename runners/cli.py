@@ -187,7 +187,9 @@ def _study_or_scale(args: argparse.Namespace) -> int:
 
 def _add_analysis(sub) -> None:
     p = sub.add_parser("score", help="AlgoPerf scores, times to target and speedups of a store")
-    p.add_argument("--json", action="store_true")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--csv", action="store_true", help="one row per algorithm, for spreadsheets")
     p.add_argument("--reference", help="algorithm the speedups are measured against (default: "
                                        "baseline when present, else the top scorer)")
     _store_flag(p)

@@ -318,6 +318,9 @@ def score(args: argparse.Namespace) -> int:
         print(json.dumps({**_score_json(table, times, speedups), "skipped_runs": skipped},
                          indent=2))
         return 0
+    if args.csv:
+        print(_score_csv(table, times, speedups), end="")
+        return 0
     print(table.drop(columns=["low", "high"]).to_string(
         index=False, float_format=lambda v: f"{v:.4f}"))
     print(f"(interval: 90 % bootstrap over each algorithm's studies; n/a below "
@@ -430,6 +433,26 @@ def _score_json(table, times, speedups) -> dict:
                                          for a, r in frame.iterrows()},
                            "interval_level": 0.9}
     return out
+
+
+def _score_csv(table, times, speedups) -> str:
+    """One row per algorithm, in score order: the score and its interval, the median time to
+    target on each workload (training seconds; inf: a miss), the speedup and its interval."""
+    import numpy as np
+
+    from workbench.csvout import to_csv
+
+    out = table.rename(columns={"low": "score_low", "high": "score_high"}).set_index("algorithm")
+    ttt = times.to_pandas()
+    for workload in ttt.columns:
+        out[f"time_to_target_s/{workload}"] = ttt[workload].reindex(out.index)
+    if speedups is not None:
+        frame, reference, _ = speedups
+        for column, name in (("faster_by", "faster_by"), ("low", "faster_by_low"),
+                             ("high", "faster_by_high")):
+            values = frame[column].reindex(out.index).astype(float)
+            out[f"{name} (vs {reference})"] = values.where(np.isfinite(values))  # a miss: empty
+    return to_csv(out, index=True)
 
 
 def _rounded(value: float) -> float | None:

@@ -129,7 +129,8 @@ def run_labels(runs: pd.DataFrame) -> dict[str, str]:
 
 def picker_labels(runs: pd.DataFrame) -> dict[str, str]:
     """{label: run_id} for a run picker: run_labels with the workload, and the study name and
-    attempt where the runs differ in them; a label that still repeats gets " #2", " #3"..."""
+    attempt where the runs differ in them; a label that still repeats gets " #2", " #3"...
+    Escaped: the picker writes its labels as HTML."""
     labels, seen, named = {}, {}, run_labels(runs)
     names = runs["study_name"].nunique() > 1 if "study_name" in runs else False
     for run in runs.itertuples():
@@ -138,7 +139,8 @@ def picker_labels(runs: pd.DataFrame) -> dict[str, str]:
         extra += [f"attempt {run.attempt}"] if getattr(run, "attempt", 1) not in (1, None) else []
         text = f"{label} ({', '.join(map(str, extra))})"
         seen[text] = seen.get(text, 0) + 1
-        labels[text if seen[text] == 1 else f"{text} #{seen[text]}"] = run.run_id
+        text = text if seen[text] == 1 else f"{text} #{seen[text]}"
+        labels[html.escape(text)] = run.run_id
     return labels
 
 

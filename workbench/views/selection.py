@@ -1,17 +1,11 @@
 """The one selection object of the dashboard: the store, the filters, and the data they leave.
 
-It holds no widget (the sidebar's widgets are workbench/views/sidebar.py) and caches what it
-computes in the shared cache (workbench/views/cache.py, whose docstring explains the levels).
-
-`Selection` reads the store's runs and scoring rules once per refresh and filters them; eval and
-training-loss rows are read only for the runs drawn on the learning curves (a store imported from
-AlgoPerf has ~3,700 runs and ~220,000 eval rows). Every view reads its frames and cube from here
-and watches its parameters. It computes no metric: the final cube comes from `workbench.cubes`,
-scores, chosen trials and profiles from `workbench.scoring`.
-
-Scoring rules: a store that records a ScoringConfig (an AlgoPerf import) is scored by it,
-restricted to the shown workloads; a held-out variant is an input of its base's score, so its runs
-stay in the scored cube while its base is shown, whatever the workload filter says.
+No widget (those are workbench/views/sidebar.py); what it computes is cached in the shared cache
+(workbench/views/cache.py explains the levels). It reads the store's runs and scoring rules once
+per refresh and filters them; eval rows are read only for the runs on the learning curves. It
+computes no metric: the cube comes from `workbench.cubes`, scores from `workbench.scoring`. A
+store that records a ScoringConfig (an AlgoPerf import) is scored by it, restricted to the shown
+workloads; a held-out variant's runs stay in the scored cube while its base is shown.
 """
 from __future__ import annotations
 
@@ -66,9 +60,8 @@ class Selection(param.Parameterized):
     time_axis = param.Selector(default="train_seconds", objects=list(TIME_AXES),
                                doc="What time to target means (training seconds, wall seconds "
                                    "or update steps) and the x axis of the learning curves.")
-    curve_runs = param.ListSelector(default=[], objects=[],
-                                    doc="Runs drawn on the learning curves; none picked = "
-                                        "the default (see views.curves.shown_curve_runs).")
+    curve_runs = param.ListSelector(default=[], objects=[], doc="Runs drawn on the learning "
+                                    "curves besides the default (views.curves.shown_curve_runs).")
     reference = param.Selector(default=None, objects=[], allow_None=True,
                                doc="Algorithm the speedups are measured against.")
     message = param.String(default="", doc="Why there is nothing to show; empty when all is well.")
@@ -108,9 +101,8 @@ class Selection(param.Parameterized):
     # -- filtered data --------------------------------------------------------------------
     @property
     def colors(self) -> dict[str, str]:
-        """A fixed colour per algorithm of the store, the strongest to the leader: in the score
-        order of the first scoring of this read (the leaderboard's), then by name; stable
-        while filters change, the same in every tab and the report."""
+        """A colour per algorithm, the strongest to the leader (the score order of this read's
+        first scoring, then by name): stable while filters change, the same in every view."""
         def make():
             names = list(self.param.algorithms.objects)
             ranked = [a for a in self.scores()["algorithm"] if a in names]
@@ -150,8 +142,7 @@ class Selection(param.Parameterized):
 
     def run_rows(self, run_ids: list[str]) -> pd.DataFrame:
         """The store's rows of `run_ids` (one each, in that order), whatever the filters."""
-        runs = self.cached("runs_by_id", lambda: self._runs.drop_duplicates("run_id").set_index(
-            "run_id", drop=False), "read")
+        runs = self.cached("by_id", lambda: self._runs.set_index("run_id", drop=False), "read")
         return runs.loc[[r for r in run_ids if r in runs.index]].reset_index(drop=True)
 
     def recent_runs(self, limit: int) -> list[str]:
@@ -308,14 +299,12 @@ class Selection(param.Parameterized):
         return self.full_value("study_times", lambda: scoring.study_times(self.full_cube()))
 
     def workload_times(self) -> xr.DataArray:
-        """`scoring.workload_times` of the cube: median time to target per (algorithm,
-        workload), on the chosen time axis (cached)."""
+        """`scoring.workload_times` of the cube, on the chosen time axis (cached)."""
         return self._per_cell("workload_times", lambda: scoring.median_over_studies(
             self._all_study_times()))
 
     def bootstrap_medians(self, n: int, seed: int = 0) -> xr.DataArray:
-        """`scoring.bootstrap_medians` of the study times (cached), drawn once over every
-        algorithm and workload: a filter change reuses the draws of the cells it shows."""
+        """`scoring.bootstrap_medians` of the study times, drawn once over every cell (cached)."""
         return self._per_cell(f"bootstrap:{n}:{seed}", lambda: scoring.bootstrap_medians(
             self._all_study_times(), n, seed))
 
@@ -331,8 +320,8 @@ class Selection(param.Parameterized):
         return scoring.workload_roles(shown, scored, config)
 
     def store_workload_groups(self) -> dict[str, list[str]]:
-        """workload_groups as they would be with every workload of the store shown (the
-        columns a view can keep while workloads are ticked, hiding the unshown ones)."""
+        """workload_groups with every workload of the store shown (the columns a view keeps
+        while workloads are ticked)."""
         def make():
             config = self._read.config
             names = list(self.param.workloads.objects)
@@ -346,8 +335,7 @@ class Selection(param.Parameterized):
 
     def _choose_reference(self) -> None:
         """Reference for speedups: kept while shown, else scoring.default_reference ("baseline",
-        else the top scorer) among the shown algorithms (those with runs that pass the
-        filters)."""
+        else the top scorer) among the shown algorithms (with runs that pass the filters)."""
         present = self.present("algorithm")
         shown = [a for a in self.param.algorithms.objects if a in present]
         self.param.reference.objects = shown

@@ -343,3 +343,10 @@ def test_costs_on_the_imported_algoperf_v05_logs(algoperf_v05):
     assert kinds == ["HoloViews"] * 3
     plots = figures(selection)
     assert "speedup_at_quality_wmt" in plots and "cost_pareto_criteo1tb" in plots
+
+
+def test_money_is_never_written_in_scientific_notation():
+    from workbench.views.costs import usd
+
+    assert [usd(v) for v in (1234.5, 12.345, 0.5, 0.0123, 2.46e-6, 1e-12, 0.0)] == [
+        "$1,234", "$12.35", "$0.50", "$0.0123", "$0.00000246", "< $0.000000001", "$0"]

@@ -281,7 +281,10 @@ def test_imported_store_is_scored_by_its_own_rules(imported, algoperf_path):
     plain = scoring.score_table(imported.cube).set_index("algorithm")["exact_score"]
     assert plain["baseline"] > exact["baseline"]  # without the rule baseline's wa counts
     assert scoring.scored_times(imported.cube, config).sizes["workload"] == 2
-    assert [c.label for c in profile_plot(imported).values()] == ["baseline", "fast", "slow"]
+    # in score order, the leader drawn thickest
+    curves = profile_plot(imported).values()
+    assert [c.label for c in curves] == list(table["algorithm"]) == ["fast", "baseline", "slow"]
+    assert curves[0].opts.get().kwargs["line_width"] > curves[-1].opts.get().kwargs["line_width"]
     _renders(Leaderboard(selection=imported))
 
 

@@ -49,7 +49,8 @@ PRICE_TITLES = {"hardware": "Hardware", "usd_per_hour": "USD per hour (edit me)"
 
 
 def usd(value: float) -> str:
-    """'$1,234', '$12.34', '$0.0123' (three significant digits below $1); MISS for +inf,
+    """'$1,234', '$12.34', '$0.50', '$0.0123', '$0.00000246' (cents from 10 cents, else three
+    significant digits, never scientific notation), '< $0.000000001' below that; MISS for +inf,
     NOT_PRICED for NaN."""
     if value is None or math.isnan(value):
         return NOT_PRICED
@@ -57,9 +58,12 @@ def usd(value: float) -> str:
         return MISS
     if value >= 100:
         return f"${value:,.0f}"
-    if value >= 1:
+    if value >= 0.1:
         return f"${value:,.2f}"
-    return f"${value:.3g}" if value > 0 else "$0"
+    if value < 1e-9:
+        return "$0" if value <= 0 else "< $0.000000001"
+    digits = 2 - math.floor(math.log10(value))  # three significant digits
+    return f"${value:.{digits}f}"
 
 
 def _milliseconds(seconds: float) -> str:

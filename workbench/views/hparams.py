@@ -93,7 +93,8 @@ def scatter_list(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_ta
             hv.opts.Scatter(tools=["hover"]),
             hv.opts.Overlay(logx=logs[column], logy=logy, title=name, xlabel=name,
                             ylabel=y_label, show_legend=False, responsive=True,
-                            height=SCATTER_SIZE[1], show_grid=True,
+                            height=SCATTER_SIZE[1], show_grid=True, xformatter="%g",
+                            yformatter="%g",
                             **_log_ticks_of("yticks", finite, logy),
                             **_log_ticks_of("xticks", data[name], logs[column]))))
     return plots

@@ -40,13 +40,19 @@ def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.O
     units = selection.cube["time_to_target"].attrs.get("units", "s")
     what = "steps" if units == "steps" else "time"
     colors = selection.colors
+    ranked = [a for a in selection.scores()["algorithm"] if a in profile["algorithm"].values]
+    order = ranked + [a for a in profile["algorithm"].values if a not in ranked]
+    # in score order (the legend reads as the leaderboard), the leaders thicker and opaque:
+    # eleven overlapping step lines stay readable
     lines = [
         hv.Curve((profile["tau"].values, profile.sel(algorithm=name).values),
-                 kdims="tau", vdims="rho", label=str(name)).opts(color=colors.get(name, "gray"))
-        for name in profile["algorithm"].values
+                 kdims="tau", vdims="rho", label=str(name)).opts(
+            color=colors.get(name, "gray"), line_width=4.0 if i == 0 else 3.0 if i < 3 else 1.8,
+            alpha=1.0 if i < 3 else 0.75)
+        for i, name in enumerate(order)
     ]
     return hv.Overlay(lines).opts(
-        hv.opts.Curve(interpolation="steps-post", line_width=2.5, tools=["hover"]),
+        hv.opts.Curve(interpolation="steps-post", tools=["hover"]),
         hv.opts.Overlay(xlim=(1, tau_max), ylim=(-0.02, 1.02), responsive=True, min_height=380,
                         xlabel=f"tau ({what} / fastest algorithm's {what})",
                         ylabel="fraction of workloads within tau", legend_position="right",

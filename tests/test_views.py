@@ -418,3 +418,22 @@ def test_log_ticks_label_ranges_under_a_decade_without_crowding():
     assert log_ticks(pd.Series([0.045, 0.29])) == [0.05, 0.1, 0.2]
     assert log_ticks(pd.Series([0.31, 0.9])) == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     assert log_ticks(pd.Series([float("nan"), -1.0])) == []
+
+
+def test_every_view_with_tables_downloads_them_as_csv(selection):
+    import base64
+    import csv
+    import io
+
+    from workbench.views.registry import tables_csv, view_tabs
+
+    tabs = view_tabs(selection)  # a report's tabs: the file is embedded as the page is drawn
+    buttons = {b.filename: b for b in tabs.select(pn.widgets.FileDownload)}
+    assert {"pacebench_leaderboard.csv", "pacebench_speedups.csv", "pacebench_studies.csv",
+            "pacebench_costs.csv"} <= set(buttons)
+    text = tables_csv(tabs[0])
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0][0] == "algorithm"
+    assert {"fast", "slow"} <= {cell for row in rows for cell in row}
+    button = buttons["pacebench_leaderboard.csv"]
+    assert base64.b64decode(button.data.split(",", 1)[1]).decode() == text

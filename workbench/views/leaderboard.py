@@ -80,6 +80,8 @@ def _speedup_text(speedups: pd.DataFrame, algorithm: str, reference: str | None)
     if algorithm not in speedups.index:
         return "n/a"
     row = speedups.loc[algorithm]
+    if np.isinf(row["faster_by"]):  # a miss where the reference reached the target
+        return "n/a (a miss)"
     label = interval_label(algorithm, reference, row["low"], row["high"], row["studies"])
     return percent(row["faster_by"]) + (f" ({label})" if label else "")
 
@@ -123,9 +125,16 @@ def ratio_styles(times: pd.DataFrame) -> pd.DataFrame:
 
 
 def _table(css_class: str, layout: str = "fit_data_stretch", **options) -> pn.widgets.Tabulator:
+    """A read-only table; a long algorithm name is cut with an ellipsis (drag the column's edge
+    to read it whole) instead of squeezing the other columns. No cell tooltips: Tabulator writes
+    a tooltip as HTML, and names come from stores."""
+    options.setdefault("widths", {"algorithm": ALGORITHM_WIDTH})
     return pn.widgets.Tabulator(disabled=True, show_index=False, layout=layout,
                                 sizing_mode="stretch_width", css_classes=[css_class],
                                 stylesheets=[TABLE_CSS], **options)
+
+
+ALGORITHM_WIDTH = 260  # pixels of the score table's algorithm column; a longer name is cut
 
 
 class Leaderboard(View):

@@ -39,8 +39,8 @@ def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.O
     profile = scoring.performance_profile(times, taus=taus)
     units = selection.cube["time_to_target"].attrs.get("units", "s")
     what = "steps" if units == "steps" else "time"
-    colors = selection.colors
-    ranked = [a for a in selection.scores()["algorithm"] if a in profile["algorithm"].values]
+    colors, table = selection.colors, selection.scores()
+    ranked = [a for a in table["algorithm"] if a in profile["algorithm"].values]
     order = ranked + [a for a in profile["algorithm"].values if a not in ranked]
     # in score order (the legend reads as the leaderboard), the leaders thicker and opaque:
     # eleven overlapping step lines stay readable
@@ -56,7 +56,17 @@ def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.O
         hv.opts.Overlay(xlim=(1, tau_max), ylim=(-0.02, 1.02), responsive=True, min_height=380,
                         xlabel=f"tau ({what} / fastest algorithm's {what})",
                         ylabel="fraction of workloads within tau", legend_position="right",
-                        title="Performance profiles", show_grid=True))
+                        title=f"Performance profiles ({_studies(selection)}; the scores' 90 % "
+                              "intervals are on the Leaderboard)", show_grid=True))
+
+
+def _studies(selection: Selection) -> str:
+    """'5 studies each' or '3 to 5 studies per algorithm': the studies with runs behind each
+    algorithm's profile."""
+    times = selection.study_times()
+    counts = times.notnull().any("workload").sum("study").values.tolist() or [0]
+    low, high = int(min(counts)), int(max(counts))
+    return f"{high} studies each" if low == high else f"{low} to {high} studies per algorithm"
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:

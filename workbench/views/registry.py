@@ -8,17 +8,21 @@ workload or one study group at a time) and the static report (every view draws u
 """
 from __future__ import annotations
 
+import io
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import panel as pn
 
+from workbench.csvout import to_csv
 from workbench.views import (budget, compare, costs, curves, early_ranking, hparams,
                              leaderboard, profiles, robustness, scaling, speedups, studies)
 from workbench.views.base import View
 from workbench.views.selection import Selection
 
-__all__ = ["ViewEntry", "VIEWS", "view_entry", "make_views", "view_tabs"]
+__all__ = ["ViewEntry", "VIEWS", "view_entry", "make_views", "view_tabs", "tables_csv",
+           "with_csv_download"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,29 @@ VIEWS: tuple[ViewEntry, ...] = (
 )
 
 
+def tables_csv(layout: pn.viewable.Viewable) -> str:
+    """Every visible table (Tabulator) of a view's layout, as it shows it, as CSV
+    (workbench.csvout: formula-safe); tables after the first are preceded by an empty line."""
+    frames = [t.value for t in layout.select(pn.widgets.Tabulator)
+              if t.visible and t.value is not None and len(t.value.columns)]
+    return "\n".join(to_csv(frame) for frame in frames)
+
+
+def with_csv_download(title: str, view: View, embed: bool) -> pn.viewable.Viewable:
+    """The view's layout, with a button under it that downloads its tables (tables_csv) when it
+    has any. `embed` (a report, read without a server): the file goes into the page as it is
+    drawn; else (served) it is made on each click, from the tables as they are then."""
+    layout = pn.panel(view)
+    if not layout.select(pn.widgets.Tabulator):
+        return layout
+    name = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
+    button = pn.widgets.FileDownload(
+        callback=lambda: io.StringIO(tables_csv(layout)), filename=f"pacebench_{name}.csv",
+        label=f"Download the {title.lower()} tables (CSV)", embed=embed, button_type="light",
+        width=320, css_classes=["pb-csv"])
+    return pn.Column(layout, button, sizing_mode="stretch_width")
+
+
 def view_entry(key: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
     """The entry of view `key`; KeyError naming the valid keys."""
     for entry in views:
@@ -77,7 +104,8 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
     made = make_views(selection, dynamic)
     # Every tab keeps its models (not dynamic): a tab re-rendered on each visit lost updates
     # that raced with its re-rendering. Hidden views stay cheap: they draw when first shown.
-    tabs = pn.Tabs(*made, sizing_mode="stretch_width")
+    tabs = pn.Tabs(*[(title, with_csv_download(title, view, embed=not dynamic))
+                     for title, view in made], sizing_mode="stretch_width")
 
     def show_active(event) -> None:  # tabs.objects hold the views' layouts, not the views
         for i, (_, view) in enumerate(made):

@@ -40,7 +40,8 @@ from runners.api import Algorithm
 from runners.plugins import (ALGORITHM_GROUP, PluginError, entry_points, import_object,
                              is_file_spec, sha256_of)
 
-__all__ = ["AlgorithmSource", "parse_algorithm", "parse_algorithms", "load_class", "SourceError", "wrap_optimizer",
+__all__ = ["AlgorithmSource", "parse_algorithm", "parse_algorithms", "load_class", "SourceError",
+           "wrap_optimizer",
            "derived_search_space", "search_space_of", "describe"]
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
@@ -127,8 +128,8 @@ def parse_algorithms(items: Iterable[str], builtins: Iterable[str]) -> dict[str,
 
 
 def load_class(spec: str, sha256: str | None = None) -> type[Algorithm]:
-    """The Algorithm class that `spec` (an AlgorithmSource.spec of kind file, module or plugin) names,
-    a torch optimizer wrapped; `sha256`: the file's hash when the study was planned."""
+    """The Algorithm class that `spec` (an AlgorithmSource.spec of kind file, module or plugin)
+    names, a torch optimizer wrapped; `sha256`: the file's hash when the study was planned."""
     try:
         found = import_object(spec, sha256)
     except PluginError as err:

@@ -1,5 +1,5 @@
-"""How the views write numbers (durations in seconds or hours, shares as percentages) and names
-into Markdown, and style their tables."""
+"""How the views write numbers (durations in seconds or hours, shares as percentages), names
+into Markdown and runs into labels, tick log axes, and style their tables."""
 from __future__ import annotations
 
 import html
@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["md", "duration", "amount", "unit_for", "percent", "ratio_color", "wrap_title",
-           "group_header", "run_labels", "picker_labels", "log_ticks", "MISS", "NO_RUNS", "HOURS_FROM", "TABLE_CSS"]
+           "group_header", "run_labels", "picker_labels", "log_ticks", "MISS", "NO_RUNS",
+           "HOURS_FROM", "TABLE_CSS"]
 
 MISS = "miss"        # shown where the target was not reached
 NO_RUNS = "no runs"  # shown where there is nothing to show

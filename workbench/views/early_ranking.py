@@ -119,7 +119,8 @@ class EarlyRanking(View):
         self._picker = pn.widgets.Select.from_param(self.param.group, name="Study group",
                                                     width=520, visible=self.one_group)
         self._body = pn.Column(sizing_mode="stretch_width")
-        self._saved = pn.Column(sizing_mode="stretch_width")
+        # never childless: Bokeh warns (EMPTY_LAYOUT) on every report with an empty layout
+        self._saved = pn.Column(pn.Spacer(height=0), sizing_mode="stretch_width")
         self._offering = False  # True while _update sets the picker: no second draw
         self._drawn_plots: list = []  # the (cached) plot pairs shown
         self._drawn_saved: list = []  # the (cached) compute-saved frame shown
@@ -167,7 +168,8 @@ class EarlyRanking(View):
             self._drawn_saved = [saved]
             self._saved.objects = [
                 pn.pane.Markdown("#### Compute saved by the early-stopping tuner"),
-                pn.pane.DataFrame(saved.round(2), index=False)] if len(saved) else []
+                pn.pane.DataFrame(saved.round(2), index=False)] if len(saved) else [
+                pn.Spacer(height=0)]
 
     def _group_plots(self, key: tuple) -> tuple[hv.Overlay, hv.Overlay]:
         """The plots of one group, computed once per data and ruleset, study and hardware

@@ -306,9 +306,9 @@ def test_per_study_table_names_the_chosen_trials(imported):
     assert list(frame.columns) == ["role", "median", "study 0", "study 1"]
     fast_wa = frame.loc[("wa", "fast")]
     assert fast_wa["median"] == "60.0 s"  # median of 50 and 70
-    assert fast_wa["study 0"] == "50.0 s, trial 1 (2/2)"
-    assert fast_wa["study 1"] == "70.0 s, trial 1 (1/2)"
-    assert frame.loc[("wa", "baseline"), "study 1"] == "120 s, trial 2 (1/2)"
+    assert fast_wa["study 0"] == "50.0 s (t1, 2/2)"
+    assert fast_wa["study 1"] == "70.0 s (t1, 1/2)"
+    assert frame.loc[("wa", "baseline"), "study 1"] == "120 s (t2, 1/2)"
     assert frame.loc[("wa", "slow"), "study 0"] == "miss (0/2)"
     assert frame.loc[("wa_tanh", "fast"), "role"] == "held-out variant"
     assert list(study_frame(imported)["workload"].unique()) == ["wa", "wb", "wa_tanh"]

@@ -14,7 +14,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import scoring
 from workbench.catalog import noise_floor_of
-from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, percent, ratio_color,
+from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, md, percent, ratio_color,
                                      unit_for, wrap_title)
 from workbench.views.speedups import interval_label, speedup_frame
 from workbench.views.base import FILTERS, View
@@ -76,25 +76,27 @@ def workload_time_table(selection: Selection, order: list[str],
 
 
 def _speedup_text(speedups: pd.DataFrame, algorithm: str, reference: str | None) -> str:
-    """'+27.9 % (+24.3 % to +30.9 %)': the speedup over the reference and its 90 % interval."""
+    """'+27.9 % (+24.3 to +30.9)': the speedup over the reference and its 90 % interval (in
+    percent too, the signs left out there so that the column stays narrow)."""
     if algorithm not in speedups.index:
         return "n/a"
     row = speedups.loc[algorithm]
     if np.isinf(row["faster_by"]):  # a miss where the reference reached the target
         return "n/a (a miss)"
     label = interval_label(algorithm, reference, row["low"], row["high"], row["studies"])
-    return percent(row["faster_by"]) + (f" ({label})" if label else "")
+    return percent(row["faster_by"]) + (f" ({label.replace(' %', '')})" if label else "")
 
 
 def times_frame(selection: Selection, order: list[str],
                 workloads: list[str] | None = None) -> pd.DataFrame:
     """workload_time_table as text ('5,043 s', '9.2 h', '1,250 steps', MISS, NO_RUNS), one
-    unit per column."""
+    unit for the whole table (hours once any time reaches formats.HOURS_FROM seconds)."""
     if not selection.n_runs:
         return pd.DataFrame(columns=["algorithm"])
     times = workload_time_table(selection, order, workloads)
     units = selection.cube["time_to_target"].attrs.get("units", "s")
-    text = times.apply(lambda column: column.map(lambda v: amount(v, units, unit_for(column))))
+    unit = unit_for(times.to_numpy().ravel())
+    text = times.apply(lambda column: column.map(lambda v: amount(v, units, unit)))
     return text.reset_index()
 
 
@@ -125,16 +127,16 @@ def ratio_styles(times: pd.DataFrame) -> pd.DataFrame:
 
 
 def _table(css_class: str, layout: str = "fit_data_stretch", **options) -> pn.widgets.Tabulator:
-    """A read-only table; a long algorithm name is cut with an ellipsis (drag the column's edge
-    to read it whole) instead of squeezing the other columns. No cell tooltips: Tabulator writes
-    a tooltip as HTML, and names come from stores."""
+    """A read-only table; a long algorithm name wraps within its column (formats.TABLE_CSS)
+    instead of squeezing the other columns. No cell tooltips: Tabulator writes a tooltip as
+    HTML, and names come from stores."""
     options.setdefault("widths", {"algorithm": ALGORITHM_WIDTH})
     return pn.widgets.Tabulator(disabled=True, show_index=False, layout=layout,
                                 sizing_mode="stretch_width", css_classes=[css_class],
                                 stylesheets=[TABLE_CSS], **options)
 
 
-ALGORITHM_WIDTH = 260  # pixels of the score table's algorithm column; a longer name is cut
+ALGORITHM_WIDTH = 230  # pixels of the score table's algorithm column; a longer name wraps
 
 
 class Leaderboard(View):
@@ -218,10 +220,10 @@ class Leaderboard(View):
 
     def _times_text(self) -> str:
         axis = self.selection.time_axis
-        what = {"train_seconds": "training seconds (a column in hours when it reaches "
-                                 "10,000 s)",
-                "wall_seconds": "wall-clock seconds, evals included (a column in hours when "
-                                "it reaches 10,000 s)",
+        what = {"train_seconds": "training seconds (a table in hours when any time "
+                                 "reaches 10,000 s)",
+                "wall_seconds": "wall-clock seconds, evals included (a table in hours "
+                                "when any time reaches 10,000 s)",
                 "step": "update steps"}[axis]
         return (
             "### Median time to target\nPer workload: the chosen trial of each study (the "
@@ -247,10 +249,12 @@ class Leaderboard(View):
                 f"({BOOTSTRAP_REPLICATES} bootstrap draws); with fewer than "
                 f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies it reads *n/a*: resampling one or "
                 "two studies gives them back, not an uncertainty (run more `--studies`). "
-                "*Studies*: the algorithm's studies with a run on a shown workload. *Reached* / *Scored*: workloads "
-                "with a time after the rules, of those scored. *Speedup*: less time than the "
-                "reference algorithm (sidebar), geometric mean over the scored workloads, as "
-                "in the Speedups tab."),
+                "*Studies*: the algorithm's studies with a run on a shown workload. "
+                "*Reached* / *Scored*: workloads with a time after the rules, of those scored. "
+                "*Speedup*: less time than the reference algorithm ("
+                + ("picked in the sidebar" if self.live else
+                   f"here {md(self.selection.reference)}")
+                + "), geometric mean over the scored workloads, as in the Speedups tab."),
             self._about, self._scores, self._times_about, *tables,
             sizing_mode="stretch_width",
         )

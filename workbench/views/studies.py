@@ -23,14 +23,15 @@ ROLE_TITLES = {"scored": "scored", "held_out": "held-out variant", "other": "var
 
 def _cell(time: float, trial: float, seed: float, trials: int, reached: int, seeds: bool,
           unit: str) -> str:
-    """'5,043 s, trial 3 (2/5)', 'miss (0/5)', or '' when the study is absent."""
+    """'5,043 s (t3, 2/5)': the chosen trial's time, the trial (t3, or t3 s1 with its seed) and
+    how many of the study's trials met the target; 'miss (0/5)'; '' when the study is absent."""
     if trials == 0:
         return ""
     counts = f"({reached}/{trials})"
     if math.isinf(time) or math.isnan(trial):
         return f"{MISS} {counts}"
-    which = f"trial {int(trial)}" + (f" seed {int(seed)}" if seeds else "")
-    return f"{duration(time, unit)}, {which} {counts}"
+    which = f"t{int(trial)}" + (f" s{int(seed)}" if seeds else "")
+    return f"{duration(time, unit)} ({which}, {reached}/{trials})"
 
 
 def study_frame(selection: Selection) -> pd.DataFrame:
@@ -43,15 +44,15 @@ def study_frame(selection: Selection) -> pd.DataFrame:
     choices = scoring.study_choices(selection.cube)
     long = choices.drop_vars([c for c in choices.coords if c not in choices.dims]).to_dataframe()
     seeds = selection.cube.sizes["seed"] > 1
-    units = long.groupby(level="workload")["time_to_target"].agg(unit_for)  # one per workload
-    long["text"] = [_cell(*values, seeds, units[w]) for w, *values in zip(
-        long.index.get_level_values("workload"), long["time_to_target"], long["trial"],
-        long["seed"], long["trials"], long["trials_reached"])]
+    unit = unit_for(long["time_to_target"])  # one unit for the whole table
+    long["text"] = [_cell(*values, seeds, unit) for values in zip(
+        long["time_to_target"], long["trial"], long["seed"], long["trials"],
+        long["trials_reached"])]
     wide = long["text"].unstack("study")
     wide.columns = [f"study {k}" for k in wide.columns]
     medians = scoring.median_over_studies(choices["time_to_target"]).to_series()
     medians = medians.reindex(wide.index)
-    wide.insert(0, "median", [duration(v, units[w]) for (_, w), v in medians.items()])
+    wide.insert(0, "median", [duration(v, unit) for v in medians.values])
     wide = wide[long.groupby(level=["algorithm", "workload"])["trials"].sum() > 0]
     role = {w: ROLE_TITLES[r] for r, ws in selection.workload_groups().items() for w in ws}
     rank = {a: i for i, a in enumerate(score_frame(selection)["algorithm"])}
@@ -91,6 +92,8 @@ class StudyTimes(View):
                 "### Time to target per study\nEach study tunes its own trials; AlgoPerf "
                 "keeps, per study, the trial that met the validation target at the earliest "
                 "eval (ties: less time). A cell gives that trial's training time, which trial "
-                "it was, and (k/n) how many of the study's n trials met the target; *median* is "
-                "the leaderboard's number. Click a workload's header to fold it."),
+                "it was (*t3*: trial 3; *s1*: seed 1 where trials have seeds) and how many of "
+                "the study's trials met the target (*2/5*: 2 of 5); *median* is the "
+                "leaderboard's number. One unit for the whole table (hours once any time "
+                "reaches 10,000 s). Click a workload's header to fold it."),
             self._table, sizing_mode="stretch_width")

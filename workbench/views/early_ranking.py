@@ -18,6 +18,7 @@ from workbench.early_stopping import (GROUP_KEYS, MIN_RUNS, RANKED, final_values
                                       ranking_table, saved_frame)
 from workbench.store import open_store
 from workbench.views.base import View
+from workbench.views.formats import run_labels
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
@@ -35,29 +36,44 @@ def ranking_plot(table: pd.DataFrame, title: str) -> hv.Overlay:
              .opts(tools=["hover"]) * hv.Scatter(g, "fraction", "spearman").opts(size=6)
              for name, g in table.groupby("estimator", sort=True)]
     return hv.Overlay(lines).opts(
-        hv.opts.Overlay(responsive=True, min_height=300, logx=True, ylim=(-1.05, 1.05),
+        hv.opts.Overlay(responsive=True, min_height=380, logx=True, ylim=(-1.05, 1.05),
                         xlabel="fraction of the step budget", ylabel="Spearman rho vs final",
-                        show_grid=True, legend_position="right", title=title))
+                        show_grid=True, legend_position="bottom", legend_cols=5, title=title))
+
+
+# one colour per run of the prediction plot, its actual loss and its fit alike
+RUN_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
 def prediction_plot(train: pd.DataFrame, finals: pd.Series, budget: float,
-                    fraction: float = PREDICT_FRACTION) -> hv.Overlay:
-    """Actual training loss (solid) vs the LCGA fit on the first `fraction` (dashed), for the best
-    SHOWN_PREDICTIONS runs by final metric (`finals` sorted best first)."""
+                    fraction: float = PREDICT_FRACTION,
+                    labels: dict[str, str] | None = None) -> hv.Overlay:
+    """Actual training loss (solid) vs the LCGA fit on the first `fraction` (dashed, same colour),
+    for the best SHOWN_PREDICTIONS runs by final metric (`finals` sorted best first). `labels`:
+    run id -> legend text (default: the trial's place by final metric); a run's two lines share
+    one legend entry."""
     cutoff, parts = fraction * budget, []
     grid = np.linspace(1.0, budget, 200)
-    for run_id in finals.index[:SHOWN_PREDICTIONS]:
+    for i, run_id in enumerate(finals.index[:SHOWN_PREDICTIONS]):
         rows = train[train["run_id"] == run_id].sort_values("step")
         seen = rows[rows["step"] <= cutoff]
         fit = curves.fit_lcga(seen["step"], seen["loss"])
-        label = str(run_id)[-16:]
-        parts.append(hv.Curve(rows, "step", "loss", label=label).opts(line_width=1, alpha=0.7))
-        parts.append(hv.Curve((grid, fit.predict(grid)), "step", "loss", label=f"{label} fit")
-                     .opts(line_dash="dashed", line_width=2))
+        label = (labels or {}).get(run_id, f"run {i + 1} by final metric")
+        color = RUN_COLORS[i % len(RUN_COLORS)]
+        parts.append(hv.Curve(rows, "step", "loss", label=label).opts(
+            color=color, line_width=1, alpha=0.6))
+        parts.append(hv.Curve((grid, fit.predict(grid)), "step", "loss", label=label)
+                     .opts(color=color, line_dash="dashed", line_width=2.5))
     parts.append(hv.VLine(cutoff).opts(color="gray", line_dash="dotted"))
     return hv.Overlay(parts).opts(hv.opts.Overlay(
-        responsive=True, min_height=300, logy=True, show_grid=True, legend_position="right",
-        title=f"LCGA fitted on the first {fraction:.0%} of the budget vs the actual loss"))
+        responsive=True, min_height=380, logy=True, show_grid=True, legend_position="bottom",
+        legend_cols=1, title=f"Loss (solid), LCGA fit on the first {fraction:.0%} (dashed)"))
+
+
+def _trial_labels(group: pd.DataFrame) -> dict[str, str]:
+    """run id -> "study 0, trial 3, learning_rate=0.01" (formats.run_labels without the
+    algorithm, which the plot's title names)."""
+    return {run_id: label.split(", ", 1)[-1] for run_id, label in run_labels(group).items()}
 
 
 def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.Overlay]]:
@@ -76,7 +92,8 @@ def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overla
         ascending=group["target_direction"].iloc[0] == "min")
     title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
     return (ranking_plot(ranking_table(group, evals, train), title),
-            prediction_plot(train, finals, float(group["budget_steps"].max())))
+            prediction_plot(train, finals, float(group["budget_steps"].max()),
+                            labels=_trial_labels(group)))
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:

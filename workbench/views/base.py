@@ -16,7 +16,7 @@ __all__ = ["View", "FILTERS"]
 
 # Selection parameters that change what every view shows.
 FILTERS = ("version", "workloads", "algorithms", "rulesets", "studies", "hardware", "time_axis")
-_NOT_DRAWN = ("name", "selection", "shown")  # View parameters that do not change a drawing
+_NOT_DRAWN = ("name", "selection", "shown", "live")  # View parameters that do not change a drawing
 
 
 class View(pn.viewable.Viewer):
@@ -26,6 +26,9 @@ class View(pn.viewable.Viewer):
     selection = param.ClassSelector(class_=Selection)
     shown = param.Boolean(default=True, doc="False while the view's tab is hidden: redraws "
                                             "wait until it is shown again.")
+    live = param.Boolean(default=False, doc="In the served dashboard (a sidebar and widgets "
+                                            "that work); False in a static report, whose text "
+                                            "then names the settings instead of the sidebar.")
 
     WATCHES: tuple[str, ...] = FILTERS
 

@@ -336,11 +336,19 @@ class Hyperparameters(View):
                 "grey cross above the slowest hit is a miss). An axis is log when "
                 "the algorithm's search space says so, else when all its values are positive "
                 "and span at least two decades."),
-            pn.Row(pn.widgets.Select.from_param(self.param.workload, name="Workload", width=300),
-                   pn.widgets.Select.from_param(self.param.algorithm, name="Algorithm",
-                                                width=260),
-                   pn.widgets.RadioButtonGroup.from_param(
-                       self.param.outcome, name="", options={v: k for k, v in OUTCOMES.items()},
-                       color="light"),
-                   sizing_mode="stretch_width"),
-            self._about, self._scatter, self._parallel, sizing_mode="stretch_width")
+            self._controls(), self._about, self._scatter, self._parallel,
+            sizing_mode="stretch_width")
+
+    def _controls(self) -> pn.viewable.Viewable:
+        """The pickers when served; in a static report, where widgets do nothing, a line
+        naming the outcome drawn (the text below names the workload and algorithm)."""
+        if not self.live:
+            return pn.pane.Markdown(
+                f"Outcome on the scatters' y axes: *{OUTCOMES[self.outcome]}*.")
+        return pn.Row(
+            pn.widgets.Select.from_param(self.param.workload, name="Workload", width=300),
+            pn.widgets.Select.from_param(self.param.algorithm, name="Algorithm", width=260),
+            pn.widgets.RadioButtonGroup.from_param(
+                self.param.outcome, name="", options={v: k for k, v in OUTCOMES.items()},
+                color="light"),
+            sizing_mode="stretch_width")

@@ -103,7 +103,9 @@ class Profiles(View):
                 "which an algorithm reaches the target within tau times the fastest algorithm's "
                 "median time, after the same rules as the leaderboard score (held-out variants "
                 "and a cut-off at tau_max x the best time, AlgoPerf's 4 by default). Higher and "
-                "further left is better; a line that never rises missed every target. The "
-                "sidebar's time axis switches between time and steps to target."),
-            pn.widgets.DiscreteSlider.from_param(self.param.tau_max, name="tau_max", width=320),
+                "further left is better; a line that never rises missed every target."
+                + (" The sidebar's time axis switches between time and steps to target."
+                   if self.live else "")),
+            pn.widgets.DiscreteSlider.from_param(self.param.tau_max, name="tau_max", width=320,
+                                                 visible=self.live),  # dead in a report
             self._empty, self._pane, sizing_mode="stretch_width")

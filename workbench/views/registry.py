@@ -94,6 +94,7 @@ def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, V
     first is shown (the others draw when their tab opens) and each takes its `dashboard`
     options; else (the report) every view draws up front with its `report` options."""
     return [(entry.title, entry.view(selection=selection, shown=not dynamic or i == 0,
+                                     live=dynamic,
                                      **(entry.dashboard if dynamic else entry.report)))
             for i, entry in enumerate(VIEWS)]
 

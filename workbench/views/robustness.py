@@ -267,7 +267,8 @@ class Robustness(View):
         self._heat.param.update(object=plot, visible=plot is not None)
         self._empty.object = "" if len(pairs) else (
             "No variant workload is shown together with its base workload: show a base and "
-            "its variants (e.g. digits_mlp with digits_mlp_tanh) in the sidebar.")
+            "its variants (e.g. digits_mlp with digits_mlp_tanh)"
+            + (" in the sidebar." if self.live else "."))
 
     def _summary_titles(self) -> dict[str, str]:
         return {"algorithm": "Algorithm", "score": f"Score {RULE_LABELS[self.held_out]}",

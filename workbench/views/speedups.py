@@ -124,7 +124,8 @@ class Speedups(View):
                "before the held-out rule and the cut-off" if uses_budgets(self.selection) else
                "Workloads that one of the two has no result on are left out; a miss where the "
                "reference reached the target makes the ratio infinite (no budgets recorded)")
-        return (f"Against **{md(reference)}** (pick another in the sidebar): *less time* = 1 - "
+        pick = " (pick another in the sidebar)" if self.live else ""
+        return (f"Against **{md(reference)}**{pick}: *less time* = 1 - "
                 f"the geometric mean over the shown scored workloads of t(algorithm) / "
                 f"t({md(reference)}); +27.9 % means 27.9 % less training time. {how}.")
 

@@ -55,6 +55,7 @@ def ensure_store(path: Path, workloads: list[str], studies: int, trials: int, n_
     expected = len(ALGORITHMS) * len(workloads) * studies * trials
     runs = path / R.RUNS_DIR
     if runs.is_dir() and sum(1 for _ in runs.iterdir()) == expected:
+        _index(path)  # as the launcher leaves it (a --cold run removes it for a while)
         return expected
     if path.exists():
         shutil.rmtree(path)
@@ -67,7 +68,17 @@ def ensure_store(path: Path, workloads: list[str], studies: int, trials: int, n_
             done += n
             print(f"  {done:,} / {expected:,} runs", flush=True)
     print(f"written in {time.perf_counter() - start:.0f} s", flush=True)
+    _index(path)
     return expected
+
+
+def _index(path: Path) -> None:
+    """The store's run index, as the launcher writes it after runs end."""
+    from workbench.run_index import refresh_index
+    from workbench.store import open_store
+
+    if not (path / R.INDEX_DIR).is_dir():
+        refresh_index(open_store(path))
 
 
 def first_render(path: Path) -> tuple[float, object]:
@@ -143,6 +154,7 @@ def _cold_render(path: Path) -> float:
             "import dashboard; print(dashboard.first_render(Path(sys.argv[1]))[0])")
     out = subprocess.run([sys.executable, "-c", code, str(path)], check=True,
                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    _index(path)  # reading never writes the index: put it back for the measurements after
     return float(out.stdout.split()[-1])
 
 

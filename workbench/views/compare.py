@@ -199,9 +199,9 @@ class Compare(View):
             result = comparison(self.selection, self.a, self.b) if self.a and self.b else None
             plot = forest_plot(result) if result is not None else None
             self._text.object = _about(result, self.a, self.b)
+            # the plot sets its own height (forest_plot): a pane's min_height set after its
+            # first render fails (Panel copies the page's stylesheets to its inner Bokeh pane)
             self._plot.param.update(object=plot, visible=plot is not None)
-            if plot is not None:
-                self._plot.min_height = 140 + 36 * len(result.per_workload)
             shown = result is not None and bool(result.per_workload)
             self._table.value = (C.comparison_table(result, names=False) if shown
                                  else pd.DataFrame({"workload": []}))

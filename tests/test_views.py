@@ -315,6 +315,10 @@ def test_per_study_table_names_the_chosen_trials(imported):
     choices = scoring.study_choices(imported.cube)
     assert choices["trial"].sel(algorithm="baseline", workload="wa").values.tolist() == [1.0, 2.0]
     _renders(StudyTimes(selection=imported))
+    imported.time_axis = "step"  # steps read as steps, never as seconds or hours
+    stepped = study_frame(imported).set_index(["workload", "algorithm"])
+    assert stepped.loc[("wa", "fast"), "median"].endswith(" steps")
+    assert stepped.loc[("wa", "fast"), "study 0"].endswith(" steps (t1, 2/2)")
 
 
 def test_speedups_use_the_budgets_and_the_reference(imported):
@@ -416,7 +420,9 @@ def test_log_ticks_label_ranges_under_a_decade_without_crowding():
 
     assert log_ticks(pd.Series([1e-4, 10.0])) == [1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0]
     assert log_ticks(pd.Series([0.045, 0.29])) == [0.05, 0.1, 0.2]
-    assert log_ticks(pd.Series([0.31, 0.9])) == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert log_ticks(pd.Series([0.31, 0.9])) == [0.3, 0.5, 0.7]
+    assert log_ticks(pd.Series([0.04, 0.1])) == [0.05, 0.1]  # not seven labels in 150 px
+    assert log_ticks(pd.Series([0.031, 0.045])) == [0.03, 0.04]
     assert log_ticks(pd.Series([float("nan"), -1.0])) == []
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import panel as pn
 
 from workbench import scoring
-from workbench.views.formats import MISS, duration, group_header, unit_for
+from workbench.views.formats import MISS, amount, group_header, unit_for
 from workbench.views.leaderboard import TABLE_CSS, score_frame
 from workbench.views.base import View
 from workbench.views.selection import Selection
@@ -22,7 +22,7 @@ ROLE_TITLES = {"scored": "scored", "held_out": "held-out variant", "other": "var
 
 
 def _cell(time: float, trial: float, seed: float, trials: int, reached: int, seeds: bool,
-          unit: str) -> str:
+          units: str, unit: str) -> str:
     """'5,043 s (t3, 2/5)': the chosen trial's time, the trial (t3, or t3 s1 with its seed) and
     how many of the study's trials met the target; 'miss (0/5)'; '' when the study is absent."""
     if trials == 0:
@@ -31,7 +31,7 @@ def _cell(time: float, trial: float, seed: float, trials: int, reached: int, see
     if math.isinf(time) or math.isnan(trial):
         return f"{MISS} {counts}"
     which = f"t{int(trial)}" + (f" s{int(seed)}" if seeds else "")
-    return f"{duration(time, unit)} ({which}, {reached}/{trials})"
+    return f"{amount(time, units, unit)} ({which}, {reached}/{trials})"
 
 
 def study_frame(selection: Selection) -> pd.DataFrame:
@@ -44,15 +44,16 @@ def study_frame(selection: Selection) -> pd.DataFrame:
     choices = scoring.study_choices(selection.cube)
     long = choices.drop_vars([c for c in choices.coords if c not in choices.dims]).to_dataframe()
     seeds = selection.cube.sizes["seed"] > 1
-    unit = unit_for(long["time_to_target"])  # one unit for the whole table
-    long["text"] = [_cell(*values, seeds, unit) for values in zip(
+    units = selection.cube["time_to_target"].attrs.get("units", "s")  # or "steps"
+    unit = unit_for(long["time_to_target"])  # one unit for the whole table (seconds or hours)
+    long["text"] = [_cell(*values, seeds, units, unit) for values in zip(
         long["time_to_target"], long["trial"], long["seed"], long["trials"],
         long["trials_reached"])]
     wide = long["text"].unstack("study")
     wide.columns = [f"study {k}" for k in wide.columns]
     medians = scoring.median_over_studies(choices["time_to_target"]).to_series()
     medians = medians.reindex(wide.index)
-    wide.insert(0, "median", [duration(v, unit) for v in medians.values])
+    wide.insert(0, "median", [amount(v, units, unit) for v in medians.values])
     wide = wide[long.groupby(level=["algorithm", "workload"])["trials"].sum() > 0]
     role = {w: ROLE_TITLES[r] for r, ws in selection.workload_groups().items() for w in ws}
     rank = {a: i for i, a in enumerate(score_frame(selection)["algorithm"])}
@@ -71,8 +72,9 @@ class StudyTimes(View):
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._table = pn.widgets.Tabulator(
-            disabled=True, show_index=False, layout="fit_data_stretch", groupby=["workload"],
-            hidden_columns=["workload"], titles={"algorithm": "Algorithm", "median": "Median"},
+            disabled=True, show_index=False, layout="fit_columns", groupby=["workload"],
+            hidden_columns=["workload"], widths={"algorithm": 190},
+            titles={"algorithm": "Algorithm", "median": "Median"},
             sizing_mode="stretch_width", height=640, css_classes=["pb-studies"],
             stylesheets=[TABLE_CSS])
         self._first_draw()

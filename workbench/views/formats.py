@@ -25,8 +25,9 @@ HOURS_FROM = 10_000  # seconds from which a duration reads better in hours
 # cell, read whole, instead of being cut or squeezing the other columns.
 TABLE_CSS = """
 .tabulator .tabulator-header .tabulator-col .tabulator-col-content .tabulator-col-title {
-  white-space: normal !important; overflow-wrap: normal; text-overflow: clip; font-size: 13px;
+  white-space: normal !important; overflow-wrap: normal; text-overflow: clip; font-size: 12px;
 }
+.tabulator .tabulator-header .tabulator-col .tabulator-col-content { padding: 4px 3px; }
 .tabulator .tabulator-col.empty, .tabulator .tabulator-cell.empty { display: none !important; }
 .tabulator .tabulator-cell[tabulator-field="algorithm"],
 .tabulator .tabulator-cell[tabulator-field="hardware"] {
@@ -165,14 +166,15 @@ def picker_labels(runs: pd.DataFrame) -> dict[str, str]:
 
 def log_ticks(values: pd.Series) -> list[float]:
     """Ticks for a log axis over `values`: the decades when there are four, else 1, 2 and 5 in
-    every decade when that makes three, else every digit: a range under a decade still has
-    labelled ticks, and they never run into each other."""
+    every decade when that makes two, else 1, 2, 3, 5 and 7, else every digit: a range under a
+    decade still has labelled ticks, and they never run into each other in a small plot."""
     values = values[np.isfinite(values) & (values > 0)]
     if not len(values):
         return []
     low, high = float(values.min()), float(values.max())
     decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-    for mantissas, enough in (((1,), 4), ((1, 2, 5), 3), (range(1, 10), 0)):
+    for mantissas, enough in (((1,), 4), ((1, 2, 5), 2), ((1, 2, 3, 5, 7), 2),
+                              (range(1, 10), 0)):
         ticks = [m * 10.0 ** k for k in decades for m in mantissas
                  if low / 1.05 <= m * 10.0 ** k <= high * 1.05]
         if len(ticks) >= enough:

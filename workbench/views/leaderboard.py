@@ -136,7 +136,10 @@ def _table(css_class: str, layout: str = "fit_data_stretch", **options) -> pn.wi
                                 stylesheets=[TABLE_CSS], **options)
 
 
-ALGORITHM_WIDTH = 230  # pixels of the score table's algorithm column; a longer name wraps
+ALGORITHM_WIDTH = 210  # pixels of the score table's algorithm column; a longer name wraps
+# the score table's columns but the last (pixels): Speedup, with its interval, gets the rest
+SCORE_WIDTHS = {"algorithm": ALGORITHM_WIDTH, "score": 110, "studies": 100, "interval": 130,
+                "exact_score": 120, "workloads_reached": 100, "workloads_scored": 95}
 
 
 class Leaderboard(View):
@@ -154,7 +157,7 @@ class Leaderboard(View):
         self._scores = _table(
             # rows come in the one score order (scoring.rank_scores: score, exact score,
             # name); a client-side sorter would shuffle ties, so none is set
-            "pb-scores", sortable=True, titles=SCORE_TITLES,
+            "pb-scores", sortable=True, titles=SCORE_TITLES, widths=SCORE_WIDTHS,
             formatters={"score": NumberFormatter(format="0.0000"),
                         "exact_score": NumberFormatter(format="0.0000")})
         self._about = pn.pane.Markdown(sizing_mode="stretch_width")

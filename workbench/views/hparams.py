@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models import BasicTickFormatter
 
 from workbench import hparams as H
 from workbench.views.base import View
@@ -93,8 +94,11 @@ def scatter_list(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_ta
             hv.opts.Scatter(tools=["hover"]),
             hv.opts.Overlay(logx=logs[column], logy=logy, title=name, xlabel=name,
                             ylabel=y_label, show_legend=False, responsive=True,
-                            height=SCATTER_SIZE[1], show_grid=True, xformatter="%g",
-                            yformatter="%g",
+                            height=SCATTER_SIZE[1], show_grid=True,
+                            # plain numbers at the precision the ticks need: neither
+                            # '1.000e-5' nor '1.7000000000000002' (Bokeh's printf '%g')
+                            xformatter=BasicTickFormatter(use_scientific=False),
+                            yformatter=BasicTickFormatter(use_scientific=False),
                             **_log_ticks_of("yticks", finite, logy),
                             **_log_ticks_of("xticks", data[name], logs[column]))))
     return plots

@@ -257,15 +257,31 @@ VIEW_READY = {
 }
 
 
+LAYOUT_PROBLEMS_JS = (REPO / "tests" / "fixtures" / "layout_problems.js").read_text()
+
+
+def _layout_problems(page) -> list[str]:
+    """What a person would see wrong on the page as it is shown (tests/fixtures/
+    layout_problems.js): an axis without tick labels, a legend over its plot, a table wider
+    than its box, a column narrower than its header."""
+    return page.evaluate(LAYOUT_PROBLEMS_JS)
+
+
 def _shoot_tabs(page, prefix: str, ready: dict[str, str] = VIEW_READY) -> None:
-    """A full-page screenshot of each view tab, after its content has drawn."""
+    """A full-page screenshot of each view tab, after its content has drawn; every tab is
+    checked for layout problems (_layout_problems)."""
+    problems = {}
     for tab, selector in ready.items():
         _open_tab(page, tab)
         page.locator(selector).first.wait_for(timeout=60_000)
         _painted(page)
         page.screenshot(path=SHOTS / f"{prefix}-{tab.lower().replace(' ', '-')}.png",
                         full_page=True)
+        problems.update({tab: found for found in [_layout_problems(page)] if found})
     _open_tab(page, "Leaderboard")
+    _painted(page)
+    problems.update({"Leaderboard": found for found in [_layout_problems(page)] if found})
+    assert problems == {}, problems
 
 
 @pytest.mark.slow
@@ -371,6 +387,9 @@ def test_every_view_of_our_own_study_with_filters(page, own_study):
         _open_tab(page, "Leaderboard")
         _uncheck_until(page, other, [algorithm])  # back from other tabs: still recomputes
         page.screenshot(path=SHOTS / "own-filtered-steps.png", full_page=True)
+        # after the filter changes every tab draws again, with its axes, legends and columns
+        _shoot_tabs(page, "own-filtered", {k: v for k, v in VIEW_READY.items()
+                                           if k not in ("Speedups", "Compare")})
     assert page.errors == []
 
 

@@ -260,11 +260,16 @@ VIEW_READY = {
 LAYOUT_PROBLEMS_JS = (REPO / "tests" / "fixtures" / "layout_problems.js").read_text()
 
 
-def _layout_problems(page) -> list[str]:
+def _layout_problems(page, settle_ms: int = 4000) -> list[str]:
     """What a person would see wrong on the page as it is shown (tests/fixtures/
     layout_problems.js): an axis without tick labels, a legend over its plot, a table wider
-    than its box, a column narrower than its header."""
-    return page.evaluate(LAYOUT_PROBLEMS_JS)
+    than its box, a column narrower than its header. A table re-measures its columns a moment
+    after its tab is shown (longer on a busy machine): problems count once they last
+    `settle_ms`."""
+    deadline = time.monotonic() + settle_ms / 1000
+    while (problems := page.evaluate(LAYOUT_PROBLEMS_JS)) and time.monotonic() < deadline:
+        page.wait_for_timeout(300)
+    return problems
 
 
 def _shoot_tabs(page, prefix: str, ready: dict[str, str] = VIEW_READY) -> None:

@@ -14,7 +14,8 @@ also on a store without its run index (the first read ever, which indexes it). A
 setting one sidebar filter on a built app, with everything its watchers recompute for the open
 tab (the leaderboard), on filter settings not seen before (nothing cached); then the same with
 each tab open in turn. The median and the slowest over the rounds are printed.
-Goals (issue 4): first render at most 5 s, a filter change at most 0.3 s.
+Goals (issue 17): first render at most 3 s, every filter change at most 0.3 s with any tab open,
+and a first render of the never-indexed store (`--cold`) at most 30 s.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ ALGORITHMS = [f"algo{i:02d}" for i in range(20)]
 WORKLOADS = ["digits_mlp", "digits_mlp_tanh", "digits_mlp_layernorm", "digits_cnn",
              "digits_cnn_tanh", "digits_cnn_wide", "synthetic", "synthetic_tanh",
              "synthetic_large_init", "shakespeare_char"]
-GOAL_FIRST_RENDER_S = 5.0
+GOAL_FIRST_RENDER_S = 3.0
+GOAL_COLD_RENDER_S = 30.0
 GOAL_FILTER_CHANGE_S = 0.3
 
 
@@ -189,7 +191,8 @@ def main() -> None:
 
     print(f"\nstore: {n:,} runs x {args.evals} evals ({args.store})")
     if cold is not None:
-        print(f"first render, store never read (no run index) : {cold:6.2f} s")
+        print(f"first render, store never read (no run index) : {cold:6.2f} s  (goal <= "
+              f"{GOAL_COLD_RENDER_S} s: {'ok' if cold <= GOAL_COLD_RENDER_S else 'OVER GOAL'})")
     verdict = "ok" if first <= GOAL_FIRST_RENDER_S else "OVER GOAL"
     print(f"first render, new server process               : {first:6.2f} s  "
           f"(goal <= {GOAL_FIRST_RENDER_S} s: {verdict})")
@@ -201,8 +204,9 @@ def main() -> None:
     if args.tabs:
         print("untick one algorithm with each tab open (median / slowest):", flush=True)
         for name, seconds in per_tab(args.store, args.rounds):
-            print(f"  {name:22s} {statistics.median(seconds):6.3f} s / {max(seconds):6.3f} s",
-                  flush=True)
+            verdict = "ok" if max(seconds) <= GOAL_FILTER_CHANGE_S else "OVER GOAL"
+            print(f"  {name:22s} {statistics.median(seconds):6.3f} s / {max(seconds):6.3f} s"
+                  f"  {verdict}", flush=True)
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ class Leaderboard(View):
                                 "when any time reaches 10,000 s)",
                 "step": "update steps"}[axis]
         return (
-            "### Median time to target\nPer workload: the chosen trial of each study (the "
+            "Per workload: the chosen trial of each study (the "
             f"first eval meeting the validation target), median over studies, in {what}; "
             f"*{MISS}* when the median study did not reach the target, *{NO_RUNS}* where there "
             "is none. Colour: green for the fastest on the workload, white at 2x, red from 4x "
@@ -238,7 +238,7 @@ class Leaderboard(View):
             "catalog workloads whose target Pacebench set): how "
             "much the tuned baseline's time to target varies with the seed alone on this "
             "workload (coefficient of variation over the seeded reruns that set its target, "
-            "`targets/<workload>.json`; `pacebench noise` measures it for any setting): a "
+            "*targets/<workload>.json*; *pacebench noise* measures it for any setting): a "
             "difference in time well inside it is not evidence of a faster algorithm.")
 
     def __panel__(self) -> pn.viewable.Viewable:
@@ -258,6 +258,9 @@ class Leaderboard(View):
                 + ("picked in the sidebar" if self.live else
                    f"here {md(self.selection.reference)}")
                 + "), geometric mean over the scored workloads, as in the Speedups tab."),
-            self._about, self._scores, self._times_about, *tables,
+            self._about, self._scores,
+            # the heading in a pane of its own: one re-rendered on a time-axis change grew to
+            # the page theme's heading size
+            pn.pane.Markdown("### Median time to target"), self._times_about, *tables,
             sizing_mode="stretch_width",
         )

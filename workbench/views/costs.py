@@ -431,8 +431,10 @@ class Costs(View):
                                      visible=False, css_classes=["pb-missing-prices"])
         self._overview = pn.Column(sizing_mode="stretch_width")
         self._overview_tables: dict[str, tuple] = {}  # group -> (title, table), made once
-        for group in GROUP_TITLES:  # now: a table first rendered in a later draw lost the
-            self._overview_table(group)  # header style of TABLE_CSS to the page's theme
+        # made now, not at the first draw: a table first rendered after the page lost
+        # TABLE_CSS's header style to the page's theme
+        for group in GROUP_TITLES:
+            self._overview_table(group)
         self._cost_table = pn.widgets.Tabulator(  # the picked workload's table
             disabled=True, show_index=False, layout="fit_columns", sortable=False,
             widths={"algorithm": 190, "hardware": 200},

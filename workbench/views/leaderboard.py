@@ -256,7 +256,7 @@ class Leaderboard(View):
                 "*Reached* / *Scored*: workloads with a time after the rules, of those scored. "
                 "*Speedup*: less time than the reference algorithm ("
                 + ("picked in the sidebar" if self.live else
-                   f"here {md(self.selection.reference)}")
+                   f"here {md(self.selection.reference or 'none')}")
                 + "), geometric mean over the scored workloads, as in the Speedups tab."),
             self._about, self._scores,
             # the heading in a pane of its own: one re-rendered on a time-axis change grew to

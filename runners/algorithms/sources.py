@@ -41,8 +41,7 @@ from runners.plugins import (ALGORITHM_GROUP, PluginError, entry_points, import_
                              is_file_spec, sha256_of)
 
 __all__ = ["AlgorithmSource", "parse_algorithm", "parse_algorithms", "load_class", "SourceError",
-           "wrap_optimizer",
-           "derived_search_space", "search_space_of", "describe"]
+           "wrap_optimizer", "derived_search_space", "search_space_of", "describe"]
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
 SCHEDULES = ("cosine", "linear", "constant")

@@ -70,10 +70,11 @@ def prediction_plot(train: pd.DataFrame, finals: pd.Series, budget: float,
         legend_cols=1, title=f"Loss (solid), LCGA fit on the first {fraction:.0%} (dashed)"))
 
 
-def _trial_labels(group: pd.DataFrame) -> dict[str, str]:
-    """run id -> "study 0, trial 3, learning_rate=0.01" (formats.run_labels without the
-    algorithm, which the plot's title names)."""
-    return {run_id: label.split(", ", 1)[-1] for run_id, label in run_labels(group).items()}
+def _trial_labels(group: pd.DataFrame, algorithm: str) -> dict[str, str]:
+    """run id -> "study 0, trial 3, learning_rate=0.01": formats.run_labels of the group's
+    runs (all of `algorithm`, which the plot's title names) without the algorithm."""
+    return {run_id: label.removeprefix(f"{algorithm}, ")
+            for run_id, label in run_labels(group).items()}
 
 
 def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.Overlay]]:
@@ -93,7 +94,7 @@ def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overla
     title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
     return (ranking_plot(ranking_table(group, evals, train), title),
             prediction_plot(train, finals, float(group["budget_steps"].max()),
-                            labels=_trial_labels(group)))
+                            labels=_trial_labels(group, algorithm)))
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:

@@ -242,7 +242,7 @@ class Selection(param.Parameterized):
         algorithms, workloads = self.cached("cut", make, _CUT)
         return full.sel(algorithm=algorithms, workload=workloads)
 
-    def _per_cell(self, name: str, make):
+    def per_cell(self, name: str, make):
         """A value computed cell by cell (a cell's value does not depend on the others):
         `make()` over the full cube once per ruleset, study, hardware and time axis
         (full_value), cut to the shown algorithms and workloads, so that ticking algorithms
@@ -293,19 +293,19 @@ class Selection(param.Parameterized):
     def study_times(self) -> xr.DataArray:
         """`scoring.study_times` of the cube: the chosen trial's time to target per
         (algorithm, workload, study), on the chosen time axis (cached)."""
-        return self._per_cell("study_times", self._all_study_times)
+        return self.per_cell("study_times", self._all_study_times)
 
     def _all_study_times(self) -> xr.DataArray:
         return self.full_value("study_times", lambda: scoring.study_times(self.full_cube()))
 
     def workload_times(self) -> xr.DataArray:
         """`scoring.workload_times` of the cube, on the chosen time axis (cached)."""
-        return self._per_cell("workload_times", lambda: scoring.median_over_studies(
+        return self.per_cell("workload_times", lambda: scoring.median_over_studies(
             self._all_study_times()))
 
     def bootstrap_medians(self, n: int, seed: int = 0) -> xr.DataArray:
         """`scoring.bootstrap_medians` of the study times, drawn once over every cell (cached)."""
-        return self._per_cell(f"bootstrap:{n}:{seed}", lambda: scoring.bootstrap_medians(
+        return self.per_cell(f"bootstrap:{n}:{seed}", lambda: scoring.bootstrap_medians(
             self._all_study_times(), n, seed))
 
     def workload_groups(self) -> dict[str, list[str]]:

@@ -34,15 +34,6 @@ def _cell(time: float, trial: float, seed: float, trials: int, reached: int, see
     return f"{amount(time, units, unit)} ({which}, {reached}/{trials})"
 
 
-def _choices(selection: Selection):
-    """scoring.study_choices of the shown cube. A study's choice depends on its own trials
-    only: computed once over every algorithm and workload, then cut (ticking one costs a
-    slice, not a recomputation)."""
-    full = selection.full_value("study_choices",
-                                lambda: scoring.study_choices(selection.full_cube()))
-    return selection.cached("study_choices", lambda: selection.cut(full))
-
-
 def study_frame(selection: Selection) -> pd.DataFrame:
     """One row per shown (workload, algorithm) with runs: workload, role, algorithm, median, and
     one column per study (`study <k>`) naming its time and chosen trial. Workloads in leaderboard
@@ -50,7 +41,9 @@ def study_frame(selection: Selection) -> pd.DataFrame:
     columns = ["workload", "role", "algorithm", "median"]
     if not selection.n_runs:
         return pd.DataFrame(columns=columns)
-    choices = _choices(selection)
+    # a study's choice depends on its own trials: made over the full cube once, then cut
+    choices = selection.per_cell("study_choices",
+                                 lambda: scoring.study_choices(selection.full_cube()))
     long = choices.drop_vars([c for c in choices.coords if c not in choices.dims]).to_dataframe()
     seeds = selection.cube.sizes["seed"] > 1
     units = selection.cube["time_to_target"].attrs.get("units", "s")  # or "steps"

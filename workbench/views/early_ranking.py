@@ -177,10 +177,10 @@ class EarlyRanking(View):
             plots = [self._group_plots(key) for key in keys]
             if not _same(plots, self._drawn_plots):  # the cached plots: no layout update
                 self._drawn_plots = plots
-                # one above the other, each the full width: the prediction plot's legend
-                # names runs by their hyperparameters and overflowed half a row
-                self._body.objects = [pn.pane.HoloViews(plot, sizing_mode="stretch_width")
-                                      for pair in plots for plot in pair]
+                self._body.objects = [pn.Row(*(pn.pane.HoloViews(plot,
+                                                                 sizing_mode="stretch_width")
+                                               for plot in pair), sizing_mode="stretch_width")
+                                      for pair in plots]
         saved = self._saved_frame()
         if not _same([saved], self._drawn_saved):
             self._drawn_saved = [saved]

@@ -263,6 +263,39 @@ def test_best_of_k_equals_the_enumeration_of_every_subset():
         assert pmf == pytest.approx([np.mean([m == h for m in minima]) for h in hits])
 
 
+def test_budget_curves_and_scores_follow_best_of_k_at_every_k():
+    # budget_curves and scores_by_budget compute every k at once: each k must be best_of_k's
+    # median and the score table of those medians, as if computed one k at a time
+    from workbench.scoring import score_table_of_times
+
+    rng = np.random.default_rng(3)
+    trials = {}
+    for a, w in itertools.product("ab", ("w1", "w2")):
+        n = int(rng.integers(2, 9))
+        times = rng.choice([1.0, 2.0, 3.0, 5.0], n)  # ties on purpose
+        times[rng.random(n) < 0.4] = INF
+        trials[(a, w)] = times
+    curves = B.budget_curves(trials)
+    for curve in curves:
+        for k in curve.k:
+            hits, pmf, miss = B.best_of_k(trials[(curve.algorithm, curve.workload)], k)
+            assert curve.p_reach[k - 1] == pytest.approx(1 - miss)
+            cdf = np.cumsum(pmf)
+            median = None if 1 - miss < 0.5 - 1e-9 else hits[np.argmax(cdf >= 0.5 - 1e-9)]
+            assert curve.median_best[k - 1] == median
+    scores = B.scores_by_budget(curves)
+    assert list(scores.index) == list(range(1, max(len(c.k) for c in curves) + 1))
+    for k in scores.index:
+        medians = {(c.algorithm, c.workload): c.median_best[min(k, len(c.k)) - 1]
+                   for c in curves}  # a cell with fewer than k trials counts with all of them
+        grid = xr.DataArray([[math.inf if medians[(a, w)] is None else medians[(a, w)]
+                              for w in ("w1", "w2")] for a in "ab"],
+                            dims=("algorithm", "workload"),
+                            coords={"algorithm": ["a", "b"], "workload": ["w1", "w2"]})
+        table = score_table_of_times(grid).set_index("algorithm")["score"]
+        assert scores.loc[k].to_dict() == pytest.approx(table.to_dict())
+
+
 def test_fastest_probabilities_by_enumeration():
     other = np.array([1.5, INF, 4.0])
     frame = B.fastest_probabilities({("a", "w"): TRIALS, ("b", "w"): other}, "w")

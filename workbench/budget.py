@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from workbench.scoring import ScoringConfig, score_table_of_times
+from workbench.scoring import ScoringConfig, apply_rules, benchmark_scores
 
 __all__ = ["BudgetCurve", "best_of_k", "budget_curves", "fastest_probabilities",
            "scores_by_budget", "trial_times", "budget_json", "budget_text"]
@@ -72,13 +72,6 @@ def best_of_k(times: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]
     return hits, survival[:len(hits)] - survival[1:len(hits) + 1], float(survival[len(hits)])
 
 
-def _median_best(hits: np.ndarray, pmf: np.ndarray, miss: float) -> float | None:
-    if 1.0 - miss < 0.5 - 1e-12:
-        return None
-    cdf = np.cumsum(pmf)
-    return float(hits[np.argmax(cdf >= 0.5 - 1e-12)])
-
-
 def trial_times(cube: xr.Dataset) -> dict[tuple[str, str], np.ndarray]:
     """Per (algorithm, workload): the time to target of each trial present (+inf: a miss)."""
     time = cube["time_to_target"].transpose("algorithm", "workload", ...)
@@ -92,17 +85,31 @@ def trial_times(cube: xr.Dataset) -> dict[tuple[str, str], np.ndarray]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _survival_table(n: int) -> np.ndarray:
+    """Rows k = 1..n of _survival(n, k): shape (n, n + 1)."""
+    out = np.stack([_survival(n, k) for k in range(1, n + 1)])
+    out.setflags(write=False)
+    return out
+
+
 def budget_curves(trials: dict[tuple[str, str], np.ndarray]) -> list[BudgetCurve]:
-    """The curve of every (algorithm, workload) with trials, k = 1..N."""
+    """The curve of every (algorithm, workload) with trials, k = 1..N (best_of_k and its median
+    for every k at once)."""
     curves = []
     for (a, w), times in trials.items():
-        ks, reach, median = [], [], []
-        for k in range(1, len(times) + 1):
-            hits, pmf, miss = best_of_k(times, k)
-            ks.append(k)
-            reach.append(1.0 - miss)
-            median.append(_median_best(hits, pmf, miss))
-        curves.append(BudgetCurve(a, w, ks, reach, median))
+        times = np.asarray(times, dtype=float)
+        times = times[~np.isnan(times)]
+        n = len(times)
+        if not n:
+            continue
+        hits = np.sort(times[np.isfinite(times)])
+        survival = _survival_table(n)                    # (k, j)
+        reach = 1.0 - survival[:, len(hits)]
+        cdf = 1.0 - survival[:, 1:len(hits) + 1]         # P(best <= hits[j]) at each k
+        first = np.argmax(cdf >= 0.5 - 1e-12, axis=1) if len(hits) else np.zeros(n, int)
+        median = [float(hits[j]) if r >= 0.5 - 1e-12 else None for j, r in zip(first, reach)]
+        curves.append(BudgetCurve(a, w, list(range(1, n + 1)), reach.tolist(), median))
     return curves
 
 
@@ -113,24 +120,21 @@ def fastest_probabilities(trials: dict[tuple[str, str], np.ndarray], workload: s
     mine = {a: np.asarray(t, dtype=float) for (a, w), t in trials.items() if w == workload}
     if not mine:
         raise ValueError(f"no trials on workload {workload!r}")
-    sizes = {a: len(t) for a, t in mine.items()}
+    top = min(len(t) for t in mine.values())
     hits = {a: np.sort(t[np.isfinite(t)]) for a, t in mine.items()}
-    rows = []
-    for k in range(1, min(sizes.values()) + 1):
-        survival = {a: _survival(sizes[a], k) for a in mine}
-        row = {"k": k, "none": float(np.prod([survival[a][len(hits[a])] for a in mine]))}
-        for a in mine:
-            t = hits[a]
-            pmf = survival[a][:len(t)] - survival[a][1:len(t) + 1]
-            others = np.ones(len(t))
-            for b in mine:
-                if b != a:  # P(best_b > t) + half of P(best_b == t)
-                    above = survival[b][np.searchsorted(hits[b], t, side="right")]
-                    at_or_above = survival[b][np.searchsorted(hits[b], t, side="left")]
-                    others *= above + 0.5 * (at_or_above - above)
-            row[a] = float(np.dot(pmf, others))
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("k")
+    survival = {a: _survival_table(len(t))[:top] for a, t in mine.items()}  # (k, j), k = 1..top
+    columns = {"k": np.arange(1, top + 1),
+               "none": np.prod([survival[a][:, len(hits[a])] for a in mine], axis=0)}
+    for a, t in hits.items():  # every k at once: arrays (k, each hit of a)
+        pmf = survival[a][:, :len(t)] - survival[a][:, 1:len(t) + 1]
+        others = np.ones_like(pmf)
+        for b in mine:
+            if b != a:  # P(best_b > t) + half of P(best_b == t)
+                above = survival[b][:, np.searchsorted(hits[b], t, side="right")]
+                at_or_above = survival[b][:, np.searchsorted(hits[b], t, side="left")]
+                others *= above + 0.5 * (at_or_above - above)
+        columns[a] = (pmf * others).sum(axis=1)
+    return pd.DataFrame(columns).set_index("k")
 
 
 def scores_by_budget(curves: list[BudgetCurve], config: ScoringConfig | None = None,
@@ -150,19 +154,22 @@ def scores_by_budget(curves: list[BudgetCurve], config: ScoringConfig | None = N
     top = max((len(c.k) for c in used if c.workload in scored), default=0)
     algorithms = list(dict.fromkeys(c.algorithm for c in used))
     workloads = list(dict.fromkeys(c.workload for c in used))
-    rows = []
-    for k in range(1, top + 1):
-        grid = np.full((len(algorithms), len(workloads)), np.nan)
-        for c in used:
-            m = c.median_best[min(k, len(c.k)) - 1]
-            grid[algorithms.index(c.algorithm), workloads.index(c.workload)] = (
-                math.inf if m is None else m)
-        times = xr.DataArray(grid, dims=("algorithm", "workload"),
-                             coords={"algorithm": algorithms, "workload": workloads},
-                             attrs={"units": "s"})
-        table = score_table_of_times(times, config).set_index("algorithm")["score"]
-        rows.append({"k": k, **{a: float(table.get(a, math.nan)) for a in algorithms}})
-    return pd.DataFrame(rows, columns=["k", *algorithms]).set_index("k")
+    if not top:
+        return pd.DataFrame(columns=pd.Index(algorithms), index=pd.Index([], name="k"),
+                            dtype=float)
+    grid = np.full((top, len(algorithms), len(workloads)), np.nan)
+    for c in used:
+        medians = np.array([math.inf if m is None else m for m in c.median_best])
+        grid[:, algorithms.index(c.algorithm), workloads.index(c.workload)] = \
+            medians[np.minimum(np.arange(top), len(medians) - 1)]
+    times = xr.DataArray(grid, dims=("k", "algorithm", "workload"),
+                         coords={"k": np.arange(1, top + 1), "algorithm": algorithms,
+                                 "workload": workloads}, attrs={"units": "s"})
+    # every k at once, as scoring.bootstrap_interval scores its replicates
+    scores = benchmark_scores(apply_rules(times, config)).transpose("k", "algorithm")
+    frame = pd.DataFrame(scores.values, index=pd.Index(scores["k"].values, name="k"),
+                         columns=[str(a) for a in scores["algorithm"].values])
+    return frame.reindex(columns=algorithms)
 
 
 def budget_json(curves: list[BudgetCurve], trials: dict[tuple[str, str], np.ndarray],

@@ -472,7 +472,8 @@ class Store:
 
     def doc_paths(self, run_ids: Iterable[str]) -> list[str]:
         """The run-document files of `run_ids` (for readers that parse many at once)."""
-        return [str(self.runs_dir / run_id / R.RUN_DOC) for run_id in run_ids]
+        runs_dir = str(self.runs_dir)
+        return [os.path.join(runs_dir, run_id, R.RUN_DOC) for run_id in run_ids]
 
     def run_doc(self, run_id: str) -> dict[str, Any]:
         """The document of run `run_id`, its status the effective one (a `running` document
@@ -586,14 +587,16 @@ class Store:
             pattern = os.path.join(glob.escape(str(self.runs_dir)), "*", "{}")
             parquet = sorted(glob.glob(pattern.format(sealed)))
             jsonl = sorted(glob.glob(pattern.format(live)))
-        else:
-            dirs = [self.runs_dir / rid for rid in dict.fromkeys(run_ids)]
-            missing = [d.name for d in dirs if not (d / R.RUN_DOC).exists()]
+        else:  # os.path on strings: pathlib took 3x longer on 100,000 runs
+            ids = list(dict.fromkeys(run_ids))
+            dirs = [os.path.join(str(self.runs_dir), rid) for rid in ids]
+            missing = [rid for rid, d in zip(ids, dirs)
+                       if not os.path.exists(os.path.join(d, R.RUN_DOC))]
+            parquet = [p for p in (os.path.join(d, sealed) for d in dirs) if os.path.exists(p)]
+            jsonl = [p for p in (os.path.join(d, live) for d in dirs) if os.path.exists(p)]
             if missing:
                 raise KeyError(f"no run {missing[0]!r} in {self.root} ({len(missing)} unknown run "
                                "ids); valid ids are the run_id column of query.runs_frame(store)")
-            parquet = [str(d / sealed) for d in dirs if (d / sealed).exists()]
-            jsonl = [str(d / live) for d in dirs if (d / live).exists()]
         done = {os.path.dirname(p) for p in parquet}
         return parquet, [p for p in jsonl if os.path.dirname(p) not in done and _nonempty(p)]
 

@@ -149,20 +149,24 @@ def test_runs_frame_is_fast_on_a_larger_store(tmp_path):
 
 
 def test_one_unreadable_run_is_skipped_by_name_never_the_whole_store(tmp_path, capsys):
-    """A torn run.json and a corrupt evals.parquet: the other runs read, the bad ones are named."""
+    """A torn run.json, one not UTF-8 and a corrupt evals.parquet: the other runs read, the
+    bad ones are named."""
     from runners.cli import main
 
     store = make_store(tmp_path / "s", algorithms=("fast", "slow"), workloads=("digits_mlp",),
-                       studies=1, trials=2)
-    torn, corrupt, *good = store.run_ids()
+                       studies=1, trials=3)
+    torn, corrupt, binary, *good = store.run_ids()
     doc = store.runs_dir / torn / R.RUN_DOC
     doc.write_text(doc.read_text()[:50])
+    doc = store.runs_dir / binary / R.RUN_DOC
+    doc.write_bytes(doc.read_bytes().replace(b'"digits_mlp"', b'"digits\xff_mlp"', 1))
     (store.runs_dir / corrupt / R.EVALS_SEALED).write_bytes(b"PAR1 not a parquet file")
     with pytest.warns(UserWarning) as caught:
         runs = query.runs_frame(store)
     assert sorted(runs.run_id) == sorted(good)
     named = " ".join(str(w.message) for w in caught)
     assert f"skipped run {torn}" in named and f"skipped run {corrupt}" in named
+    assert f"skipped run {binary}" in named
     with pytest.warns(UserWarning, match=f"skipped run {corrupt}"):
         evals = query.evals_frame(store)
     assert corrupt not in set(evals.run_id) and set(good) <= set(evals.run_id)

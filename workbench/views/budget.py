@@ -18,6 +18,7 @@ import param
 
 from workbench import budget as B
 from workbench.views.base import View
+from workbench.views.live import Line, LivePlot, stacked_areas
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
@@ -49,60 +50,100 @@ def _k_ticks(top: int) -> list[int]:
     return list(range(1, top + 1, max(1, math.ceil(top / 10)) if top > 12 else 1))
 
 
-def workload_plots(selection: Selection, workload: str) -> list[hv.Overlay]:
-    """[P(reach) by k, median best time by k, P(fastest) by k] on `workload`; [] without
+# The plots: (key, x label, y label, title after "<workload>: ", y range or None).
+_WORKLOAD_PLOTS = (
+    ("reach", "tuning budget k (trials)", "P(at least one reaches)", "reaching the target",
+     (-0.02, 1.02)),
+    ("best", "tuning budget k (trials)", "median best time to target ({units})",
+     "best of k trials (gaps: the median draw misses)", None),
+    ("fastest", "tuning budget k (trials, each algorithm)", "P(fastest)",
+     "which algorithm is fastest", (0, 1)),
+)
+_SCORE_LABELS = ("tuning budget k (trials per workload)", "benchmark score",
+                 "Score by tuning budget")
+
+
+def workload_lines(selection: Selection, workload: str) -> dict[str, list[Line]]:
+    """The lines of `workload`'s plots: "reach" and "best" one per algorithm (NaN where the
+    median draw misses), "fastest" the stacked areas of P(fastest) ("none" last); {} without
     trials."""
     trials, curves = budget_data(selection)
     frame = _curve_frame(curves, workload)
     if frame.empty:
-        return []
+        return {}
     colors = selection.colors
-    units = selection.cube["time_to_target"].attrs.get("units", "s")
-    reach, best = [], []
-    for name, rows in frame.groupby("algorithm", sort=False):
-        color = colors.get(name, "gray")
-        reach.append(hv.Curve(rows, "k", "p_reach", label=str(name)).opts(color=color))
-        best.append(hv.Curve(rows, "k", "median_best", label=str(name)).opts(color=color))
-    common = dict(responsive=True, min_height=300, show_grid=True, legend_position="right",
-                  xticks=_k_ticks(int(frame["k"].max())))
-    plots = [
-        hv.Overlay(reach).opts(hv.opts.Curve(line_width=2.5, tools=["hover"]), hv.opts.Overlay(
-            ylim=(-0.02, 1.02), xlabel="tuning budget k (trials)",
-            ylabel="P(at least one reaches)", title=f"{workload}: reaching the target",
-            **common)),
-        hv.Overlay(best).opts(hv.opts.Curve(line_width=2.5, tools=["hover"]), hv.opts.Overlay(
-            xlabel="tuning budget k (trials)", ylabel=f"median best time to target ({units})",
-            title=f"{workload}: best of k trials (gaps: the median draw misses)", **common)),
-    ]
+    groups = list(frame.groupby("algorithm", sort=False))
+    out = {key: [(str(name), colors.get(name, "gray"), rows["k"].to_numpy(float),
+                  rows[column].to_numpy(float)) for name, rows in groups]
+           for key, column in (("reach", "p_reach"), ("best", "median_best"))}
     fastest = B.fastest_probabilities(trials, workload)
     names = [c for c in fastest.columns if c != "none"] + ["none"]
-    areas = [hv.Area((fastest.index.values, fastest[n].values), "k", "P(fastest)",
-                     label=str(n)).opts(color=colors.get(n, NONE_COLOR) if n != "none"
-                                        else NONE_COLOR) for n in names]
-    plots.append(hv.Area.stack(hv.Overlay(areas)).opts(
-        hv.opts.Area(fill_alpha=0.85, line_width=0), hv.opts.Overlay(
-            ylim=(0, 1), xlabel="tuning budget k (trials, each algorithm)",
-            ylabel="P(fastest)", title=f"{workload}: which algorithm is fastest", **common)))
-    return plots
+    out["fastest"] = stacked_areas(fastest.index.to_numpy(float), [
+        (str(n), NONE_COLOR if n == "none" else colors.get(n, NONE_COLOR),
+         fastest[n].to_numpy(float)) for n in names])
+    return out
 
 
-def score_plot(selection: Selection) -> hv.Overlay | None:
-    """The benchmark score of each algorithm at budgets k (the scored workloads); None when
+def score_lines(selection: Selection) -> list[Line]:
+    """The benchmark score of each algorithm at budgets k (the scored workloads); [] when
     nothing is scored."""
     _, curves = budget_data(selection)
     scored = selection.workload_groups()["scored"]
     if not any(c.workload in scored for c in curves):
-        return None
+        return []
     scores = B.scores_by_budget(curves, selection.scoring_config, scored)
     colors = selection.colors
-    lines = [hv.Curve((scores.index.values, scores[a].values), "k", "score", label=str(a))
-             .opts(color=colors.get(a, "gray")) for a in scores.columns]
-    return hv.Overlay(lines).opts(
-        hv.opts.Curve(line_width=2.5, tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=320, ylim=(-0.02, 1.02), show_grid=True,
-                        xticks=_k_ticks(int(scores.index.max())),
-                        legend_position="right", xlabel="tuning budget k (trials per workload)",
-                        ylabel="benchmark score", title="Score by tuning budget"))
+    return [(str(a), colors.get(a, "gray"), scores.index.to_numpy(float),
+             scores[a].to_numpy(float)) for a in scores.columns]
+
+
+def _top_k(lines: list[Line]) -> int:
+    return int(max(max(x) for _, _, x, _ in lines))
+
+
+def _units(selection: Selection) -> str:
+    return selection.cube["time_to_target"].attrs.get("units", "s")
+
+
+def _overlay(lines: list[Line], ylabel: str, areas: bool = False) -> hv.Overlay:
+    """HoloViews of `lines` (for the paper figures and the report, drawn once)."""
+    if areas:  # each outline back to its layer's top and bottom
+        parts = [hv.Area((x[:len(x) // 2], y[:len(x) // 2], y[len(x) // 2:][::-1]), "k",
+                         [ylabel, "bottom"], label=label).opts(color=color)
+                 for label, color, x, y in lines]
+        return hv.Overlay(parts).opts(hv.opts.Area(fill_alpha=0.85, line_width=0))
+    return hv.Overlay([hv.Curve((x, y), "k", ylabel, label=label).opts(color=color)
+                       for label, color, x, y in lines]).opts(
+        hv.opts.Curve(line_width=2.5, tools=["hover"]))
+
+
+def _hv_opts(xlabel: str, ylabel: str, title: str, ylim, top: int) -> hv.opts:
+    return hv.opts.Overlay(responsive=True, min_height=320, show_grid=True,
+                           legend_position="right", xticks=_k_ticks(top), xlabel=xlabel,
+                           ylabel=ylabel, title=title, **({"ylim": ylim} if ylim else {}))
+
+
+def workload_plots(selection: Selection, workload: str) -> list[hv.Overlay]:
+    """[P(reach) by k, median best time by k, P(fastest) by k] on `workload` as HoloViews;
+    [] without trials."""
+    lines = workload_lines(selection, workload)
+    if not lines:
+        return []
+    top = _top_k(lines["reach"])
+    return [_overlay(lines[key], ylabel.format(units=_units(selection)), key == "fastest")
+            .opts(_hv_opts(xlabel, ylabel.format(units=_units(selection)),
+                           f"{workload}: {title}", ylim, top))
+            for key, xlabel, ylabel, title, ylim in _WORKLOAD_PLOTS]
+
+
+def score_plot(selection: Selection) -> hv.Overlay | None:
+    """score_lines as HoloViews; None when nothing is scored."""
+    lines = score_lines(selection)
+    if not lines:
+        return None
+    xlabel, ylabel, title = _SCORE_LABELS
+    return _overlay(lines, ylabel).opts(_hv_opts(xlabel, ylabel, title, (-0.02, 1.02),
+                                                 _top_k(lines)))
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:
@@ -131,14 +172,20 @@ class TuningBudget(View):
         super().__init__(**params)
         self._picker = pn.widgets.Select.from_param(self.param.workload, name="Workload",
                                                     width=320, visible=not self.all_workloads)
-        # The dashboard's panes are made once and redrawn in place (replacing a layout's
-        # children while the page lays them out races in the browser); the report builds its
-        # sections once.
+        # The dashboard's plots are made once and redrawn in place (workbench.views.live);
+        # the report builds its sections once, in HoloViews.
         self._empty = pn.pane.Markdown("No trials to draw.", visible=False)
-        self._panes = [pn.pane.HoloViews(sizing_mode="stretch_width", min_height=h,
-                                         visible=False) for h in (340, 320, 320, 320)]
-        self._body = pn.Column(*([] if self.all_workloads else [self._empty, *self._panes]),
-                               sizing_mode="stretch_width")
+        self._plots = {"score": LivePlot(xlabel=_SCORE_LABELS[0], ylabel=_SCORE_LABELS[1],
+                                         y_range=(-0.02, 1.02), height=340)}
+        self._plots.update({key: LivePlot(xlabel=xlabel, ylabel=ylabel, y_range=ylim,
+                                          areas=key == "fastest")
+                            for key, xlabel, ylabel, _, ylim in _WORKLOAD_PLOTS})
+        for plot in self._plots.values():
+            plot.pane.visible = False
+        self._body = pn.Column(
+            *([] if self.all_workloads else
+              [self._empty, *(plot.pane for plot in self._plots.values())]),
+            sizing_mode="stretch_width")
         self._choosing = False  # set while _update updates the picker: not a user's pick
         self.param.watch(lambda *_: None if self._choosing else self._selection_changed(),
                          "workload")
@@ -158,12 +205,24 @@ class TuningBudget(View):
         if self.all_workloads:
             self._body.objects = self._report(scored or shown)
             return
-        plots = [score_plot(self.selection)]
-        plots += workload_plots(self.selection, self.workload) if self.workload else []
-        plots += [None] * (len(self._panes) - len(plots))
-        for pane, plot in zip(self._panes, plots):
-            pane.param.update(object=plot, visible=plot is not None)
-        self._empty.visible = all(p is None for p in plots)
+        self._draw_live()
+
+    def _draw_live(self) -> None:
+        """Redraw the dashboard's plots in place: the score by budget, then the workload's."""
+        drawn = {"score": score_lines(self.selection)}
+        if self.workload:
+            drawn.update(workload_lines(self.selection, self.workload))
+        units = _units(self.selection) if self.selection.n_runs else "s"
+        titles = {key: (f"{self.workload}: {title}", ylabel.format(units=units))
+                  for key, _, ylabel, title, _ in _WORKLOAD_PLOTS}
+        titles["score"] = (_SCORE_LABELS[2], _SCORE_LABELS[1])
+        for key, plot in self._plots.items():
+            lines = drawn.get(key) or []
+            if lines:
+                title, ylabel = titles[key]
+                plot.draw(lines, title, xticks=_k_ticks(_top_k(lines)), ylabel=ylabel)
+            plot.pane.visible = bool(lines)
+        self._empty.visible = not any(drawn.values())
 
     def _report(self, workloads: list[str]) -> list:
         """Every section at once: the score by budget, then each scored workload's P(fastest)

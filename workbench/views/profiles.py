@@ -13,22 +13,26 @@ import param
 
 from workbench import scoring
 from workbench.views.base import View
+from workbench.views.live import LivePlot, steps
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
 
 
-__all__ = ["Profiles", "profile_plot", "figures", "PROFILE_TAUS"]
+__all__ = ["Profiles", "profile_lines", "profile_plot", "figures", "PROFILE_TAUS"]
 
 # Drawn on a fine grid so each step sits where the ratio is; the score uses the official grid.
 PROFILE_POINTS = 601
 PROFILE_TAUS = np.linspace(1.0, scoring.TAU_MAX, PROFILE_POINTS)
 TAU_MAX_CHOICES = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 16.0)  # the view's tau_max slider
+YLABEL = "fraction of workloads within tau"
 
 
-def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.Overlay | None:
-    """Step lines rho(tau) for tau in [1, tau_max] over the scored workloads, one per
-    algorithm; None if none is scored. The cut-off moves with tau_max (at AlgoPerf's 4 the
-    profile is the one the score integrates)."""
+def profile_lines(selection: Selection, tau_max: float = scoring.TAU_MAX) -> dict | None:
+    """What the profile plot draws: {"lines": step lines rho(tau) for tau in [1, tau_max]
+    over the scored workloads, one per algorithm in score order (the legend reads as the
+    leaderboard), "widths" and "alphas" (the leaders thicker and opaque: eleven overlapping
+    step lines stay readable), "xlabel", "title"}; None if no workload is scored. The cut-off
+    moves with tau_max (at AlgoPerf's 4 the profile is the one the score integrates)."""
     if not selection.n_runs or not selection.workload_groups()["scored"]:
         return None
     times = scoring.scored_times(selection.cube, selection.scoring_config, cutoff=tau_max)
@@ -42,22 +46,32 @@ def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.O
     colors, table = selection.colors, selection.scores()
     ranked = [a for a in table["algorithm"] if a in profile["algorithm"].values]
     order = ranked + [a for a in profile["algorithm"].values if a not in ranked]
-    # in score order (the legend reads as the leaderboard), the leaders thicker and opaque:
-    # eleven overlapping step lines stay readable
-    lines = [
-        hv.Curve((profile["tau"].values, profile.sel(algorithm=name).values),
-                 kdims="tau", vdims="rho", label=str(name)).opts(
-            color=colors.get(name, "gray"), line_width=4.0 if i == 0 else 3.0 if i < 3 else 1.8,
-            alpha=1.0 if i < 3 else 0.75)
-        for i, name in enumerate(order)
-    ]
+    tau = profile["tau"].values
+    return {
+        "lines": [(str(name), colors.get(name, "gray"), tau, profile.sel(algorithm=name).values)
+                  for name in order],
+        "widths": [4.0 if i == 0 else 3.0 if i < 3 else 1.8 for i in range(len(order))],
+        "alphas": [1.0 if i < 3 else 0.75 for i in range(len(order))],
+        "xlabel": f"tau ({what} / fastest algorithm's {what})",
+        "title": f"Performance profiles ({_studies(selection)}; the scores' 90 % intervals "
+                 "are on the Leaderboard)"}
+
+
+def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.Overlay | None:
+    """profile_lines as HoloViews step lines (paper figures and the report); None if no
+    workload is scored."""
+    drawn = profile_lines(selection, tau_max)
+    if drawn is None:
+        return None
+    lines = [hv.Curve((x, y), kdims="tau", vdims="rho", label=label).opts(
+        color=color, line_width=width, alpha=alpha)
+        for (label, color, x, y), width, alpha in zip(drawn["lines"], drawn["widths"],
+                                                      drawn["alphas"])]
     return hv.Overlay(lines).opts(
         hv.opts.Curve(interpolation="steps-post", tools=["hover"]),
         hv.opts.Overlay(xlim=(1, tau_max), ylim=(-0.02, 1.02), responsive=True, min_height=380,
-                        xlabel=f"tau ({what} / fastest algorithm's {what})",
-                        ylabel="fraction of workloads within tau", legend_position="right",
-                        title=f"Performance profiles ({_studies(selection)}; the scores' 90 % "
-                              "intervals are on the Leaderboard)", show_grid=True))
+                        xlabel=drawn["xlabel"], ylabel=YLABEL, legend_position="right",
+                        title=drawn["title"], show_grid=True))
 
 
 def _studies(selection: Selection) -> str:
@@ -84,17 +98,24 @@ class Profiles(View):
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
-        self._pane = pn.pane.HoloViews(sizing_mode="stretch_width", min_height=400,
-                                       css_classes=["pb-profiles"])
+        # made once, redrawn in place (workbench.views.live); the report draws it once too
+        self._plot = LivePlot(xlabel="tau", ylabel=YLABEL, height=400, y_range=(-0.02, 1.02),
+                              x_range=(1.0, self.tau_max), css_classes=["pb-profiles"])
+        self._pane = self._plot.pane
         self._empty = pn.pane.Markdown("No workload can be scored with the current selection.",
                                        visible=False)
         self.param.watch(lambda _: self._selection_changed(), "tau_max")
         self._first_draw()
 
     def _update(self) -> None:
-        plot = profile_plot(self.selection, self.tau_max)
-        self._pane.param.update(object=plot, visible=plot is not None)
-        self._empty.visible = plot is None
+        drawn = profile_lines(self.selection, self.tau_max)
+        if drawn is not None:
+            self._plot.draw([(label, color, *steps(x, y)) for label, color, x, y in
+                             drawn["lines"]], drawn["title"], widths=drawn["widths"],
+                            alphas=drawn["alphas"], xlim=(1.0, self.tau_max))
+            self._plot.figure.xaxis.axis_label = drawn["xlabel"]
+        self._pane.visible = drawn is not None
+        self._empty.visible = drawn is None
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(

@@ -238,6 +238,15 @@ def test_the_loop_records_inference_seconds_in_run_json(tmp_path, one_thread):
 
 
 # -- the view --------------------------------------------------------------------------------
+def _drawn_plots(view) -> list[bool]:
+    """Per plot of the Costs view: whether one of its figures is shown with something drawn."""
+    out = []
+    for plots in view._live.values():
+        shown = [p for p in plots.values() if p.pane.visible]
+        out.append(len(shown) == 1 and bool(len(shown[0].source.data["xs"])))
+    return out
+
+
 def test_costs_view_renders_follows_price_edits_and_flags_missing_prices(store):
     from workbench.views.costs import NOT_PRICED, Costs, cost_frame, figures, train_time_cube, usd
     from workbench.views.selection import Selection
@@ -292,7 +301,7 @@ def test_costs_view_renders_follows_price_edits_and_flags_missing_prices(store):
                                    for w in ("digits_cnn", "digits_mlp"))  # no reference pair
     selection.param.update(algorithms=["fast", "slow"])
     assert len(figures(selection)) == 6
-    assert [type(slot.objects[0]).__name__ for slot in view._plots.objects] == ["HoloViews"] * 3
+    assert _drawn_plots(view) == [True] * 3
 
 
 def test_missing_price_notice_names_the_hardware(tmp_path):
@@ -339,8 +348,7 @@ def test_costs_on_the_imported_algoperf_v05_logs(algoperf_v05):
             pytest.approx(seconds / HOUR * 24.48)
     assert pn.panel(view).get_root() is not None
     view.workload = "wmt"
-    kinds = [type(slot.objects[0]).__name__ for slot in view._plots.objects]
-    assert kinds == ["HoloViews"] * 3
+    assert _drawn_plots(view) == [True] * 3
     plots = figures(selection)
     assert "speedup_at_quality_wmt" in plots and "cost_pareto_criteo1tb" in plots
 

@@ -23,13 +23,15 @@ from workbench import records as R
 from workbench.views.formats import MISS, NO_RUNS, duration, md, unit_for
 from workbench.views.base import FILTERS, View
 from workbench.views.leaderboard import GROUP_TITLES, TABLE_CSS, score_frame, wrap_title
+from workbench.views.live import LivePlot, steps
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
 
 
 __all__ = ["Costs", "figures", "cost_table", "cost_frame", "cost_pivot", "price_frame",
-           "train_time_cube", "missing_prices_note", "pareto_plot", "cost_quality_plot",
-           "speedup_plot", "usd", "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS"]
+           "train_time_cube", "missing_prices_note", "pareto_data", "pareto_plot",
+           "cost_quality_data", "cost_quality_plot", "speedup_data", "speedup_plot", "usd",
+           "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS"]
 
 NOT_PRICED = "n/a (no price)"  # a cost whose hardware has no price in the table
 NOT_MEASURED = "n/m"  # latency or energy the runs did not measure (explained under the table)
@@ -229,11 +231,11 @@ def _quality_of(runs: pd.DataFrame) -> tuple[str, str, float]:
             float(target) if target is not None and not pd.isna(target) else math.nan)
 
 
-def pareto_plot(selection: Selection, workload: str,
-                prices: costs.PriceTable) -> hv.Overlay | None:
-    """Every shown run of `workload` at (cost of the whole run, best validation quality), log
-    cost axis, coloured by algorithm; the Pareto front as a black step line. None when no run
-    has a priced cost and a quality."""
+def pareto_data(selection: Selection, workload: str, prices: costs.PriceTable) -> dict | None:
+    """What the Pareto plot draws: every shown run of `workload` at (cost of the whole run, best
+    validation quality), coloured by algorithm (at most MAX_PARETO_POINTS besides the front),
+    and the Pareto front; axis labels, range and title. None when no run has a priced cost
+    and a quality."""
     runs = _workload_runs(selection, workload)
     if not len(runs):
         return None
@@ -251,26 +253,48 @@ def pareto_plot(selection: Selection, workload: str,
     front = front.sort_values("train_cost_usd")
     drawn = points.drop(front.index)
     step = max(1, math.ceil(len(drawn) / MAX_PARETO_POINTS))
-    drawn = pd.concat([drawn.iloc[::step], front])
-    colors = selection.colors
+    drawn = pd.concat([drawn.iloc[::step], front]).sort_values("algorithm", kind="stable")
+    shown = f"{len(drawn)} of {len(points)} runs drawn" if step > 1 else f"{len(points)} runs"
+    log = _log_scale(points["train_cost_usd"])
+    return {"points": drawn, "front": front, "log": log,
+            "ylim": _quality_range(points["quality"], direction),
+            "xlabel": _cost_label("cost of the whole run", log),
+            "ylabel": f"best {metric} reached",
+            "title": f"{workload}: cost vs best quality ({shown})"}
+
+
+def pareto_plot(selection: Selection, workload: str,
+                prices: costs.PriceTable) -> hv.Overlay | None:
+    """pareto_data in HoloViews (paper figures, the report): runs as points, log cost axis
+    over two decades or more, the front as a black step line with rings."""
+    data = pareto_data(selection, workload, prices)
+    if data is None:
+        return None
+    colors, front = selection.colors, data["front"]
     scatters = [hv.Scatter(part, "train_cost_usd", ["quality", "algorithm", "run_id"],
                            label=str(name)).opts(color=colors.get(name, "gray"))
-                for name, part in drawn.groupby("algorithm", sort=True)]
+                for name, part in data["points"].groupby("algorithm", sort=True)]
     line = hv.Curve(front, "train_cost_usd", ["quality", "algorithm", "run_id"],
                     label="Pareto front").opts(color="black", interpolation="steps-post",
                                                line_width=2)
     marks = hv.Scatter(front, "train_cost_usd", ["quality", "algorithm", "run_id"]).opts(
         fill_alpha=0, line_color="black", line_width=2, size=12)
-    shown = f"{len(drawn)} of {len(points)} runs drawn" if step > 1 else f"{len(points)} runs"
-    log = _log_scale(points["train_cost_usd"])
     return hv.Overlay([*scatters, line, marks]).opts(
         hv.opts.Scatter(size=6, alpha=0.7, tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=log,
-                        show_grid=True,
-                        ylim=_quality_range(points["quality"], direction),
-                        xlabel=_cost_label("cost of the whole run", log),
-                        ylabel=f"best {metric} reached", legend_position="right",
-                        title=f"{workload}: cost vs best quality ({shown})"))
+        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=data["log"],
+                        show_grid=True, ylim=data["ylim"], xlabel=data["xlabel"],
+                        ylabel=data["ylabel"], legend_position="right", title=data["title"]))
+
+
+def _draw_pareto(plot: LivePlot, data: dict, colors: dict) -> None:
+    points, front = data["points"], data["front"]
+    cost, quality = front["train_cost_usd"].to_numpy(float), front["quality"].to_numpy(float)
+    plot.draw(
+        [("Pareto front", "black", *steps(cost, quality))], data["title"], widths=[2],
+        points=zip(points["algorithm"].astype(str), points["algorithm"].map(
+            lambda a: colors.get(a, "gray")), points["train_cost_usd"].to_numpy(float),
+            points["quality"].to_numpy(float), points["run_id"].astype(str)),
+        marks=(cost, quality), xlabel=data["xlabel"], ylabel=data["ylabel"], ylim=data["ylim"])
 
 
 def _curves(selection: Selection, workload: str, prices: costs.PriceTable):
@@ -318,72 +342,111 @@ def _broken_lines(rows: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.nd
     return tuple(np.insert(rows[c].to_numpy(float), starts, np.nan) for c in (x, y))
 
 
-def cost_quality_plot(selection: Selection, workload: str,
-                      prices: costs.PriceTable) -> hv.Overlay | None:
-    """Best quality so far against cost so far: a thin grey line per curve run (one per study;
-    one glyph for all, which keeps the plot quick to draw) and, bold and coloured, each
-    algorithm's median over studies of the cost to reach each quality; the target dashed. None
-    when there is nothing priced to draw."""
+def cost_quality_data(selection: Selection, workload: str,
+                      prices: costs.PriceTable) -> dict | None:
+    """What the quality-for-the-money plot draws: best quality so far against cost so far, a
+    thin grey line per curve run (one per study: "background", one line broken by NaN) and,
+    per algorithm, the median over studies of the cost to reach each quality ("lines", steps);
+    the target; None when there is nothing priced to draw."""
     curves, metric, direction, target, medians = _curves(selection, workload, prices)
     if medians is None:
         return None
-    colors = selection.colors
-    parts = [hv.Curve(_broken_lines(curves, "cost_usd", "quality"), "cost_usd",
-                      "quality").opts(color="gray", alpha=0.35, line_width=1)]
+    colors, lines = selection.colors, []
     for name in medians["algorithm"].values:
         cost = medians.sel(algorithm=name).values
         keep = np.isfinite(cost)
         if keep.any():
             order = np.argsort(cost[keep], kind="stable")
-            parts.append(hv.Curve((cost[keep][order], medians["quality"].values[keep][order]),
-                                  "cost_usd", "quality", label=str(name)).opts(
-                color=colors.get(name, "gray"), line_width=3, interpolation="steps-post"))
-    if not math.isnan(target):
-        parts.append(hv.HLine(target).opts(color="black", line_dash="dashed", line_width=1.5))
+            lines.append((str(name), colors.get(name, "gray"), cost[keep][order],
+                          medians["quality"].values[keep][order]))
     log = _log_scale(curves["cost_usd"])
+    return {"background": _broken_lines(curves, "cost_usd", "quality"), "lines": lines,
+            "target": target, "log": log, "xlabel": _cost_label("cost so far", log),
+            "ylabel": f"best {metric} so far",
+            "title": f"{workload}: quality reached for the money (bold: median over studies)"}
+
+
+def cost_quality_plot(selection: Selection, workload: str,
+                      prices: costs.PriceTable) -> hv.Overlay | None:
+    """cost_quality_data in HoloViews (paper figures, the report); the target dashed."""
+    data = cost_quality_data(selection, workload, prices)
+    if data is None:
+        return None
+    parts = [hv.Curve(data["background"], "cost_usd", "quality").opts(
+        color="gray", alpha=0.35, line_width=1)]
+    parts += [hv.Curve((x, y), "cost_usd", "quality", label=label).opts(
+        color=color, line_width=3, interpolation="steps-post") for label, color, x, y in
+        data["lines"]]
+    if not math.isnan(data["target"]):
+        parts.append(hv.HLine(data["target"]).opts(color="black", line_dash="dashed",
+                                                    line_width=1.5))
     return hv.Overlay(parts).opts(
         hv.opts.Curve(tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=log,
-                        show_grid=True,
-                        xlabel=_cost_label("cost so far", log), ylabel=f"best {metric} so far",
-                        legend_position="right",
-                        title=f"{workload}: quality reached for the money (bold: median over "
-                              f"studies)"))
+        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=data["log"],
+                        show_grid=True, xlabel=data["xlabel"], ylabel=data["ylabel"],
+                        legend_position="right", title=data["title"]))
 
 
-def speedup_plot(selection: Selection, workload: str,
-                 prices: costs.PriceTable) -> hv.Overlay | None:
-    """s(q) = reference's median cost to reach q / each algorithm's, over the quality grid, log y
-    axis; 1 dashed, the target dotted. None without the reference's curves or a priced cost."""
+def _draw_cost_quality(plot: LivePlot, data: dict, colors: dict) -> None:
+    target = data["target"]
+    plot.draw([(label, color, *steps(x, y)) for label, color, x, y in data["lines"]],
+              data["title"], widths=[3] * len(data["lines"]), background=data["background"],
+              hline=None if math.isnan(target) else (target, "dashed"),
+              xlabel=data["xlabel"], ylabel=data["ylabel"])
+
+
+def speedup_data(selection: Selection, workload: str,
+                 prices: costs.PriceTable) -> dict | None:
+    """What the speedup-at-quality plot draws: s(q) = the reference's median cost to reach q /
+    each algorithm's, over the quality grid ("lines"); the target; None without the
+    reference's curves or a priced cost."""
     reference = selection.reference
     curves, metric, direction, target, medians = _curves(selection, workload, prices)
     drawn = set(curves["algorithm"]) if medians is not None else set()
     if reference not in drawn or len(drawn) < 2:
         return None
     speedups = costs.speedup_at_quality(medians, reference)
-    colors = selection.colors
-    parts = []
+    colors, lines = selection.colors, []
     for name in speedups["algorithm"].values:
         s = speedups.sel(algorithm=name)
         keep = np.isfinite(s.values)
         if keep.any():
-            parts.append(hv.Curve((s["quality"].values[keep], s.values[keep]), metric,
-                                  "speedup", label=str(name)).opts(
-                color=colors.get(name, "gray"), line_width=2.5))
-    if not parts:
+            lines.append((str(name), colors.get(name, "gray"), s["quality"].values[keep],
+                          s.values[keep]))
+    if not lines:
         return None
+    return {"lines": lines, "target": target, "flip": direction == "min", "metric": metric,
+            "xlabel": f"quality threshold q ({metric}; better to the right)",
+            "ylabel": f"s(q): cost of {reference} / cost of the algorithm",
+            "title": f"{workload}: speedup at quality over {reference}"}
+
+
+def speedup_plot(selection: Selection, workload: str,
+                 prices: costs.PriceTable) -> hv.Overlay | None:
+    """speedup_data in HoloViews (paper figures, the report): log y axis, 1 dashed, the target
+    dotted."""
+    data = speedup_data(selection, workload, prices)
+    if data is None:
+        return None
+    parts = [hv.Curve((x, y), data["metric"], "speedup", label=label).opts(
+        color=color, line_width=2.5) for label, color, x, y in data["lines"]]
     parts.append(hv.HLine(1.0).opts(color="black", line_dash="dashed", line_width=1))
-    if not math.isnan(target):
-        parts.append(hv.VLine(target).opts(color="black", line_dash="dotted", line_width=1.5))
+    if not math.isnan(data["target"]):
+        parts.append(hv.VLine(data["target"]).opts(color="black", line_dash="dotted",
+                                                   line_width=1.5))
     return hv.Overlay(parts).opts(
         hv.opts.Curve(tools=["hover"], interpolation="steps-mid"),
         hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logy=True,
-                        show_grid=True,
-                        invert_xaxis=direction == "min",
-                        xlabel=f"quality threshold q ({metric}; better to the right)",
-                        ylabel=f"s(q): cost of {reference} / cost of the algorithm",
-                        legend_position="right",
-                        title=f"{workload}: speedup at quality over {reference}"))
+                        show_grid=True, invert_xaxis=data["flip"], xlabel=data["xlabel"],
+                        ylabel=data["ylabel"], legend_position="right", title=data["title"]))
+
+
+def _draw_speedup(plot: LivePlot, data: dict, colors: dict) -> None:
+    target = data["target"]
+    plot.draw([(label, color, *steps(x, y, mid=True)) for label, color, x, y in data["lines"]],
+              data["title"], hline=(1.0, "dashed"),
+              vline=None if math.isnan(target) else (target, "dotted"),
+              xlabel=data["xlabel"], ylabel=data["ylabel"], flip_x=data["flip"])
 
 
 def figures(selection: Selection, prices: costs.PriceTable | None = None) -> dict[str, hv.Overlay]:
@@ -403,8 +466,11 @@ def figures(selection: Selection, prices: costs.PriceTable | None = None) -> dic
 
 
 # The plots of one workload, by the CSS class of their pane (browser tests find them by it).
-PLOTS = {"pb-cost-pareto": pareto_plot, "pb-cost-quality": cost_quality_plot,
-         "pb-speedup-quality": speedup_plot}
+# The dashboard's drawing of each: (its data, how it draws on a LivePlot, the LivePlot's
+# options); a plot whose data says "log" is drawn on the log-axis one of a pair.
+PLOTS = {"pb-cost-pareto": (pareto_data, _draw_pareto, {"points": True, "y_range": (0, 1)}),
+         "pb-cost-quality": (cost_quality_data, _draw_cost_quality, {}),
+         "pb-speedup-quality": (speedup_data, _draw_speedup, {"y_log": True})}
 
 
 class Costs(View):
@@ -442,7 +508,14 @@ class Costs(View):
             stylesheets=[TABLE_CSS], text_align={c: "right" for c in COST_TITLES
                                                  if c not in ("algorithm", "hardware")})
         self._detail = pn.Column(sizing_mode="stretch_width")
-        self._slots = {css: pn.Column(sizing_mode="stretch_width") for css in PLOTS}
+        # the plots are made once and redrawn in place (workbench.views.live)
+        self._live = {css: {log: LivePlot(xlabel="", ylabel="", height=380, x_log=log, **opts)
+                            for log in ((False,) if opts.get("y_log") else (False, True))}
+                      for css, (_, _, opts) in PLOTS.items()}
+        self._notes = {css: pn.pane.Markdown(visible=False) for css in PLOTS}
+        self._slots = {css: pn.Column(*(p.pane for p in self._live[css].values()),
+                                      self._notes[css], sizing_mode="stretch_width",
+                                      css_classes=[css]) for css in PLOTS}
         self._plots = pn.Column(*self._slots.values(), sizing_mode="stretch_width")
         self._drawn: dict[str, tuple] = {}  # part -> the state it was last drawn for
         self.param.watch(lambda _: self._draw_workload(), "workload")
@@ -537,8 +610,10 @@ class Costs(View):
                 titles={"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}},
                 text_align={w: "right" for w in workloads})
             parts += [title, table]
-        self._overview.objects = parts or [
-            pn.pane.Markdown("No runs with the current selection.")]
+        if not parts:
+            parts = [pn.pane.Markdown("No runs with the current selection.")]
+        if [id(p) for p in parts] != [id(p) for p in self._overview.objects]:
+            self._overview.objects = parts  # a layout set anew rebuilds its page models
 
     def _overview_table(self, group: str) -> tuple[pn.pane.Markdown, pn.widgets.Tabulator]:
         """The title and table of one group of workloads in the overview (made once)."""
@@ -559,21 +634,29 @@ class Costs(View):
         if workload is None:
             self._drawn.clear()
             self._detail.objects = [pn.pane.Markdown("No runs with the current selection.")]
-            for slot in self._slots.values():
-                slot.objects = []
+            for css in PLOTS:
+                self._show_plot(css, None)
             return
         if self._redraw("detail", self._state(workload)):
             self._cost_table.value = cost_frame(self.selection, prices,
                                                 workload).drop(columns="workload")
-            self._detail.objects = [self._cost_table]
-        for css, draw in PLOTS.items():
+            if self._detail.objects != [self._cost_table]:
+                self._detail.objects = [self._cost_table]
+        for css, (data_of, _, _) in PLOTS.items():
             extra = (self.selection.reference,) if css == "pb-speedup-quality" else ()
             if self._redraw(css, self._state(workload, *extra)):
-                plot = draw(self.selection, workload, prices)
-                self._slots[css].objects = [
-                    pn.pane.HoloViews(plot, sizing_mode="stretch_width", css_classes=[css])
-                    if plot is not None else
-                    pn.pane.Markdown(self._nothing(css), css_classes=[css])]
+                self._show_plot(css, data_of(self.selection, workload, prices))
+
+    def _show_plot(self, css: str, data: dict | None) -> None:
+        """Draw plot `css` from `data` in place, or say why there is none (data None)."""
+        log = bool(data and data.get("log"))
+        for key, plot in self._live[css].items():
+            if data is not None and key == log:
+                PLOTS[css][1](plot, data, self.selection.colors)
+            plot.pane.visible = data is not None and key == log
+        missing = data is None and self.workload is not None
+        self._notes[css].param.update(object=self._nothing(css) if missing else "",
+                                      visible=missing)
 
     def _nothing(self, css: str) -> str:
         if css == "pb-speedup-quality":

@@ -3,9 +3,10 @@
 HoloViews builds every Bokeh model of a plot again on each redraw (about 17 ms per line of an
 overlay: seconds for a tab of 20 algorithms on 500-point lines). A LivePlot is a plain Bokeh
 figure made once with one glyph for all its lines (a multi-line) or all its stacked areas
-(patches): a redraw assigns new columns to that glyph's data source, which the browser receives
-as one message, and the legend follows the data (one entry per label, in order). The paper
-figures (workbench.figures) keep HoloViews, drawn once, from the same data.
+(patches), and optionally one for points: a redraw assigns new columns to the glyphs' data
+sources, which the browser receives as one message each, and the legend follows the data (one
+entry per label, in order). The paper figures (workbench.figures) and the static report keep
+HoloViews, drawn once, from the same data.
 """
 from __future__ import annotations
 
@@ -14,44 +15,71 @@ from typing import Iterable, Sequence
 import numpy as np
 import panel as pn
 from bokeh.models import (BasicTickFormatter, ColumnDataSource, FixedTicker, HoverTool,
-                          Range1d)
+                          Range1d, Span)
 from bokeh.plotting import figure
 
-__all__ = ["LivePlot", "Line", "steps", "stacked_areas"]
+__all__ = ["LivePlot", "Line", "Point", "Rule", "steps", "stacked_areas", "LINE_WIDTH"]
 
 # (label, colour, x values, y values): one line (NaN in y breaks it) or one area's outline.
 Line = tuple[str, str, Sequence[float], Sequence[float]]
+# (label, colour, x, y, what the hover names it by): one point.
+Point = tuple[str, str, float, float, str]
+# (where, dash): a black rule across the plot at one value, e.g. (0.98, "dashed").
+Rule = tuple[float, str]
 LINE_WIDTH = 2.5
+_NUMBER = BasicTickFormatter(use_scientific=False)  # no 1.000e-5 on an axis
 
 
 class LivePlot:
-    """A figure drawing labelled, coloured lines (or, with `areas`, filled outlines) that
-    `draw` replaces in place; `pane` is what a layout holds (and shows or hides)."""
+    """A figure drawing labelled, coloured lines (or, with `areas`, filled outlines) and, with
+    `points`, labelled points, that `draw` replaces in place; `pane` is what a layout holds
+    (and shows or hides)."""
 
     def __init__(self, *, xlabel: str, ylabel: str, height: int = 320,
                  y_range: tuple[float, float] | None = None,
                  x_range: tuple[float, float] | None = None, areas: bool = False,
+                 points: bool = False, x_log: bool = False, y_log: bool = False,
                  css_classes: Iterable[str] = ()) -> None:
         fig = figure(height=height, sizing_mode="stretch_width", title="",
+                     x_axis_type="log" if x_log else "linear",
+                     y_axis_type="log" if y_log else "linear",
                      tools="pan,wheel_zoom,box_zoom,reset,save", toolbar_location="above")
-        if y_range is not None:
+        if y_range is not None:  # draw(ylim=...) moves it
             fig.y_range = Range1d(*y_range)
         if x_range is not None:  # draw(xlim=...) moves it
             fig.x_range = Range1d(*x_range)
         fig.xaxis.axis_label, fig.yaxis.axis_label = xlabel, ylabel
         for axis in (fig.xaxis, fig.yaxis):
-            axis.formatter = BasicTickFormatter(use_scientific=False)
+            axis.formatter = _NUMBER
+        self.background = ColumnDataSource({"x": [], "y": []})
+        fig.line("x", "y", source=self.background, color="gray", alpha=0.35, line_width=1)
         self.source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": [],
                                         "width": [], "alpha": []})
         if areas:
-            glyph = fig.patches("xs", "ys", source=self.source, fill_color="color",
-                                fill_alpha=0.85, line_width=0, legend_field="label")
+            fig.patches("xs", "ys", source=self.source, fill_color="color", fill_alpha=0.85,
+                        line_width=0, legend_field="label")
         else:
-            glyph = fig.multi_line("xs", "ys", source=self.source, line_color="color",
+            lines = fig.multi_line("xs", "ys", source=self.source, line_color="color",
                                    line_width="width", line_alpha="alpha",
                                    legend_field="label")
-            fig.add_tools(HoverTool(renderers=[glyph], tooltips=[
-                ("", "@label"), (xlabel, "$x{0,0.[00]}"), (ylabel, "$y{0,0.[000]}")]))
+            fig.add_tools(HoverTool(renderers=[lines], tooltips=[
+                ("", "@label"), (xlabel, "$x{0,0.[0000]}"), (ylabel, "$y{0,0.[0000]}")]))
+        # "group", not "label": legend items of two glyphs on one field would merge into one
+        self.points = ColumnDataSource({"x": [], "y": [], "group": [], "color": [],
+                                        "note": []})
+        self.marks = ColumnDataSource({"x": [], "y": []})
+        if points:
+            dots = fig.scatter("x", "y", source=self.points, color="color", size=6, alpha=0.7,
+                               legend_field="group")
+            fig.scatter("x", "y", source=self.marks, fill_alpha=0, line_color="black",
+                        line_width=2, size=12)
+            fig.add_tools(HoverTool(renderers=[dots], tooltips=[
+                ("", "@group"), ("run", "@note"), (xlabel, "@x{0,0.[000000]}"),
+                (ylabel, "@y{0,0.[0000]}")]))
+        self._rules = {dim: Span(dimension=dim, line_color="black", line_width=1.5,
+                                 visible=False) for dim in ("width", "height")}
+        for rule in self._rules.values():
+            fig.add_layout(rule)
         legend = fig.legend[0]
         legend.label_text_font_size = "11px"
         fig.add_layout(legend, "right")
@@ -61,15 +89,21 @@ class LivePlot:
         self.pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=height),
                               sizing_mode="stretch_width", css_classes=list(css_classes))
 
-    def draw(self, lines: Iterable[Line], title: str, xticks: Sequence[float] | None = None,
-             ylabel: str | None = None, widths: Sequence[float] | None = None,
-             alphas: Sequence[float] | None = None,
-             xlim: tuple[float, float] | None = None) -> None:
-        """Show `lines` (and nothing else) under `title`; `xticks`: ticks at exactly these
-        values (default: Bokeh's); `ylabel`: a new label of the y axis; `widths` and `alphas`:
-        each line's (default: LINE_WIDTH, opaque); `xlim`: the x range of a plot made with
-        one."""
-        lines = list(lines)
+    def draw(self, lines: Iterable[Line], title: str, *, xticks: Sequence[float] | None = None,
+             xlabel: str | None = None, ylabel: str | None = None,
+             widths: Sequence[float] | None = None, alphas: Sequence[float] | None = None,
+             xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
+             points: Iterable[Point] = (), marks: tuple[Sequence, Sequence] = ((), ()),
+             background: tuple[Sequence, Sequence] = ((), ()), hline: Rule | None = None,
+             vline: Rule | None = None, flip_x: bool = False) -> None:
+        """Show `lines` and `points` (and nothing else) under `title`.
+
+        `xticks`: ticks at exactly these values (default: Bokeh's); `xlabel`, `ylabel`: new
+        axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH, opaque); `xlim`,
+        `ylim`: the ranges of a plot made with them; `marks`: (x, y) of points ringed in
+        black; `background`: (x, y) of one thin grey line (NaN breaks it); `hline`, `vline`:
+        black rules; `flip_x`: the x axis runs right to left."""
+        lines, points = list(lines), list(points)
         self.source.data = {
             "xs": [np.asarray(x, dtype=float) for _, _, x, _ in lines],
             "ys": [np.asarray(y, dtype=float) for _, _, _, y in lines],
@@ -77,24 +111,47 @@ class LivePlot:
             "color": [color for _, color, _, _ in lines],
             "width": list(widths) if widths is not None else [LINE_WIDTH] * len(lines),
             "alpha": list(alphas) if alphas is not None else [1.0] * len(lines)}
-        self.figure.title.text = title
+        self.points.data = {key: [p[i] for p in points] for i, key in
+                            enumerate(("group", "color", "x", "y", "note"))}
+        self.marks.data = {"x": list(marks[0]), "y": list(marks[1])}
+        self.background.data = {"x": np.asarray(background[0], dtype=float),
+                                "y": np.asarray(background[1], dtype=float)}
+        for rule, given in ((self._rules["width"], hline), (self._rules["height"], vline)):
+            if given is not None:
+                rule.update(location=float(given[0]), line_dash=given[1])
+            rule.visible = given is not None
+        self._decorate(title, xticks, xlabel, ylabel, xlim, ylim, flip_x)
+
+    def _decorate(self, title, xticks, xlabel, ylabel, xlim, ylim, flip_x) -> None:
+        fig = self.figure
+        fig.title.text = title
+        if xlabel is not None:
+            fig.xaxis.axis_label = xlabel
         if ylabel is not None:
-            self.figure.yaxis.axis_label = ylabel
-        if xlim is not None:
-            self.figure.x_range.update(start=xlim[0], end=xlim[1])
+            fig.yaxis.axis_label = ylabel
+        for given, axis_range in ((xlim, fig.x_range), (ylim, fig.y_range)):
+            if given is not None:
+                axis_range.update(start=given[0], end=given[1])
+        if not isinstance(fig.x_range, Range1d):
+            fig.x_range.flipped = flip_x
         if xticks is not None:
             ticks = [float(t) for t in xticks]
             if self._ticker is None:
                 self._ticker = FixedTicker(ticks=ticks)
-                self.figure.xaxis.ticker = self._ticker
+                fig.xaxis.ticker = self._ticker
             else:
                 self._ticker.ticks = ticks
 
 
-def steps(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """The corners of a right-continuous step line through (x, y): each value holds until
-    the next x (what HoloViews draws as interpolation="steps-post")."""
+def steps(x: Sequence[float], y: Sequence[float], mid: bool = False
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """The corners of a step line through (x, y): each value holds until the next x (what
+    HoloViews draws as interpolation="steps-post"), or with `mid` from halfway to the previous
+    x to halfway to the next ("steps-mid")."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if mid and len(x) > 1:
+        edges = np.concatenate([x[:1], (x[1:] + x[:-1]) / 2, x[-1:]])
+        return np.repeat(edges, 2)[1:-1], np.repeat(y, 2)
     return np.repeat(x, 2)[1:], np.repeat(y, 2)[:-1]
 
 

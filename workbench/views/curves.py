@@ -18,6 +18,7 @@ from workbench import records as R
 from workbench.views.base import FILTERS, View
 from workbench.views.plotting import hv
 from workbench.views.formats import log_ticks, md, run_labels
+from workbench.views.live import LivePlot
 from workbench.views.selection import TIME_AXES, Selection
 
 __all__ = ["Curves", "validation_plot", "loss_plot", "figures", "shown_curve_runs", "run_labels",
@@ -133,35 +134,31 @@ def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],
 
 
 def _missed_points(runs: pd.DataFrame, evals: pd.DataFrame, x: str, y: str,
-                   labels: dict[str, str]) -> hv.Scatter:
+                   labels: dict[str, str]) -> pd.DataFrame:
     """Per run that did not meet the target: a cross at its best eval (how close it came)."""
     missed = runs[~runs["reached_target"].fillna(False).astype(bool)]
     rows = evals[evals["run_id"].isin(missed["run_id"])].dropna(subset=[y])
     minimise = bool((missed["target_direction"] == "min").any())  # one workload, one direction
     rows = rows.sort_values(y, ascending=minimise, kind="stable").drop_duplicates("run_id")
-    rows = rows.assign(run=rows["run_id"].map(labels).fillna(""))
-    return hv.Scatter(rows, kdims=x, vdims=[y, "algorithm", "run"], label="missed: best value")
+    return rows.assign(run=rows["run_id"].map(labels).fillna(""))
 
 
 def _target_points(runs: pd.DataFrame, evals: pd.DataFrame, x: str, y: str,
-                   labels: dict[str, str]) -> hv.Scatter:
+                   labels: dict[str, str]) -> pd.DataFrame:
     """The eval (rows of `evals`) at which each run first met its target (eval_index_to_target)."""
     reached = runs[runs["reached_target"].fillna(False).astype(bool)]
     keys = reached[["run_id", "eval_index_to_target"]].rename(
         columns={"eval_index_to_target": "eval_index"})
     points = keys.merge(evals, on=["run_id", "eval_index"])
-    points = points.assign(run=points["run_id"].map(labels).fillna(""))
-    return hv.Scatter(points, kdims=x, vdims=[y, "algorithm", "run"], label="time to target")
+    return points.assign(run=points["run_id"].map(labels).fillna(""))
 
 
-def _target(run: pd.Series) -> tuple[list[hv.HLine], str]:
-    """The target line of a workload (none when its run has no target) and its title text."""
+def _target(run: pd.Series) -> tuple[float | None, str]:
+    """The validation target of a workload (None when its run has none) and its title text."""
     value = run["target_validation"]
     if value is None or pd.isna(value):
-        return [], "no validation target"
-    line = hv.HLine(float(value), label="target").opts(color="black", line_dash="dashed",
-                                                       line_width=1.5)
-    return [line], f"target {float(value):g}, {run['target_direction']}"
+        return None, "no validation target"
+    return float(value), f"target {float(value):g}, {run['target_direction']}"
 
 
 def _y_range(evals: pd.DataFrame, x: str, y: str, target: float,
@@ -185,36 +182,86 @@ def _y_range(evals: pd.DataFrame, x: str, y: str, target: float,
     return (low - pad, high + pad)
 
 
-def validation_plot(selection: Selection, workload: str, full_range: bool = False,
-                    legend: bool = True) -> hv.Overlay:
-    """Validation target metric of the shown runs of one workload, with the target, each run's
-    first eval that met it (a dot) and, for a run that never did, its best eval (a cross); the
-    y axis zoomed on the race (_y_range) unless `full_range`. `legend`: the algorithms' legend
-    beside the plot (a figure's; the dashboard shows one legend for all, legend_html)."""
+def validation_data(selection: Selection, workload: str, full_range: bool = False) -> dict:
+    """What the validation plot of one workload draws: the shown runs' eval rows ("evals",
+    with their algorithm), each run's first eval that met the target ("hits") and, for a run
+    that never did, its best eval ("misses"), the target, the y range (zoomed on the race,
+    _y_range, unless `full_range`), run labels, axis labels and title."""
     runs = shown_curve_runs(selection).query("workload == @workload")
     x, metric = selection.time_axis, runs.iloc[0]["target_metric"]
     y = R.metric_column("validation", metric)
     evals = curve_evals(selection).merge(runs[["run_id", "algorithm"]], on="run_id")
     evals = evals.dropna(subset=[y]) if y in evals else evals.assign(**{y: float("nan")})
     target, about = _target(runs.iloc[0])
-    # the drawn algorithms' colours only: a filtered report names no algorithm it leaves out
-    colors = {a: c for a, c in selection.colors.items() if a in set(runs["algorithm"])}
     labels = run_labels(runs)
-    hits = _target_points(runs, evals, x, y, labels).opts(
+    return {"evals": evals, "x": x, "y": y, "labels": labels, "target": target,
+            "hits": _target_points(runs, evals, x, y, labels),
+            "misses": _missed_points(runs, evals, x, y, labels),
+            "ylim": _y_range(evals, x, y, runs.iloc[0]["target_validation"], full_range),
+            # the drawn algorithms' colours only: a filtered report names no algorithm it
+            # leaves out
+            "colors": {a: c for a, c in selection.colors.items()
+                       if a in set(runs["algorithm"])},
+            "xlabel": TIME_AXES[x], "ylabel": f"validation {metric}",
+            "title": f"{workload}: validation {metric} ({about})"}
+
+
+def validation_plot(selection: Selection, workload: str, full_range: bool = False,
+                    legend: bool = True) -> hv.Overlay:
+    """validation_data in HoloViews (paper figures, the report): a line per run, the target
+    dashed, a dot at each run's first eval that met it and a cross at the best eval of a run
+    that never did. `legend`: the algorithms' legend beside the plot (a figure's; the
+    dashboard shows one legend for all, legend_html)."""
+    data = validation_data(selection, workload, full_range)
+    x, y, colors = data["x"], data["y"], data["colors"]
+    target = [] if data["target"] is None else [hv.HLine(data["target"], label="target").opts(
+        color="black", line_dash="dashed", line_width=1.5)]
+    hits = hv.Scatter(data["hits"], kdims=x, vdims=[y, "algorithm", "run"],
+                      label="time to target").opts(
         color="algorithm", cmap=colors, size=9, marker="circle", line_color="black",
         show_legend=False, tools=["hover"])
-    misses = _missed_points(runs, evals, x, y, labels).opts(
+    misses = hv.Scatter(data["misses"], kdims=x, vdims=[y, "algorithm", "run"],
+                        label="missed: best value").opts(
         color="algorithm", cmap=colors, size=12, marker="x", line_width=2.5,
         show_legend=False, tools=["hover"])
-    return hv.Overlay([*_run_lines(evals, x, y, selection.colors, labels), *target, hits,
-                       misses]).opts(
+    return hv.Overlay([*_run_lines(data["evals"], x, y, selection.colors, data["labels"]),
+                       *target, hits, misses]).opts(
         hv.opts.Path(line_width=1.5, alpha=0.85, tools=["hover"], show_legend=legend),
-        hv.opts.Overlay(responsive=True, min_height=400, xlabel=TIME_AXES[x], shared_axes=False,
-                        ylim=_y_range(evals, x, y, runs.iloc[0]["target_validation"],
-                                      full_range),
-                        ylabel=f"validation {metric}", show_grid=True, show_legend=legend,
-                        legend_position="right",
-                        title=f"{workload}: validation {metric} ({about})"))
+        hv.opts.Overlay(responsive=True, min_height=400, xlabel=data["xlabel"],
+                        shared_axes=False, ylim=data["ylim"], ylabel=data["ylabel"],
+                        show_grid=True, show_legend=legend, legend_position="right",
+                        title=data["title"]))
+
+
+def _line_tuples(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],
+                 labels: dict[str, str]) -> list:
+    """One live.Line per run of `rows` (which carry `algorithm` and `run_id`), named by its
+    run label and coloured by its algorithm."""
+    rows = rows.sort_values(["run_id", x], kind="stable")
+    return [(labels.get(run_id, str(group["algorithm"].iat[0])),
+             colors.get(group["algorithm"].iat[0], "gray"), group[x].to_numpy(float),
+             group[y].to_numpy(float)) for run_id, group in rows.groupby("run_id", sort=True)]
+
+
+def _draw_validation(plot: LivePlot, data: dict, colors: dict[str, str]) -> bool:
+    """Draw validation_data on the dashboard's plot; False when it has no line."""
+    x, y = data["x"], data["y"]
+    lines = _line_tuples(data["evals"], x, y, colors, data["labels"])
+    if not lines:
+        return False
+    marks = []  # dots (outlined black) at first hits, crosses at the misses' best evals
+    for frame, marker, size in ((data["hits"], "circle", 9), (data["misses"], "x", 12)):
+        for algorithm, xv, yv, run in zip(frame["algorithm"], frame[x].to_numpy(float),
+                                          frame[y].to_numpy(float), frame["run"]):
+            color = colors.get(algorithm, "gray")
+            marks.append((str(algorithm), color, xv, yv, str(run), marker, size,
+                          "black" if marker == "circle" else color))
+    low, high = data["ylim"]
+    plot.draw(lines, data["title"], widths=[1.5] * len(lines), alphas=[0.85] * len(lines),
+              points=marks, xlabel=data["xlabel"], ylabel=data["ylabel"],
+              ylim=None if low is None else (low, high),
+              hline=None if data["target"] is None else (data["target"], "dashed"))
+    return True
 
 
 EVAL_LOSS = R.metric_column("train", "loss")  # the training-split loss measured at each eval
@@ -245,17 +292,36 @@ def _loss_rows(selection: Selection, runs: pd.DataFrame) -> tuple[pd.DataFrame, 
     return evals.dropna(subset=["loss"]), selection.time_axis, f"{what} at evals"
 
 
-def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
-    """Training loss of the shown runs of one workload (log scale when positive)."""
+def loss_data(selection: Selection, workload: str) -> dict:
+    """What the loss plot of one workload draws: the rows (_loss_rows), x column, run labels,
+    whether its y axis is logarithmic (every loss positive) and its ticks, title."""
     runs = shown_curve_runs(selection).query("workload == @workload")
     train, x, what = _loss_rows(selection, runs)
     log = bool(len(train)) and bool((train["loss"] > 0).all())
-    ticks = {"yticks": log_ticks(train["loss"])} if log else {}
-    return hv.Overlay(_run_lines(train, x, "loss", selection.colors, run_labels(runs))).opts(
+    return {"rows": train, "x": x, "labels": run_labels(runs), "log": log,
+            "yticks": log_ticks(train["loss"]) if log else None, "xlabel": TIME_AXES[x],
+            "title": f"{workload}: {what}"}
+
+
+def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
+    """loss_data in HoloViews (paper figures, the report): a line per run."""
+    data = loss_data(selection, workload)
+    ticks = {"yticks": data["yticks"]} if data["log"] else {}
+    return hv.Overlay(_run_lines(data["rows"], data["x"], "loss", selection.colors,
+                                 data["labels"])).opts(
         hv.opts.Path(line_width=1, alpha=0.8, tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=400, xlabel=TIME_AXES[x], ylabel="loss",
-                        shared_axes=False, logy=log, show_grid=True, show_legend=False,
-                        title=f"{workload}: {what}", **ticks))
+        hv.opts.Overlay(responsive=True, min_height=400, xlabel=data["xlabel"], ylabel="loss",
+                        shared_axes=False, logy=data["log"], show_grid=True, show_legend=False,
+                        title=data["title"], **ticks))
+
+
+def _draw_loss(plot: LivePlot, data: dict, colors: dict[str, str]) -> bool:
+    """Draw loss_data on one of the dashboard's loss plots; False when it has no line."""
+    lines = _line_tuples(data["rows"], data["x"], "loss", colors, data["labels"])
+    if lines:
+        plot.draw(lines, data["title"], widths=[1] * len(lines), alphas=[0.8] * len(lines),
+                  xlabel=data["xlabel"], yticks=data["yticks"])
+    return bool(lines)
 
 
 def _has_lines(plot: hv.Overlay) -> bool:
@@ -302,6 +368,20 @@ class Curves(View):
         super().__init__(**params)
         self._legend = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["pb-legend"])
         self._body = pn.Column(sizing_mode="stretch_width")
+        if self.one_workload:  # the dashboard: plots made once, redrawn in place (views.live)
+            self._validation = LivePlot(xlabel="", ylabel="", height=400, y_range=(0, 1),
+                                        legend=False, points=True)
+            self._losses = {log: LivePlot(xlabel="", ylabel="loss", height=400, y_log=log,
+                                          legend=False) for log in (False, True)}
+            self._notes = {css: pn.pane.Markdown(visible=False, sizing_mode="stretch_width")
+                           for css in ("pb-curve", "pb-loss")}
+            self._row = pn.Row(
+                pn.Column(self._validation.pane, self._notes["pb-curve"],
+                          sizing_mode="stretch_width", css_classes=["pb-curve"]),
+                pn.Column(*(p.pane for p in self._losses.values()), self._notes["pb-loss"],
+                          sizing_mode="stretch_width", css_classes=["pb-loss"]),
+                sizing_mode="stretch_width")
+            self._nothing = pn.pane.Markdown("No runs to draw with the current selection.")
         self.param.watch(lambda _: self._selection_changed(), ["workload", "full_range"])
         self._first_draw()
 
@@ -313,7 +393,31 @@ class Curves(View):
             with param.parameterized.discard_events(self):  # drawn just below
                 self.workload = shown[0] if shown else None
         self._legend.object = legend_html(self.selection, shown_curve_runs(self.selection))
-        self._body.objects = self.plots().objects
+        if self.one_workload:
+            self._draw_live()
+        else:
+            self._body.objects = self.plots().objects
+
+    def _draw_live(self) -> None:
+        """The dashboard's workload: its two plots redrawn in place, or why there are none."""
+        drawn = self._drawn(shown_curve_runs(self.selection))
+        shown = self._row if drawn else self._nothing
+        if self._body.objects != [shown]:  # a layout set anew rebuilds its page models
+            self._body.objects = [shown]
+        if not drawn:
+            return
+        w, colors = drawn[0], self.selection.colors
+        has = _draw_validation(self._validation, validation_data(
+            self.selection, w, self.full_range), colors)
+        self._validation.pane.visible = has
+        loss = loss_data(self.selection, w)
+        for log, plot in self._losses.items():
+            plot.pane.visible = log == loss["log"] and _draw_loss(plot, loss, colors)
+        for css, ok, what in (("pb-curve", has, "validation metric"),
+                              ("pb-loss", any(p.pane.visible for p in self._losses.values()),
+                               "training loss")):
+            self._notes[css].param.update(
+                object=f"*{md(w)}: no {what} recorded for the drawn runs.*", visible=not ok)
 
     def _drawn(self, runs: pd.DataFrame) -> list[str]:
         if self.one_workload:

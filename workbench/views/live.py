@@ -22,8 +22,11 @@ __all__ = ["LivePlot", "Line", "Point", "Rule", "steps", "stacked_areas", "LINE_
 
 # (label, colour, x values, y values): one line (NaN in y breaks it) or one area's outline.
 Line = tuple[str, str, Sequence[float], Sequence[float]]
-# (label, colour, x, y, what the hover names it by): one point.
-Point = tuple[str, str, float, float, str]
+# (label, colour, x, y, what the hover names it by): one point, a dot of size 6; or with
+# (..., marker, size, outline colour) another mark.
+Point = tuple
+_POINT_KEYS = ("group", "color", "x", "y", "note", "marker", "size", "line")
+_DOT = ("circle", 6)
 # (where, dash): a black rule across the plot at one value, e.g. (0.98, "dashed").
 Rule = tuple[float, str]
 LINE_WIDTH = 2.5
@@ -39,7 +42,7 @@ class LivePlot:
                  y_range: tuple[float, float] | None = None,
                  x_range: tuple[float, float] | None = None, areas: bool = False,
                  points: bool = False, x_log: bool = False, y_log: bool = False,
-                 css_classes: Iterable[str] = ()) -> None:
+                 legend: bool = True, css_classes: Iterable[str] = ()) -> None:
         fig = figure(height=height, sizing_mode="stretch_width", title="",
                      x_axis_type="log" if x_log else "linear",
                      y_axis_type="log" if y_log else "linear",
@@ -55,22 +58,22 @@ class LivePlot:
         fig.line("x", "y", source=self.background, color="gray", alpha=0.35, line_width=1)
         self.source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": [],
                                         "width": [], "alpha": []})
+        legend_of = (lambda field: {"legend_field": field}) if legend else (lambda _: {})
         if areas:
             fig.patches("xs", "ys", source=self.source, fill_color="color", fill_alpha=0.85,
-                        line_width=0, legend_field="label")
+                        line_width=0, **legend_of("label"))
         else:
             lines = fig.multi_line("xs", "ys", source=self.source, line_color="color",
-                                   line_width="width", line_alpha="alpha",
-                                   legend_field="label")
+                                   line_width="width", line_alpha="alpha", **legend_of("label"))
             fig.add_tools(HoverTool(renderers=[lines], tooltips=[
                 ("", "@label"), (xlabel, "$x{0,0.[0000]}"), (ylabel, "$y{0,0.[0000]}")]))
         # "group", not "label": legend items of two glyphs on one field would merge into one
-        self.points = ColumnDataSource({"x": [], "y": [], "group": [], "color": [],
-                                        "note": []})
+        self.points = ColumnDataSource({key: [] for key in _POINT_KEYS})
         self.marks = ColumnDataSource({"x": [], "y": []})
         if points:
-            dots = fig.scatter("x", "y", source=self.points, color="color", size=6, alpha=0.7,
-                               legend_field="group")
+            dots = fig.scatter("x", "y", source=self.points, fill_color="color",
+                               line_color="line", marker="marker", size="size", line_width=1.5,
+                               alpha=0.8, **legend_of("group"))
             fig.scatter("x", "y", source=self.marks, fill_alpha=0, line_color="black",
                         line_width=2, size=12)
             fig.add_tools(HoverTool(renderers=[dots], tooltips=[
@@ -80,16 +83,17 @@ class LivePlot:
                                  visible=False) for dim in ("width", "height")}
         for rule in self._rules.values():
             fig.add_layout(rule)
-        legend = fig.legend[0]
-        legend.label_text_font_size = "11px"
-        fig.add_layout(legend, "right")
-        self.figure, self._ticker = fig, None
+        if legend:
+            fig.legend[0].label_text_font_size = "11px"
+            fig.add_layout(fig.legend[0], "right")
+        self.figure, self._ticks = fig, {}
         # in a Column, which is what a view shows and hides: Panel's Bokeh pane re-reads the
         # figure's properties on any change of its own, and fails on the figure's style sheets
         self.pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=height),
                               sizing_mode="stretch_width", css_classes=list(css_classes))
 
     def draw(self, lines: Iterable[Line], title: str, *, xticks: Sequence[float] | None = None,
+             yticks: Sequence[float] | None = None,
              xlabel: str | None = None, ylabel: str | None = None,
              widths: Sequence[float] | None = None, alphas: Sequence[float] | None = None,
              xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
@@ -98,8 +102,9 @@ class LivePlot:
              vline: Rule | None = None, flip_x: bool = False) -> None:
         """Show `lines` and `points` (and nothing else) under `title`.
 
-        `xticks`: ticks at exactly these values (default: Bokeh's); `xlabel`, `ylabel`: new
-        axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH, opaque); `xlim`,
+        `xticks`, `yticks`: ticks at exactly these values (default: Bokeh's); `xlabel`,
+        `ylabel`: new axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH,
+        opaque); `xlim`,
         `ylim`: the ranges of a plot made with them; `marks`: (x, y) of points ringed in
         black; `background`: (x, y) of one thin grey line (NaN breaks it); `hline`, `vline`:
         black rules; `flip_x`: the x axis runs right to left."""
@@ -111,8 +116,8 @@ class LivePlot:
             "color": [color for _, color, _, _ in lines],
             "width": list(widths) if widths is not None else [LINE_WIDTH] * len(lines),
             "alpha": list(alphas) if alphas is not None else [1.0] * len(lines)}
-        self.points.data = {key: [p[i] for p in points] for i, key in
-                            enumerate(("group", "color", "x", "y", "note"))}
+        points = [p if len(p) == 8 else (*p, *_DOT, p[1]) for p in points]
+        self.points.data = {key: [p[i] for p in points] for i, key in enumerate(_POINT_KEYS)}
         self.marks.data = {"x": list(marks[0]), "y": list(marks[1])}
         self.background.data = {"x": np.asarray(background[0], dtype=float),
                                 "y": np.asarray(background[1], dtype=float)}
@@ -120,9 +125,23 @@ class LivePlot:
             if given is not None:
                 rule.update(location=float(given[0]), line_dash=given[1])
             rule.visible = given is not None
-        self._decorate(title, xticks, xlabel, ylabel, xlim, ylim, flip_x)
+        self._decorate(title, xlabel, ylabel, xlim, ylim, flip_x)
+        self._tick("x", xticks)
+        self._tick("y", yticks)
 
-    def _decorate(self, title, xticks, xlabel, ylabel, xlim, ylim, flip_x) -> None:
+    def _tick(self, dim: str, ticks: Sequence[float] | None) -> None:
+        """Ticks of axis `dim` at exactly `ticks` (one FixedTicker per axis, changed in place)."""
+        if ticks is None:
+            return
+        values = [float(t) for t in ticks]
+        if dim not in self._ticks:
+            self._ticks[dim] = FixedTicker(ticks=values)
+            axis = self.figure.xaxis if dim == "x" else self.figure.yaxis
+            axis.ticker = self._ticks[dim]
+        else:
+            self._ticks[dim].ticks = values
+
+    def _decorate(self, title, xlabel, ylabel, xlim, ylim, flip_x) -> None:
         fig = self.figure
         fig.title.text = title
         if xlabel is not None:
@@ -134,13 +153,6 @@ class LivePlot:
                 axis_range.update(start=given[0], end=given[1])
         if not isinstance(fig.x_range, Range1d):
             fig.x_range.flipped = flip_x
-        if xticks is not None:
-            ticks = [float(t) for t in xticks]
-            if self._ticker is None:
-                self._ticker = FixedTicker(ticks=ticks)
-                fig.xaxis.ticker = self._ticker
-            else:
-                self._ticker.ticks = ticks
 
 
 def steps(x: Sequence[float], y: Sequence[float], mid: bool = False

@@ -16,10 +16,11 @@ from workbench import compare as C
 from workbench.catalog import noise_floor_of
 from workbench.views.base import FILTERS, View
 from workbench.views.formats import TABLE_CSS, md
+from workbench.views.live import LivePlot
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
-__all__ = ["Compare", "comparison", "forest_plot", "default_pair", "figures", "OVERALL"]
+__all__ = ["Compare", "comparison", "forest_data", "forest_plot", "default_pair", "figures", "OVERALL"]
 
 OVERALL = "overall (geometric mean)"
 
@@ -69,13 +70,31 @@ def _rows(result: C.Comparison) -> pd.DataFrame:
     return frame
 
 
-def forest_plot(result: C.Comparison) -> hv.Overlay | None:
-    """The per-workload ratios t(B) / t(A) with their intervals, and the overall speedup, on a
-    log axis; None when no workload has a ratio."""
+def forest_data(result: C.Comparison | None) -> dict | None:
+    """What the forest plot draws: per workload with a ratio t(B) / t(A) and overall, its row
+    ("rows": label, ratio, low, high, y, interval, studies, misses; the first workload on top,
+    overall at 0), the x range (log axis around them and 1), axis label and title; None when no
+    workload has a ratio."""
     if result is None or result.speedup is None:
         return None
     frame = _rows(result)
     bars = frame.dropna(subset=["low", "high"])
+    values = pd.concat([frame["ratio"], bars["low"], bars["high"]]).astype(float)
+    return {"rows": frame, "bars": bars, "height": 140 + 36 * len(frame),
+            "xlim": (min(values.min(), 1.0) / 1.15, max(values.max(), 1.0) * 1.15),
+            "ylim": (-0.7, len(frame) - 0.3),
+            "xlabel": f"t({result.b}) / t({result.a}): median study times (> 1: "
+                      f"{result.a} faster), {result.confidence:.0%} intervals",
+            "title": f"{result.a} against {result.b}"}
+
+
+def forest_plot(result: C.Comparison) -> hv.Overlay | None:
+    """forest_data in HoloViews (paper figures, the report): each ratio a dot on its
+    interval, overall a red diamond, 1 dashed; None when no workload has a ratio."""
+    data = forest_data(result)
+    if data is None:
+        return None
+    frame, bars = data["rows"], data["bars"]
     segments = hv.Segments(bars.assign(y0=bars["y"], y1=bars["y"]),
                            kdims=["low", "y0", "high", "y1"]).opts(color="#444", line_width=2)
     points = hv.Scatter(frame, kdims=["ratio"], vdims=["y", "label", "interval", "studies",
@@ -84,16 +103,32 @@ def forest_plot(result: C.Comparison) -> hv.Overlay | None:
     overall = hv.Scatter(frame[frame["label"] == OVERALL], kdims=["ratio"],
                          vdims=["y", "label", "interval"]).opts(
         color="#d62728", size=14, marker="diamond", tools=["hover"])
-    values = pd.concat([frame["ratio"], bars["low"], bars["high"]]).astype(float)
-    lo, hi = min(values.min(), 1.0) / 1.15, max(values.max(), 1.0) * 1.15
     return (segments * points * overall * hv.VLine(1.0).opts(color="gray", line_dash="dashed")
             ).opts(hv.opts.Overlay(
-                logx=True, xlim=(lo, hi), ylim=(-0.7, len(frame) - 0.3),
+                logx=True, xlim=data["xlim"], ylim=data["ylim"],
                 yticks=list(zip(frame["y"], frame["label"])), responsive=True,
-                min_height=140 + 36 * len(frame), show_grid=True, show_legend=False,
-                xlabel=f"t({result.b}) / t({result.a}): median study times (> 1: "
-                       f"{result.a} faster), {result.confidence:.0%} intervals",
-                ylabel="", title=f"{result.a} against {result.b}"))
+                min_height=data["height"], show_grid=True, show_legend=False,
+                xlabel=data["xlabel"], ylabel="", title=data["title"]))
+
+
+def _draw_forest(plot: LivePlot, data: dict) -> None:
+    """forest_data on the dashboard's plot, redrawn in place."""
+    frame, bars = data["rows"], data["bars"]
+    overall = frame["label"] == OVERALL
+    plot.figure.height = data["height"]
+    plot.draw(
+        [(label, "#444", (low, high), (y, y)) for label, low, high, y in
+         zip(bars["label"], bars["low"], bars["high"], bars["y"])], data["title"],
+        widths=[2] * len(bars),
+        points=[(label, "#d62728" if top else "#1f77b4", ratio, y,
+                 f"{interval}; studies {studies}; misses {misses}" if studies else interval,
+                 "diamond" if top else "circle", 14 if top else 9,
+                 "#d62728" if top else "#1f77b4")
+                for label, ratio, y, interval, studies, misses, top in zip(
+                    frame["label"], frame["ratio"].astype(float), frame["y"], frame["interval"],
+                    frame["studies"], frame["misses"], overall)],
+        vline=(1.0, "dashed"), xlim=data["xlim"], ylim=data["ylim"], xlabel=data["xlabel"],
+        yticks=list(frame["y"]), ytick_labels=list(frame["label"]))
 
 
 def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
@@ -152,8 +187,11 @@ class Compare(View):
         # children while the page lays them out races in the browser); the report builds its
         # sections once.
         self._text = pn.pane.Markdown(sizing_mode="stretch_width")
-        self._plot = pn.pane.HoloViews(sizing_mode="stretch_width", min_height=180,
-                                       visible=False)
+        self._forest = LivePlot(xlabel="", ylabel="", height=180, x_log=True, x_range=(0.5, 2),
+                                y_range=(0, 1), points=True, legend=False,
+                                hover=("ratio", "", "interval"))
+        self._plot = self._forest.pane
+        self._plot.visible = False
         # Always shown (empty when there is nothing): a Tabulator made while hidden measures
         # its columns on a missing element in the browser.
         self._table = pn.widgets.Tabulator(disabled=True, show_index=False,
@@ -197,11 +235,11 @@ class Compare(View):
         self._choices()
         if not self.against_reference:
             result = comparison(self.selection, self.a, self.b) if self.a and self.b else None
-            plot = forest_plot(result) if result is not None else None
+            data = forest_data(result)
             self._text.object = _about(result, self.a, self.b)
-            # the plot sets its own height (forest_plot): a pane's min_height set after its
-            # first render fails (Panel copies the page's stylesheets to its inner Bokeh pane)
-            self._plot.param.update(object=plot, visible=plot is not None)
+            if data is not None:
+                _draw_forest(self._forest, data)
+            self._plot.visible = data is not None
             shown = result is not None and bool(result.per_workload)
             self._table.value = (C.comparison_table(result, names=False) if shown
                                  else pd.DataFrame({"workload": []}))

@@ -370,9 +370,11 @@ class Curves(View):
         self._body = pn.Column(sizing_mode="stretch_width")
         if self.one_workload:  # the dashboard: plots made once, redrawn in place (views.live)
             self._validation = LivePlot(xlabel="", ylabel="", height=400, y_range=(0, 1),
-                                        legend=False, points=True)
+                                        legend=False, points=True,
+                                        hover=("at", "validation", "run"))
             self._losses = {log: LivePlot(xlabel="", ylabel="loss", height=400, y_log=log,
-                                          legend=False) for log in (False, True)}
+                                          legend=False, hover=("at", "loss", ""))
+                            for log in (False, True)}
             self._notes = {css: pn.pane.Markdown(visible=False, sizing_mode="stretch_width")
                            for css in ("pb-curve", "pb-loss")}
             self._row = pn.Row(

@@ -42,7 +42,10 @@ class LivePlot:
                  y_range: tuple[float, float] | None = None,
                  x_range: tuple[float, float] | None = None, areas: bool = False,
                  points: bool = False, x_log: bool = False, y_log: bool = False,
-                 legend: bool = True, css_classes: Iterable[str] = ()) -> None:
+                 legend: bool = True, hover: tuple[str, str, str] | None = None,
+                 css_classes: Iterable[str] = ()) -> None:
+        """`hover`: what the hover names x, y and a point's note (default: the axis labels
+        and "run"); an empty name leaves its line out."""
         fig = figure(height=height, sizing_mode="stretch_width", title="",
                      x_axis_type="log" if x_log else "linear",
                      y_axis_type="log" if y_log else "linear",
@@ -52,6 +55,7 @@ class LivePlot:
         if x_range is not None:  # draw(xlim=...) moves it
             fig.x_range = Range1d(*x_range)
         fig.xaxis.axis_label, fig.yaxis.axis_label = xlabel, ylabel
+        x_name, y_name, note = hover or (xlabel, ylabel, "run")
         for axis in (fig.xaxis, fig.yaxis):
             axis.formatter = _NUMBER
         self.background = ColumnDataSource({"x": [], "y": []})
@@ -65,8 +69,8 @@ class LivePlot:
         else:
             lines = fig.multi_line("xs", "ys", source=self.source, line_color="color",
                                    line_width="width", line_alpha="alpha", **legend_of("label"))
-            fig.add_tools(HoverTool(renderers=[lines], tooltips=[
-                ("", "@label"), (xlabel, "$x{0,0.[0000]}"), (ylabel, "$y{0,0.[0000]}")]))
+            fig.add_tools(HoverTool(renderers=[lines], tooltips=_tooltips(
+                [("", "@label"), (x_name, "$x{0,0.[0000]}"), (y_name, "$y{0,0.[0000]}")])))
         # "group", not "label": legend items of two glyphs on one field would merge into one
         self.points = ColumnDataSource({key: [] for key in _POINT_KEYS})
         self.marks = ColumnDataSource({"x": [], "y": []})
@@ -76,9 +80,9 @@ class LivePlot:
                                alpha=0.8, **legend_of("group"))
             fig.scatter("x", "y", source=self.marks, fill_alpha=0, line_color="black",
                         line_width=2, size=12)
-            fig.add_tools(HoverTool(renderers=[dots], tooltips=[
-                ("", "@group"), ("run", "@note"), (xlabel, "@x{0,0.[000000]}"),
-                (ylabel, "@y{0,0.[0000]}")]))
+            fig.add_tools(HoverTool(renderers=[dots], tooltips=_tooltips(
+                [("", "@group"), (note, "@note"), (x_name, "@x{0,0.[000000]}"),
+                 (y_name, "@y{0,0.[0000]}")])))
         self._rules = {dim: Span(dimension=dim, line_color="black", line_width=1.5,
                                  visible=False) for dim in ("width", "height")}
         for rule in self._rules.values():
@@ -93,7 +97,7 @@ class LivePlot:
                               sizing_mode="stretch_width", css_classes=list(css_classes))
 
     def draw(self, lines: Iterable[Line], title: str, *, xticks: Sequence[float] | None = None,
-             yticks: Sequence[float] | None = None,
+             yticks: Sequence[float] | None = None, ytick_labels: Sequence[str] | None = None,
              xlabel: str | None = None, ylabel: str | None = None,
              widths: Sequence[float] | None = None, alphas: Sequence[float] | None = None,
              xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
@@ -102,7 +106,8 @@ class LivePlot:
              vline: Rule | None = None, flip_x: bool = False) -> None:
         """Show `lines` and `points` (and nothing else) under `title`.
 
-        `xticks`, `yticks`: ticks at exactly these values (default: Bokeh's); `xlabel`,
+        `xticks`, `yticks`: ticks at exactly these values (default: Bokeh's), the y ones
+        named `ytick_labels` if given (drawn as text, never markup); `xlabel`,
         `ylabel`: new axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH,
         opaque); `xlim`,
         `ylim`: the ranges of a plot made with them; `marks`: (x, y) of points ringed in
@@ -128,6 +133,9 @@ class LivePlot:
         self._decorate(title, xlabel, ylabel, xlim, ylim, flip_x)
         self._tick("x", xticks)
         self._tick("y", yticks)
+        if ytick_labels is not None:
+            self.figure.yaxis.major_label_overrides = {
+                float(t): str(label) for t, label in zip(yticks, ytick_labels)}
 
     def _tick(self, dim: str, ticks: Sequence[float] | None) -> None:
         """Ticks of axis `dim` at exactly `ticks` (one FixedTicker per axis, changed in place)."""
@@ -153,6 +161,11 @@ class LivePlot:
                 axis_range.update(start=given[0], end=given[1])
         if not isinstance(fig.x_range, Range1d):
             fig.x_range.flipped = flip_x
+
+
+def _tooltips(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Hover rows, leaving out those named "" (but the first: the line's or point's label)."""
+    return rows[:1] + [row for row in rows[1:] if row[0]]
 
 
 def steps(x: Sequence[float], y: Sequence[float], mid: bool = False

@@ -14,11 +14,12 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import panel as pn
-from bokeh.models import (BasicTickFormatter, ColumnDataSource, FixedTicker, HoverTool,
-                          Range1d, Span)
+from bokeh.models import (BasicTickFormatter, ColorBar, ColumnDataSource, FixedTicker,
+                          HoverTool, LogColorMapper, Range1d, Span)
 from bokeh.plotting import figure
 
-__all__ = ["LivePlot", "Line", "Point", "Rule", "steps", "stacked_areas", "LINE_WIDTH"]
+__all__ = ["LivePlot", "LiveHeatMap", "Line", "Point", "Rule", "steps", "stacked_areas",
+           "LINE_WIDTH"]
 
 # (label, colour, x values, y values): one line (NaN in y breaks it) or one area's outline.
 Line = tuple[str, str, Sequence[float], Sequence[float]]
@@ -161,6 +162,53 @@ class LivePlot:
                 axis_range.update(start=given[0], end=given[1])
         if not isinstance(fig.x_range, Range1d):
             fig.x_range.flipped = flip_x
+
+
+class LiveHeatMap:
+    """Cells on an integer grid (columns left to right, rows bottom to top, named by the axis
+    ticks) coloured on a log scale between `low` and `high` (grey: no value), each with a
+    text in its own ink colour; `draw` replaces them in place."""
+
+    def __init__(self, *, xlabel: str, palette: Sequence[str], low: float, high: float,
+                 colorbar_title: str, hover: tuple[str, str, str],
+                 css_classes: Iterable[str] = ()) -> None:
+        mapper = LogColorMapper(palette=list(palette), low=low, high=high, nan_color="#dddddd")
+        fig = figure(height=240, sizing_mode="stretch_width", title="", tools="save",
+                     toolbar_location="above", x_range=Range1d(-0.5, 0.5),
+                     y_range=Range1d(-0.5, 0.5))
+        self.source = ColumnDataSource({key: [] for key in _CELL_KEYS})
+        cells = fig.rect("column", "row", 1, 1, source=self.source, line_color="white",
+                         fill_color={"field": "value", "transform": mapper})
+        fig.text("column", "row", text="text", text_color="ink", text_align="center",
+                 text_baseline="middle", text_font_size="9pt", source=self.source)
+        fig.add_layout(ColorBar(color_mapper=mapper, title=colorbar_title), "right")
+        fig.add_tools(HoverTool(renderers=[cells], tooltips=[
+            (hover[0], "@row_name"), (hover[1], "@column_name"), (hover[2], "@text")]))
+        fig.xaxis.axis_label, fig.xaxis.major_label_orientation = xlabel, 0.6
+        fig.grid.visible = False
+        self._ticks = {dim: FixedTicker(ticks=[]) for dim in ("x", "y")}
+        fig.xaxis.ticker, fig.yaxis.ticker = self._ticks["x"], self._ticks["y"]
+        self.figure = fig
+        self.pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=240),
+                              sizing_mode="stretch_width", css_classes=list(css_classes))
+
+    def draw(self, cells: dict[str, Sequence], rows: Sequence[str], columns: Sequence[str],
+             title: str) -> None:
+        """`cells`: columns "column" and "row" (grid positions), "value" (NaN: grey), "text",
+        "ink"; `rows` and `columns` name the positions."""
+        rows, columns, fig = [str(r) for r in rows], [str(c) for c in columns], self.figure
+        self.source.data = {**{key: list(cells[key]) for key in _CELL_KEYS[:5]},
+                            "row_name": [rows[int(i)] for i in cells["row"]],
+                            "column_name": [columns[int(i)] for i in cells["column"]]}
+        for dim, names, axis, axis_range in (("x", columns, fig.xaxis, fig.x_range),
+                                             ("y", rows, fig.yaxis, fig.y_range)):
+            self._ticks[dim].ticks = list(range(len(names)))
+            axis.major_label_overrides = dict(enumerate(names))
+            axis_range.update(start=-0.5, end=len(names) - 0.5)
+        fig.title.text, fig.height = title, 170 + 34 * len(rows)
+
+
+_CELL_KEYS = ("column", "row", "value", "text", "ink", "row_name", "column_name")
 
 
 def _tooltips(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:

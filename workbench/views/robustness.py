@@ -15,17 +15,19 @@ import pandas as pd
 import panel as pn
 import param
 from bokeh.models.widgets.tables import NumberFormatter
+from bokeh.palettes import RdBu, interp_palette
 
 from workbench import robustness
 from workbench.views.base import View
 from workbench.views.formats import MISS, NO_RUNS, duration, group_header, md, percent, unit_for
 from workbench.views.leaderboard import TABLE_CSS
+from workbench.views.live import LiveHeatMap
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
 
 
 __all__ = ["Robustness", "figures", "pair_frame", "summary_frame", "scores_frame",
-           "ratio_plot", "scores_plot", "RULE_LABELS"]
+           "ratio_data", "ratio_plot", "scores_plot", "RULE_LABELS"]
 
 RULE_LABELS = {False: "without the held-out rule", True: "with the held-out rule"}
 BASE_MISS = "base missed"  # no ratio: the base workload's target was not reached
@@ -125,12 +127,12 @@ def pair_frame(selection: Selection, order: list[str]) -> pd.DataFrame:
     }, columns=columns).reset_index(drop=True)
 
 
-def ratio_plot(selection: Selection, order: list[str] | None = None) -> hv.Overlay | None:
-    """Heat map of variant / base time ratios (algorithm x variant, log colour scale centred
-    on 1; grey: no ratio, the text says why, blank for no runs); None when no variant is
-    shown with its base. Cells sit at
-    integer positions named by the axis ticks, so that Matplotlib (figure export) draws the
-    text labels as Bokeh does."""
+def ratio_data(selection: Selection, order: list[str] | None = None) -> dict | None:
+    """The cells of the heat map of variant / base time ratios (algorithm x variant): "cells"
+    (column, row: integer positions; ratio, NaN where there is no finite ratio; text: why
+    there is none, blank for no runs; ink: white on the dark ends of the colours), "rows"
+    (algorithms in `order`, the best at the top) and "columns" (variants of a base side by
+    side); None when no variant is shown with its base."""
     pairs = _shown_pairs(selection)
     if not len(pairs):
         return None
@@ -139,7 +141,7 @@ def ratio_plot(selection: Selection, order: list[str] | None = None) -> hv.Overl
     base_of = dict(zip(pairs["workload"], pairs["base_workload"]))
     columns = sorted(base_of, key=lambda w: (base_of[w], w))  # variants of a base side by side
     ratio = pairs["ratio"].to_numpy(float)
-    data = pd.DataFrame({
+    cells = pd.DataFrame({
         "column": pairs["workload"].map(columns.index).to_numpy(int),
         "row": pairs["algorithm"].map(rows.index).to_numpy(int),
         # colour only where there is a finite ratio; the text says why elsewhere
@@ -151,7 +153,22 @@ def ratio_plot(selection: Selection, order: list[str] | None = None) -> hv.Overl
         # white text on the dark ends of the colour map, black elsewhere
         "ink": np.where(np.isfinite(ratio) & (np.abs(np.log2(ratio)) > 1.2), "white",
                         "black")})
-    data = data.astype({c: object for c in ("variant", "algorithm", "text", "ink")})
+    cells = cells.astype({c: object for c in ("variant", "algorithm", "text", "ink")})
+    return {"cells": cells, "rows": rows, "columns": columns}
+
+
+RATIO_TITLE = "Time ratio variant / base (median time to target)"
+
+
+def ratio_plot(selection: Selection, order: list[str] | None = None) -> hv.Overlay | None:
+    """ratio_data in HoloViews (paper figures, the report): a log colour scale centred on 1,
+    grey where there is no ratio; None when no variant is shown with its base. Cells sit at
+    integer positions named by the axis ticks, so that Matplotlib (figure export) draws the
+    text labels as Bokeh does."""
+    drawn = ratio_data(selection, order)
+    if drawn is None:
+        return None
+    data, rows, columns = drawn["cells"], drawn["rows"], drawn["columns"]
     # An Image on the integer grid (row 0 at the bottom: the array's last line), not a
     # HeatMap: Matplotlib would print each cell's raw value over the text below.
     grid = np.full((len(rows), len(columns)), np.nan)
@@ -163,10 +180,10 @@ def ratio_plot(selection: Selection, order: list[str] | None = None) -> hv.Overl
     text = hv.Labels(data, kdims=["column", "row"], vdims=["text", "ink"]).opts(
         text_font_size="9pt", text_color="ink")
     return (heat * text).opts(
-        hv.opts.Overlay(title="Time ratio variant / base (median time to target)",
-                        xlabel="variant workload", ylabel="", responsive=True,
-                        xticks=list(enumerate(columns)), yticks=list(enumerate(rows)),
-                        xrotation=35, height=170 + 34 * len(rows)))  # width follows the page
+        hv.opts.Overlay(title=RATIO_TITLE, xlabel="variant workload", ylabel="",
+                        responsive=True, xticks=list(enumerate(columns)),
+                        yticks=list(enumerate(rows)), xrotation=35,
+                        height=170 + 34 * len(rows)))  # width follows the page
 
 
 def scores_plot(scores: pd.DataFrame) -> hv.Bars | None:
@@ -240,7 +257,11 @@ class Robustness(View):
                     "base_time": "Base time", "variant_time": "Variant time",
                     "ratio": "Variant / base"},
             text_align={"base_time": "right", "variant_time": "right", "ratio": "right"})
-        self._heat = pn.pane.HoloViews(sizing_mode="stretch_width", css_classes=["pb-ratios"])
+        self._ratios = LiveHeatMap(  # made once, redrawn in place (workbench.views.live)
+            xlabel="variant workload", palette=interp_palette(RdBu[11], 256),
+            low=RATIO_RANGE[0], high=RATIO_RANGE[1], colorbar_title="variant / base",
+            hover=("algorithm", "variant", "variant / base"), css_classes=["pb-ratios"])
+        self._heat = self._ratios.pane
         self._rule = pn.pane.Markdown(sizing_mode="stretch_width")
         self._empty = pn.pane.Markdown(sizing_mode="stretch_width")
         self.param.watch(lambda _: self._selection_changed(), "held_out")
@@ -263,8 +284,13 @@ class Robustness(View):
         self._pairs.value = pairs.assign(algorithm=group_header(pairs["algorithm"])) \
             if "algorithm" in pairs else pairs
         self._pairs.visible = len(pairs) > 0
-        plot = ratio_plot(self.selection, order)
-        self._heat.param.update(object=plot, visible=plot is not None)
+        drawn = ratio_data(self.selection, order)
+        if drawn is not None:
+            cells = drawn["cells"]
+            self._ratios.draw({**{c: cells[c] for c in ("column", "row", "text", "ink")},
+                               "value": cells["ratio"]}, drawn["rows"], drawn["columns"],
+                              RATIO_TITLE)
+        self._heat.visible = drawn is not None
         self._empty.object = "" if len(pairs) else (
             "No variant workload is shown together with its base workload: show a base and "
             "its variants (e.g. digits_mlp with digits_mlp_tanh)"

@@ -68,7 +68,9 @@ def _closest_misses(runs: pd.DataFrame, done: set) -> list[str]:
     """Per (algorithm, workload) not in `done`: the run with the best validation value in its
     target's direction (none where no run has one)."""
     runs = runs[["algorithm", "workload", "run_id", "best_validation", "target_direction"]]
-    runs = runs[[key not in done for key in zip(runs["algorithm"], runs["workload"])]]
+    # lists, not the columns: iterating Arrow strings costs 0.2 s per 100,000 runs
+    runs = runs[[key not in done for key in zip(runs["algorithm"].tolist(),
+                                                 runs["workload"].tolist())]]
     runs = runs.dropna(subset=["best_validation"])
     if runs.empty:
         return []

@@ -16,7 +16,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
 
 __all__ = ["window_means", "tse", "tse_e", "tse_ema", "tse_ema_recursive", "LCGAFit", "fit_lcga",
            "lcga_d1n", "lcga_d1", "elasticity", "elasticity_stop_step", "rank_correlations",
@@ -154,6 +153,8 @@ def fit_lcga(steps: Sequence[float], losses: Sequence[float], normalise: bool = 
     scale = float(np.max(np.abs(y))) if normalise else 1.0
     if not scale > 0:
         return _failed(scale, int(k.size), "all losses are zero")
+    from scipy import optimize  # here: scipy takes 0.6 s to import, a dashboard seldom fits
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -237,6 +238,8 @@ def rank_correlations(estimates: Sequence[float], finals: Sequence[float],
     n = int(keep.sum())
     if n < 3 or np.ptp(e) == 0 or np.ptp(f) == 0:
         return {"spearman": math.nan, "kendall": math.nan, "n": n}
+    from scipy import stats  # here: scipy takes 0.6 s to import, a dashboard seldom ranks
+
     rho = stats.spearmanr(e, f).statistic
     tau = stats.kendalltau(e, f).statistic
     return {"spearman": float(rho), "kendall": float(tau), "n": n}

@@ -14,7 +14,6 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import optimize
 
 from workbench.spec import meets
 
@@ -99,6 +98,8 @@ def fit_steps_to_result(batch_sizes: Sequence[float], steps: Sequence[float]) ->
 
     def resid(theta: np.ndarray) -> np.ndarray:  # theta = (ln S_min, ln B_crit)
         return np.log(s) - (theta[0] + np.log1p(np.exp(theta[1]) / b))
+
+    from scipy import optimize  # here: scipy takes 0.6 s to import, a dashboard seldom fits
 
     best = None
     for b0 in np.geomspace(b.min() / 4, b.max() * 4, 7):  # several starts: the surface is flat-ish

@@ -31,7 +31,6 @@ _DOT = ("circle", 6)
 # (where, dash): a black rule across the plot at one value, e.g. (0.98, "dashed").
 Rule = tuple[float, str]
 LINE_WIDTH = 2.5
-_NUMBER = BasicTickFormatter(use_scientific=False)  # no 1.000e-5 on an axis
 
 
 class LivePlot:
@@ -46,7 +45,32 @@ class LivePlot:
                  legend: bool = True, hover: tuple[str, str, str] | None = None,
                  css_classes: Iterable[str] = ()) -> None:
         """`hover`: what the hover names x, y and a point's note (default: the axis labels
-        and "run"); an empty name leaves its line out."""
+        and "run"); an empty name leaves its line out. The figure is made at the first draw
+        (or use of `figure`): a dashboard holds a dozen, most in tabs never opened."""
+        self._options = dict(xlabel=xlabel, ylabel=ylabel, height=height, y_range=y_range,
+                             x_range=x_range, areas=areas, points=points, x_log=x_log,
+                             y_log=y_log, legend=legend, hover=hover)
+        self._figure: figure | None = None
+        self._ticks: dict[str, FixedTicker] = {}
+        # in a Column, which is what a view shows and hides: Panel's Bokeh pane re-reads the
+        # figure's properties on any change of its own, and fails on the figure's style sheets
+        self.pane = pn.Column(sizing_mode="stretch_width", css_classes=list(css_classes))
+
+    @property
+    def figure(self) -> figure:
+        """The Bokeh figure, made now if it was not yet."""
+        return self._made()
+
+    def _made(self) -> figure:
+        if self._figure is None:
+            self._figure = self._make(**self._options)
+            self.pane.append(pn.pane.Bokeh(self._figure, sizing_mode="stretch_width",
+                                           min_height=self._options["height"]))
+        return self._figure
+
+    def _make(self, *, xlabel, ylabel, height, y_range, x_range, areas, points, x_log, y_log,
+              legend, hover) -> figure:
+        """The figure and its data sources (self.source, .points, .marks, .background)."""
         fig = figure(height=height, sizing_mode="stretch_width", title="",
                      x_axis_type="log" if x_log else "linear",
                      y_axis_type="log" if y_log else "linear",
@@ -57,8 +81,8 @@ class LivePlot:
             fig.x_range = Range1d(*x_range)
         fig.xaxis.axis_label, fig.yaxis.axis_label = xlabel, ylabel
         x_name, y_name, note = hover or (xlabel, ylabel, "run")
-        for axis in (fig.xaxis, fig.yaxis):
-            axis.formatter = _NUMBER
+        for axis in (fig.xaxis, fig.yaxis):  # no 1.000e-5 on an axis (a model per figure:
+            axis.formatter = BasicTickFormatter(use_scientific=False)  # one document each)
         self.background = ColumnDataSource({"x": [], "y": []})
         fig.line("x", "y", source=self.background, color="gray", alpha=0.35, line_width=1)
         self.source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": [],
@@ -91,11 +115,7 @@ class LivePlot:
         if legend:
             fig.legend[0].label_text_font_size = "11px"
             fig.add_layout(fig.legend[0], "right")
-        self.figure, self._ticks = fig, {}
-        # in a Column, which is what a view shows and hides: Panel's Bokeh pane re-reads the
-        # figure's properties on any change of its own, and fails on the figure's style sheets
-        self.pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=height),
-                              sizing_mode="stretch_width", css_classes=list(css_classes))
+        return fig
 
     def draw(self, lines: Iterable[Line], title: str, *, xticks: Sequence[float] | None = None,
              yticks: Sequence[float] | None = None, ytick_labels: Sequence[str] | None = None,
@@ -115,6 +135,7 @@ class LivePlot:
         black; `background`: (x, y) of one thin grey line (NaN breaks it); `hline`, `vline`:
         black rules; `flip_x`: the x axis runs right to left."""
         lines, points = list(lines), list(points)
+        self._made()
         self.source.data = {
             "xs": [np.asarray(x, dtype=float) for _, _, x, _ in lines],
             "ys": [np.asarray(y, dtype=float) for _, _, _, y in lines],

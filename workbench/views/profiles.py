@@ -112,8 +112,8 @@ class Profiles(View):
         if drawn is not None:
             self._plot.draw([(label, color, *steps(x, y)) for label, color, x, y in
                              drawn["lines"]], drawn["title"], widths=drawn["widths"],
-                            alphas=drawn["alphas"], xlim=(1.0, self.tau_max))
-            self._plot.figure.xaxis.axis_label = drawn["xlabel"]
+                            alphas=drawn["alphas"], xlim=(1.0, self.tau_max),
+                            xlabel=drawn["xlabel"])
         self._pane.visible = drawn is not None
         self._empty.visible = drawn is None
 

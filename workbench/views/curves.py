@@ -49,18 +49,28 @@ def shown_curve_runs(selection: Selection) -> pd.DataFrame:
 
 
 def _representatives(selection: Selection) -> list[str]:
-    """Per (algorithm, workload): the chosen trial of its middle study (by time) among the
-    studies that met the target (scoring.study_choices); where no study did, the run that came
-    closest (its best validation value), so an algorithm that missed is drawn beside the rest."""
-    def make():
-        if not selection.n_runs:
-            return []
-        choices = scoring.study_choices(selection.cube)[["time_to_target", "run_id"]]
+    """Per shown (algorithm, workload): the chosen trial of its middle study (by time) among
+    the studies that met the target (scoring.study_choices); where no study did, the run that
+    came closest (its best validation value), so an algorithm that missed is drawn beside the
+    rest. Found once over every algorithm and workload (a cell's choice depends on no other)
+    and cut to the shown ones."""
+    def every() -> pd.DataFrame:
+        choices = scoring.study_choices(selection.full_cube())[["time_to_target", "run_id"]]
         frame = choices.to_dataframe().reset_index()
         frame = frame[frame["run_id"] != ""].sort_values("time_to_target", kind="stable")
         groups = frame.groupby(["algorithm", "workload"])["run_id"]
         chosen = {key: ids.iloc[(len(ids) - 1) // 2] for key, ids in groups}
-        return list(chosen.values()) + _closest_misses(selection.runs, set(chosen))
+        ids = list(chosen.values()) + _closest_misses(selection.full_runs(), set(chosen))
+        runs = selection.full_runs()
+        return runs.loc[runs["run_id"].isin(ids), ["run_id", "algorithm", "workload"]]
+
+    def make() -> list[str]:
+        if not selection.n_runs:
+            return []
+        full = selection.full_value("curves:representatives", every)
+        shown = full["algorithm"].isin(selection.algorithms) & \
+            full["workload"].isin(selection.workloads)
+        return full.loc[shown, "run_id"].tolist()
     return selection.cached("representatives", make)
 
 

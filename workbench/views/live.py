@@ -5,8 +5,8 @@ overlay: seconds for a tab of 20 algorithms on 500-point lines). A LivePlot is a
 figure made once with one glyph for all its lines (a multi-line) or all its stacked areas
 (patches), and optionally one for points: a redraw assigns new columns to the glyphs' data
 sources, which the browser receives as one message each, and the legend follows the data (one
-entry per label, in order). The paper figures (workbench.figures) and the static report keep
-HoloViews, drawn once, from the same data.
+entry per label, in order). The paper figures (workbench.figures) keep HoloViews, drawn once
+from the same data; a report embeds whichever its views draw.
 """
 from __future__ import annotations
 

@@ -451,3 +451,27 @@ def test_every_view_with_tables_downloads_them_as_csv(selection):
     assert {"fast", "slow"} <= {cell for row in rows for cell in row}
     button = buttons["pacebench_leaderboard.csv"]
     assert base64.b64decode(button.data.split(",", 1)[1]).decode() == text
+
+
+def test_live_plots_redraw_in_place_with_step_corners_and_stacked_areas():
+    from workbench.views.live import LivePlot, stacked_areas, steps
+
+    x, y = steps([1, 2, 3], [0.0, 0.5, 1.0])  # each value holds until the next x
+    assert x.tolist() == [1, 2, 2, 3, 3] and y.tolist() == [0, 0, 0.5, 0.5, 1]
+    x, y = steps([1, 2, 3], [4.0, 5.0, 6.0], mid=True)  # from halfway to halfway
+    assert x.tolist() == [1, 1.5, 1.5, 2.5, 2.5, 3] and y.tolist() == [4, 4, 5, 5, 6, 6]
+    (_, _, xa, ya), (_, _, xb, yb) = stacked_areas([0, 1], [("a", "red", [0.2, 0.4]),
+                                                            ("b", "blue", [0.3, np.nan])])
+    assert xa.tolist() == [0, 1, 1, 0] and ya.tolist() == [0.2, 0.4, 0, 0]
+    assert yb.tolist() == [0.5, 0.4, 0.4, 0.2]  # b on top of a; NaN adds nothing
+
+    plot = LivePlot(xlabel="k", ylabel="score", points=True)
+    assert plot.pane.objects == []  # the figure is made at the first draw
+    plot.draw([("a", "red", [1, 2], [0.1, 0.2])], "first", hline=(0.5, "dashed"),
+              points=[("a", "red", 1.0, 0.1, "run 1")])
+    figure, source = plot.figure, plot.source
+    plot.draw([("b", "blue", [1, 2, 3], [0.3, 0.2, 0.1]), ("c", "green", [1], [0.4])], "second")
+    assert plot.figure is figure and plot.source is source  # the same models, new data
+    assert source.data["label"] == ["b", "c"] and figure.title.text == "second"
+    assert plot.points.data["group"] == [] and not plot._rules["width"].visible
+    assert len(plot.pane.objects) == 1

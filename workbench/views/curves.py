@@ -107,10 +107,16 @@ def decimate(rows: pd.DataFrame, order: str, limit: int = MAX_CURVE_POINTS,
     return rows[mask]
 
 
-def curve_evals(selection: Selection) -> pd.DataFrame:
-    """Eval rows of shown_curve_runs (read from the store on first use), decimated to
-    MAX_CURVE_POINTS per run (the evals that first met a target kept)."""
+def _curve_runs_of(selection: Selection, workload: str | None) -> pd.DataFrame:
     runs = shown_curve_runs(selection)
+    return runs if workload is None else runs[runs["workload"] == workload]
+
+
+def curve_evals(selection: Selection, workload: str | None = None) -> pd.DataFrame:
+    """Eval rows of shown_curve_runs (of `workload`, default every workload), read from the
+    store on first use and decimated to MAX_CURVE_POINTS per run (the evals that first met a
+    target kept). The dashboard reads one workload's: a tenth of the files on ten."""
+    runs = _curve_runs_of(selection, workload)
     ids = list(runs["run_id"])
 
     def make() -> pd.DataFrame:
@@ -119,15 +125,17 @@ def curve_evals(selection: Selection) -> pd.DataFrame:
         hits = runs[runs["reached_target"].fillna(False).astype(bool)]
         keep = pd.MultiIndex.from_arrays([hits["run_id"], hits["eval_index_to_target"]])
         return decimate(query.evals_frame(selection.store, ids), "eval_index", keep=keep)
-    return selection.cached("evals", make)
+    return selection.cached("evals" if workload is None else f"evals:{workload}", make)
 
 
-def curve_train(selection: Selection) -> pd.DataFrame:
-    """Training-loss rows of shown_curve_runs (read from the store on first use), decimated to
-    MAX_CURVE_POINTS per run."""
-    ids = list(shown_curve_runs(selection)["run_id"])
-    return selection.cached("train", lambda: decimate(query.train_frame(
-        selection.store, ids), "step") if ids else pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
+def curve_train(selection: Selection, workload: str | None = None) -> pd.DataFrame:
+    """Training-loss rows of shown_curve_runs (of `workload`, default every workload), read
+    from the store on first use, decimated to MAX_CURVE_POINTS per run."""
+    ids = list(_curve_runs_of(selection, workload)["run_id"])
+    return selection.cached(
+        "train" if workload is None else f"train:{workload}",
+        lambda: decimate(query.train_frame(selection.store, ids), "step") if ids
+        else pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
 
 
 def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],
@@ -202,7 +210,7 @@ def validation_data(selection: Selection, workload: str, full_range: bool = Fals
     runs = shown_curve_runs(selection).query("workload == @workload")
     x, metric = selection.time_axis, runs.iloc[0]["target_metric"]
     y = R.metric_column("validation", metric)
-    evals = curve_evals(selection).merge(runs[["run_id", "algorithm"]], on="run_id")
+    evals = curve_evals(selection, workload).merge(runs[["run_id", "algorithm"]], on="run_id")
     evals = evals.dropna(subset=[y]) if y in evals else evals.assign(**{y: float("nan")})
     target, about = _target(runs.iloc[0])
     labels = run_labels(runs)
@@ -288,12 +296,14 @@ def _eval_loss_column(evals: pd.DataFrame) -> str | None:
     return losses[0] if losses else None
 
 
-def _loss_rows(selection: Selection, runs: pd.DataFrame) -> tuple[pd.DataFrame, str, str]:
-    """(rows with `loss`, x column, what they are): the minibatch losses the runner recorded, or
-    else (AlgoPerf logs record none) the training-split loss of the eval rows."""
+def _loss_rows(selection: Selection, runs: pd.DataFrame,
+               workload: str) -> tuple[pd.DataFrame, str, str]:
+    """(rows with `loss`, x column, what they are) of `runs` (of `workload`): the minibatch
+    losses the runner recorded, or else (AlgoPerf logs record none) the training-split loss
+    of the eval rows."""
     keys = runs[["run_id", "algorithm"]]
-    train = curve_train(selection).merge(keys, on="run_id").dropna(subset=["loss"])
-    evals = curve_evals(selection).merge(keys, on="run_id")
+    train = curve_train(selection, workload).merge(keys, on="run_id").dropna(subset=["loss"])
+    evals = curve_evals(selection, workload).merge(keys, on="run_id")
     column = _eval_loss_column(evals)
     if len(train) or column is None:
         # Training rows carry no wall clock: on the wall-seconds axis they stay on train seconds.
@@ -308,7 +318,7 @@ def loss_data(selection: Selection, workload: str) -> dict:
     """What the loss plot of one workload draws: the rows (_loss_rows), x column, run labels,
     whether its y axis is logarithmic (every loss positive) and its ticks, title."""
     runs = shown_curve_runs(selection).query("workload == @workload")
-    train, x, what = _loss_rows(selection, runs)
+    train, x, what = _loss_rows(selection, runs, workload)
     log = bool(len(train)) and bool((train["loss"] > 0).all())
     return {"rows": train, "x": x, "labels": run_labels(runs), "log": log,
             "yticks": log_ticks(train["loss"]) if log else None, "xlabel": TIME_AXES[x],

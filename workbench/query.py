@@ -491,12 +491,13 @@ def read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFra
     return frame.astype(RUN_DTYPES), parts, read
 
 
-def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None
-               ) -> tuple[pd.DataFrame, pd.DataFrame, list, list]:
+def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
+               index: tuple | None = None) -> tuple[pd.DataFrame, pd.DataFrame, list, list]:
     """(every run's row with the documents' status, the rows read from folders, index parts
-    listed, index parts read): what runs_frame shows and what workbench.run_index adds."""
+    listed, index parts read): what runs_frame shows and what workbench.run_index adds.
+    `index`: what read_index returned, when the caller has just read it."""
     con = con or connect()
-    indexed, parts, read = read_index(con, store)
+    indexed, parts, read = index if index is not None else read_index(con, store)
     run_ids = store.run_ids(set(indexed["run_id"]))
     present = set(run_ids)
     # a set lookup per id: pandas' isin on Arrow strings is ~50x slower for 100,000 ids
@@ -513,7 +514,7 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None
     return frame, fresh, parts, read
 
 
-def runs_frame(store: Store) -> pd.DataFrame:
+def runs_frame(store: Store, index: tuple | None = None) -> pd.DataFrame:
     """One row per run attempt, columns records.RUN_COLUMNS in order (dtypes: RUN_DTYPES).
 
     `status` is the effective status (a `running` document whose process is gone reads
@@ -526,8 +527,9 @@ def runs_frame(store: Store) -> pd.DataFrame:
 
     A run whose files cannot be read, or whose document is not a run of a readable schema
     (records.run_doc_problem), is left out with a warning naming it; `frame.attrs["skipped"]`
-    maps each such run id to the reason.
+    maps each such run id to the reason. `index`: read_index's result, when the caller has
+    just read it (the dashboard reads it first to fingerprint the store).
     """
-    frame = runs_table(store)[0]
+    frame = runs_table(store, index=index)[0]
     _effective_status(store, frame)
     return frame

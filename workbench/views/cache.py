@@ -98,29 +98,32 @@ def _forget_finished(signature: tuple, finished: frozenset[str]) -> tuple:
     return (*signature[:3], tuple(e for e in signature[3] if e[0] not in finished))
 
 
-def _indexed(root: Path) -> frozenset[str]:
-    """Runs that the store's run index lists (finished: never written again)."""
+def _index_of(root: Path) -> tuple | None:
+    """The store's run index as query.read_index reads it (its runs are finished: never
+    written again); None when there is no store."""
     try:
-        return frozenset(query.indexed_run_ids(open_store(root)))
+        return query.read_index(query.connect(), open_store(root))
     except StoreError:
-        return frozenset()
+        return None
 
 
-def _read(root: Path, signature: tuple, last: StoreRead | None) -> StoreRead:
-    """A new read of the store; when it fails, the last read's data with a message saying why."""
+def _read(root: Path, signature: tuple, last: StoreRead | None,
+          index: tuple | None = None) -> StoreRead:
+    """A new read of the store (`index`: its run index, if just read); when it fails, the last
+    read's data with a message saying why."""
     try:
         store = open_store(root)
-        runs = query.runs_frame(store)
+        runs = query.runs_frame(store, index)
         doc = store.scoring_config()
         config = scoring.ScoringConfig.from_dict(doc) if doc else None
     except Exception as exc:  # a store being written may be half-readable: say so, keep going
         message = f"No results to show. {exc}" if isinstance(exc, StoreError) else \
             f"Could not read the store at {root}: {type(exc).__name__}: {exc}"
         runs = last.runs if last else pd.DataFrame(columns=list(R.RUN_COLUMNS))
-        finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"])
+        finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"].tolist())
         return StoreRead(runs, last.config if last else None, last.store if last else None,
                          finished, _forget_finished(signature, finished), message)
-    finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"])
+    finished = frozenset(runs.loc[runs["status"].isin(R.TERMINAL), "run_id"].tolist())
     message = "" if len(runs) else (
         f"The store at {root} has no runs yet. Start a study with "
         f"pacebench study --store {root} ...; runs appear here as they are written.")
@@ -136,13 +139,15 @@ def read_store(root: str | Path, last: StoreRead | None = None) -> StoreRead | N
     root = Path(root)
     key = str(root.resolve())
     shared = SHARED.reads.get(key)
-    finished = last.finished if last else (shared.finished if shared else _indexed(root))
+    index = None if last or shared else _index_of(root)  # read once: here and by _read
+    finished = last.finished if last else shared.finished if shared else \
+        frozenset(index[0]["run_id"].tolist() if index else ())
     signature = Store(root).signature(finished)
     if last is not None and signature == last.signature:
         return None
     if shared is not None and shared.signature == _forget_finished(signature, shared.finished):
         return shared
-    read = _read(root, signature, last)
+    read = _read(root, signature, last, index)
     if not read.message:
         SHARED.reads[key] = read
     return read

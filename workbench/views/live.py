@@ -193,6 +193,23 @@ class LiveHeatMap:
     def __init__(self, *, xlabel: str, palette: Sequence[str], low: float, high: float,
                  colorbar_title: str, hover: tuple[str, str, str],
                  css_classes: Iterable[str] = ()) -> None:
+        """The figure is made at the first draw, as LivePlot's."""
+        self._options = dict(xlabel=xlabel, palette=palette, low=low, high=high,
+                             colorbar_title=colorbar_title, hover=hover)
+        self._figure: figure | None = None
+        self.pane = pn.Column(sizing_mode="stretch_width", css_classes=list(css_classes))
+
+    @property
+    def figure(self) -> figure:
+        """The Bokeh figure, made now if it was not yet."""
+        if self._figure is None:
+            self._figure = self._make(**self._options)
+            self.pane.append(pn.pane.Bokeh(self._figure, sizing_mode="stretch_width",
+                                           min_height=240))
+        return self._figure
+
+    def _make(self, *, xlabel, palette, low, high, colorbar_title, hover) -> figure:
+        """The figure, its data source (self.source) and its axes' tickers."""
         mapper = LogColorMapper(palette=list(palette), low=low, high=high, nan_color="#dddddd")
         fig = figure(height=240, sizing_mode="stretch_width", title="", tools="save",
                      toolbar_location="above", x_range=Range1d(-0.5, 0.5),
@@ -209,9 +226,7 @@ class LiveHeatMap:
         fig.grid.visible = False
         self._ticks = {dim: FixedTicker(ticks=[]) for dim in ("x", "y")}
         fig.xaxis.ticker, fig.yaxis.ticker = self._ticks["x"], self._ticks["y"]
-        self.figure = fig
-        self.pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=240),
-                              sizing_mode="stretch_width", css_classes=list(css_classes))
+        return fig
 
     def draw(self, cells: dict[str, Sequence], rows: Sequence[str], columns: Sequence[str],
              title: str) -> None:

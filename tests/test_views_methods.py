@@ -100,3 +100,19 @@ def test_scaling_results_and_view(scaling_store):
 def test_scaling_view_explains_a_store_without_batch_sizes(ranking_store):
     view = Scaling(selection=Selection(store_path=str(ranking_store)))
     assert "No scaling study" in view._body.objects[0].object
+
+
+def test_scaling_figures_leave_out_a_group_that_reached_nothing(scaling_store, monkeypatch):
+    """An algorithm that reached the result at no batch size has nothing to draw on log axes
+    (Matplotlib refused the figure, and the report named it as failed)."""
+    import pandas as pd
+
+    from workbench.views import scaling as view
+
+    selection = Selection(store_path=str(scaling_store))
+    results, fits = view._results(selection)
+    monkeypatch.setattr(view, "_results", lambda _: (
+        pd.concat([results, results.assign(algorithm="never", steps=float("nan"))]),
+        pd.concat([fits, fits.assign(algorithm="never")])))
+    names = list(view.figures(selection))
+    assert names and all(name.endswith("_fast") for name in names)

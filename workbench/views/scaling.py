@@ -104,11 +104,14 @@ def _groups(results: pd.DataFrame, fits: pd.DataFrame):
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:
-    """For `workbench.figures`: "scaling_<study>_<workload>_<algorithm>" per scaling study group."""
+    """For `workbench.figures`: "scaling_<study>_<workload>_<algorithm>" per scaling study
+    group; a group none of whose batch sizes reached the result is left out (nothing to draw
+    on its log axes)."""
     results, fits = _results(selection)
     return {f"scaling_{study}_{workload}_{algorithm}":
             scaling_plot(part, fit, f"{study}: {workload} / {algorithm}")
-            for (study, workload, algorithm), part, fit in _groups(results, fits)}
+            for (study, workload, algorithm), part, fit in _groups(results, fits)
+            if part["steps"].notna().any()}
 
 
 class Scaling(View):

@@ -6,6 +6,7 @@ import shutil
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from workbench import query, run_index
 from workbench.run_index import refresh_index
@@ -43,6 +44,11 @@ def test_run_index_gives_the_same_table_and_never_hides_a_run(tmp_path):
     expected = from_folders.iloc[1:].reset_index(drop=True)
     pd.testing.assert_frame_equal(query.runs_frame(store), expected)
     good.write_bytes(b"torn")
+    pd.testing.assert_frame_equal(query.runs_frame(store), expected)
+    # So is a part whose values are of other types (steps as text): it never blinds the store.
+    table = pa.table({**{c: [None] for c in expected.columns if c != "steps"},
+                      "steps": ["many"], "run_id": [expected["run_id"].iloc[0]]})
+    pq.write_table(table, good.with_name(good.name.replace(".parquet", "-typed.parquet")))
     pd.testing.assert_frame_equal(query.runs_frame(store), expected)
     assert refresh_index(store) == len(expected) - 2  # bad parts are merged away
     assert len(store.index_parts()) == 1

@@ -421,9 +421,9 @@ def _plainly_valid(docs: pd.DataFrame) -> np.ndarray:
 def _valid_docs(docs: pd.DataFrame, skipped: dict[str, str]) -> pd.DataFrame:
     """The documents that records.run_doc_problem accepts; the others are skipped."""
     fields = ["schema_version", *R.REQUIRED_DOC_FIELDS]
-    keep = _plainly_valid(docs)
+    keep, given = _plainly_valid(docs), docs[fields]
     for i in np.flatnonzero(~keep):
-        row = docs[fields].iloc[i]
+        row = given.iloc[i]
         doc = {k: (None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
                    else v) for k, v in row.items()}
         problem = R.run_doc_problem(doc) or (
@@ -463,14 +463,21 @@ def indexed_run_ids(store: Store) -> set[str]:
 
 
 def _read_parts(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> pd.DataFrame | None:
-    """Rows of index parts, or None when one cannot be read or lacks run-table columns."""
+    """Rows of index parts, or None when one cannot be read, lacks run-table columns or holds
+    values of other types."""
     try:
         # through Arrow: 2.5x faster than .df() on 100,000 rows (dtypes set by the caller)
         frame = con.sql("SELECT * FROM read_parquet(?, union_by_name = true)",
                         params=[[str(p) for p in parts]]).to_arrow_table().to_pandas()
     except duckdb.Error:  # not Parquet, torn, or removed by a merge since it was listed
         return None
-    return frame if all(c in frame.columns for c in R.RUN_COLUMNS) else None
+    if not all(c in frame.columns for c in R.RUN_COLUMNS):
+        return None
+    try:  # a part whose values are not of the run table's types is not read either
+        return frame[list(R.RUN_COLUMNS)].astype(
+            {c: t for c, t in RUN_DTYPES.items() if c != "hparams"})
+    except (ValueError, TypeError):
+        return None
 
 
 def read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFrame, list, list]:

@@ -105,6 +105,8 @@ def _index_of(root: Path) -> tuple | None:
         return query.read_index(query.connect(), open_store(root))
     except StoreError:
         return None
+    except Exception:  # a hostile part: _read reads the index again and says what is wrong
+        return None
 
 
 def _read(root: Path, signature: tuple, last: StoreRead | None,

@@ -128,9 +128,8 @@ class LivePlot:
         """Show `lines` and `points` (and nothing else) under `title`.
 
         `xticks`, `yticks`: ticks at exactly these values (default: Bokeh's), the y ones
-        named `ytick_labels` if given (drawn as text, never markup); `xlabel`,
-        `ylabel`: new axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH,
-        opaque); `xlim`,
+        named `ytick_labels` if given (drawn as text, never markup); `xlabel`, `ylabel`: new
+        axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH, opaque); `xlim`,
         `ylim`: the ranges of a plot made with them; `marks`: (x, y) of points ringed in
         black; `background`: (x, y) of one thin grey line (NaN breaks it); `hline`, `vline`:
         black rules; `flip_x`: the x axis runs right to left."""

@@ -35,7 +35,7 @@ from workbench.spec import COMPARISONS
 from workbench.store import Store
 
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
-           "indexed_run_ids", "read_index", "RUN_DTYPES"]
+           "read_index", "RUN_DTYPES"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -446,20 +446,6 @@ def _read_runs(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str],
         return _finish_runs(docs, _summaries(con, docs, rows))
 
     return _read_rows(con, store, "evals", run_ids, build)
-
-
-def indexed_run_ids(store: Store) -> set[str]:
-    """The run ids that the run index lists (a cheap one-column read; empty without an index
-    or when a part cannot be read)."""
-    parts = store.index_parts()
-    if not parts:
-        return set()
-    try:
-        table = connect().execute("SELECT run_id FROM read_parquet(?)",
-                                  [[str(p) for p in parts]]).fetchall()
-    except duckdb.Error:
-        return set()
-    return {row[0] for row in table}
 
 
 def _read_parts(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> pd.DataFrame | None:

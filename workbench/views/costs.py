@@ -465,16 +465,16 @@ def figures(selection: Selection, prices: costs.PriceTable | None = None) -> dic
     return out
 
 
-# The plots of one workload, by the CSS class of their pane (browser tests find them by it):
-# what their hovers name x, y and a point's note,
-HOVER = {"pb-cost-pareto": ("cost (USD)", "best quality", "run"),
-         "pb-cost-quality": ("cost so far (USD)", "best quality so far", ""),
-         "pb-speedup-quality": ("quality", "speedup", "")}
+# The plots of one workload, by the CSS class of their pane (browser tests find them by it),
 # and the dashboard's drawing of each: (its data, how it draws on a LivePlot, the LivePlot's
-# options); a plot whose data says "log" is drawn on the log-axis one of a pair.
-PLOTS = {"pb-cost-pareto": (pareto_data, _draw_pareto, {"points": True, "y_range": (0, 1)}),
-         "pb-cost-quality": (cost_quality_data, _draw_cost_quality, {}),
-         "pb-speedup-quality": (speedup_data, _draw_speedup, {"y_log": True})}
+# options, hover names included); a plot whose data says "log" is drawn on the log-axis one of
+# a pair.
+PLOTS = {"pb-cost-pareto": (pareto_data, _draw_pareto, {
+             "points": True, "y_range": (0, 1), "hover": ("cost (USD)", "best quality", "run")}),
+         "pb-cost-quality": (cost_quality_data, _draw_cost_quality, {
+             "hover": ("cost so far (USD)", "best quality so far", "")}),
+         "pb-speedup-quality": (speedup_data, _draw_speedup, {
+             "y_log": True, "hover": ("quality", "speedup", "")})}
 
 
 class Costs(View):
@@ -513,8 +513,7 @@ class Costs(View):
                                                  if c not in ("algorithm", "hardware")})
         self._detail = pn.Column(sizing_mode="stretch_width")
         # the plots are made once and redrawn in place (workbench.views.live)
-        self._live = {css: {log: LivePlot(xlabel="", ylabel="", height=380, x_log=log,
-                                          hover=HOVER[css], **opts)
+        self._live = {css: {log: LivePlot(xlabel="", ylabel="", height=380, x_log=log, **opts)
                             for log in ((False,) if opts.get("y_log") else (False, True))}
                       for css, (_, _, opts) in PLOTS.items()}
         self._notes = {css: pn.pane.Markdown(visible=False) for css in PLOTS}

@@ -55,13 +55,15 @@ def _representatives(selection: Selection) -> list[str]:
     rest. Found once over every algorithm and workload (a cell's choice depends on no other)
     and cut to the shown ones."""
     def every() -> pd.DataFrame:
-        choices = scoring.study_choices(selection.full_cube())[["time_to_target", "run_id"]]
+        # the full value the Studies tab cuts (Selection.per_cell, same name): made once
+        choices = selection.full_value("study_choices", lambda: scoring.study_choices(
+            selection.full_cube()))[["time_to_target", "run_id"]]
         frame = choices.to_dataframe().reset_index()
         frame = frame[frame["run_id"] != ""].sort_values("time_to_target", kind="stable")
         groups = frame.groupby(["algorithm", "workload"])["run_id"]
         chosen = {key: ids.iloc[(len(ids) - 1) // 2] for key, ids in groups}
-        ids = list(chosen.values()) + _closest_misses(selection.full_runs(), set(chosen))
         runs = selection.full_runs()
+        ids = list(chosen.values()) + _closest_misses(runs, set(chosen))
         return runs.loc[runs["run_id"].isin(ids), ["run_id", "algorithm", "workload"]]
 
     def make() -> list[str]:

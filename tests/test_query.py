@@ -156,6 +156,7 @@ def test_one_unreadable_run_is_skipped_by_name_never_the_whole_store(tmp_path, c
     store = make_store(tmp_path / "s", algorithms=("fast", "slow"), workloads=("digits_mlp",),
                        studies=1, trials=3)
     torn, corrupt, binary, *good = store.run_ids()
+    _drop_summary(store.runs_dir / corrupt)  # the run table reads the rows of this one
     doc = store.runs_dir / torn / R.RUN_DOC
     doc.write_text(doc.read_text()[:50])
     doc = store.runs_dir / binary / R.RUN_DOC
@@ -174,6 +175,14 @@ def test_one_unreadable_run_is_skipped_by_name_never_the_whole_store(tmp_path, c
     err = capsys.readouterr().err
     assert f"warning: skipped run {corrupt}: its files cannot be read" in err
     assert "Traceback" not in err
+
+
+def _drop_summary(run: Path) -> None:
+    """The run's document without its eval summary, as a store written before them has it: the
+    run table computes the run's figures from its rows."""
+    doc = json.loads((run / R.RUN_DOC).read_text())
+    doc.pop(R.EVAL_SUMMARY)
+    (run / R.RUN_DOC).write_text(json.dumps(doc))
 
 
 def _doc_edit(**fields):
@@ -283,12 +292,14 @@ def test_a_corrupt_run_is_skipped_and_changes_no_other_score(scored_store, tmp_p
     victim = scored_store.run_ids()[0]  # its files are the first DuckDB reads
     without = tmp_path / "without"
     shutil.copytree(scored_store.root, without)
+    _drop_summary(without / R.RUNS_DIR / victim)  # its figures come from its rows
     if skipped:  # the same store without the run
         shutil.rmtree(without / R.RUNS_DIR / victim)
     elif skipped is False:  # the same store with the run and none of its rows
         (without / R.RUNS_DIR / victim / R.EVALS_SEALED).unlink()
     shutil.copytree(scored_store.root, tmp_path / "bad")
     shutil.rmtree(tmp_path / "bad" / R.INDEX_DIR, ignore_errors=True)
+    _drop_summary(tmp_path / "bad" / R.RUNS_DIR / victim)
     corrupt(tmp_path / "bad" / R.RUNS_DIR / victim)
     bad = open_store(tmp_path / "bad")
     with warnings.catch_warnings(record=True) as caught:
@@ -310,3 +321,121 @@ def test_a_corrupt_run_is_skipped_and_changes_no_other_score(scored_store, tmp_p
     expected, got = _score_json(without), _score_json(tmp_path / "bad")
     assert list(got.pop("skipped_runs")) == ([victim] if skipped else [])
     assert expected.pop("skipped_runs") == {} and got == expected
+
+
+# -- the eval summary sealed into each run document (records.eval_summary) ---------------------
+_FIGURES = ["reached_target", "eval_index_to_target", "time_to_target", "step_to_target",
+            "wall_to_target", "best_validation", "steps", "train_seconds", "wall_seconds"]
+
+
+def _random_runs(store, rng, n: int) -> None:
+    """Runs with values, times and targets chosen to hit every branch of the first-hit rule:
+    NaN, infinite and missing values, missing and negative times, both directions, ties with
+    the target, no rows at all; half through RunWriter, half through write_sealed_run."""
+    for i in range(n):
+        direction = ["max", "min"][i % 2]
+        doc = _doc(f"r{i}", "loss" if direction == "min" else "accuracy", direction,
+                   float(rng.choice([0.5, 0.7])), workload=f"w{i % 3}")
+        rows = []
+        for k in range(int(rng.integers(0, 8))):
+            value = rng.choice([0.5, 0.7, 0.3, 0.9, np.nan, np.inf, -np.inf, None])
+            row = _row(k, **{f"validation/{doc['target_metric']}": None if value is None
+                             else float(value)})
+            row["train_seconds"] = rng.choice([row["train_seconds"], -1.0, None])
+            row["wall_seconds"] = rng.choice([row["wall_seconds"], None])
+            rows.append(row)
+        if i % 2:
+            with store.new_run(doc) as writer:
+                for row in rows:
+                    writer.append_eval(row)
+        else:
+            evals = pa.Table.from_pylist(rows) if rows else None
+            store.write_sealed_run({**doc, "status": "complete"}, evals, f"sealed-{i}")
+
+
+def test_the_sealed_summary_is_what_the_run_table_computes_from_the_rows(tmp_path):
+    store = open_store(tmp_path / "s", create=True)
+    _random_runs(store, np.random.default_rng(0), 80)
+    docs = {r: store.run_doc(r) for r in store.run_ids()}
+    assert all(R.EVAL_SUMMARY in d for d in docs.values())
+    shutil.copytree(store.root, tmp_path / "old")
+    for run_id in docs:
+        _drop_summary(tmp_path / "old" / R.RUNS_DIR / run_id)
+    sealed = query.runs_frame(store)
+    computed = query.runs_frame(open_store(tmp_path / "old"))
+    assert computed["reached_target"].sum() > 10 and (~computed["reached_target"]).sum() > 10
+    pd.testing.assert_frame_equal(sealed[_FIGURES], computed[_FIGURES])
+
+
+@pytest.mark.parametrize("summary", [
+    "fast", [1, 2], {"target": ["accuracy", "max", 0.9]},
+    "TARGET:other", "TARGET:min", "TARGET:0.1",
+    {"reached_target": "yes"}, {"reached_target": True, "eval_index_to_target": None},
+    {"time_to_target": -1.0}, {"time_to_target": True}, {"eval_index_to_target": 1.5},
+    {"best_validation": "high"}, {"steps": -3}, {"reached_target": False}])
+def test_a_summary_that_is_not_its_runs_is_not_used(tmp_path, summary):
+    """A document whose summary is malformed, inconsistent or of another target: the run
+    table computes that run's figures from its rows."""
+    store = open_store(tmp_path / "s", create=True)
+    with store.new_run(_doc("k")) as w:
+        for k, v in enumerate([0.5, 0.95, 0.97]):
+            w.append_eval(_row(k, **{"validation/accuracy": v}))
+    path = store.runs_dir / store.run_ids()[0] / R.RUN_DOC
+    doc = json.loads(path.read_text())
+    truth = doc[R.EVAL_SUMMARY]
+    if isinstance(summary, str) and summary.startswith("TARGET:"):
+        target = {"other": ["loss", "max", 0.9], "min": ["accuracy", "min", 0.9],
+                  "0.1": ["accuracy", "max", 0.1]}[summary[7:]]
+        summary = {**truth, "target": target, "time_to_target": 0.001}
+    elif isinstance(summary, dict) and "target" not in summary:
+        summary = {**truth, **summary}
+    doc[R.EVAL_SUMMARY] = summary
+    path.write_text(json.dumps(doc))
+    row = query.runs_frame(store).iloc[0]
+    assert row["reached_target"] and row["eval_index_to_target"] == 1
+    assert row["time_to_target"] == 4.0 and row["best_validation"] == 0.97
+
+
+def test_rows_torn_after_sealing_leave_the_sealed_figures(tmp_path):
+    """The run table reads a summarised run's figures from its document; the rows' reader still
+    names the run whose rows it cannot read."""
+    store = make_store(tmp_path / "s", algorithms=("fast",), workloads=("digits_mlp",),
+                       studies=1, trials=2)
+    before = query.runs_frame(store)
+    victim = before["run_id"].iloc[0]
+    (store.runs_dir / victim / R.EVALS_SEALED).write_bytes(b"PAR1 not a parquet file")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        after = query.runs_frame(store)
+    pd.testing.assert_frame_equal(before, after)
+    with pytest.warns(UserWarning, match=f"skipped run {victim}"):
+        assert victim not in set(query.evals_frame(store).run_id)
+
+
+def test_the_summary_is_the_rows_never_the_callers(tmp_path):
+    store = open_store(tmp_path / "s", create=True)
+    lie = {"target": ["accuracy", "max", 0.9], "reached_target": True, "time_to_target": 0.0}
+    rows = pa.Table.from_pylist([_row(0, **{"validation/accuracy": 0.2})])
+    assert store.write_sealed_run({**_doc("k"), "status": "complete", R.EVAL_SUMMARY: lie},
+                                  rows, "one")
+    assert store.run_doc("one")[R.EVAL_SUMMARY]["reached_target"] is False
+    with pytest.raises(ValueError, match="eval summary are fixed"):
+        store.amend("one", **{R.EVAL_SUMMARY: lie})
+    assert not query.runs_frame(store)["reached_target"].any()
+
+
+@pytest.mark.parametrize("rows", [
+    [_row(0, **{"validation/accuracy": 0.95}), _row(0, **{"validation/accuracy": 0.2})],
+    [{**_row(0), "validation/Accuracy": 0.95}],
+    [{**_row(0, **{"validation/accuracy": 0.95}), "step": 2.5}],
+    [_row(0, **{"validation/accuracy": "0.95"})]])
+def test_rows_that_are_not_plain_get_no_summary(tmp_path, rows):
+    """Rows the Python rule would have to guess about (an index twice, a metric in other case,
+    a fractional step, a value as text): no summary, and the run table reads the rows."""
+    store = open_store(tmp_path / "s", create=True)
+    assert R.eval_summary(rows, _doc("k")) is None
+    with store.new_run(_doc("k")) as writer:
+        for row in rows:
+            writer.append_eval(row)
+    assert R.EVAL_SUMMARY not in store.run_doc(writer.run_id)
+    assert len(query.runs_frame(store)) == 1

@@ -13,7 +13,7 @@ import pytest
 
 from workbench import records as R
 from workbench import query
-from workbench.store import StoreError, atomic_write_json, open_store, read_jsonl
+from workbench.store import Store, StoreError, atomic_write_json, open_store, read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -254,7 +254,13 @@ def test_signature_moves_with_unfinished_runs_only(tmp_path):
     writer.append_eval(_eval(0, 0.5))
     assert store.signature({done}) != after_start
     assert open_store(tmp_path).signature({done, writer.run_id})[1] == 2  # two runs listed
+    (store.runs_dir / ".tmp-being-added").mkdir()  # a writer's folder: not a run
+    names = store.run_names()  # one listing, shared by the dashboard's signature and read
+    assert names == sorted([done, writer.run_id])
+    assert store.signature({done}, names) == store.signature({done})
+    assert store.run_ids({done}, names) == store.run_ids() == names
     writer.finish("complete")
+    assert Store(tmp_path / "none").run_names() is None
 
 
 def test_study_documents_and_other_files_live_where_the_store_says(tmp_path):

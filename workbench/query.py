@@ -17,6 +17,12 @@ second. Only runs whose document has a final status are indexed (their documents
 change again); a run folder that is gone drops out of the table even if the index still lists
 it; a part that cannot be read is ignored (its runs are read from their folders), so the index
 can never hide or change a run.
+
+A finished run's folder is read in one pass over its document: the figures the run table
+computes from eval rows (time to target, best value, ...) are sealed into the document with the
+rows (records.EVAL_SUMMARY), and the rows are read only for runs whose document has no usable
+summary (stores written before summaries, interrupted runs). So opening a never-indexed store
+reads one small file per run, not two.
 """
 from __future__ import annotations
 
@@ -174,8 +180,8 @@ def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[
     bad = set()
     for run_id in run_ids:
         try:
-            if docs:
-                _read_docs(con, store.doc_paths([run_id]))
+            if docs and len(_sealed_summaries(_read_docs(con, store.doc_paths([run_id])))):
+                continue  # the run table reads no rows of a run with a usable summary
             rows = _rows_source(con, *store.row_files(kind, [run_id]))
             if rows is not None:
                 con.execute(f"SELECT count(*) FROM ({rows.sql})", rows.params).fetchall()
@@ -263,10 +269,12 @@ def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame
     keys = ", ".join(f"{_typed_key(c, t)} AS {_ident(c)}" for c, t in _DOC_TYPES.items()
                      if c != "run_id")
     raw = ", ".join(f"d.j.{_ident(c)} AS {_ident('raw:' + c)}" for c in checked)
-    structure = json.dumps({c: "JSON" for c in (*_DOC_TYPES, "schema_version")})
+    structure = json.dumps({c: "JSON" for c in (*_DOC_TYPES, "schema_version",
+                                                R.EVAL_SUMMARY)})
     sql = (f"SELECT coalesce({_typed_key('run_id', 'VARCHAR')}, "
            f"parse_filename(parse_dirpath(filename))) AS run_id, {keys}, "
-           f"{_typed_key('schema_version', 'BIGINT')} AS schema_version, {raw} "
+           f"{_typed_key('schema_version', 'BIGINT')} AS schema_version, "
+           f"d.j.{_ident(R.EVAL_SUMMARY)} AS {_ident(R.EVAL_SUMMARY)}, {raw} "
            "FROM (SELECT filename, from_json(content, ?) AS j FROM texts) AS d")
     con.register("texts", pa.table({"filename": files, "content": _texts(files)}))
     try:
@@ -308,16 +316,15 @@ _MEETS_SQL = "CASE direction " + " ".join(
 # The AlgoPerf first-hit rule (research/algoperf.md 5.1): a run's time to target is the training
 # time of its FIRST eval (smallest eval_index) whose validation target metric meets the target,
 # never the best eval's. scoring.study_times then picks, per study, the trial whose first hit
-# has the smallest eval_index.
+# has the smallest eval_index. records.eval_summary is the same rule in Python, for the summary
+# sealed into each document; tests/test_query.py checks that the two agree on random runs.
 _SUMMARY_SQL = """
 WITH v AS (
-    SELECT e.run_id, TRY_CAST(e.eval_index AS BIGINT) AS eval_index,
-           TRY_CAST(e.step AS BIGINT) AS step,
-           TRY_CAST(e.train_seconds AS DOUBLE) AS train_seconds,
-           TRY_CAST(e.wall_seconds AS DOUBLE) AS wall_seconds,
+    SELECT e.run_id, {eval_index} AS eval_index, {step} AS step,
+           {train_seconds} AS train_seconds, {wall_seconds} AS wall_seconds,
            d.target_direction AS direction, d.target_validation AS target, {value} AS value
     FROM ({rows}) AS e JOIN docs AS d ON e.run_id = d.run_id
-    WHERE TRY_CAST(e.eval_index AS BIGINT) IS NOT NULL  -- a mistyped live row is dropped
+    WHERE {eval_index} IS NOT NULL  -- a mistyped live row is dropped
 ), m AS (
     -- a row whose training time is not a finite time >= 0 (a foreign store's) never counts
     SELECT *, coalesce(isfinite(value) AND {meets} AND isfinite(train_seconds)
@@ -327,9 +334,10 @@ WITH v AS (
 SELECT run_id,
        bool_or(met) AS reached_target,
        min(eval_index) FILTER (WHERE met) AS eval_index_to_target,
-       arg_min(train_seconds, eval_index) FILTER (WHERE met) AS time_to_target,
-       arg_min(step, eval_index) FILTER (WHERE met) AS step_to_target,
-       arg_min(wall_seconds, eval_index) FILTER (WHERE met) AS wall_to_target,
+       -- the first hit's own values, NULL where it has none (arg_min would skip to a later hit)
+       arg_min_null(train_seconds, eval_index) FILTER (WHERE met) AS time_to_target,
+       arg_min_null(step, eval_index) FILTER (WHERE met) AS step_to_target,
+       arg_min_null(wall_seconds, eval_index) FILTER (WHERE met) AS wall_to_target,
        CASE any_value(direction) WHEN 'max' THEN max(value) FILTER (WHERE isfinite(value))
                                  ELSE min(value) FILTER (WHERE isfinite(value)) END
            AS best_validation,
@@ -347,11 +355,63 @@ def _summaries(con: duckdb.DuckDBPyConnection, docs: pd.DataFrame,
     metrics = sorted(docs["target_metric"].dropna().unique())
     value, params = _target_value_sql(metrics, rows.columns)
     con.register("docs", docs[["run_id", "target_metric", "target_direction", "target_validation"]])
-    sql = _SUMMARY_SQL.format(value=value, rows=rows.sql, meets=_MEETS_SQL)
+    present = {c.lower() for c in rows.columns}  # DuckDB matches names regardless of case
+    typed = {c: f"TRY_CAST(e.{_ident(c)} AS {_ROW_TYPES[c]})" if c in present
+             else f"NULL::{_ROW_TYPES[c]}"  # no file of these runs has the column
+             for c in ("eval_index", "step", "train_seconds", "wall_seconds")}
+    sql = _SUMMARY_SQL.format(value=value, rows=rows.sql, meets=_MEETS_SQL, **typed)
     try:  # parameters in text order: the CASE arms, then the file lists
         return con.execute(sql, params + rows.params).df()
     finally:
         con.unregister("docs")
+
+
+# The figures of the first eval that met the target, in a summary and in the run table.
+_FIRST_HIT = ("eval_index_to_target", "time_to_target", "step_to_target", "wall_to_target")
+
+
+def _usable_summary(summary: Any, target: list) -> bool:
+    """Whether `summary` (a document's records.EVAL_SUMMARY) is well formed, consistent and was
+    computed against `target` ([metric, direction, validation target])."""
+    def count(v: Any) -> bool:
+        return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+
+    def number(v: Any) -> bool:
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                             and bool(np.isfinite(v)))
+
+    def seconds(v: Any) -> bool:
+        return number(v) and (v is None or v >= 0)
+
+    if not isinstance(summary, dict) or summary.get("target") != target:
+        return False
+    reached, first = summary.get("reached_target"), [summary.get(c) for c in _FIRST_HIT]
+    if not (isinstance(reached, bool) and count(first[0]) and seconds(first[1])
+            and count(first[2]) and seconds(first[3]) and count(summary.get("steps"))
+            and seconds(summary.get("train_seconds")) and seconds(summary.get("wall_seconds"))
+            and number(summary.get("best_validation"))):
+        return False
+    # reached: the first hit has an index and a time; not reached: it has nothing
+    return reached == (first[0] is not None and first[1] is not None) and \
+        (reached or all(v is None for v in first))
+
+
+def _sealed_summaries(docs: pd.DataFrame) -> pd.DataFrame:
+    """What _summaries computes from eval rows, for the runs whose document holds a usable
+    eval summary (records.EVAL_SUMMARY), read from it: no rows are read for those."""
+    texts = docs[R.EVAL_SUMMARY].tolist()
+    parsed = json.loads("[" + ",".join(t if isinstance(t, str) else "null" for t in texts) + "]")
+    targets = zip(docs["target_metric"].tolist(), docs["target_direction"].tolist(),
+                  docs["target_validation"].tolist())
+    usable = [(run_id, s) for run_id, s, (m, d, v) in zip(docs["run_id"].tolist(), parsed, targets)
+              if s is not None and _usable_summary(s, [m, d, v])]
+    columns = {"reached_target": "bool", **{c: RUN_DTYPES[c] for c in _COMPUTED[1:]},
+               **{f"rows_{c}": RUN_DTYPES[c] for c in _FROM_ROWS}}
+    frame = pd.DataFrame({"run_id": [run_id for run_id, _ in usable]}, dtype="str")
+    for c, dtype in columns.items():
+        key = c.removeprefix("rows_")
+        frame[c] = pd.Series([s[key] for _, s in usable], dtype=object).astype(dtype)
+    return frame
 
 
 def _parse_hparams(texts: pd.Series) -> list[dict]:
@@ -439,11 +499,16 @@ def _valid_docs(docs: pd.DataFrame, skipped: dict[str, str]) -> pd.DataFrame:
 def _read_runs(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str],
                skipped: dict[str, str]) -> pd.DataFrame:
     docs = _valid_docs(_read_docs(con, store.doc_paths(run_ids)), skipped)
-    if len(docs) < len(run_ids):
-        run_ids = docs["run_id"].tolist()  # no rows of a run whose document is left out
+    sealed = _sealed_summaries(docs)
+    known = set(sealed["run_id"].tolist())
+    # rows are read only for the runs without a usable summary (nor for a run left out)
+    run_ids = [r for r in docs["run_id"].tolist() if r not in known]
 
     def build(rows: _Rows | None) -> pd.DataFrame:
-        return _finish_runs(docs, _summaries(con, docs, rows))
+        computed = _summaries(con, docs, rows)
+        both = [f for f in (sealed, computed) if len(f)]
+        return _finish_runs(docs, pd.concat(both, ignore_index=True) if len(both) > 1
+                            else both[0] if both else computed)
 
     return _read_rows(con, store, "evals", run_ids, build)
 
@@ -485,18 +550,23 @@ def read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFra
 
 
 def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
-               index: tuple | None = None) -> tuple[pd.DataFrame, pd.DataFrame, list, list]:
+               index: tuple | None = None, names: list[str] | None = None
+               ) -> tuple[pd.DataFrame, pd.DataFrame, list, list]:
     """(every run's row with the documents' status, the rows read from folders, index parts
     listed, index parts read): what runs_frame shows and what workbench.run_index adds.
-    `index`: what read_index returned, when the caller has just read it."""
+    `index`: what read_index returned, when the caller has just read it; `names`: what
+    Store.run_names returned, when the caller has just listed the run folders."""
     con = con or connect()
     indexed, parts, read = index if index is not None else read_index(con, store)
-    run_ids = store.run_ids(set(indexed["run_id"]))
+    # as a list: iterating the Arrow-backed column itself costs 2 us an id
+    indexed_ids = indexed["run_id"].tolist()
+    known = set(indexed_ids)
+    run_ids = store.run_ids(known, names)
     present = set(run_ids)
     # a set lookup per id: pandas' isin on Arrow strings is ~50x slower for 100,000 ids
-    indexed = indexed[np.fromiter((r in present for r in indexed["run_id"].tolist()), bool,
-                                  count=len(indexed))]
-    known = set(indexed["run_id"])
+    kept = np.fromiter((r in present for r in indexed_ids), bool, count=len(indexed_ids))
+    if not kept.all():  # a run folder that is gone drops out
+        indexed = indexed[kept]
     skipped: dict[str, str] = {}
     fresh = _runs_from_folders(con, store, [r for r in run_ids if r not in known], skipped)
     frames = [f for f in (indexed, fresh) if len(f)]
@@ -507,22 +577,25 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     return frame, fresh, parts, read
 
 
-def runs_frame(store: Store, index: tuple | None = None) -> pd.DataFrame:
+def runs_frame(store: Store, index: tuple | None = None,
+               names: list[str] | None = None) -> pd.DataFrame:
     """One row per run attempt, columns records.RUN_COLUMNS in order (dtypes: RUN_DTYPES).
 
     `status` is the effective status (a `running` document whose process is gone reads
     `interrupted`). reached_target, eval_index_to_target, time_to_target (training seconds),
     step_to_target, wall_to_target (wall seconds) and best_validation are computed from the
-    eval rows against each run's own validation target, by the first-hit rule above; NaN and
+    eval rows against each run's own validation target, by the first-hit rule above (or read
+    from the eval summary sealed with them, records.eval_summary: the same rule); NaN and
     null values never meet a target (spec.meets). steps, train_seconds and wall_seconds come
     from the document, else (interrupted runs) from the last eval rows. Finished runs come from
     the run index when it has them (see the module docstring). Nothing is written.
 
     A run whose files cannot be read, or whose document is not a run of a readable schema
     (records.run_doc_problem), is left out with a warning naming it; `frame.attrs["skipped"]`
-    maps each such run id to the reason. `index`: read_index's result, when the caller has
-    just read it (the dashboard reads it first to fingerprint the store).
+    maps each such run id to the reason. `index`: read_index's result, and `names`:
+    Store.run_names's, when the caller has just read them (the dashboard reads both first to
+    fingerprint the store).
     """
-    frame = runs_table(store, index=index)[0]
+    frame = runs_table(store, index=index, names=names)[0]
     _effective_status(store, frame)
     return frame

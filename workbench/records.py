@@ -12,10 +12,14 @@ Schema versions of the run document:
      channels_last, threads) flat beside the other RunConfig fields.
   2  `config.execution` holds them (workbench.spec.ExecutionOptions). RunConfig.from_dict reads
      both forms, and a trial keeps its trial key across them.
+A document of either version may hold an eval summary (EVAL_SUMMARY, below), added without a
+version change: a reader that does not know the key ignores it, and a document without it only
+means that readers compute its figures from the rows.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+import math
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
     from workbench.spec import RunConfig, WorkloadSpec
@@ -27,7 +31,7 @@ __all__ = [
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
-    "run_identity",
+    "run_identity", "EVAL_SUMMARY", "eval_summary",
 ]
 
 SCHEMA_VERSION = 2
@@ -193,3 +197,75 @@ def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, 
                    target_metric=t.metric, target_direction=t.direction,
                    target_validation=t.validation, target_test=t.test)
     return doc
+
+
+# The eval summary: the run table's figures of a run computed from its eval rows, kept in its
+# document under this key when the rows are sealed (RunWriter.finish, Store.write_sealed_run), so
+# that reading a store's run table does not read every run's rows again. Derived data, like the
+# run index: workbench.query uses it only when it is well formed and names the document's own
+# target, and computes the figures from the rows otherwise (older stores, interrupted runs).
+#   {"target": [metric, direction, validation target], "reached_target": bool,
+#    "eval_index_to_target", "time_to_target", "step_to_target", "wall_to_target" (the first eval
+#    that met the target; null when none did), "best_validation", and the rows' largest "steps",
+#    "train_seconds", "wall_seconds" (null when there are no rows)}
+EVAL_SUMMARY = "eval_summary"
+
+
+def _plain_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _plain_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _plain_time(value: Any) -> bool:
+    """None or a finite number (a time or a step count read as the run table reads it)."""
+    return value is None or (_plain_number(value) and math.isfinite(value))
+
+
+def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> dict | None:
+    """The EVAL_SUMMARY of a run whose eval rows are `rows` and whose document is `doc`: the
+    first-hit rule of workbench.query's run table (the first eval whose finite validation value
+    meets the target, with a finite training time >= 0), in Python. None when the target or the
+    rows are not plain (a metric column in another case, an eval index twice, a value that is
+    not a number, ...): then readers compute the figures from the rows themselves, as for a
+    document without a summary. tests/test_query.py checks it against the run table's SQL."""
+    from workbench.spec import COMPARISONS, meets
+
+    metric, direction = doc.get("target_metric"), doc.get("target_direction")
+    target = doc.get("target_validation")
+    if not (isinstance(metric, str) and direction in COMPARISONS and _plain_number(target)
+            and math.isfinite(target)):
+        return None
+    column = metric_column("validation", metric)
+    rows = list(rows)
+    if any(k != column and k.lower() == column.lower() for row in rows for k in row):
+        return None
+    indices = [row.get("eval_index") for row in rows]
+    if not all(_plain_int(i) for i in indices) or len(set(indices)) < len(indices):
+        return None
+    for row in rows:
+        value, step = row.get(column), row.get("step")
+        if not ((value is None or _plain_number(value)) and (step is None or _plain_int(step))
+                and _plain_time(row.get("train_seconds")) and _plain_time(row.get("wall_seconds"))):
+            return None
+
+    def largest(key: str) -> Any:
+        return max((row[key] for row in rows if row.get(key) is not None), default=None)
+
+    values = [row.get(column) for row in rows]
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    hits = [row for row, value in zip(rows, values)
+            if value is not None and bool(meets(value, target, direction))
+            and row.get("train_seconds") is not None and row["train_seconds"] >= 0]
+    first = min(hits, key=lambda row: row["eval_index"]) if hits else {}
+    best = (max if direction == "max" else min)(finite) if finite else None
+    as_float = (lambda v: None if v is None else float(v))
+    return {"target": [metric, direction, float(target)], "reached_target": bool(hits),
+            "eval_index_to_target": first.get("eval_index"),
+            "time_to_target": as_float(first.get("train_seconds")),
+            "step_to_target": first.get("step"),
+            "wall_to_target": as_float(first.get("wall_seconds")), "best_validation": best,
+            "steps": largest("step"), "train_seconds": as_float(largest("train_seconds")),
+            "wall_seconds": as_float(largest("wall_seconds"))}

@@ -57,9 +57,10 @@ __all__ = ["Store", "RunWriter", "TrialClaim", "open_store", "StoreError", "atom
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
-# What Store.amend may not change: who the run is and how it ended.
+# What Store.amend may not change: who the run is, how it ended and what its rows say.
 _FIXED = frozenset(R.IDENTITY_FIELDS) | {"run_id", "schema_version", "attempt", "status",
-                                         "stop_reason", "started_at", "ended_at", "process"}
+                                         "stop_reason", "started_at", "ended_at", "process",
+                                         R.EVAL_SUMMARY}
 
 HEARTBEAT_EVERY_S = 10.0   # a live run touches its heartbeat file this often
 STALE_AFTER_S = 120.0      # a `running` run on another host with an older heartbeat is interrupted
@@ -217,8 +218,12 @@ class RunWriter:
         self._stop.set()
         self._evals.close()
         self._train.close()
-        _seal(self.path / R.EVALS_LIVE, self.path / R.EVALS_SEALED)
+        evals = _seal(self.path / R.EVALS_LIVE, self.path / R.EVALS_SEALED)
         _seal(self.path / R.TRAIN_LIVE, self.path / R.TRAIN_SEALED)
+        self.doc.pop(R.EVAL_SUMMARY, None)
+        sealed = R.eval_summary(evals, self.doc)
+        if sealed is not None:
+            summary[R.EVAL_SUMMARY] = sealed
         self.update(status=status, stop_reason=stop_reason, error=error, ended_at=utc_now(),
                     **summary)
 
@@ -247,13 +252,14 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _seal(live: Path, sealed: Path) -> None:
-    """JSON lines -> Parquet (atomic), then drop the JSON lines. Rows are never lost on the way."""
+def _seal(live: Path, sealed: Path) -> list[dict[str, Any]]:
+    """JSON lines -> Parquet (atomic), then drop the JSON lines; returns the rows sealed. Rows
+    are never lost on the way."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not live.exists():
-        return
+        return []
     rows = read_jsonl(live)
     if rows:
         # Columns are the union over all rows (a metric may first appear in a later row).
@@ -263,6 +269,7 @@ def _seal(live: Path, sealed: Path) -> None:
         pq.write_table(table, tmp)
         os.replace(tmp, sealed)
     live.unlink()
+    return rows
 
 
 def _with_run_id(table: "pa.Table", run_id: str) -> "pa.Table":  # noqa: F821
@@ -373,6 +380,10 @@ class Store:
                 if table is not None and table.num_rows:
                     _write_parquet(_with_run_id(table, run_id), tmp / name, durable)
             full = {"attempt": 1, **doc, "schema_version": R.SCHEMA_VERSION, "run_id": run_id}
+            full.pop(R.EVAL_SUMMARY, None)  # what the rows say, never what the caller says
+            sealed = R.eval_summary([] if evals is None else evals.to_pylist(), full)
+            if sealed is not None:
+                full[R.EVAL_SUMMARY] = sealed
             with open(tmp / R.RUN_DOC, "w") as f:
                 json.dump(_clean(full), f, indent=1, sort_keys=True)
                 if durable:
@@ -454,17 +465,25 @@ class Store:
         return self.root / R.CHECKPOINTS_DIR / f"{trial_key}.pt"
 
     # -- run documents ----------------------------------------------------------------------
-    def run_ids(self, known: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    def run_names(self) -> list[str] | None:
+        """The names of the folders under runs/, sorted, a writer's temporary folder (a name
+        starting with '.') left out; None when there is no runs folder. One directory listing,
+        which run_ids and signature can share."""
+        try:
+            return sorted(n for n in os.listdir(self.runs_dir) if not n.startswith("."))
+        except OSError:
+            return None
+
+    def run_ids(self, known: set[str] | frozenset[str] = frozenset(),
+                names: list[str] | None = None) -> list[str]:
         """Ids of the runs in the store (folders holding a run document), sorted. A folder
         named in `known` (runs known to be finished, e.g. listed by the run index) is taken
-        without a look inside, so a big indexed store costs one directory listing."""
-        try:
-            names = os.listdir(self.runs_dir)
-        except FileNotFoundError:
-            return []
+        without a look inside, so a big indexed store costs one directory listing (none when
+        `names`, what run_names returned, is given)."""
+        names = self.run_names() if names is None else names
         runs_dir = str(self.runs_dir)
-        return sorted(n for n in names if not n.startswith(".")  # a writer's temporary folder
-                      and (n in known or os.path.isfile(os.path.join(runs_dir, n, R.RUN_DOC))))
+        return [n for n in names or ()
+                if n in known or os.path.isfile(os.path.join(runs_dir, n, R.RUN_DOC))]
 
     def run_dirs(self) -> list[Path]:
         """Folders of the runs (hidden folders, i.e. runs being added, are not runs yet)."""
@@ -600,14 +619,15 @@ class Store:
         done = {os.path.dirname(p) for p in parquet}
         return parquet, [p for p in jsonl if os.path.dirname(p) not in done and _nonempty(p)]
 
-    def signature(self, finished: set[str] | frozenset[str] = frozenset()) -> tuple:
+    def signature(self, finished: set[str] | frozenset[str] = frozenset(),
+                  names: list[str] | None = None) -> tuple:
         """A cheap fingerprint of the store: it changes when a run folder is added or removed,
         or when a run not in `finished` (runs known to have ended, which never change again)
-        writes, seals or ends. A 100,000-run store costs one directory listing and a few stat
-        calls for its unfinished runs."""
-        try:
-            names = sorted(n for n in os.listdir(self.runs_dir) if not n.startswith("."))
-        except OSError:
+        writes, seals or ends. A 100,000-run store costs one directory listing (none when
+        `names`, what run_names returned, is given) and a few stat calls for its unfinished
+        runs."""
+        names = self.run_names() if names is None else names
+        if names is None:
             return ((self.root / R.STORE_DOC).exists(),)
         files = (R.RUN_DOC, R.EVALS_LIVE, R.EVALS_SEALED, R.TRAIN_LIVE, R.TRAIN_SEALED)
         changing = []
@@ -627,12 +647,13 @@ class Store:
     # -- changing a run's document after the fact ---------------------------------------------
     def amend(self, run_id: str, /, **fields: Any) -> dict[str, Any]:
         """Add or update fields of a finished run's document (e.g. the early-stopping tuner's
-        verdict), atomically; returns the new document. The identity, the status and the times
-        of a run (_FIXED) never change, and a run still running cannot be amended."""
+        verdict), atomically; returns the new document. The identity, the status, the times and
+        the eval summary of a run (_FIXED) never change, and a run still running cannot be
+        amended."""
         fixed = sorted(set(fields) & _FIXED)
         if fixed:
-            raise ValueError(f"cannot amend {fixed} of run {run_id!r}: a run's identity, status "
-                             "and times are fixed once written")
+            raise ValueError(f"cannot amend {fixed} of run {run_id!r}: a run's identity, status, "
+                             "times and eval summary are fixed once written")
         path = self.runs_dir / run_id / R.RUN_DOC
         try:
             doc = json.loads(path.read_text())

@@ -109,13 +109,13 @@ def _index_of(root: Path) -> tuple | None:
         return None
 
 
-def _read(root: Path, signature: tuple, last: StoreRead | None,
-          index: tuple | None = None) -> StoreRead:
-    """A new read of the store (`index`: its run index, if just read); when it fails, the last
-    read's data with a message saying why."""
+def _read(root: Path, signature: tuple, last: StoreRead | None, index: tuple | None = None,
+          names: list[str] | None = None) -> StoreRead:
+    """A new read of the store (`index`, `names`: its run index and run folders, if just read);
+    when it fails, the last read's data with a message saying why."""
     try:
         store = open_store(root)
-        runs = query.runs_frame(store, index)
+        runs = query.runs_frame(store, index, names)
         doc = store.scoring_config()
         config = scoring.ScoringConfig.from_dict(doc) if doc else None
     except Exception as exc:  # a store being written may be half-readable: say so, keep going
@@ -144,12 +144,14 @@ def read_store(root: str | Path, last: StoreRead | None = None) -> StoreRead | N
     index = None if last or shared else _index_of(root)  # read once: here and by _read
     finished = last.finished if last else shared.finished if shared else \
         frozenset(index[0]["run_id"].tolist() if index else ())
-    signature = Store(root).signature(finished)
+    store = Store(root)
+    names = store.run_names()  # listed once: for the signature and for the read
+    signature = store.signature(finished, names)
     if last is not None and signature == last.signature:
         return None
     if shared is not None and shared.signature == _forget_finished(signature, shared.finished):
         return shared
-    read = _read(root, signature, last, index)
+    read = _read(root, signature, last, index, names)
     if not read.message:
         SHARED.reads[key] = read
     return read

@@ -657,6 +657,8 @@ class Costs(View):
         for key, plot in self._live[css].items():
             if data is not None and key == log:
                 PLOTS[css][1](plot, data, self.selection.colors)
+            elif data is not None:
+                plot.make()  # the other scale too, now: a change of scale then costs no models
             plot.pane.visible = data is not None and key == log
         missing = data is None and self.workload is not None
         self._notes[css].param.update(object=self._nothing(css) if missing else "",

@@ -61,6 +61,12 @@ class LivePlot:
         """The Bokeh figure, made now if it was not yet."""
         return self._made()
 
+    def make(self) -> None:
+        """Make the figure now if it was not yet: where a view shows one of two plots, making
+        both when its tab opens keeps the other's making (and the page's new models) out of
+        a later filter change."""
+        self._made()
+
     def _made(self) -> figure:
         if self._figure is None:
             self._figure = self._make(**self._options)

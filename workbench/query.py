@@ -563,12 +563,14 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     known = set(indexed_ids)
     run_ids = store.run_ids(known, names)
     present = set(run_ids)
-    # a set lookup per id: pandas' isin on Arrow strings is ~50x slower for 100,000 ids
-    kept = np.fromiter((r in present for r in indexed_ids), bool, count=len(indexed_ids))
-    if not kept.all():  # a run folder that is gone drops out
-        indexed = indexed[kept]
+    if not known <= present:  # a run folder that is gone drops out
+        # a set lookup per id: pandas' isin on Arrow strings is ~50x slower for 100,000 ids
+        indexed = indexed[np.fromiter((r in present for r in indexed_ids), bool,
+                                      count=len(indexed_ids))]
+    new = present - known
     skipped: dict[str, str] = {}
-    fresh = _runs_from_folders(con, store, [r for r in run_ids if r not in known], skipped)
+    fresh = _runs_from_folders(con, store, [r for r in run_ids if r in new] if new else [],
+                               skipped)
     frames = [f for f in (indexed, fresh) if len(f)]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else \
         (frames[0] if frames else _empty_runs())

@@ -240,25 +240,25 @@ def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> d
         return None
     column = metric_column("validation", metric)
     rows = list(rows)
-    if any(k != column and k.lower() == column.lower() for row in rows for k in row):
+    keys = {k for row in rows for k in row}
+    if any(k != column and k.lower() == column.lower() for k in keys):
         return None
     indices = [row.get("eval_index") for row in rows]
     if not all(_plain_int(i) for i in indices) or len(set(indices)) < len(indices):
         return None
-    for row in rows:
-        value, step = row.get(column), row.get("step")
-        if not ((value is None or _plain_number(value)) and (step is None or _plain_int(step))
-                and _plain_time(row.get("train_seconds")) and _plain_time(row.get("wall_seconds"))):
-            return None
+    values, times = [row.get(column) for row in rows], [row.get("train_seconds") for row in rows]
+    if not (all(v is None or _plain_number(v) for v in values)
+            and all(s is None or _plain_int(s) for s in (row.get("step") for row in rows))
+            and all(_plain_time(t) for t in times)
+            and all(_plain_time(row.get("wall_seconds")) for row in rows)):
+        return None
 
     def largest(key: str) -> Any:
         return max((row[key] for row in rows if row.get(key) is not None), default=None)
 
-    values = [row.get(column) for row in rows]
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
-    hits = [row for row, value in zip(rows, values)
-            if value is not None and bool(meets(value, target, direction))
-            and row.get("train_seconds") is not None and row["train_seconds"] >= 0]
+    met = meets([math.nan if v is None else v for v in values], target, direction)
+    hits = [row for row, m, t in zip(rows, met.tolist(), times) if m and t is not None and t >= 0]
     first = min(hits, key=lambda row: row["eval_index"]) if hits else {}
     best = (max if direction == "max" else min)(finite) if finite else None
     as_float = (lambda v: None if v is None else float(v))

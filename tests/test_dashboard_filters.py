@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import panel as pn
 import pytest
 import xarray as xr
 
@@ -127,6 +128,26 @@ def test_hidden_view_waits_and_redraws_when_shown(two_studies):
     assert "fast" in list(view._scores.value["algorithm"])  # stale while hidden
     view.shown = True
     assert list(view._scores.value["algorithm"]) == ["slow"]
+
+
+def test_dashboard_tabs_make_their_view_when_first_opened_and_keep_it(two_studies):
+    from workbench.views.registry import VIEWS, view_tabs
+
+    sel = Selection(store_path=str(two_studies))
+    tabs = view_tabs(sel, dynamic=True)
+    assert len(tabs) == len(VIEWS) and len(tabs[0].objects) == 1
+    assert all(slot.objects == [] for slot in tabs[1:])  # a new page: the first tab's models only
+    studies = [e.title for e in VIEWS].index("Studies")
+    tabs.active = studies
+    made = tabs[studies].objects[0]
+    assert made.select(pn.widgets.Tabulator)  # its view, drawn on opening
+    tabs.active = 0
+    sel.algorithms = ["slow"]  # while hidden: the Studies view is stale, not redrawn
+    tabs.active = studies
+    assert tabs[studies].objects[0] is made  # kept, not made again
+    shown = {a for t in made.select(pn.widgets.Tabulator) if t.value is not None
+             and "algorithm" in t.value for a in t.value["algorithm"]}
+    assert shown == {"slow"}  # redrawn for the filters set while it was hidden
 
 
 def test_running_trials_are_listed_with_their_latest_eval(tmp_path):

@@ -89,29 +89,45 @@ def view_entry(key: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
     raise KeyError(f"unknown view {key!r}: valid are {', '.join(e.key for e in views)}")
 
 
+def _made(entry: ViewEntry, selection: Selection, dynamic: bool, shown: bool) -> View:
+    """The view of `entry` over `selection`, with its `dashboard` options when `dynamic`, else
+    its `report` options."""
+    return entry.view(selection=selection, shown=shown, live=dynamic,
+                      **(entry.dashboard if dynamic else entry.report))
+
+
 def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, View]]:
     """(tab title, view) of every view over `selection`. `dynamic` (the dashboard): only the
     first is shown (the others draw when their tab opens) and each takes its `dashboard`
     options; else (the report) every view draws up front with its `report` options."""
-    return [(entry.title, entry.view(selection=selection, shown=not dynamic or i == 0,
-                                     live=dynamic,
-                                     **(entry.dashboard if dynamic else entry.report)))
+    return [(entry.title, _made(entry, selection, dynamic, not dynamic or i == 0))
             for i, entry in enumerate(VIEWS)]
 
 
 def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
-    """The views (make_views), one tab each. `dynamic` (the dashboard): a view draws only while
-    its tab is open (filter changes redraw the open one; the others when next opened)."""
-    made = make_views(selection, dynamic)
-    # Every tab keeps its models (not dynamic): a tab re-rendered on each visit lost updates
-    # that raced with its re-rendering. Hidden views stay cheap: they draw when first shown.
-    tabs = pn.Tabs(*[(title, with_csv_download(title, view, embed=not dynamic))
-                     for title, view in made], sizing_mode="stretch_width")
+    """The views, one tab each. A report (not `dynamic`): every view made and drawn now
+    (make_views). The dashboard (`dynamic`): a view is made when its tab is first opened, and
+    draws only while its tab is open (filter changes redraw the open one; the others when next
+    opened), so a new page costs the first tab's models only."""
+    if not dynamic:
+        return pn.Tabs(*[(title, with_csv_download(title, view, embed=True))
+                         for title, view in make_views(selection)], sizing_mode="stretch_width")
+    # Every tab keeps its models once made (Panel's dynamic tabs re-render a tab on each visit,
+    # and lost updates that raced with the re-rendering): a tab holds an empty column until it
+    # is first opened, then its view's layout for good.
+    slots = [pn.Column(sizing_mode="stretch_width") for _ in VIEWS]
+    views: dict[int, View] = {}
 
-    def show_active(event) -> None:  # tabs.objects hold the views' layouts, not the views
-        for i, (_, view) in enumerate(made):
-            view.shown = i == event.new
+    def show(index: int) -> None:
+        for i, view in views.items():
+            view.shown = i == index
+        if index not in views and 0 <= index < len(VIEWS):
+            entry = VIEWS[index]
+            views[index] = _made(entry, selection, dynamic=True, shown=True)
+            slots[index].objects = [with_csv_download(entry.title, views[index], embed=False)]
 
-    if dynamic:
-        tabs.param.watch(show_active, "active")
+    show(0)
+    tabs = pn.Tabs(*[(entry.title, slot) for entry, slot in zip(VIEWS, slots)],
+                   sizing_mode="stretch_width")
+    tabs.param.watch(lambda event: show(event.new), "active")
     return tabs

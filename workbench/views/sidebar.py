@@ -16,6 +16,12 @@ __all__ = ["Filters", "StoreNotice", "MAX_PICKABLE"]
 MAX_PICKABLE = 2000  # runs offered by the run picker (the most recent of the selection)
 
 
+def _title(text: str) -> pn.pane.Markdown:
+    """A filter's title, as a Markdown pane: a bare string in a layout makes Panel try every
+    pane type on it, and its Matplotlib check imports Matplotlib (0.4 s of a first page)."""
+    return pn.pane.Markdown(f"**{text}**")
+
+
 class Filters(pn.viewable.Viewer):
     """Sidebar widgets bound to a Selection's filters. Workloads come as two lists, the base
     workloads and their variants, that together set `selection.workloads`. A filter is hidden
@@ -32,19 +38,19 @@ class Filters(pn.viewable.Viewer):
             placeholder="default: see the Curves tab", search_option_limit=50,
             css_classes=["pb-curve-runs"])
         self._choices = {  # filter name -> its titled widget
-            "reference": pn.Column("**Speedups against**", pn.widgets.Select.from_param(
+            "reference": pn.Column(_title("Speedups against"), pn.widgets.Select.from_param(
                 sel.reference, name="")),
-            "algorithms": pn.Column("**Algorithms**",
+            "algorithms": pn.Column(_title("Algorithms"),
                                     pn.widgets.CheckBoxGroup.from_param(sel.algorithms, name="")),
-            "workloads": pn.Column("**Workloads**", self._bases),
-            "variants": pn.Column("**Variants**", self._variants),
-            "rulesets": pn.Column("**Ruleset**",
+            "workloads": pn.Column(_title("Workloads"), self._bases),
+            "variants": pn.Column(_title("Variants"), self._variants),
+            "rulesets": pn.Column(_title("Ruleset"),
                                   pn.widgets.CheckBoxGroup.from_param(sel.rulesets, name="")),
-            "studies": pn.Column("**Studies**",
+            "studies": pn.Column(_title("Studies"),
                                  pn.widgets.CheckBoxGroup.from_param(sel.studies, name="")),
-            "hardware": pn.Column("**Hardware**",
+            "hardware": pn.Column(_title("Hardware"),
                                   pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
-            "curve_runs": pn.Column("**Runs on the curves**", self._runs_picker),
+            "curve_runs": pn.Column(_title("Runs on the curves"), self._runs_picker),
         }
         self._syncing = False
         self._runs_picker.param.watch(self._picked, "value")
@@ -113,7 +119,7 @@ class Filters(pn.viewable.Viewer):
             self.selection.param.time_axis, name="", color="light",
             options={label: column for column, label in TIME_AXES.items()})
         c = self._choices
-        return pn.Column(c["reference"], "**Time axis**", time_axis, c["algorithms"],
+        return pn.Column(c["reference"], _title("Time axis"), time_axis, c["algorithms"],
                          c["workloads"], c["variants"], c["rulesets"], c["studies"],
                          c["hardware"], c["curve_runs"], sizing_mode="stretch_width")
 

@@ -377,6 +377,46 @@ def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch)
     assert curves._body.objects == [curves._nothing]
 
 
+def test_curve_rows_are_read_once_for_every_setting_of_the_algorithms(imported, monkeypatch):
+    from workbench import query
+    import workbench.views.curves as curves_module
+
+    import workbench.views.selection as selection_module
+    from workbench.views.cache import SharedCache
+
+    monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 3)  # wa: one run per algorithm
+    monkeypatch.setattr(selection_module, "SHARED", SharedCache())  # nothing computed yet
+    reads = []
+
+    def counted(read):
+        def wrapper(store, run_ids=None):
+            reads.append(list(run_ids))
+            return read(store, run_ids)
+        return wrapper
+    evals_frame = query.evals_frame  # the reads the test compares with are not counted
+    for name in ("evals_frame", "train_frame"):
+        monkeypatch.setattr(query, name, counted(getattr(query, name)))
+    every = curves_module.curve_evals(imported, "wa")
+    assert len(reads) == 1
+    for shown in (["fast"], ["baseline", "slow"], ["baseline", "fast", "slow"]):
+        imported.algorithms = shown
+        rows = curves_module.curve_evals(imported, "wa")
+        ids = shown_curve_runs(imported).query("workload == 'wa'")["run_id"].tolist()
+        assert set(rows["run_id"]) == set(ids) and len(reads) == 1  # cut, no file read
+        pd.testing.assert_frame_equal(rows.reset_index(drop=True),
+                                      evals_frame(imported.store, ids))
+    assert len(every) == len(rows)
+    # a picked run beyond the defaults is read on its own, and merged in the rows' order
+    picked = imported.runs.query("workload == 'wa'")["run_id"]
+    picked = [r for r in picked if r not in set(ids)][:1]
+    imported.curve_runs = picked
+    ids = shown_curve_runs(imported).query("workload == 'wa'")["run_id"].tolist()
+    rows = curves_module.curve_evals(imported, "wa")
+    assert picked[0] in ids and reads[-1] == picked
+    pd.testing.assert_frame_equal(rows, evals_frame(imported.store, ids))
+    assert set(curves_module.curve_train(imported, "wa")["run_id"]) <= set(ids)
+
+
 def test_the_cli_and_the_dashboard_rank_and_speed_up_alike(store_path, capsys):
     """One score order and one speedup policy: `pacebench score` says what the dashboard shows."""
     import json

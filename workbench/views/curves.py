@@ -39,21 +39,34 @@ def shown_curve_runs(selection: Selection) -> pd.DataFrame:
     else one per algorithm (_representatives, whether or not it met the target); and, added to
     those, the runs picked in the sidebar (Selection.curve_runs) that pass the filters."""
     def make():
-        runs = selection.runs
-        counts = runs.groupby("workload")["run_id"].transform("size")
-        default = (counts <= MAX_DEFAULT_CURVES) | runs["run_id"].isin(_representatives(selection))
-        default = runs[default].groupby("workload").head(MAX_DEFAULT_CURVES)
+        few = [w for w, n in selection.counts("workload").items()
+               if n <= MAX_DEFAULT_CURVES]
+        representatives = _representatives(selection)
+        # only the shown runs that can be drawn are copied (not all 100,000), in table order
+        runs = selection.runs_where(workload=few)
+        chosen = selection.runs_where(run_id=[*representatives, *selection.curve_runs])
+        runs = pd.concat([runs, chosen[~chosen.index.isin(runs.index)]]).sort_index()
+        default = _default_runs(runs, representatives, few)
         picked = runs[runs["run_id"].isin(selection.curve_runs)]
         return pd.concat([default, picked[~picked["run_id"].isin(default["run_id"])]])
     return selection.cached("shown_curve_runs", make)
 
 
-def _representatives(selection: Selection) -> list[str]:
-    """Per shown (algorithm, workload): the chosen trial of its middle study (by time) among
-    the studies that met the target (scoring.study_choices); where no study did, the run that
-    came closest (its best validation value), so an algorithm that missed is drawn beside the
-    rest. Found once over every algorithm and workload (a cell's choice depends on no other)
-    and cut to the shown ones."""
+def _default_runs(runs: pd.DataFrame, representatives: list[str],
+                  few: list[str] | None = None) -> pd.DataFrame:
+    """The runs of `runs` drawn by default: per workload all of them if at most
+    MAX_DEFAULT_CURVES, else those in `representatives`. `few`: the workloads with at most
+    MAX_DEFAULT_CURVES runs (default: counted in `runs`)."""
+    if few is None:
+        counts = runs["workload"].value_counts()
+        few = counts.index[counts <= MAX_DEFAULT_CURVES]
+    default = runs["workload"].isin(few) | runs["run_id"].isin(representatives)
+    return runs[default].groupby("workload").head(MAX_DEFAULT_CURVES)
+
+
+def _every_representative(selection: Selection) -> pd.DataFrame:
+    """_representatives of every algorithm and workload (run_id, algorithm, workload), found
+    once per ruleset, study, hardware and time axis (a cell's choice depends on no other)."""
     def every() -> pd.DataFrame:
         # the full value the Studies tab cuts (Selection.per_cell, same name): made once
         choices = selection.full_value("study_choices", lambda: scoring.study_choices(
@@ -65,11 +78,18 @@ def _representatives(selection: Selection) -> list[str]:
         runs = selection.full_runs()
         ids = list(chosen.values()) + _closest_misses(runs, set(chosen))
         return runs.loc[runs["run_id"].isin(ids), ["run_id", "algorithm", "workload"]]
+    return selection.full_value("curves:representatives", every)
 
+
+def _representatives(selection: Selection) -> list[str]:
+    """Per shown (algorithm, workload): the chosen trial of its middle study (by time) among
+    the studies that met the target (scoring.study_choices); where no study did, the run that
+    came closest (its best validation value), so an algorithm that missed is drawn beside the
+    rest. Cut from _every_representative."""
     def make() -> list[str]:
         if not selection.n_runs:
             return []
-        full = selection.full_value("curves:representatives", every)
+        full = _every_representative(selection)
         shown = full["algorithm"].isin(selection.algorithms) & \
             full["workload"].isin(selection.workloads)
         return full.loc[shown, "run_id"].tolist()
@@ -114,10 +134,40 @@ def _curve_runs_of(selection: Selection, workload: str | None) -> pd.DataFrame:
     return runs if workload is None else runs[runs["workload"] == workload]
 
 
+def _rows_of(selection: Selection, kind: str, workload: str, ids: list[str]) -> pd.DataFrame:
+    """The `kind` rows ("evals", "train": query.evals_frame, train_frame) of the runs `ids` of
+    `workload`, sorted by run. The rows of the workload's default runs over every algorithm
+    (_default_runs of full_runs) are read once per ruleset, study, hardware and time axis and
+    cut, so that ticking algorithms reads no file; other runs (picked ones, or every run of a
+    workload that has few once algorithms are unticked) are read now."""
+    read, order = (query.evals_frame, "eval_index") if kind == "evals" else \
+        (query.train_frame, "step")
+
+    def full_default() -> list[str]:
+        runs = selection.full_runs()
+        runs = _default_runs(runs[runs["workload"] == workload],
+                             _every_representative(selection)["run_id"].tolist())
+        return runs["run_id"].tolist()
+
+    known = selection.full_value(f"curves:default:{workload}", full_default)
+    base = selection.full_value(f"curves:{kind}:{workload}",
+                                lambda: read(selection.store, known))
+    read_already = set(known)
+    rest = [r for r in ids if r not in read_already]
+    rows = base[base["run_id"].isin(ids)]
+    if not rest:
+        return rows
+    rows = pd.concat([rows, read(selection.store, rest)], ignore_index=True)
+    head = list(R.EVAL_COLUMNS if kind == "evals" else R.TRAIN_COLUMNS)
+    rows = rows[head + sorted(c for c in rows.columns if c not in head)]
+    return rows.sort_values(["run_id", order], kind="stable", ignore_index=True)
+
+
 def curve_evals(selection: Selection, workload: str | None = None) -> pd.DataFrame:
     """Eval rows of shown_curve_runs (of `workload`, default every workload), read from the
     store on first use and decimated to MAX_CURVE_POINTS per run (the evals that first met a
-    target kept). The dashboard reads one workload's: a tenth of the files on ten."""
+    target kept). The dashboard reads one workload's: a tenth of the files on ten, and its
+    default runs' once for every setting of the algorithms (_rows_of)."""
     runs = _curve_runs_of(selection, workload)
     ids = list(runs["run_id"])
 
@@ -126,18 +176,24 @@ def curve_evals(selection: Selection, workload: str | None = None) -> pd.DataFra
             return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
         hits = runs[runs["reached_target"].fillna(False).astype(bool)]
         keep = pd.MultiIndex.from_arrays([hits["run_id"], hits["eval_index_to_target"]])
-        return decimate(query.evals_frame(selection.store, ids), "eval_index", keep=keep)
+        rows = query.evals_frame(selection.store, ids) if workload is None else \
+            _rows_of(selection, "evals", workload, ids)
+        return decimate(rows, "eval_index", keep=keep)
     return selection.cached("evals" if workload is None else f"evals:{workload}", make)
 
 
 def curve_train(selection: Selection, workload: str | None = None) -> pd.DataFrame:
     """Training-loss rows of shown_curve_runs (of `workload`, default every workload), read
-    from the store on first use, decimated to MAX_CURVE_POINTS per run."""
+    from the store on first use (as curve_evals), decimated to MAX_CURVE_POINTS per run."""
     ids = list(_curve_runs_of(selection, workload)["run_id"])
-    return selection.cached(
-        "train" if workload is None else f"train:{workload}",
-        lambda: decimate(query.train_frame(selection.store, ids), "step") if ids
-        else pd.DataFrame(columns=list(R.TRAIN_COLUMNS)))
+
+    def make() -> pd.DataFrame:
+        if not ids:
+            return pd.DataFrame(columns=list(R.TRAIN_COLUMNS))
+        rows = query.train_frame(selection.store, ids) if workload is None else \
+            _rows_of(selection, "train", workload, ids)
+        return decimate(rows, "step")
+    return selection.cached("train" if workload is None else f"train:{workload}", make)
 
 
 def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],

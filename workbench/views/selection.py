@@ -86,7 +86,7 @@ class Selection(param.Parameterized):
             names = sorted(self._runs[column].dropna().unique())
             new[name] = _keep_and_add(getattr(self, name), self.param[name].objects, names)
             self.param[name].objects = names
-        self.param.curve_runs.objects = list(self._runs["run_id"])
+        self.param.curve_runs.objects = self._runs["run_id"].tolist()  # not a loop over Arrow
         curve_runs = [r for r in self.curve_runs if r in self.param.curve_runs.objects]
         self.param.update(**new, curve_runs=curve_runs, message=read.message,
                           version=self.version + 1)
@@ -127,13 +127,13 @@ class Selection(param.Parameterized):
         return self.cached("runs", lambda: self._runs[self.shown_rows()])
 
     def runs_where(self, columns: list[str] | None = None, **equals) -> pd.DataFrame:
-        """The filtered runs whose run-table columns equal the values given (e.g.
-        `status="running"`), their `columns` only (default: all); only those rows are copied."""
+        """The filtered runs whose run-table columns equal the values given (`status="running"`;
+        a list: any of its values), their `columns` only (default: all); only those copied."""
         rows = self.shown_rows()
         for column, value in equals.items():
             codes, values = self._codes(column)
-            found = np.flatnonzero(np.asarray(values == value, dtype=bool))
-            rows = rows & np.isin(codes, found)
+            match = values.isin(value) if isinstance(value, list) else values == value
+            rows = rows & np.isin(codes, np.flatnonzero(np.asarray(match, dtype=bool)))
         return self._runs.loc[rows, list(columns) if columns is not None else slice(None)]
 
     def shown_rows(self) -> np.ndarray:

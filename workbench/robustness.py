@@ -82,11 +82,13 @@ def variant_table(cube: xr.Dataset, times: xr.DataArray | None = None) -> pd.Dat
         .transpose("algorithm", "workload")
     variant_of = dict(zip((str(w) for w in cube["workload"].values),
                           (str(v) for v in cube["variant"].values)))
+    # read as a NumPy table (a .sel per cell cost 0.7 ms: 0.17 s for 20 algorithms)
+    column = {str(w): i for i, w in enumerate(times["workload"].values)}
+    values = times.to_numpy().astype(float)
     rows = []
-    for algorithm in (str(a) for a in times["algorithm"].values):
+    for algorithm, row in zip((str(a) for a in times["algorithm"].values), values):
         for workload, base in pairs.items():
-            b = float(times.sel(algorithm=algorithm, workload=base))
-            v = float(times.sel(algorithm=algorithm, workload=workload))
+            b, v = float(row[column[base]]), float(row[column[workload]])
             rows.append({"algorithm": algorithm, "workload": workload, "base_workload": base,
                          "variant": variant_of[workload], "base_time": b, "variant_time": v,
                          "base_reached": bool(np.isfinite(b)),

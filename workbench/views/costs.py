@@ -22,7 +22,7 @@ from workbench import costs, query
 from workbench import records as R
 from workbench.views.formats import MISS, NO_RUNS, duration, md, unit_for
 from workbench.views.base import FILTERS, View
-from workbench.views.leaderboard import GROUP_TITLES, TABLE_CSS, score_frame, wrap_title
+from workbench.views.leaderboard import GROUP_TITLES, TABLE_CSS, wrap_title
 from workbench.views.live import LivePlot, steps
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
@@ -168,7 +168,8 @@ def cost_pivot(selection: Selection, prices: costs.PriceTable,
     pivot = table.assign(text=table["cost_to_target"].map(usd)).pivot(
         index="algorithm", columns="workload", values="text")
     workloads = _shown_workloads(selection) if workloads is None else workloads
-    order = [a for a in score_frame(selection)["algorithm"] if a in pivot.index]
+    # the leaderboard order (Selection.scores: its rows are score_frame's, in order)
+    order = [a for a in selection.scores()["algorithm"] if a in pivot.index]
     order += sorted(a for a in pivot.index if a not in order)
     pivot = pivot.reindex(index=order, columns=workloads).fillna(NO_RUNS)
     return pivot.rename_axis(index="algorithm", columns=None).reset_index()

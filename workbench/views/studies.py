@@ -12,7 +12,7 @@ import panel as pn
 
 from workbench import scoring
 from workbench.views.formats import MISS, amount, group_header, unit_for
-from workbench.views.leaderboard import TABLE_CSS, score_frame
+from workbench.views.leaderboard import TABLE_CSS
 from workbench.views.base import View
 from workbench.views.selection import Selection
 
@@ -58,7 +58,7 @@ def study_frame(selection: Selection) -> pd.DataFrame:
     wide.insert(0, "median", [amount(v, units, unit) for v in medians.values])
     wide = wide[long.groupby(level=["algorithm", "workload"])["trials"].sum() > 0]
     role = {w: ROLE_TITLES[r] for r, ws in selection.workload_groups().items() for w in ws}
-    rank = {a: i for i, a in enumerate(score_frame(selection)["algorithm"])}
+    rank = {a: i for i, a in enumerate(selection.scores()["algorithm"])}  # leaderboard order
     frame = wide.reset_index()
     frame = frame[frame["workload"].isin(role)].assign(role=frame["workload"].map(role))
     frame["_w"] = frame["workload"].map(list(role).index)

@@ -209,6 +209,18 @@ def test_values_cut_from_the_full_grid_equal_those_computed_on_the_shown_cube(tw
         runs["study"] == first["study"]), "run_id"])
     assert sel.runs_where(algorithm="slow").empty  # filtered out
     assert sel.runs_where(algorithm="no such algorithm").empty
+    among = sel.runs_where(algorithm=["other", "slow"], study=[first["study"]])  # lists: any
+    assert list(among["run_id"]) == list(runs.loc[(runs["algorithm"] == "other") & (
+        runs["study"] == first["study"]), "run_id"])
+    # the tuning-budget curves, found per cell over the full cube and cut
+    from workbench import budget
+    from workbench.views.budget import budget_data
+
+    trials, curves = budget_data(sel)
+    expected = budget.trial_times(cube)
+    assert list(trials) == list(expected) and len(trials) == 2
+    assert all(np.array_equal(trials[k], expected[k]) for k in expected)
+    assert curves == budget.budget_curves(expected)
 
 
 def test_a_view_draws_once_when_unticking_the_reference_changes_the_reference(two_studies):

@@ -28,12 +28,21 @@ NONE_COLOR = "#cccccc"
 
 
 def budget_data(selection: Selection) -> tuple[dict, list[B.BudgetCurve]]:
-    """(trial times by (algorithm, workload), their curves) of the shown runs (cached)."""
+    """(trial times by (algorithm, workload), their curves) of the shown cube (cached). A
+    cell's trials and curve depend on no other cell: they are found once over the full cube
+    (Selection.full_value) and cut to the shown cube's algorithms and workloads."""
+    def full():
+        trials = B.trial_times(selection.full_cube())
+        return trials, {(c.algorithm, c.workload): c for c in B.budget_curves(trials)}
+
     def make():
         if not selection.n_runs:
             return {}, []
-        trials = B.trial_times(selection.cube)
-        return trials, B.budget_curves(trials)
+        trials, curves = selection.full_value("budget_curves", full)
+        cube = selection.cube
+        algorithms, workloads = set(cube["algorithm"].values), set(cube["workload"].values)
+        keys = [k for k in trials if k[0] in algorithms and k[1] in workloads]
+        return {k: trials[k] for k in keys}, [curves[k] for k in keys if k in curves]
     return selection.cached("budget_curves", make)
 
 

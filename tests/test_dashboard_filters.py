@@ -210,6 +210,12 @@ def test_values_cut_from_the_full_grid_equal_those_computed_on_the_shown_cube(tw
     assert sel.runs_where(algorithm="slow").empty  # filtered out
     assert sel.runs_where(algorithm="no such algorithm").empty
     among = sel.runs_where(algorithm=["other", "slow"], study=[first["study"]])  # lists: any
+    # the run picker's rows: by id in the order asked, whatever the filters; newest first
+    every = sel._runs
+    ids = [every["run_id"].iloc[-1], "no such run", every["run_id"].iloc[0]]
+    assert list(sel.run_rows(ids)["run_id"]) == [ids[0], ids[2]]
+    newest = every.loc[sel.shown_rows()].sort_values("started_at", kind="stable")["run_id"]
+    assert sel.recent_runs(3) == list(newest)[::-1][:3]
     assert list(among["run_id"]) == list(runs.loc[(runs["algorithm"] == "other") & (
         runs["study"] == first["study"]), "run_id"])
     # the tuning-budget curves, found per cell over the full cube and cut

@@ -142,14 +142,14 @@ class Selection(param.Parameterized):
 
     def run_rows(self, run_ids: list[str]) -> pd.DataFrame:
         """The store's rows of `run_ids` (one each, in that order), whatever the filters."""
-        runs = self.cached("by_id", lambda: self._runs.set_index("run_id", drop=False), "read")
-        return runs.loc[[r for r in run_ids if r in runs.index]].reset_index(drop=True)
+        index = self.cached("run_ids", lambda: pd.Index(self._runs["run_id"]), "read")
+        found = index.get_indexer_for(run_ids)  # a table re-indexed by id cost 0.1 s
+        return self._runs.iloc[found[found >= 0]].reset_index(drop=True)
 
     def recent_runs(self, limit: int) -> list[str]:
         """Ids of the `limit` most recently started runs that pass the filters."""
-        order = self.cached("recent_order", lambda: np.argsort(
-            self._runs["started_at"].to_numpy(object).astype(str), kind="stable")[::-1],
-            level="read")
+        order = self.cached("recent_order", lambda: self._runs["started_at"].fillna(
+            "nan").argsort(kind="stable").to_numpy()[::-1], level="read")  # nan: newest
         ids = self._runs["run_id"].to_numpy(object)
         return ids[order[self.shown_rows()[order]][:limit]].tolist()
 

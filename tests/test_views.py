@@ -164,6 +164,9 @@ def test_a_run_with_184000_evals_is_drawn_with_a_thousand_points_and_its_hit(tmp
     hits = next(e for e in plot if isinstance(e, hv.Scatter) and e.label == "time to target")
     assert hit * 0.1 in set(np.round(hits.dimension_values("train_seconds"), 6))
     assert len(curve_evals(selection).query("run_id == 'huge'")) == drawn["huge"]
+    # the dashboard's rows of one workload: decimated once, as the rows of every workload
+    pd.testing.assert_frame_equal(curve_evals(selection, "digits_mlp").reset_index(drop=True),
+                                  curve_evals(selection).reset_index(drop=True))
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty"])

@@ -134,32 +134,42 @@ def _curve_runs_of(selection: Selection, workload: str | None) -> pd.DataFrame:
     return runs if workload is None else runs[runs["workload"] == workload]
 
 
-def _rows_of(selection: Selection, kind: str, workload: str, ids: list[str]) -> pd.DataFrame:
-    """The `kind` rows ("evals", "train": query.evals_frame, train_frame) of the runs `ids` of
-    `workload`, sorted by run. The rows of the workload's default runs over every algorithm
-    (_default_runs of full_runs) are read once per ruleset, study, hardware and time axis and
-    cut, so that ticking algorithms reads no file; other runs (picked ones, or every run of a
-    workload that has few once algorithms are unticked) are read now."""
-    read, order = (query.evals_frame, "eval_index") if kind == "evals" else \
-        (query.train_frame, "step")
+def _read_curves(selection: Selection, kind: str, runs: pd.DataFrame) -> pd.DataFrame:
+    """The `kind` rows ("evals", "train") of `runs` read from the store, decimated to
+    MAX_CURVE_POINTS per run (the evals that first met a target kept)."""
+    ids = runs["run_id"].tolist()
+    if kind == "train":
+        return decimate(query.train_frame(selection.store, ids), "step") if ids \
+            else pd.DataFrame(columns=list(R.TRAIN_COLUMNS))
+    if not ids:
+        return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
+    hits = runs[runs["reached_target"].fillna(False).astype(bool)]
+    keep = pd.MultiIndex.from_arrays([hits["run_id"], hits["eval_index_to_target"]])
+    return decimate(query.evals_frame(selection.store, ids), "eval_index", keep=keep)
 
-    def full_default() -> list[str]:
-        runs = selection.full_runs()
-        runs = _default_runs(runs[runs["workload"] == workload],
+
+def _rows_of(selection: Selection, kind: str, workload: str, runs: pd.DataFrame) -> pd.DataFrame:
+    """_read_curves of `runs` (of `workload`), sorted by run. The rows of the workload's
+    default runs over every algorithm (_default_runs of full_runs) are read once per ruleset,
+    study, hardware and time axis and cut, so that ticking algorithms reads no file; other runs
+    (picked ones, or every run of a workload that has few once algorithms are unticked) are
+    read now. (Decimation is per run: decimating the parts is decimating the whole.)"""
+    def full_default() -> pd.DataFrame:
+        every = selection.full_runs()
+        return _default_runs(every[every["workload"] == workload],
                              _every_representative(selection)["run_id"].tolist())
-        return runs["run_id"].tolist()
 
     known = selection.full_value(f"curves:default:{workload}", full_default)
     base = selection.full_value(f"curves:{kind}:{workload}",
-                                lambda: read(selection.store, known))
-    read_already = set(known)
-    rest = [r for r in ids if r not in read_already]
-    rows = base[base["run_id"].isin(ids)]
-    if not rest:
+                                lambda: _read_curves(selection, kind, known))
+    rows = base[base["run_id"].isin(runs["run_id"])]
+    rest = runs[~runs["run_id"].isin(known["run_id"])]
+    if not len(rest):
         return rows
-    rows = pd.concat([rows, read(selection.store, rest)], ignore_index=True)
+    rows = pd.concat([rows, _read_curves(selection, kind, rest)], ignore_index=True)
     head = list(R.EVAL_COLUMNS if kind == "evals" else R.TRAIN_COLUMNS)
     rows = rows[head + sorted(c for c in rows.columns if c not in head)]
+    order = "eval_index" if kind == "evals" else "step"
     return rows.sort_values(["run_id", order], kind="stable", ignore_index=True)
 
 
@@ -169,31 +179,20 @@ def curve_evals(selection: Selection, workload: str | None = None) -> pd.DataFra
     target kept). The dashboard reads one workload's: a tenth of the files on ten, and its
     default runs' once for every setting of the algorithms (_rows_of)."""
     runs = _curve_runs_of(selection, workload)
-    ids = list(runs["run_id"])
-
-    def make() -> pd.DataFrame:
-        if not ids:
-            return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
-        hits = runs[runs["reached_target"].fillna(False).astype(bool)]
-        keep = pd.MultiIndex.from_arrays([hits["run_id"], hits["eval_index_to_target"]])
-        rows = query.evals_frame(selection.store, ids) if workload is None else \
-            _rows_of(selection, "evals", workload, ids)
-        return decimate(rows, "eval_index", keep=keep)
-    return selection.cached("evals" if workload is None else f"evals:{workload}", make)
+    return selection.cached(
+        "evals" if workload is None else f"evals:{workload}",
+        lambda: _read_curves(selection, "evals", runs) if workload is None
+        else _rows_of(selection, "evals", workload, runs))
 
 
 def curve_train(selection: Selection, workload: str | None = None) -> pd.DataFrame:
     """Training-loss rows of shown_curve_runs (of `workload`, default every workload), read
     from the store on first use (as curve_evals), decimated to MAX_CURVE_POINTS per run."""
-    ids = list(_curve_runs_of(selection, workload)["run_id"])
-
-    def make() -> pd.DataFrame:
-        if not ids:
-            return pd.DataFrame(columns=list(R.TRAIN_COLUMNS))
-        rows = query.train_frame(selection.store, ids) if workload is None else \
-            _rows_of(selection, "train", workload, ids)
-        return decimate(rows, "step")
-    return selection.cached("train" if workload is None else f"train:{workload}", make)
+    runs = _curve_runs_of(selection, workload)
+    return selection.cached(
+        "train" if workload is None else f"train:{workload}",
+        lambda: _read_curves(selection, "train", runs) if workload is None
+        else _rows_of(selection, "train", workload, runs))
 
 
 def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],

@@ -123,8 +123,14 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
             view.shown = i == index
         if index not in views and 0 <= index < len(VIEWS):
             entry = VIEWS[index]
-            views[index] = _made(entry, selection, dynamic=True, shown=True)
-            slots[index].objects = [with_csv_download(entry.title, views[index], embed=False)]
+            # Made without a design of their own, as the first page's parts are: the template
+            # then styles them as part of its page (a part made after the page took the
+            # template's design for itself, and with it the theme's whole stylesheet: headings
+            # at twice their size, wider table text).
+            with pn.config.set(design=None):
+                views[index] = _made(entry, selection, dynamic=True, shown=True)
+                slots[index].objects = [with_csv_download(entry.title, views[index],
+                                                          embed=False)]
 
     show(0)
     tabs = pn.Tabs(*[(entry.title, slot) for entry, slot in zip(VIEWS, slots)],

@@ -102,6 +102,24 @@ def test_scaling_view_explains_a_store_without_batch_sizes(ranking_store):
     assert "No scaling study" in view._body.objects[0].object
 
 
+def test_scaling_view_skips_studies_that_ran_one_batch_size_each(tmp_path):
+    """Two ordinary studies whose workloads train at different batch sizes: the store spans
+    two batch sizes, but no group is a scaling study (a lone point on log axes had no ticks)."""
+    from workbench.views import scaling as view
+
+    path = tmp_path / "store"
+    store = make_store(path, algorithms=("fast",), workloads=("digits_mlp", "digits_cnn"),
+                       studies=1, trials=2)
+    for d in store.run_dirs():
+        doc = json.loads((d / R.RUN_DOC).read_text())
+        doc["batch_size"] = 64 if doc["workload"] == "digits_mlp" else 128
+        (d / R.RUN_DOC).write_text(json.dumps(doc))
+    selection = Selection(store_path=str(path))
+    assert len(selection.present("batch_size")) == 2
+    assert "No scaling study" in Scaling(selection=selection)._body.objects[0].object
+    assert view.figures(selection) == {}
+
+
 def test_scaling_figures_leave_out_a_group_that_reached_nothing(scaling_store, monkeypatch):
     """An algorithm that reached the result at no batch size has nothing to draw on log axes
     (Matplotlib refused the figure, and the report named it as failed)."""

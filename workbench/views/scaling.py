@@ -93,11 +93,15 @@ def _results(selection: Selection) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _groups(results: pd.DataFrame, fits: pd.DataFrame):
-    """(study, workload, algorithm), its results and its fits, per group of `results`."""
+    """(study, workload, algorithm), its results and its fits, per group of `results` that
+    ran at two or more batch sizes (one batch size is no scaling study: a lone point on
+    log axes, which Bokeh draws without ticks)."""
     if not len(results):
         return
     for (study, workload, algorithm), part in results.groupby(
             ["study_name", "workload", "algorithm"], sort=True):
+        if part["batch_size"].nunique() < 2:
+            continue
         fit = fits[(fits["study_name"] == study) & (fits["workload"] == workload) &
                    (fits["algorithm"] == algorithm)]
         yield (study, workload, algorithm), part, fit
@@ -129,14 +133,14 @@ class Scaling(View):
             if [id(o) for o in self._body.objects] != [id(self._none)]:
                 self._body.objects = [self._none]  # shown already: no layout update
             return
-        parts = []
+        parts = []  # (a store of ordinary studies at several batch sizes has no group)
         for (study, workload, algorithm), part, fit in _groups(*_results(self.selection)):
             parts += [pn.pane.HoloViews(scaling_plot(part, fit, f"{study}: {workload} / "
                                                      f"{algorithm}"), sizing_mode="stretch_width"),
                       pn.pane.DataFrame(fit.round(3), index=False),
                       pn.pane.Markdown("Regimes per batch size:"),
                       pn.pane.DataFrame(_regimes(fit, part), index=False)]
-        self._body.objects = parts
+        self._body.objects = parts or [self._none]
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(pn.pane.Markdown(

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import panel as pn
 from bokeh.models import (BasicTickFormatter, ColorBar, ColumnDataSource, FixedTicker,
-                          HoverTool, LogColorMapper, PrintfTickFormatter, Range1d, Span)
+                          HoverTool, LogColorMapper, Range1d, Span)
 from bokeh.plotting import figure
 
 __all__ = ["LivePlot", "LiveHeatMap", "Line", "Point", "Rule", "steps", "stacked_areas",
@@ -87,11 +87,8 @@ class LivePlot:
             fig.x_range = Range1d(*x_range)
         fig.xaxis.axis_label, fig.yaxis.axis_label = xlabel, ylabel
         x_name, y_name, note = hover or (xlabel, ylabel, "run")
-        for axis, log in ((fig.xaxis, x_log), (fig.yaxis, y_log)):  # a model per figure:
-            # no 1.000e-5 on an axis, and each decade of a log axis as itself (one precision
-            # for every tick printed 0.0001 as 0)
-            axis.formatter = PrintfTickFormatter(format="%g") if log else \
-                BasicTickFormatter(use_scientific=False)  # one document each
+        for axis in (fig.xaxis, fig.yaxis):  # no 1.000e-5 on an axis (a model per figure:
+            axis.formatter = BasicTickFormatter(use_scientific=False)  # one document each)
         self.background = ColumnDataSource({"x": [], "y": []})
         fig.line("x", "y", source=self.background, color="gray", alpha=0.35, line_width=1)
         self.source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": [],

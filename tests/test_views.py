@@ -518,3 +518,7 @@ def test_live_plots_redraw_in_place_with_step_corners_and_stacked_areas():
     assert source.data["label"] == ["b", "c"] and figure.title.text == "second"
     assert plot.points.data["group"] == [] and not plot._rules["width"].visible
     assert len(plot.pane.objects) == 1
+    losses = LivePlot(xlabel="s", ylabel="loss", y_log=True)  # each decade printed as itself
+    losses.draw([("a", "red", [1, 2], [1.0, 1e-4])], "loss", yticks=[1e-4, 0.01, 1.0])
+    assert losses.figure.yaxis[0].major_label_overrides == {1e-4: "0.0001", 0.01: "0.01",
+                                                             1.0: "1"}

@@ -169,6 +169,9 @@ class LivePlot:
         if ticks is None:
             return
         values = [float(t) for t in ticks]
+        if self._options[f"{dim}_log"]:  # each decade as itself: the axis formatter's one
+            axis = self.figure.xaxis if dim == "x" else self.figure.yaxis  # precision for
+            axis.major_label_overrides = {t: f"{t:g}" for t in values}  # all printed 1e-4 as 0
         if dim not in self._ticks:
             self._ticks[dim] = FixedTicker(ticks=values)
             axis = self.figure.xaxis if dim == "x" else self.figure.yaxis

@@ -134,18 +134,23 @@ def _curve_runs_of(selection: Selection, workload: str | None) -> pd.DataFrame:
     return runs if workload is None else runs[runs["workload"] == workload]
 
 
+# The two kinds of curve rows: their reader in workbench.query, columns, order within a run.
+_KINDS = {"evals": ("evals_frame", R.EVAL_COLUMNS, "eval_index"),
+          "train": ("train_frame", R.TRAIN_COLUMNS, "step")}
+
+
 def _read_curves(selection: Selection, kind: str, runs: pd.DataFrame) -> pd.DataFrame:
     """The `kind` rows ("evals", "train") of `runs` read from the store, decimated to
     MAX_CURVE_POINTS per run (the evals that first met a target kept)."""
+    read, columns, order = _KINDS[kind]
     ids = runs["run_id"].tolist()
-    if kind == "train":
-        return decimate(query.train_frame(selection.store, ids), "step") if ids \
-            else pd.DataFrame(columns=list(R.TRAIN_COLUMNS))
     if not ids:
-        return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
-    hits = runs[runs["reached_target"].fillna(False).astype(bool)]
-    keep = pd.MultiIndex.from_arrays([hits["run_id"], hits["eval_index_to_target"]])
-    return decimate(query.evals_frame(selection.store, ids), "eval_index", keep=keep)
+        return pd.DataFrame(columns=list(columns))
+    keep = None
+    if kind == "evals":
+        hits = runs[runs["reached_target"].fillna(False).astype(bool)]
+        keep = pd.MultiIndex.from_arrays([hits["run_id"], hits["eval_index_to_target"]])
+    return decimate(getattr(query, read)(selection.store, ids), order, keep=keep)
 
 
 def _rows_of(selection: Selection, kind: str, workload: str, runs: pd.DataFrame) -> pd.DataFrame:
@@ -167,10 +172,19 @@ def _rows_of(selection: Selection, kind: str, workload: str, runs: pd.DataFrame)
     if not len(rest):
         return rows
     rows = pd.concat([rows, _read_curves(selection, kind, rest)], ignore_index=True)
-    head = list(R.EVAL_COLUMNS if kind == "evals" else R.TRAIN_COLUMNS)
+    _, columns, order = _KINDS[kind]
+    head = list(columns)
     rows = rows[head + sorted(c for c in rows.columns if c not in head)]
-    order = "eval_index" if kind == "evals" else "step"
     return rows.sort_values(["run_id", order], kind="stable", ignore_index=True)
+
+
+def _curve_rows(selection: Selection, kind: str, workload: str | None) -> pd.DataFrame:
+    """The `kind` rows of shown_curve_runs (of `workload`, default every workload), cached."""
+    runs = _curve_runs_of(selection, workload)
+    return selection.cached(
+        kind if workload is None else f"{kind}:{workload}",
+        lambda: _read_curves(selection, kind, runs) if workload is None
+        else _rows_of(selection, kind, workload, runs))
 
 
 def curve_evals(selection: Selection, workload: str | None = None) -> pd.DataFrame:
@@ -178,21 +192,13 @@ def curve_evals(selection: Selection, workload: str | None = None) -> pd.DataFra
     store on first use and decimated to MAX_CURVE_POINTS per run (the evals that first met a
     target kept). The dashboard reads one workload's: a tenth of the files on ten, and its
     default runs' once for every setting of the algorithms (_rows_of)."""
-    runs = _curve_runs_of(selection, workload)
-    return selection.cached(
-        "evals" if workload is None else f"evals:{workload}",
-        lambda: _read_curves(selection, "evals", runs) if workload is None
-        else _rows_of(selection, "evals", workload, runs))
+    return _curve_rows(selection, "evals", workload)
 
 
 def curve_train(selection: Selection, workload: str | None = None) -> pd.DataFrame:
     """Training-loss rows of shown_curve_runs (of `workload`, default every workload), read
     from the store on first use (as curve_evals), decimated to MAX_CURVE_POINTS per run."""
-    runs = _curve_runs_of(selection, workload)
-    return selection.cached(
-        "train" if workload is None else f"train:{workload}",
-        lambda: _read_curves(selection, "train", runs) if workload is None
-        else _rows_of(selection, "train", workload, runs))
+    return _curve_rows(selection, "train", workload)
 
 
 def _run_lines(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],

@@ -150,6 +150,36 @@ def test_dashboard_tabs_make_their_view_when_first_opened_and_keep_it(two_studie
     assert shown == {"slow"}  # redrawn for the filters set while it was hidden
 
 
+def test_a_pane_updated_after_the_page_drew_keeps_the_stylesheets_the_page_gave_it(two_studies):
+    """A filter change sends the status line and the curves' legend their new text only: the
+    template's stylesheets stay (not Bootstrap's whole sheet) and no model is added or dropped,
+    so Bokeh has no reference to walk again."""
+    from bokeh.document import Document
+
+    from workbench.app import build_app
+
+    sel = Selection(store_path=str(two_studies))
+    app, doc = build_app(two_studies, sel), Document()
+    app.server_doc(doc)
+    tabs = app.main[0].select(pn.Tabs)[0]
+    tabs.active = tabs._names.index("Curves")
+
+    def panes():
+        return {c: m for m in doc.models for c in ("pb-status", "pb-legend")
+                if c in (getattr(m, "css_classes", None) or [])}
+
+    before = {c: (m.text, list(m.stylesheets)) for c, m in panes().items()}
+    assert set(before) == {"pb-status", "pb-legend"}
+    models = set(doc.models)
+    sel.algorithms = ["slow"]
+    after = {c: (m.text, list(m.stylesheets)) for c, m in panes().items()}
+    for c in before:
+        assert after[c][0] != before[c][0], f"{c}: its text did not change"
+        assert after[c][1] == before[c][1], f"{c}: its stylesheets changed"
+        assert not any("bootstrap.min.css" in str(getattr(s, "url", "")) for s in after[c][1])
+    assert set(doc.models) == models
+
+
 def test_running_trials_are_listed_with_their_latest_eval(tmp_path):
     make_store(tmp_path, algorithms=("fast",), workloads=("digits_mlp",), studies=1, trials=2)
     writer = live_run(tmp_path, n_evals=3)

@@ -89,19 +89,17 @@ def view_entry(key: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
     raise KeyError(f"unknown view {key!r}: valid are {', '.join(e.key for e in views)}")
 
 
-def _made(entry: ViewEntry, selection: Selection, dynamic: bool, shown: bool) -> View:
-    """The view of `entry` over `selection`, with its `dashboard` options when `dynamic`, else
-    its `report` options."""
-    return entry.view(selection=selection, shown=shown, live=dynamic,
+def _made(entry: ViewEntry, selection: Selection, dynamic: bool) -> View:
+    """The view of `entry` over `selection`, shown (drawn now), with its `dashboard` options
+    when `dynamic`, else its `report` options."""
+    return entry.view(selection=selection, shown=True, live=dynamic,
                       **(entry.dashboard if dynamic else entry.report))
 
 
-def make_views(selection: Selection, dynamic: bool = False) -> list[tuple[str, View]]:
-    """(tab title, view) of every view over `selection`. `dynamic` (the dashboard): only the
-    first is shown (the others draw when their tab opens) and each takes its `dashboard`
-    options; else (the report) every view draws up front with its `report` options."""
-    return [(entry.title, _made(entry, selection, dynamic, not dynamic or i == 0))
-            for i, entry in enumerate(VIEWS)]
+def make_views(selection: Selection) -> list[tuple[str, View]]:
+    """(tab title, view) of every view over `selection`, each drawn now with its `report`
+    options (the dashboard makes its views one by one, as their tabs open: view_tabs)."""
+    return [(entry.title, _made(entry, selection, dynamic=False)) for entry in VIEWS]
 
 
 def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
@@ -128,7 +126,7 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
             # template's design for itself, and with it the theme's whole stylesheet: headings
             # at twice their size, wider table text).
             with pn.config.set(design=None):
-                views[index] = _made(entry, selection, dynamic=True, shown=True)
+                views[index] = _made(entry, selection, dynamic=True)
                 slots[index].objects = [with_csv_download(entry.title, views[index],
                                                           embed=False)]
 

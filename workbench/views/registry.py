@@ -102,6 +102,11 @@ def make_views(selection: Selection) -> list[tuple[str, View]]:
     return [(entry.title, _made(entry, selection, dynamic=False)) for entry in VIEWS]
 
 
+# The tab titles wrap onto a second line where the page is too narrow for all twelve (Bokeh
+# keeps them on one line and cuts off the last: "Scalin" at 1500 px with the sidebar open).
+TABS_CSS = ".bk-headers-wrapper { flex-wrap: wrap; }"
+
+
 def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
     """The views, one tab each. A report (not `dynamic`): every view made and drawn now
     (make_views). The dashboard (`dynamic`): a view is made when its tab is first opened, and
@@ -109,7 +114,8 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
     opened), so a new page costs the first tab's models only."""
     if not dynamic:
         return pn.Tabs(*[(title, with_csv_download(title, view, embed=True))
-                         for title, view in make_views(selection)], sizing_mode="stretch_width")
+                         for title, view in make_views(selection)], sizing_mode="stretch_width",
+                       stylesheets=[TABS_CSS])
     # Every tab keeps its models once made (Panel's dynamic tabs re-render a tab on each visit,
     # and lost updates that raced with the re-rendering): a tab holds an empty column until it
     # is first opened, then its view's layout for good.
@@ -132,6 +138,6 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
 
     show(0)
     tabs = pn.Tabs(*[(entry.title, slot) for entry, slot in zip(VIEWS, slots)],
-                   sizing_mode="stretch_width")
+                   sizing_mode="stretch_width", stylesheets=[TABS_CSS])
     tabs.param.watch(lambda event: show(event.new), "active")
     return tabs

@@ -634,14 +634,14 @@ class Store:
         if names is None:
             return ((self.root / R.STORE_DOC).exists(),)
         files = (R.RUN_DOC, R.EVALS_LIVE, R.EVALS_SEALED, R.TRAIN_LIVE, R.TRAIN_SEALED)
-        changing = []
-        for run_id in names:
-            if run_id in finished:
+        runs_dir, changing = str(self.runs_dir), []
+        for run_id in names:  # os.path on strings: pathlib took 2x as long (5.6 s -> 2.6 s on
+            if run_id in finished:  # a never-indexed 100,000-run store, none known finished)
                 continue
-            stats = []
+            folder, stats = os.path.join(runs_dir, run_id), []
             for name in files:
                 try:
-                    st = os.stat(self.runs_dir / run_id / name)
+                    st = os.stat(os.path.join(folder, name))
                     stats.append((st.st_mtime_ns, st.st_size))
                 except OSError:
                     stats.append(None)

@@ -58,7 +58,7 @@ def test_ranking_tables_and_saved(ranking_store):
 def test_early_ranking_view_renders(ranking_store):
     view = EarlyRanking(selection=Selection(store_path=str(ranking_store)))
     assert pn.panel(view).get_root() is not None
-    assert [type(o).__name__ for o in view._body.objects] == ["Row"]  # the group's plots
+    assert [type(o).__name__ for o in view._body.objects] == ["Column"]  # the group's plots
     assert type(view._saved.objects[1]).__name__ == "DataFrame"  # the compute-saved table
     assert not view._picker.visible  # the report draws every group
 
@@ -72,8 +72,8 @@ def test_early_ranking_view_draws_the_picked_group_in_the_dashboard(tmp_path):
     assert view.param.group.objects == ["synthetic / digits_mlp / fast",
                                         "synthetic / digits_mlp / slow"]
     assert view.group == "synthetic / digits_mlp / fast" and view._picker.visible
-    (row,) = view._body.objects
-    assert "fast (3 runs)" in str(row.objects[0].object.opts.get().kwargs["title"])
+    (group,) = view._body.objects
+    assert "fast (3 runs)" in str(group.objects[0].object.opts.get().kwargs["title"])
     view.group = "synthetic / digits_mlp / slow"
     assert "slow (3 runs)" in str(view._body.objects[0].objects[0].object.opts.get()
                                   .kwargs["title"])

@@ -177,9 +177,12 @@ class EarlyRanking(View):
             plots = [self._group_plots(key) for key in keys]
             if not _same(plots, self._drawn_plots):  # the cached plots: no layout update
                 self._drawn_plots = plots
-                self._body.objects = [pn.Row(*(pn.pane.HoloViews(plot,
-                                                                 sizing_mode="stretch_width")
-                                               for plot in pair), sizing_mode="stretch_width")
+                # a group's two plots one above the other, each the full width: the
+                # prediction plot's legend names runs by their hyperparameters, and it was cut
+                # off at the right of half a row ("one_minus_beta1=0.03" at 1500 px)
+                self._body.objects = [pn.Column(*(pn.pane.HoloViews(plot,
+                                                                    sizing_mode="stretch_width")
+                                                  for plot in pair), sizing_mode="stretch_width")
                                       for pair in plots]
         saved = self._saved_frame()
         if not _same([saved], self._drawn_saved):

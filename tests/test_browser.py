@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -83,21 +84,29 @@ def page(browser):
 def _panel_serve(store: Path):
     """URL of `panel serve workbench/app.py` over `store`, served while the block runs."""
     port = _free_port()
-    env = {**os.environ, "PACEBENCH_STORE": str(store), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PACEBENCH_STORE": str(store), "PYTHONPATH": str(REPO),
+           "PYTHONUNBUFFERED": "1"}
+    log = tempfile.TemporaryFile(mode="w+")  # the server's output: shown when the block fails
     proc = subprocess.Popen(
         [sys.executable, "-m", "panel", "serve", "workbench/app.py", "--port", str(port),
          "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/app"
     try:
         _wait_http(url, proc)
         yield url
+    except BaseException:
+        log.seek(0)
+        print("panel serve's output, its last 60 lines:\n" +
+              "\n".join(log.read().splitlines()[-60:]))
+        raise
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 def _offline(page) -> list[str]:
@@ -135,9 +144,9 @@ def _open_tab(page, title: str) -> None:
     page.locator(".bk-tab", has_text=title).first.click()
 
 
-def _leaderboard_algorithms(page) -> list[str]:
+def _leaderboard_algorithms(page, timeout_ms: int | None = None) -> list[str]:
     cells = page.locator(".pb-scores .tabulator-row .tabulator-cell[tabulator-field='algorithm']")
-    cells.first.wait_for()
+    cells.first.wait_for(timeout=timeout_ms)
     return [text.strip() for text in cells.all_inner_texts()]
 
 
@@ -159,9 +168,9 @@ def _uncheck_until(page, name: str, expected: list[str]) -> None:
         page.wait_for_timeout(250)
 
 
-def _wait_rows(page, expected: list[str]) -> None:
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
-    while _leaderboard_algorithms(page) != expected:
+def _wait_rows(page, expected: list[str], timeout_ms: int = TIMEOUT_MS) -> None:
+    deadline = time.monotonic() + timeout_ms / 1000
+    while _leaderboard_algorithms(page, timeout_ms) != expected:
         assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
         page.wait_for_timeout(200)
 
@@ -178,7 +187,9 @@ def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, t
         page.get_by_text("No results to show").first.wait_for()
         page.screenshot(path=SHOTS / "app-missing-store.png", full_page=True)
         make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=1, trials=2)
-        _wait_rows(page, ["fast"])  # the app re-reads every REFRESH_MS
+        # the app re-reads every REFRESH_MS; with the suite's other worker busy, reading the
+        # new store and drawing it once took longer than 30 s
+        _wait_rows(page, ["fast"], timeout_ms=2 * TIMEOUT_MS)
         foreign = make_hostile_store(tmp_path / "foreign", algorithms=("later",),
                                      workloads=("digits_mlp",), studies=1, trials=2)
         for run in foreign.runs_dir.iterdir():  # as another machine's launcher would add them
@@ -264,8 +275,9 @@ LAYOUT_PROBLEMS_JS = (REPO / "tests" / "fixtures" / "layout_problems.js").read_t
 
 def _layout_problems(page, settle_ms: int = 10_000) -> list[str]:
     """What a person would see wrong on the page as it is shown (tests/fixtures/
-    layout_problems.js): an axis without tick labels, a legend over its plot, a table wider
-    than its box, a column narrower than its header. A table re-measures its columns a moment
+    layout_problems.js): an axis without tick labels, a legend over its plot or cut off by its
+    edge, a table wider than its box, a column narrower than its header, a tab title cut off,
+    text of one kind in two sizes. A table re-measures its columns a moment
     after its tab is shown, later on a busy machine (the 3,700-run report's held-out table, back
     on its tab, was still being re-measured after 4 s in 3 runs of the browser tests on two
     workers, never in a run alone): problems count once they last `settle_ms`."""

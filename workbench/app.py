@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import panel as pn
+from bokeh.models import ImportedStyleSheet
 
 from workbench.views.formats import md
 from workbench.views.registry import view_tabs
@@ -83,12 +84,24 @@ class PageDesign(pn.theme.Bootstrap):
         if mref not in viewable._models:
             return
         model = viewable._models[mref][0]
-        cached = {getattr(sheet, "url", None): sheet for sheet in
-                  pn.state._stylesheets.get(model.document or document, {}).values()}
-        sheets = [cached.get(getattr(sheet, "url", None), sheet) if not isinstance(sheet, str)
-                  else sheet for sheet in model.stylesheets]
+        cached: dict[str, ImportedStyleSheet] = {}
+        for sheet in pn.state._stylesheets.get(model.document or document, {}).values():
+            if _address(sheet):
+                cached.setdefault(_address(sheet), sheet)
+        sheets = [cached.get(_address(sheet), sheet) for sheet in model.stylesheets]
         if any(a is not b for a, b in zip(sheets, model.stylesheets)):
             model.stylesheets = sheets
+
+
+def _address(sheet) -> str | None:
+    """The address of an imported stylesheet model; None for text, another kind of sheet, or a
+    model whose address is unset (reading it raises then)."""
+    if not isinstance(sheet, ImportedStyleSheet):
+        return None
+    try:
+        return sheet.url
+    except ValueError:  # bokeh's UnsetValueError
+        return None
 
 
 def store_from_env() -> Path:

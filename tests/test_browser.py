@@ -168,8 +168,10 @@ def _uncheck_until(page, name: str, expected: list[str]) -> None:
         page.wait_for_timeout(250)
 
 
-def _wait_rows(page, expected: list[str], timeout_ms: int = TIMEOUT_MS) -> None:
-    deadline = time.monotonic() + timeout_ms / 1000
+def _wait_rows(page, expected: list[str], timeout_ms: int | None = None) -> None:
+    """Wait until the leaderboard lists `expected`, in order, for `timeout_ms` (None: the
+    page's default timeout)."""
+    deadline = time.monotonic() + (timeout_ms or TIMEOUT_MS) / 1000
     while _leaderboard_algorithms(page, timeout_ms) != expected:
         assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
         page.wait_for_timeout(200)

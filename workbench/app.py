@@ -86,8 +86,8 @@ class PageDesign(pn.theme.Bootstrap):
         model = viewable._models[mref][0]
         cached: dict[str, ImportedStyleSheet] = {}
         for sheet in pn.state._stylesheets.get(model.document or document, {}).values():
-            if _address(sheet):
-                cached.setdefault(_address(sheet), sheet)
+            if address := _address(sheet):
+                cached.setdefault(address, sheet)
         sheets = [cached.get(_address(sheet), sheet) for sheet in model.stylesheets]
         if any(a is not b for a, b in zip(sheets, model.stylesheets)):
             model.stylesheets = sheets

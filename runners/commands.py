@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.algorithms import get_algorithm
     from runners.loop import run as train
     from workbench.catalog import get_workload
+    from workbench.records import DONE_STATUSES
     from workbench.spec import RunConfig
     from workbench.store import open_store
 
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     run_id = train(config, store, data_dir=args.data_dir, on_eval=None if args.quiet else show)
     doc = store.run_doc(run_id)
     print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")
-    return 0 if doc["status"] in ("complete", "diverged") else 1
+    return 0 if doc["status"] in DONE_STATUSES else 1
 
 
 def _launch(launch, next_step: str) -> int:

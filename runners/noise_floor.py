@@ -15,6 +15,7 @@ import pandas as pd
 from runners.launch import run_configs
 from runners.plugins import with_workload_source
 from workbench import query
+from workbench.records import DONE_STATUSES
 from workbench.catalog import get_workload
 from workbench.noise_floor import NoiseFloor, min_detectable_speedup, noise_floor
 from workbench.spec import ExecutionOptions, RunConfig
@@ -46,7 +47,7 @@ def run_seeds(store: Store, name: str, workload: str, algorithm: str,
     run_configs(configs, store, name, workers, resume=True, data_dir=data_dir, progress=progress)
     keys = {c.trial_key for c in configs}
     runs = query.runs_frame(store)
-    done = runs[runs.trial_key.isin(keys) & runs.status.isin(["complete", "diverged"])]
+    done = runs[runs.trial_key.isin(keys) & runs.status.isin(DONE_STATUSES)]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last") \
         .sort_values("seed").reset_index(drop=True)
 

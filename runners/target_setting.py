@@ -34,7 +34,7 @@ import pandas as pd
 from workbench import query
 from workbench.catalog import get_workload, plugin_source
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
-from workbench.records import metric_column
+from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import ExecutionOptions, StudySpec, Target
 from workbench.store import open_store
 
@@ -115,7 +115,7 @@ def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, m
     keys = {c.trial_key for c in plan_study(spec, sources=sources)}
     run_study(spec, store, workers=workers, resume=True, data_dir=data_dir, sources=sources)
     runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record
-    done = runs[runs.trial_key.isin(keys) & runs.status.isin(["complete", "diverged"])]
+    done = runs[runs.trial_key.isin(keys) & runs.status.isin(DONE_STATUSES)]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 
 from runners.processes import die_with, name_process
 from workbench.catalog import get_workload
-from workbench.records import metric_column
+from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import RunConfig
 from workbench.store import Store
 
@@ -131,7 +131,7 @@ def run_job(job: Mapping[str, Any]) -> int:
         hooks.early_stop.record_verdict(run_id)
     status = store.run_doc(run_id)["status"]
     print(f"{run_id}: {status}", flush=True)
-    return 0 if status in ("complete", "diverged") else 1
+    return 0 if status in DONE_STATUSES else 1
 
 
 def worker_main(job_path: str) -> int:

@@ -50,10 +50,10 @@ _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_targ
 _FROM_ROWS = ("steps", "train_seconds", "wall_seconds")
 
 _INT = ("attempt", "study", "trial", "seed", "rng_seed", "batch_size", "budget_steps", "steps",
-        "step_to_target", "eval_index_to_target")
+        "step_to_target", "eval_index_to_target", "launch_position", "stalled_at_step")
 _FLOAT = ("target_validation", "target_test", "budget_seconds", "train_seconds", "wall_seconds",
           "time_to_target", "wall_to_target", "best_validation", "inference_seconds",
-          "peak_memory_bytes", "mfu", "energy_joules")
+          "peak_memory_bytes", "mfu", "energy_joules", "compile_seconds", "probe_seconds")
 
 # pandas dtype of every column of runs_frame (the empty frame has the same dtypes).
 RUN_DTYPES: dict[str, Any] = {

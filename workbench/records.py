@@ -12,6 +12,10 @@ Schema versions of the run document:
      channels_last, threads) flat beside the other RunConfig fields.
   2  `config.execution` holds them (workbench.spec.ExecutionOptions). RunConfig.from_dict reads
      both forms, and a trial keeps its trial key across them.
+  3  the status `stalled`, and the timing fields of TIMING_FIELDS (trial order, machine speed,
+     compilation, stalls). A version-2 document reads as before, with those fields null; a
+     pacebench that reads only versions 1 and 2 refuses a version-3 document in one line
+     instead of misreading a status it does not know.
 A document of either version may hold an eval summary (EVAL_SUMMARY, below), added without a
 version change: a reader that does not know the key ignores it, and a document without it only
 means that readers compute its figures from the rows.
@@ -29,19 +33,23 @@ __all__ = [
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
-    "TRAIN_COLUMNS", "RUN_COLUMNS", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "MACHINE_COLUMNS", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary",
 ]
 
-SCHEMA_VERSION = 2
-READABLE_SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
 # Run statuses. `running` is what a live process writes; readers show a `running` run whose
-# process is gone as `interrupted` (see workbench.store.Store.runs).
-STATUSES = ("running", "complete", "diverged", "failed", "interrupted")
-TERMINAL = ("complete", "diverged", "failed", "interrupted")
-DONE_STATUSES = ("complete", "diverged")  # a trial with one of these is not run again by --resume
+# process is gone as `interrupted` (see workbench.store.Store.runs). `complete` has a time, or is
+# a miss when its target was not met; `diverged` (a non-finite loss) and `stalled` (no progress,
+# stopped early: runners/stall.py) are misses; `failed` (set-up error, crash) and `interrupted`
+# (killed, preempted) are neither a time nor a miss.
+STATUSES = ("running", "complete", "diverged", "stalled", "failed", "interrupted")
+TERMINAL = ("complete", "diverged", "stalled", "failed", "interrupted")
+# Finished: a trial with one of these is not run again by --resume, and its run counts in scores
+DONE_STATUSES = ("complete", "diverged", "stalled")
 
 # File names inside a store.
 STORE_DOC = "pacebench-store.json"  # at the store's root: schema version, creation time
@@ -61,7 +69,7 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
 # Its version changes with RUN_COLUMNS, not with the run document.
 INDEX_DIR = "index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
@@ -109,7 +117,33 @@ RUN_COLUMNS = (
     "train_seconds", "wall_seconds", "reached_target", "time_to_target", "step_to_target",
     "wall_to_target", "eval_index_to_target", "best_validation", "inference_seconds",
     "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
+    "compile_seconds", "compile_cache", "probe_seconds", "launch_position", "stalled_at_step",
     "started_at", "ended_at", "error",
+)
+
+# Top-level run-document fields of how a run was timed (schema 3; null in older documents and in
+# imported logs, which do not measure them). The first five are also run-table columns.
+TIMING_FIELDS = (
+    "compile_seconds",  # float s: compilation inside the training time (0 without --compile)
+    "compile_cache",    # "cold" | "warm": the compiler's cache when the run started; null
+                        # without --compile
+    "probe_seconds",    # float s: the machine-speed probe (runners/machine.py), mean of its
+                        # readings before and after the run; smaller is a faster machine
+    "launch_position",  # int: the run's place in its study's launch order (runners/launch.py)
+    "stalled_at_step",  # int: the eval step where the stall rule fired (runners/stall.py); null
+                        # when it did not
+    "launch_order",     # {"position", "block", "blocks", "seed"}: the launch order in full
+    "machine",          # {"probe": what it times, "start": reading, "end": reading}; a reading
+                        # is {"probe_seconds", "load_average", "other_cpu"} (MACHINE_COLUMNS)
+)
+
+# Extra eval-row columns of the machine's speed during a run (runners/machine.py), read at each
+# eval, off the clock; null where a platform does not tell:
+MACHINE_COLUMNS = (
+    "steps_per_second",  # float: update steps per training second since the previous eval
+    "load_average",      # float: the 1-minute load average (runnable processes)
+    "other_cpu",         # float cores: CPU time used by other processes per wall second, since
+                         # the previous reading (whole machine minus this run's process)
 )
 
 

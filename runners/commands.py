@@ -113,10 +113,40 @@ def run(args: argparse.Namespace) -> int:
         metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
         print(f"step {row['step']:>6}  train {row['train_seconds']:8.2f}s  {metrics}", flush=True)
 
-    run_id = train(config, store, data_dir=args.data_dir, on_eval=None if args.quiet else show)
+    try:
+        run_id = train(config, store, data_dir=args.data_dir,
+                       on_eval=None if args.quiet else show)
+    except (Exception, KeyboardInterrupt):  # recorded in the store as failed / interrupted
+        if os.environ.get("PACEBENCH_DEBUG"):
+            raise
+        attempts = store.attempts(config.trial_key)
+        doc = max(attempts, key=lambda d: d.get("started_at") or "") if attempts else None
+        if doc is None or doc.get("status") not in ("failed", "interrupted"):
+            raise  # not a training failure: the CLI reports it
+        print(f"run {doc['run_id']}: {doc['status']} ({doc.get('stop_reason')}) in store "
+              f"{store.root}; its run.json holds the traceback", file=sys.stderr)
+        return 1
     doc = store.run_doc(run_id)
     print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")
-    return 0 if doc["status"] in DONE_STATUSES else 1
+    print(_target_line(store, run_id))
+    return 0 if doc["status"] in DONE_STATUSES else 1  # finished, target met or not
+
+
+def _target_line(store, run_id: str) -> str:
+    """Whether a run met its validation target, and when (its first eval that did)."""
+    from workbench import query
+
+    runs = query.runs_frame(store)
+    row = runs[runs["run_id"] == run_id]
+    if row.empty:
+        return "target: unknown (the run's record cannot be read)"
+    r = row.iloc[0]
+    sign = ">=" if r.target_direction == "max" else "<="
+    goal = f"validation {r.target_metric} {sign} {r.target_validation:g}"
+    if r.reached_target:
+        return (f"target met: {goal} at step {int(r.step_to_target)}, "
+                f"{r.time_to_target:.2f} training s")
+    return f"target not met: {goal} (best {r.best_validation:.4g})"
 
 
 def _launch(launch, next_step: str) -> int:

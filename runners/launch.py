@@ -20,6 +20,18 @@ many machines, may write one store at once (workbench/store.py): each claims a t
 store before starting it (Store.claim), so no trial runs twice at the same time. When a launch
 ends, the store's run index is refreshed (workbench/run_index.py).
 
+Trial order: a study's trials run interleaved, never algorithm after algorithm (launch_order).
+A block holds the trials of one place (workload, study, trial index, seed), one per algorithm;
+the blocks run in a seeded random order and the algorithms in a seeded random order within each
+block, so a change of the machine's speed during a study (another job starting, a GPU
+throttling) hits every algorithm alike instead of the ones that happened to run last, and with
+several workers the trials running at once are neighbours in that order. The seeds are hashes
+of the study's name and the block (and algorithm), so `--resume` and a study extended with more
+trials keep every planned trial's place relative to the others. Each run records its place
+(`launch_position`, `launch_order` in its run document). A trial's `rng_seed` depends on its
+seed, study and trial index only, never on its algorithm or its place: two algorithms' trials at
+one place see the same initialisation and data order (common random numbers).
+
 Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/worker.py.
 """
 from __future__ import annotations
@@ -38,8 +50,8 @@ from workbench.run_index import refresh_index
 from workbench.spec import RunConfig, StudySpec, stable_hash
 from workbench.store import Store
 
-__all__ = ["plan_study", "run_study", "run_configs", "StudyResult", "StudyExistsError",
-           "StudyChangedError", "EARLY_STOP_CHOICES"]
+__all__ = ["plan_study", "launch_order", "run_study", "run_configs", "StudyResult",
+           "StudyExistsError", "StudyChangedError", "EARLY_STOP_CHOICES"]
 
 EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estimator (none: off)
 
@@ -56,7 +68,8 @@ class StudyChangedError(StudyExistsError):
 def plan_study(spec: StudySpec,
                search_spaces: Mapping[str, str | Path] | None = None,
                sources: Mapping[str, Any] | None = None) -> list[RunConfig]:
-    """Every run of the study, in launch order: workloads x algorithms x studies x trials x seeds.
+    """Every run of the study, in plan order: algorithms x workloads x studies x trials x seeds
+    (launch_order gives the order they run in).
 
     External tuning draws each study's trials from the algorithm's search space with scrambled
     Halton sampling (or without replacement from a list of points); self-tuning runs the
@@ -102,6 +115,31 @@ def plan_study(spec: StudySpec,
                             budget_multiplier=spec.budget_multiplier,
                             stop_on_target=spec.stop_on_target, execution=spec.execution))
     return with_workload_source(configs)
+
+
+_BLOCK = ("workload", "study", "trial", "seed")  # a block: one place, one trial per algorithm
+
+
+def launch_order(configs: list[RunConfig], name: str) -> list[tuple[RunConfig, dict]]:
+    """`configs` in the order they run, each with its place {"position", "block", "blocks",
+    "seed"}: blocks of one place (_BLOCK) holding one trial per algorithm, the blocks and the
+    algorithms within each in a random order seeded by the study's `name` (see the module doc).
+    A config's place depends only on the study's name and on which places are planned."""
+    blocks: dict[tuple, list[RunConfig]] = {}
+    for config in configs:
+        blocks.setdefault(tuple(getattr(config, k) for k in _BLOCK), []).append(config)
+    seed = int(stable_hash(["launch order", name], 8), 16)
+
+    def key(*parts) -> str:
+        return stable_hash([seed, *parts], 12)
+
+    ordered = sorted(blocks.items(), key=lambda item: key(*item[0]))
+    out = []
+    for b, (place, members) in enumerate(ordered):
+        for config in sorted(members, key=lambda c: key(*place, c.algorithm, c.trial_key)):
+            out.append((config, {"position": len(out), "block": b, "blocks": len(ordered),
+                                 "seed": seed}))
+    return out
 
 
 def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = False,
@@ -161,11 +199,11 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
         _check_same_plan(store, name, configs)
     # resume: not the trials already done, nor those another launcher is running right now
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
-    todo = [c for c in configs if c.trial_key not in done]
+    todo = [(c, place) for c, place in launch_order(configs, name) if c.trial_key not in done]
     result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo))
     t0 = time.perf_counter()
     if todo:
-        backend = _make_backend(options, workers, max(c.execution.threads for c in todo))
+        backend = _make_backend(options, workers, max(c.execution.threads for c, _ in todo))
         try:
             Scheduler(store, backend, workers, data_dir, progress, hooks, options).run(todo,
                                                                                     result)

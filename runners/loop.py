@@ -2,10 +2,18 @@
 
 Time is accounted as AlgoPerf does: building the workload, the model and the optimizer state
 happens before the clock starts; data selection, the update and `prepare_for_eval` run on the
-clock; evals, logging and record writes run off it. The device is synchronised before every
-clock reading (runners/timing.py). A run stops at its budget (training seconds or steps), once
-both validation and test targets are reached, when the algorithm raises TrainingComplete, or on a
-non-finite loss (status `diverged`). Every eval row lands in the store as soon as it is computed.
+clock; evals, logging and record writes run off it. The clock is read, with the device
+synchronised (runners/timing.py), only at boundaries: every `train_loss_every` steps (where the
+loss is logged, divergence and the seconds budget are checked), at evals and at the step budget.
+Between boundaries the steps are queued on the device with no host synchronisation, as the
+fastest GPU trainers run; the seconds budget (and a cadence in seconds) is therefore checked
+every `train_loss_every` steps. A run stops at its budget (training seconds or steps), once both
+validation and test targets are reached, when the algorithm raises TrainingComplete, on a
+non-finite loss (status `diverged`), or when it stalls (runners/stall.py; status `stalled`; runs
+that do not stop on their target record `stalled_at_step` and go on). Every eval row lands in the
+store as soon as it is computed, with the steps per training second since the previous eval and
+the machine's load (runners/machine.py); the machine's probe is timed before the clock starts
+and after the run, off every clock.
 
 Two optional hooks run off the clock at each eval: `measure(model, workload, step)` returns extra
 columns for the eval row (e.g. the gradient noise scale, runners/noise.py), and `should_stop(row)`
@@ -28,6 +36,8 @@ from runners.checkpoint import RunPosition
 from runners.device import Accelerator, resolve_device
 from runners.env import capture_environment, hardware_string
 from runners.inference import measure_after_run
+from runners.machine import PROBE, MachineMonitor
+from runners.stall import StallRule
 from runners.timing import DeviceClock
 from workbench.catalog import get_workload
 from workbench.records import metric_column, run_identity
@@ -98,8 +108,11 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
                     accelerator)
 
 
-def run_document(p: Prepared) -> dict:
-    """The run's identity, config and environment, as written to run.json when it starts."""
+def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
+                 machine: Mapping[str, float | None] | None = None) -> dict:
+    """The run's identity, config and environment, as written to run.json when it starts:
+    `launch_order` its place in its study's launch order, `machine` the machine's reading
+    before the clock (runners/machine.py)."""
     c, s, threads = p.config, p.spec, p.config.execution.threads
     return {
         **run_identity(c, s),
@@ -109,6 +122,10 @@ def run_document(p: Prepared) -> dict:
         "step_hint": s.step_hint, "workload_spec": s.to_dict(),
         "environment": capture_environment(p.device, threads),
         "algorithm_source": p.algorithm.provenance() or None,
+        "launch_position": (launch_order or {}).get("position"),
+        "launch_order": dict(launch_order) if launch_order else None,
+        "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
+        "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,
         **p.accelerator.document(),
     }
 
@@ -141,14 +158,17 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
         on_eval: Callable[[dict], None] | None = None,
         should_stop: Callable[[dict], str | None] | None = None,
         measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None,
-        parallel: "DataParallel | None" = None, checkpoint: "Checkpoint | None" = None) -> str:
+        parallel: "DataParallel | None" = None, checkpoint: "Checkpoint | None" = None,
+        launch_order: Mapping[str, int] | None = None) -> str:
     """Train one run to a stop condition, recording it in `store`; returns its run_id.
 
     `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
     `parallel`: this rank of a data-parallel run (runners/distributed.py): its clock reads the
     same time on every rank and logged losses are averaged over ranks. `checkpoint`
     (runners/checkpoint.py): resume a preempted attempt's state, and save it now and then.
+    `launch_order`: the run's place in its study's launch order (runners/launch.py), recorded.
     """
+    monitor = MachineMonitor()  # other processes' CPU use is read from here on
     try:
         p = prepare(config, device, data_dir, algorithm, parallel)
     except Exception:
@@ -160,8 +180,9 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
         cadence = EvalCadence(steps=config.eval_every)
     batches = p.workload.train_batches(p.batch_size, config.rng_seed)
     val_col, test_col = (metric_column(s, target.metric) for s in ("validation", "test"))
+    started = monitor.reading(p.device)  # the machine's speed before the clock
 
-    with store.new_run(run_document(p)) as writer:
+    with store.new_run(run_document(p, launch_order, started)) as writer:
         # --- the clock starts here; `last` is the end of the last timed interval
         clock = parallel.clock(p.device) if parallel else DeviceClock(p.device)
         p.accelerator.start()
@@ -174,8 +195,9 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
             at.eval_index
         last_eval_train_s, reached, status, reason = at.last_eval_train_seconds, at.reached, \
             "complete", None
+        stall, stalled_at, last_eval_step = StallRule(budget, target), None, step
         while True:
-            # --- timed: data selection and the update
+            # --- timed: data selection and the update, queued on the device with no host sync
             stop_requested = False
             try:
                 loss = algo.update(model, next(batches), step, p.workload)
@@ -183,10 +205,15 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
                 stop_requested = True
             else:
                 step += 1
+            out_of_steps = step >= budget.steps
+            due = cadence.steps is not None and step % cadence.steps == 0
+            if not (step % log_every == 0 or due or out_of_steps or stop_requested):
+                continue
+
+            # --- a boundary: the clock is read (device synchronised) only here
             now = clock.now()
             train_s += now - last
             last = now
-
             # --- untimed: training-loss rows and the divergence check
             if not stop_requested and loss is not None and step % log_every == 0:
                 value = parallel.mean(loss) if parallel else float(loss)
@@ -200,9 +227,8 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
             if status == "diverged" or train_s >= budget.seconds:
                 reason = reason or f"time budget of {budget.seconds:g} training seconds used"
                 break
-            out_of_steps = step >= budget.steps
-            due = (cadence.steps is not None and step % cadence.steps == 0) or \
-                  (cadence.seconds is not None and train_s - last_eval_train_s >= cadence.seconds)
+            due = due or (cadence.seconds is not None and
+                          train_s - last_eval_train_s >= cadence.seconds)
             if not (due or out_of_steps or stop_requested):
                 continue
 
@@ -217,13 +243,15 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
             eval_s += after - now
             row = {"eval_index": eval_index, "step": step, "examples": step * p.batch_size,
                    "train_seconds": train_s, "eval_seconds": eval_s,
-                   "wall_seconds": after - start, **metrics}
+                   "wall_seconds": after - start, **metrics,
+                   "steps_per_second": _rate(step - last_eval_step, train_s - last_eval_train_s),
+                   **monitor.read()}
             writer.append_eval(row)
             algo.observe_eval(row)
             if on_eval:
                 on_eval(row)
             eval_index += 1
-            last_eval_train_s = train_s
+            last_eval_train_s, last_eval_step = train_s, step
             reached = reached or target.reached(metrics.get(val_col, math.nan))
             if not math.isfinite(metrics.get(val_col, math.nan)):
                 status, reason = "diverged", f"non-finite validation {target.metric} at step {step}"
@@ -238,6 +266,12 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
             if hook_reason:
                 reason = hook_reason
                 break
+            stalled = stall.check(row) if stalled_at is None else None
+            if stalled:
+                stalled_at = step
+                if config.stop_on_target:  # else it trains on, and records where it stalled
+                    status, reason = "stalled", stalled
+                    break
             if out_of_steps:
                 reason = f"step budget of {budget.steps} steps used"
                 break
@@ -247,12 +281,22 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
             last = clock.now()  # the eval, its logging and checkpoints stay off the clock
 
         wall_s = clock.now() - start
-        # --- off every clock: batch-1 inference latency of the trained model (DAWNBench)
+        # --- off every clock: batch-1 inference latency of the trained model (DAWNBench), and
+        # the machine's speed after the run
         inference_s, inference_note = measure_after_run(model, p.workload, p.device, status)
+        ended = monitor.reading(p.device)
         writer.finish(status, stop_reason=reason, steps=step, examples=step * p.batch_size,
                       train_seconds=train_s, eval_seconds=eval_s, wall_seconds=wall_s,
                       reached_validation=reached, inference_seconds=inference_s,
-                      inference_note=inference_note, **p.accelerator.finish(step, train_s))
+                      inference_note=inference_note, stalled_at_step=stalled_at,
+                      probe_seconds=(started["probe_seconds"] + ended["probe_seconds"]) / 2,
+                      machine={"probe": PROBE, "start": started, "end": ended},
+                      **p.accelerator.finish(step, train_s))
         if checkpoint is not None:
             checkpoint.discard()
         return writer.run_id
+
+
+def _rate(steps: int, seconds: float) -> float | None:
+    """Steps per second of an interval; None for an empty one."""
+    return steps / seconds if steps > 0 and seconds > 0 else None

@@ -71,27 +71,30 @@ class Scheduler:
         self.data_dir, self.progress, self.options = data_dir, progress, options
         self.hooks = dict(hooks or {})
 
-    def run(self, todo: list[RunConfig], result: StudyResult) -> None:
+    def run(self, todo: list[tuple[RunConfig, dict]], result: StudyResult) -> None:
+        """Run `todo`, (config, its place in the launch order) pairs, in their order."""
         from runners.progress import StudyProgress
 
         queue, running = list(todo), {}  # handle -> (config, monotonic start, UTC start)
+        places = {}  # handle -> its trial's place in the launch order
         claims = {}  # handle -> the claim on its trial, held while it runs
         view = StudyProgress(self.store, len(todo), enabled=self.progress)
         try:
             while queue or running:
                 while queue and len(running) < self.workers:
-                    config = queue.pop(0)
+                    config, place = queue.pop(0)
                     claim = self._claim(config, result)
                     if claim is None:
                         continue
                     started_at = utc_now()  # before its run can start
-                    handle = self._start(config)  # the watchdog counts from here
+                    handle = self._start(config, place)  # the watchdog counts from here
                     running[handle], claims[handle] = (config, time.monotonic(), started_at), claim
+                    places[handle] = place
                 for handle, (config, started, started_at) in list(running.items()):
                     outcome = self._outcome(handle, started)
                     if outcome is not None:
                         del running[handle]
-                        self._reap(outcome, config, result, started_at)
+                        self._reap(outcome, config, result, started_at, places.pop(handle))
                         claims.pop(handle).release()
                 view.update(result, [c for c, *_ in running.values()])
                 time.sleep(POLL_S)
@@ -130,14 +133,14 @@ class Scheduler:
     def _log_path(self, config: RunConfig) -> Path:
         return self.store.log_path(config.study_name, config.trial_key)
 
-    def _start(self, config: RunConfig):
-        job = {"config": config.to_dict(), "store": str(self.store.root),
+    def _start(self, config: RunConfig, place: dict):
+        job = {"config": config.to_dict(), "launch_order": place, "store": str(self.store.root),
                "data_dir": str(self.data_dir) if self.data_dir else None, "hooks": self.hooks,
                "checkpoint_minutes": self.options.checkpoint_minutes}
         return self.backend.start(job, self._log_path(config))
 
     def _reap(self, outcome: Outcome, config: RunConfig, result: StudyResult,
-              started_at: str) -> None:
+              started_at: str, place: dict | None = None) -> None:
         if outcome.returncode == 0 and not outcome.note:
             result.succeeded += 1
             return
@@ -153,14 +156,14 @@ class Scheduler:
                                    f"{sealed[-1]['run_id']} was sealed {sealed[-1]['status']}; "
                                    f"log {self._log_path(config)}")
             return
-        _record_death(self.store, config, how, outcome, started_at)
+        _record_death(self.store, config, how, outcome, started_at, place)
         result.failed.append(f"{config.workload} {config.algorithm} study {config.study} "
                              f"trial {config.trial} seed {config.seed}: {how}; "
                              f"log {self._log_path(config)}")
 
 
 def _record_death(store: Store, config: RunConfig, how: str, outcome: Outcome,
-                  started_at: str) -> None:
+                  started_at: str, place: dict | None = None) -> None:
     """Record a dead worker in the store. The still-`running` attempts of its trial that it was
     writing are marked `interrupted` with `how`: the one with its pid and host, or any whose
     process is visibly gone (under torchrun or Ray the writer is a grandchild, whose pid the
@@ -183,6 +186,8 @@ def _record_death(store: Store, config: RunConfig, how: str, outcome: Outcome,
     if not any((doc.get("started_at") or "") >= started_at for doc in attempts):
         killed = outcome.note or outcome.returncode is None or outcome.returncode < 0
         spec = get_workload(config.workload)
-        with store.new_run(run_identity(config, spec)) as writer:
+        doc = {**run_identity(config, spec), "launch_position": (place or {}).get("position"),
+               "launch_order": place}
+        with store.new_run(doc) as writer:
             writer.finish("interrupted" if killed else "failed",
                           stop_reason=f"{how} before its run started")

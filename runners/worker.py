@@ -1,7 +1,8 @@
 """The worker: one trial in a process of its own, and the hooks a study gives it.
 
-A worker gets a job (written by runners/launch.py): {"config": RunConfig dict, "store": path,
-"data_dir", "hooks", "checkpoint_minutes"}. It runs the trial with runners.loop.run, which
+A worker gets a job (written by runners/scheduler.py): {"config": RunConfig dict, "launch_order":
+its place in the study's launch order (runners/launch.py), "store": path, "data_dir", "hooks",
+"checkpoint_minutes"}. It runs the trial with runners.loop.run, which
 writes the trial's run folder; a failure is recorded there. Started as `python -m runners.worker
 JOB.json` (the "spawn" start method, torchrun's ranks, Ray tasks) or forked from the launcher's
 fork server, which calls run_job; see runners/processes.py.
@@ -117,7 +118,7 @@ def run_job(job: Mapping[str, Any]) -> int:
         should_stop = parallel.agree(should_stop)
     try:
         run_id = run(config, store, data_dir=job["data_dir"], should_stop=should_stop,
-                     measure=hooks.measure, **extra)
+                     measure=hooks.measure, launch_order=job.get("launch_order"), **extra)
     except Exception:
         import traceback
         traceback.print_exc()

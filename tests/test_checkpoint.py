@@ -8,6 +8,7 @@ import pytest
 from runners.checkpoint import Checkpoint
 from runners.loop import run
 from workbench import query
+from workbench import records as R
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
@@ -48,7 +49,7 @@ def test_preempted_run_resumes_where_it_was_and_matches_an_uninterrupted_one(tmp
     a = query.evals_frame(plain).sort_values("step").reset_index(drop=True)
     b = query.evals_frame(store, [resumed_id]).sort_values("step").reset_index(drop=True)
     assert list(b.step) == list(a.step) == list(range(20, 201, 20))  # the whole curve
-    for column in a.columns.drop(["run_id", *TIME_COLUMNS]):
+    for column in a.columns.drop(["run_id", *TIME_COLUMNS, *R.MACHINE_COLUMNS]):
         pd.testing.assert_series_equal(a[column], b[column], check_exact=True, obj=column)
     copied = query.evals_frame(store, [first.run_id]).set_index("step")
     for column in TIME_COLUMNS:  # rows up to the checkpoint are the first attempt's, times too

@@ -16,7 +16,8 @@ import pytest
 
 from runners import commands
 from runners.cli import build_parser, main
-from runners.launch import StudyChangedError, StudyExistsError, plan_study, run_study
+from runners.launch import (StudyChangedError, StudyExistsError, launch_order, plan_study,
+                            run_study)
 from runners.processes import LaunchOptions, LocalBackend, describe_exit
 from workbench import query
 from workbench import records as R
@@ -104,9 +105,9 @@ def test_sigkill_mid_study_then_resume_completes_each_trial_once(tmp_path):
 
     subprocess.run(cmd + ["--resume"], check=True)
     runs = query.runs_frame(store)
-    complete = runs[runs.status == "complete"]
-    assert len(complete) == 4
-    assert Counter(complete.trial_key).most_common(1)[0][1] == 1
+    finished = runs[runs.status.isin(R.DONE_STATUSES)]  # complete, or stalled (a miss)
+    assert len(finished) == 4
+    assert Counter(finished.trial_key).most_common(1)[0][1] == 1
     assert runs.set_index("run_id").loc[killed_run, "status"] == "interrupted"
     assert len(query.evals_frame(store, [killed_run])) >= 1  # nothing written is lost
 
@@ -360,3 +361,61 @@ def test_run_child_stops_its_child_when_this_process_is_signalled(tmp_path, sign
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)  # gone (reaped by run_child)
     assert signal.getsignal(signum) is before  # our handler is gone again
+
+
+# -- the launch order --------------------------------------------------------------------------
+def _study_configs(name="order", trials=4, algorithms=("adamw", "nadamw", "heavy_ball")):
+    spec = StudySpec(workloads=("digits_mlp", "synthetic"), algorithms=algorithms, studies=2,
+                     trials=trials, name=name)
+    return plan_study(spec)
+
+
+def test_every_block_of_the_launch_order_holds_one_trial_of_each_algorithm():
+    configs = _study_configs()
+    order = launch_order(configs, "order")
+    assert sorted(c.trial_key for c, _ in order) == sorted(c.trial_key for c in configs)
+    assert [place["position"] for _, place in order] == list(range(len(configs)))
+    blocks = {}
+    for config, place in order:
+        blocks.setdefault(place["block"], []).append(config)
+    assert len(blocks) == 2 * 2 * 4 == order[0][1]["blocks"]
+    for members in blocks.values():
+        assert sorted(c.algorithm for c in members) == ["adamw", "heavy_ball", "nadamw"]
+        assert len({(c.workload, c.study, c.trial, c.seed) for c in members}) == 1
+        # common random numbers: one place, one initialisation and data order for all
+        assert len({c.rng_seed for c in members}) == 1
+    positions = [next(p["block"] for c, p in order if c.workload == "digits_mlp" and
+                      c.algorithm == a and c.study == 0 and c.trial == 0)
+                 for a in ("adamw", "nadamw")]
+    assert positions[0] == positions[1]
+    # the plan's own order is algorithm after algorithm; the launch order is not
+    plan_algorithms = [c.algorithm for c in configs]
+    assert plan_algorithms[:16] == ["adamw"] * 16
+    first_half = [c.algorithm for c, _ in order[:len(order) // 2]]
+    assert {a: first_half.count(a) for a in set(first_half)} == {
+        "adamw": 8, "nadamw": 8, "heavy_ball": 8}
+
+
+def test_the_launch_order_is_seeded_by_the_study_and_kept_when_it_grows():
+    small = [(c.trial_key, p["block"]) for c, p in launch_order(_study_configs(trials=2), "order")]
+    again = [(c.trial_key, p["block"]) for c, p in launch_order(_study_configs(trials=2), "order")]
+    assert small == again
+    other = [c.trial_key for c, _ in launch_order(_study_configs(trials=2, name="other"),
+                                                   "other")]
+    assert other != [k for k, _ in small]
+    grown = [c.trial_key for c, _ in launch_order(_study_configs(trials=4), "order")]
+    kept = [k for k in grown if k in {k for k, _ in small}]
+    assert kept == [k for k, _ in small]  # more trials: the old ones keep their relative order
+
+
+def test_a_study_runs_in_the_launch_order_and_each_run_records_its_place(tmp_path):
+    store = open_store(tmp_path / "store", create=True)
+    spec = StudySpec(workloads=("synthetic",), algorithms=("adamw", "nadamw"), trials=2,
+                     name="placed", max_steps=20)
+    run_study(spec, store, workers=1, progress=False)
+    runs = query.runs_frame(store).sort_values("started_at")
+    order = launch_order(plan_study(spec), "placed")
+    assert list(runs.trial_key) == [c.trial_key for c, _ in order]
+    assert list(runs.launch_position) == [0, 1, 2, 3]
+    doc = store.run_doc(runs.run_id.iloc[3])
+    assert doc["launch_order"]["position"] == 3 and doc["launch_order"]["blocks"] == 2

@@ -156,3 +156,94 @@ def test_failure_before_the_clock_still_leaves_a_failed_record(store):
     row = query.runs_frame(store).iloc[0]
     assert row.status == "failed" and "set-up failed" in row.stop_reason
     assert "cannot build optimizer state" in row.error
+
+
+# -- no host synchronisation between boundaries -----------------------------------------------
+class _Counting(Algorithm):
+    """Wraps a baseline; knows whether a step (data selection + update) is running."""
+
+    def __init__(self, inner):
+        super().__init__(dict(inner.hparams))
+        self.inner, self.in_step, self.steps = inner, False, 0
+
+    def batch_size(self, spec):
+        return self.inner.batch_size(spec)
+
+    def init(self, model, workload):
+        self.inner.init(model, workload)
+
+    def update(self, model, batch, step, workload):
+        self.in_step = True
+        try:
+            return self.inner.update(model, batch, step, workload)
+        finally:
+            self.in_step, self.steps = False, self.steps + 1
+
+
+def test_no_host_sync_and_no_clock_reading_inside_the_steps(store, monkeypatch):
+    """Between boundaries (loss logging every 5 steps, evals every 20, the step budget) the loop
+    reads no clock and nothing in the step forces the host to wait for the device: no .item(),
+    .cpu(), float(tensor), bool(tensor) or synchronize from our code (torch's own optimizer
+    internals read their CPU step counters, which costs no device sync, and are not counted)."""
+    import os
+    import runners.loop as loop
+    from runners import timing
+    from runners.algorithms import get_algorithm
+
+    algorithm = _Counting(get_algorithm("adamw", {}))
+    torch_dir = os.path.dirname(torch.__file__)
+    syncs, clock_steps = [], []
+
+    def counted(name, original):
+        def call(*args, **kwargs):
+            caller = sys._getframe(1).f_code.co_filename
+            if algorithm.in_step and not caller.startswith(torch_dir):
+                syncs.append((name, caller, sys._getframe(1).f_lineno))
+            return original(*args, **kwargs)
+        return call
+
+    for name in ("item", "cpu", "__float__", "__bool__", "tolist"):
+        monkeypatch.setattr(torch.Tensor, name, counted(name, getattr(torch.Tensor, name)))
+    monkeypatch.setattr(torch.cuda, "synchronize", counted("synchronize", torch.cuda.synchronize))
+    monkeypatch.setattr(timing, "synchronize", counted("synchronize", timing.synchronize))
+
+    class Clock(timing.DeviceClock):
+        def now(self):
+            assert not algorithm.in_step
+            clock_steps.append(algorithm.steps)
+            return super().now()
+
+    monkeypatch.setattr(loop, "DeviceClock", Clock)
+    run(RunConfig("synthetic", "custom", max_steps=100, stop_on_target=False), store,
+        algorithm=algorithm)
+    assert algorithm.steps == 100 and syncs == []
+    boundaries = {0, *range(5, 101, 5)}  # the start, loss rows every 5 steps (evals every 20)
+    assert set(clock_steps) <= boundaries and len(set(clock_steps)) == len(boundaries)
+
+
+def test_run_exits_0_for_every_finished_run_and_says_whether_the_target_was_met(
+        tmp_path, capsys, one_thread):
+    from runners.cli import main
+
+    from workbench.catalog import tuned_baseline
+
+    algorithm, hparams = tuned_baseline("digits_mlp")
+    argv = ["run", "--workload", "digits_mlp", "--algorithm", algorithm, "--quiet",
+            "--store", str(tmp_path / "s"), "--hparams"]
+    assert main(argv + [json.dumps({**hparams, "learning_rate": 0.0})]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert ": stalled (stalled:" in out[-2] and out[-1].startswith("target not met: validation")
+    assert main(argv + [json.dumps(hparams), "--seed", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("target met: validation accuracy")
+
+
+def test_run_exits_1_for_a_failed_run(tmp_path, capsys, one_thread):
+    from runners.cli import main
+
+    plugin = tmp_path / "bad.py"
+    plugin.write_text("import torch\nclass Bad(torch.optim.SGD):\n"
+                      "    def step(self, closure=None):\n        raise RuntimeError('boom')\n")
+    assert main(["run", "--workload", "synthetic", "--algorithm", f"{plugin}:Bad", "--quiet",
+                 "--store", str(tmp_path / "s")]) == 1
+    err = capsys.readouterr().err
+    assert ": failed (RuntimeError: boom)" in err

@@ -217,11 +217,13 @@ def budget_text(curves: list[BudgetCurve], trials: dict[tuple[str, str], np.ndar
         shown = sorted({k for k in (1, 2, 3, 5, 10, 15, 20, top) if k <= top})
         lines.append(f"{w}: P(at least one of k trials reaches the target) / median best "
                      f"{AXIS_LABELS[column]} to target")
-        lines.append("  " + "algorithm".ljust(24) + "".join(f"k={k}".rjust(17) for k in shown))
-        for c in mine:
-            cells = [_cell(c.p_reach[k - 1], c.median_best[k - 1], unit)
-                     if k <= len(c.k) else "" for k in shown]
-            lines.append("  " + c.algorithm[:23].ljust(24) + "".join(x.rjust(17) for x in cells))
+        rows = {c.algorithm: [_cell(c.p_reach[k - 1], c.median_best[k - 1], unit)
+                              if k <= len(c.k) else "" for k in shown] for c in mine}
+        width = max(17, 2 + max(len(x) for cells in rows.values() for x in cells))
+        lines.append("  " + "algorithm".ljust(24) + "".join(f"k={k}".rjust(width)
+                                                            for k in shown))
+        for algorithm, cells in rows.items():
+            lines.append("  " + algorithm[:23].ljust(24) + "".join(x.rjust(width) for x in cells))
         fastest = fastest_probabilities(trials, w)
         for k in sorted({1, min(5, fastest.index[-1]), fastest.index[-1]}):
             row = fastest.loc[k]

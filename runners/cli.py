@@ -185,6 +185,17 @@ def _study_or_scale(args: argparse.Namespace) -> int:
     return commands.scale(args)
 
 
+def _time_axis_flags(p: argparse.ArgumentParser) -> None:
+    """--time-axis (the names of workbench.cubes.TIME_AXIS_COLUMNS, spelled here so that parsing
+    loads no xarray) and --exclude-compile of score, compare and budget."""
+    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
+                   help="what time to target is counted in: train (training seconds, the "
+                        "default), wall (wall seconds, evals included) or steps")
+    p.add_argument("--exclude-compile", action="store_true",
+                   help="take each run's compilation seconds off its training and wall "
+                        "seconds (no effect on steps)")
+
+
 def _add_analysis(sub) -> None:
     p = sub.add_parser("score", help="AlgoPerf scores, times to target and speedups of a store")
     out = p.add_mutually_exclusive_group()
@@ -192,6 +203,7 @@ def _add_analysis(sub) -> None:
     out.add_argument("--csv", action="store_true", help="one row per algorithm, for spreadsheets")
     p.add_argument("--reference", help="algorithm the speedups are measured against (default: "
                                        "baseline when present, else the top scorer)")
+    _time_axis_flags(p)
     _store_flag(p)
     p.set_defaults(func=commands.score)
 
@@ -201,11 +213,13 @@ def _add_analysis(sub) -> None:
     p.add_argument("--confidence", type=float, default=0.95, help="of intervals and verdict")
     p.add_argument("--detect", type=float, default=1.25, help="speedup to size studies for")
     p.add_argument("--json", action="store_true")
+    _time_axis_flags(p)
     _store_flag(p)
     p.set_defaults(func=commands.compare)
 
     p = sub.add_parser("budget", help="tuning-budget curves: results with k of the trials")
     p.add_argument("--json", action="store_true")
+    _time_axis_flags(p)
     _store_flag(p)
     p.set_defaults(func=commands.budget)
 

@@ -269,11 +269,11 @@ def _seconds(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else round(float(value), 6)
 
 
-def _speedups(runs, cube, times, config, reference: str | None, table):
+def _speedups(runs, cube, times, config, reference: str | None, table, axis: str):
     """(scoring.speedup_table over `reference` by algorithm with its 90 % bootstrap interval
     (low, high; NaN below scoring.MIN_STUDIES_FOR_INTERVAL studies of either), the reference,
     whether misses cost the budget), the reference defaulting to scoring.default_reference;
-    None when the store has a single algorithm."""
+    None when the store has a single algorithm. `axis`: the time axis's column (cubes)."""
     from workbench import scoring
 
     names = [str(a) for a in times["algorithm"].values]
@@ -284,11 +284,11 @@ def _speedups(runs, cube, times, config, reference: str | None, table):
         raise ValueError(f"unknown --reference {reference!r}: the store's algorithms are "
                          f"{', '.join(names)}")
     ruleset = scoring.ruleset_of(runs["ruleset"].dropna().unique())
-    table = scoring.speedup_table(times, reference, config, ruleset)
+    table = scoring.speedup_table(times, reference, config, ruleset, axis)
     frame = table.set_index("algorithm")
     study = scoring.study_times(cube)
     bounds = scoring.speedup_interval(scoring.bootstrap_medians(study, 1000), reference, config,
-                                      ruleset).set_index("algorithm")
+                                      ruleset, axis).set_index("algorithm")
     studies = scoring.studies_per_algorithm(study)
     enough = studies.clip(upper=studies.get(reference, 0)) >= scoring.MIN_STUDIES_FOR_INTERVAL
     frame["low"] = bounds["low"].where(enough.reindex(bounds.index, fill_value=False))
@@ -316,11 +316,25 @@ def _speedup_lines(frame, reference: str) -> str:
     return "\n".join(lines)
 
 
+def _axis(args: argparse.Namespace) -> dict:
+    """What --time-axis and --exclude-compile make of times, as the JSON outputs say it:
+    {"time_axis": train|wall|steps, "unit": seconds|steps, "exclude_compile": bool}. Says in a
+    note on stderr when --exclude-compile cannot change the axis (steps)."""
+    from workbench.cubes import AXIS_UNITS, axis_column
+
+    if args.exclude_compile and args.time_axis == "steps":
+        print("note: --exclude-compile leaves steps to target as they are (compiling takes no "
+              "step)", file=sys.stderr)
+    return {"time_axis": args.time_axis, "unit": AXIS_UNITS[axis_column(args.time_axis)],
+            "exclude_compile": bool(args.exclude_compile)}
+
+
 def _scored_store(args: argparse.Namespace):
-    """(runs, scoring config or None, final cube) of the --store; None (said) when it has no
-    runs."""
+    """(runs, scoring config or None, final cube) of the --store, each run's compilation taken
+    off its seconds with --exclude-compile (cubes.excluding_compile); None (said) when it has
+    no runs. The cube's time_to_target is training seconds: cubes.on_time_axis moves it."""
     from workbench import query, scoring
-    from workbench.cubes import final_cube
+    from workbench.cubes import excluding_compile, final_cube
     from workbench.store import open_store
 
     store = open_store(store_path(args))
@@ -328,42 +342,51 @@ def _scored_store(args: argparse.Namespace):
     if runs.empty:
         print(f"error: store {store_path(args)} has no runs", file=sys.stderr)
         return None
+    if args.exclude_compile:
+        runs = excluding_compile(runs)
     doc = store.scoring_config()  # an imported benchmark's rules; else the plain rules
     config = scoring.ScoringConfig.from_dict(doc) if doc else None
     return runs, config, final_cube(runs)
 
 
 def score(args: argparse.Namespace) -> int:
-    """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store."""
+    """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store, on the
+    time axis of --time-axis."""
     from workbench import scoring
+    from workbench.cubes import AXIS_LABELS, axis_column, on_time_axis
 
+    axis = _axis(args)
     loaded = _scored_store(args)
     if loaded is None:
         return 1
     runs, config, cube = loaded
+    column = axis_column(args.time_axis)
+    cube = on_time_axis(cube, column)
     times = scoring.workload_times(cube)
     table = scoring.score_table_with_intervals(cube, config)
-    speedups = _speedups(runs, cube, times, config, args.reference, table)
+    speedups = _speedups(runs, cube, times, config, args.reference, table, column)
     skipped = runs.attrs.get("skipped", {})
     if args.json:
-        print(json.dumps({**_score_json(table, times, speedups), "skipped_runs": skipped},
-                         indent=2))
+        print(json.dumps({**_score_json(table, times, speedups), **axis,
+                          "skipped_runs": skipped}, indent=2))
         return 0
     if args.csv:
-        print(_score_csv(table, times, speedups), end="")
+        print(_score_csv(table, times, speedups, column), end="")
         return 0
+    label = AXIS_LABELS[column] + (", compilation excluded" if args.exclude_compile else "")
+    print(f"time axis: {label}")
     print(table.drop(columns=["low", "high"]).to_string(
         index=False, float_format=lambda v: f"{v:.4f}"))
     print(f"(interval: 90 % bootstrap over each algorithm's studies; n/a below "
           f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies)")
-    print("\nmedian time to target (training seconds; inf = not reached):")
+    print(f"\nmedian {AXIS_LABELS[column]} to target (inf = not reached):")
     print(times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}"))
     _print_noise_floors([str(w) for w in times.workload.values])
     if speedups is not None:
         frame, reference, budgets = speedups
         rule = "misses cost the budget + 1 s" if budgets else "workloads both missed left out"
-        print(f"\nspeedup over {reference} (1 - geometric mean of time ratios over the scored "
-              f"workloads; {rule}):")
+        print(f"\nspeedup over {reference} in {AXIS_LABELS[column]} (1 - geometric mean of "
+              f"ratios to target over the scored workloads; {rule}):")
         print(_speedup_lines(frame, reference))
     if (reason := scoring.all_zero_reason(table)) is not None:
         print("\n" + reason)
@@ -385,49 +408,61 @@ def _scored_names(config, cube) -> list[str]:
 
 
 def compare(args: argparse.Namespace) -> int:
-    """`pacebench compare`: algorithm A against B, with intervals, a test and a verdict."""
-    from workbench import compare as C, scoring
+    """`pacebench compare`: algorithm A against B, with intervals, a test and a verdict on the
+    time axis of --time-axis, and the verdict by steps (workbench.compare.compare_runs)."""
+    from workbench import compare as C
     from workbench.catalog import noise_floor_of
+    from workbench.cubes import AXIS_LABELS, axis_column
 
     if len(args.algorithms) != 2:
         raise ValueError(f"--algorithms takes exactly two names, A,B; got {len(args.algorithms)}"
                          f": {','.join(args.algorithms)}")
+    axis = _axis(args)
     loaded = _scored_store(args)
     if loaded is None:
         return 1
     runs, config, cube = loaded
-    times = scoring.study_times(cube)
-    names = [str(w) for w in times["workload"].values]
-    workloads = args.workloads or _scored_names(config, cube)
-    budgets = {**C.workload_budgets(runs), **(dict(config.budgets) if config else {})}
+    names = [str(w) for w in cube["workload"].values]
     floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
-    result = C.compare(times, *args.algorithms, workloads=workloads, budgets=budgets,
-                       confidence=args.confidence, detect=args.detect, noise_cov=floors)
+    result = C.compare_runs(runs, cube, *args.algorithms, time_axis=args.time_axis,
+                            workloads=args.workloads or _scored_names(config, cube),
+                            config=config, confidence=args.confidence, detect=args.detect,
+                            noise_cov=floors)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps({**result.to_json(), **axis}, indent=2))
         return 0
+    label = AXIS_LABELS[axis_column(args.time_axis)]
+    print(f"time axis: {label}" + (", compilation excluded" if args.exclude_compile else "")
+          + f" (ratios of median study {label} to target)")
     print(C.comparison_table(result).to_string(index=False))
     for w, why in result.left_out.items():
         print(f"  {w}: left out ({why})")
+    for caution in result.warnings:
+        print(f"warning: {caution}")
+    print(f"\nverdict in {label}: {result.verdict}")
+    print(f"verdict by steps to target: {result.verdict_by_steps}")
     print("\n" + result.sentence())
     return 0
 
 
 def budget(args: argparse.Namespace) -> int:
-    """`pacebench budget`: tuning-budget curves from the trials of a store."""
+    """`pacebench budget`: tuning-budget curves from the trials of a store, on the time axis of
+    --time-axis."""
     from workbench import budget as B
+    from workbench.cubes import axis_column, on_time_axis
 
+    axis = _axis(args)
     loaded = _scored_store(args)
     if loaded is None:
         return 1
     _, config, cube = loaded
-    trials = B.trial_times(cube)
+    trials = B.trial_times(on_time_axis(cube, args.time_axis))
     curves = B.budget_curves(trials)
     scored = _scored_names(config, cube)
     if args.json:
-        print(json.dumps(B.budget_json(curves, trials, config, scored), indent=2))
+        print(json.dumps({**B.budget_json(curves, trials, config, scored), **axis}, indent=2))
         return 0
-    print(B.budget_text(curves, trials, config, scored))
+    print(B.budget_text(curves, trials, config, scored, axis_column(args.time_axis)))
     return 0
 
 
@@ -466,9 +501,15 @@ def _score_json(table, times, speedups) -> dict:
     return out
 
 
-def _score_csv(table, times, speedups) -> str:
+# The CSV's column of median times to target, per time axis (cubes.TIME_TO_TARGET's keys).
+_CSV_TIMES = {"train_seconds": "time_to_target_s", "wall_seconds": "wall_to_target_s",
+              "step": "steps_to_target"}
+
+
+def _score_csv(table, times, speedups, axis: str = "train_seconds") -> str:
     """One row per algorithm, in score order: the score and its interval, the median time to
-    target on each workload (training seconds; inf: a miss), the speedup and its interval."""
+    target on each workload (on `axis`, its unit in the column's name; inf: a miss), the
+    speedup and its interval."""
     import numpy as np
 
     from workbench.csvout import to_csv
@@ -476,7 +517,7 @@ def _score_csv(table, times, speedups) -> str:
     out = table.rename(columns={"low": "score_low", "high": "score_high"}).set_index("algorithm")
     ttt = times.to_pandas()
     for workload in ttt.columns:
-        out[f"time_to_target_s/{workload}"] = ttt[workload].reindex(out.index)
+        out[f"{_CSV_TIMES[axis]}/{workload}"] = ttt[workload].reindex(out.index)
     if speedups is not None:
         frame, reference, _ = speedups
         for column, name in (("faster_by", "faster_by"), ("low", "faster_by_low"),

@@ -396,3 +396,171 @@ def test_compare_view_escapes_hostile_names(tmp_path):
                    Compare(selection=sel, against_reference=True)._body.objects
                    if isinstance(getattr(o, "object", None), str))
     assert "onerror" in text and "<img" not in text  # shown as text, never as markup
+
+
+# -- on a run table: time axes, the verdict by steps, step costs, the machine-speed check --------
+VERDICTS = {"a faster", "b faster", "no difference shown"}
+
+
+def _table(sides: dict[str, dict], workload: str = "w"):
+    """(runs, final cube) of one trial per study: sides = {algorithm: {"steps": [steps to
+    target per study], "cost": training s per step, "probes": [probe s per run] (optional)}}.
+    Each run trains 1,000 steps and reaches its target at eval 3; its seconds to target are
+    steps x cost."""
+    from workbench.cubes import final_cube
+    from workbench.testing import runs_table
+
+    rows = []
+    for a, side in sides.items():
+        probes = side.get("probes", [None] * len(side["steps"]))
+        for study, (steps, probe) in enumerate(zip(side["steps"], probes)):
+            seconds = steps * side["cost"]
+            rows.append(dict(algorithm=a, workload=workload, study=study, trial=0, index=3,
+                             time=seconds, step_to_target=steps, wall_to_target=seconds + 1.0,
+                             steps=1000, train_seconds=1000 * side["cost"],
+                             wall_seconds=1000 * side["cost"] + 4.0, probe_seconds=probe))
+    runs = runs_table(rows)
+    return runs, final_cube(runs)
+
+
+SEPARATE = ([100, 110, 120, 130], [200, 210, 220, 230])   # 4 studies a side, no overlap
+MIXED = ([100, 120, 200, 220], [110, 130, 210, 230])
+
+
+@pytest.mark.parametrize("steps, costs, want", [
+    (SEPARATE, (0.1, 0.1), "a faster"),
+    ((SEPARATE[1], SEPARATE[0]), (0.1, 0.1), "b faster"),
+    (MIXED, (0.1, 0.1), "no difference shown"),
+])
+def test_the_verdict_is_exactly_one_of_three_and_the_json_keeps_its_parts_apart(steps, costs,
+                                                                                  want):
+    runs, cube = _table({"a": {"steps": steps[0], "cost": costs[0]},
+                         "b": {"steps": steps[1], "cost": costs[1]}})
+    r = C.compare_runs(runs, cube, "a", "b", replicates=200)
+    doc = r.to_json()
+    # 4 studies against 4 that never overlap: p = 1/C(8, 4) = 1/70 < 0.025 (two-sided 95 %)
+    assert doc["verdict"] == want and doc["verdict_by_steps"] == want  # same cost: same verdict
+    assert doc["sentence"] == r.sentence() and doc["sentence"].startswith(want)
+    assert doc["warnings"] == [] and doc["withheld"] is None
+    assert (doc["time_axis"], doc["unit"]) == ("train", "seconds")
+    assert doc["seconds_per_step"] == pytest.approx({"a": 0.1, "b": 0.1})
+    assert doc["step_cost_ratio"] == pytest.approx(1.0)
+    assert "By steps" not in doc["sentence"]  # the verdicts agree: nothing more to say
+
+
+def test_a_time_and_steps_disagreement_is_reported_with_the_cost_of_a_step():
+    # a needs half the steps of b, but its steps cost 4x: 0.2 s against 0.05 s
+    runs, cube = _table({"a": {"steps": SEPARATE[0], "cost": 0.2},
+                         "b": {"steps": SEPARATE[1], "cost": 0.05}})
+    r = C.compare_runs(runs, cube, "a", "b", replicates=200)
+    # seconds: a 20..26 s, b 10..11.5 s; steps: a 100..130, b 200..230
+    assert (r.verdict, r.verdict_by_steps) == ("b faster", "a faster")
+    assert r.seconds_per_step == pytest.approx({"a": 0.2, "b": 0.05})
+    assert r.step_cost_ratio == pytest.approx(4.0)
+    assert r.speedup == pytest.approx(10.75 / 23)  # median study seconds: b 10.75, a 23
+    assert ("By steps to target: a faster; a's steps cost 4x b's: a is faster per step, "
+            "slower per second") in r.sentence()
+    steps = C.compare_runs(runs, cube, "a", "b", time_axis="steps", replicates=200)
+    assert steps.verdict == steps.verdict_by_steps == "a faster" and steps.unit == "steps"
+    assert steps.speedup == pytest.approx(215 / 115)  # medians of steps: b 215, a 115
+    assert "a takes 0.535x the steps of b" in steps.sentence()
+
+
+def test_per_step_costs_are_medians_per_workload_then_a_geometric_mean():
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm=a, workload=w, study=s, trial=0, time=1.0, index=0, steps=100,
+                 train_seconds=seconds)
+            for a, w, s, seconds in (("a", "u", 0, 10.0), ("a", "u", 1, 30.0),
+                                     ("a", "u", 2, 20.0), ("a", "v", 0, 80.0),
+                                     ("b", "u", 0, 10.0), ("b", "v", 0, 20.0),
+                                     ("b", "v", 1, 999.0))]
+    rows.append(dict(algorithm="b", workload="v", study=2, trial=0, steps=100, time=None,
+                     train_seconds=5.0, status="failed"))  # not finished: not counted
+    cost, ratio = C.seconds_per_step(runs_table(rows), "a", "b", ["u", "v"])
+    # a: u median 0.2, v 0.8 -> sqrt(0.16) = 0.4; b: u 0.1, v median(0.2, 9.99) = 5.095
+    assert cost["a"] == pytest.approx(0.4)
+    assert cost["b"] == pytest.approx(math.sqrt(0.1 * 5.095))
+    assert ratio == pytest.approx(0.4 / math.sqrt(0.1 * 5.095))
+    assert C.seconds_per_step(runs_table(rows), "a", "b", ["x"]) == ({"a": None, "b": None},
+                                                                      None)
+
+
+def test_miss_budgets_are_counted_in_the_unit_of_the_axis():
+    from workbench.scoring import ScoringConfig
+    from workbench.testing import runs_table
+
+    runs = runs_table([dict(algorithm="a", workload="w", study=0, trial=t, time=None,
+                            train_seconds=s, wall_seconds=s + 5, steps=n)
+                       for t, (s, n) in enumerate(((30.0, 400), (50.0, 300)))])
+    config = ScoringConfig(budgets={"w": 999.0})  # an import's budget, in training seconds
+    assert C.miss_budgets(runs, "train", config) == {"w": 999.0}
+    assert C.miss_budgets(runs, "train") == {"w": 50.0}
+    assert C.miss_budgets(runs, "wall", config) == {"w": 55.0}
+    assert C.miss_budgets(runs, "steps", config) == {"w": 400.0}  # never 999 s as steps
+
+
+@pytest.mark.parametrize("axis, want", [("steps", 1500 / 110), ("train", 150 / 11),
+                                        ("wall", 154 / 12)])
+def test_compare_runs_counts_a_miss_as_the_longest_run_on_its_axis(axis, want):
+    from workbench.cubes import final_cube
+    from workbench.testing import runs_table
+
+    # a reaches the target after 100, 110, 120 steps (0.1 s each, 1 s of evals); b after 130
+    # steps once and misses twice, training 1,500 steps (150 s, 154 s of wall clock) each time:
+    # b's median study is the miss, the longest run on the axis (not b's or a's longest hit)
+    rows = [dict(algorithm="a", workload="w", study=s, trial=0, index=3, time=n / 10,
+                 step_to_target=n, wall_to_target=n / 10 + 1, steps=1000, train_seconds=100.0,
+                 wall_seconds=104.0) for s, n in enumerate((100, 110, 120))]
+    rows += [dict(algorithm="b", workload="w", study=0, trial=0, index=3, time=13.0,
+                  step_to_target=130, wall_to_target=14.0, steps=1000, train_seconds=100.0,
+                  wall_seconds=104.0)]
+    rows += [dict(algorithm="b", workload="w", study=s, trial=0, time=None, steps=1500,
+                  train_seconds=150.0, wall_seconds=154.0) for s in (1, 2)]
+    runs = runs_table(rows)
+    r = C.compare_runs(runs, final_cube(runs), "a", "b", time_axis=axis, replicates=100)
+    assert r.per_workload[0].ratio == pytest.approx(want)
+    assert (r.per_workload[0].misses_a, r.per_workload[0].misses_b) == (0, 2)
+
+
+SLOW_B = [0.12, 0.12, 0.12, 0.12]  # B's machine 20 % slower than A's 0.10 s
+
+
+@pytest.mark.parametrize("probes_b, noise_cov, warns", [
+    (SLOW_B, None, True),                            # 1.2 > 1 + 10 % (the default floor)
+    (SLOW_B, {"w": math.nan}, True),                 # a floor that is NaN: the default
+    (SLOW_B, {"w": 0.25}, False),                    # within a measured 25 % floor
+    (SLOW_B, {"w": 0.15}, True),                     # beyond a measured 15 % floor
+    ([0.105, 0.1, 0.11, 0.1], None, False),          # 1.025: the machines agree
+    ([0.5, None, None, None], None, False),          # one run of B has a probe: no check
+    ([None] * 4, None, False),                       # old runs: no probe at all
+])
+def test_the_machine_speed_check_warns_and_withholds_the_time_verdict(probes_b, noise_cov,
+                                                                      warns):
+    runs, cube = _table({"a": {"steps": SEPARATE[0], "cost": 0.1, "probes": [0.1] * 4},
+                         "b": {"steps": SEPARATE[1], "cost": 0.1, "probes": probes_b}})
+    r = C.compare_runs(runs, cube, "a", "b", noise_cov=noise_cov, replicates=200)
+    assert r.verdict_by_steps == "a faster"  # steps do not depend on the machine's speed
+    if not warns:
+        assert (r.verdict, r.warnings, r.withheld) == ("a faster", (), None)
+        return
+    (warning,) = r.warnings
+    floor = "15.0 %" if noise_cov and noise_cov["w"] == 0.15 else "10.0 %"
+    assert warning.startswith("machine speed differed on w: median probe 0.1 s over 4 runs of "
+                              "a, 0.12 s over 4 runs of b, ratio 0.833, beyond the noise "
+                              f"floor of {floor}")
+    assert ("the default" in warning) == (floor == "10.0 %")
+    assert r.verdict == "no difference shown" and r.measured_verdict == "a faster"
+    assert r.withheld.startswith("the machine's speed differed between the two sides")
+    text = r.sentence()
+    assert text.startswith("no difference shown: the machine's speed differed")
+    assert "so time cannot separate them; rerun with the interleaved order or compare by " \
+           "steps" in text and "By steps to target: a faster" in text
+    doc = r.to_json()
+    assert doc["verdict"] == "no difference shown" and doc["warnings"] == [warning]
+    swapped = C.compare_runs(runs, cube, "b", "a", noise_cov=noise_cov, replicates=200)
+    assert swapped.verdict == "no difference shown" and len(swapped.warnings) == 1
+    by_steps = C.compare_runs(runs, cube, "a", "b", time_axis="steps", noise_cov=noise_cov,
+                              replicates=200)
+    assert by_steps.warnings == r.warnings and by_steps.withheld is None
+    assert by_steps.verdict == "a faster"  # a verdict in steps is never withheld

@@ -124,3 +124,43 @@ def test_on_grid_is_stepwise_last_observation():
     assert cubes.on_grid(curves, "step").sizes["grid"] == 101
     with pytest.raises(ValueError, match="unknown curve variable"):
         cubes.on_grid(curves, "validation/bleu")
+
+
+# -- time axes and compilation ----------------------------------------------------------------
+def test_on_time_axis_reads_time_to_target_on_each_axis_by_either_name():
+    runs = _runs(dict(algorithm="a", workload="w", study=0, trial=0, time=5.0, index=2,
+                      step_to_target=300, wall_to_target=7.5),
+                 dict(algorithm="a", workload="w", study=0, trial=1, time=None, index=None))
+    cube = cubes.final_cube(runs)
+    for axis, want, unit in (("train", 5.0, "s"), ("train_seconds", 5.0, "s"),
+                             ("wall", 7.5, "s"), ("wall_seconds", 7.5, "s"),
+                             ("steps", 300.0, "steps"), ("step", 300.0, "steps")):
+        moved = cubes.on_time_axis(cube, axis)["time_to_target"]
+        assert moved.sel(algorithm="a", workload="w", study=0, seed=0).values.tolist() == \
+            [want, math.inf], axis
+        assert moved.attrs["units"] == unit
+    assert cube["time_to_target"].values[0, 0, 0, 0, 0] == 5.0  # the cube itself is unchanged
+    assert [cubes.axis_name(c) for c in cubes.TIME_TO_TARGET] == ["train", "wall", "steps"]
+    with pytest.raises(ValueError, match="unknown time axis 'hours': valid are train, wall, "
+                                         "steps"):
+        cubes.on_time_axis(cube, "hours")
+
+
+def test_excluding_compile_takes_each_runs_compilation_off_its_seconds_only():
+    runs = _runs(
+        dict(algorithm="a", workload="w", study=0, trial=0, time=5.0, index=2, steps=90,
+             compile_seconds=2.0, train_seconds=40.0, wall_seconds=50.0, wall_to_target=6.0),
+        dict(algorithm="a", workload="w", study=0, trial=1, time=5.0, index=2),  # null: none
+        dict(algorithm="a", workload="w", study=0, trial=2, time=5.0, index=2,
+             compile_seconds=8.0, wall_to_target=6.0),  # more than the time to target: 0 s
+        dict(algorithm="a", workload="w", study=0, trial=3, time=None, compile_seconds=1.0))
+    out = cubes.excluding_compile(runs)
+    # 5 - 2, 5 - 0, max(0, 5 - 8); a miss has no time to target, before or after
+    assert out["time_to_target"].tolist()[:3] == [3.0, 5.0, 0.0]
+    assert math.isnan(out["time_to_target"].iloc[3])
+    assert out["wall_to_target"].tolist()[:3] == [4.0, 5.5, 0.0]  # 6 - 2; 5 x 1.1; 6 - 8 -> 0
+    assert out["train_seconds"].tolist() == [38.0, 100.0, 92.0, 99.0]
+    assert out["wall_seconds"].tolist() == [48.0, 110.0, 102.0, 109.0]
+    for unchanged in ("step_to_target", "steps", "eval_index_to_target", "compile_seconds"):
+        assert out[unchanged].equals(runs[unchanged]), unchanged
+    assert runs["time_to_target"].iloc[0] == 5.0  # a copy: the caller's table is untouched

@@ -320,3 +320,42 @@ def test_intervals_need_three_studies():
     assert scoring.interval_text(0.5, 0.5, 1) == "n/a (1 study)"
     assert scoring.interval_text(0.4, 0.6, 2) == "n/a (2 studies)"
     assert scoring.interval_text(0.4, 0.6, 3) == "0.400 to 0.600"
+
+
+# -- the same rules on every time axis (cubes.on_time_axis) -------------------------------------
+def _held_as_steps(seconds: float = 7.0):
+    """HELD's numbers as steps to target, every run that reached taking `seconds` training s."""
+    from workbench.cubes import final_cube
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm=a, workload=w, base_workload="w1" if w == "v1" else w, study=0,
+                 trial=0, time=None if math.isinf(t) else seconds,
+                 index=None if math.isinf(t) else 1,
+                 step_to_target=None if math.isinf(t) else int(t))
+            for a, row in HELD.items() for w, t in row.items()]
+    return final_cube(runs_table(rows))
+
+
+def test_the_held_out_rule_and_the_cut_off_apply_on_steps_as_on_seconds():
+    from workbench.cubes import on_time_axis
+
+    cube = _held_as_steps()
+    steps = scoring.score_table(on_time_axis(cube, "steps"), V05).set_index("algorithm")
+    # test_held_out_rule_golden's scores, in steps: A (1, 1), B none, C (-, 2), D (-, 1)
+    np.testing.assert_allclose(steps.loc[["A", "B", "C", "D"], "score"],
+                               [1.0, 0.0, (3 / 99) * 66.5 / 6, 0.5], rtol=1e-12)
+    # in seconds every hit takes 7 s: A and B tie at 1; C's w1 miss and D's missing v1 cost w1
+    train = scoring.score_table(cube, V05).set_index("algorithm")
+    np.testing.assert_allclose(train.loc[["A", "B", "C", "D"], "score"], [1.0, 1.0, 0.5, 0.5])
+
+
+def test_on_steps_a_study_still_keeps_the_trial_that_hit_at_the_first_eval():
+    from workbench.cubes import on_time_axis
+
+    # trial 0 met the target at eval 1 after 500 steps, trial 1 at eval 3 after 40 (a smaller
+    # batch): AlgoPerf keeps trial 0, so the study took 500 steps, not 40
+    cube = tiny_cube({("a", "w", 0, 0): (1, 9.0), ("a", "w", 0, 1): (3, 2.0)})
+    cube["step_to_target"].loc[dict(trial=0)] = 500.0
+    cube["step_to_target"].loc[dict(trial=1)] = 40.0
+    assert scoring.study_times(on_time_axis(cube, "steps")).item() == 500.0
+    assert scoring.study_times(cube).item() == 9.0

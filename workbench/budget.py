@@ -18,7 +18,8 @@ score as a function of k: the performance-profile score (workbench.scoring) of t
 times at budget k, the budget-k analogue of the median over studies of the best of 5 trials.
 
 A trial here is any (study, trial, seed) cell of the store's final cube: studies are pooled, since
-every study draws its trials from the same search space. The time is the training time to target;
+every study draws its trials from the same search space. The time is the cube's time to target:
+training seconds, or wall seconds or steps on a cube moved to that axis (cubes.on_time_axis);
 AlgoPerf's rule within a study (the smallest eval index first) can differ from it only between
 trials that reach the target at the same eval.
 """
@@ -33,6 +34,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from workbench.cubes import AXIS_LABELS, axis_column
 from workbench.scoring import ScoringConfig, apply_rules, benchmark_scores
 
 __all__ = ["BudgetCurve", "best_of_k", "budget_curves", "fastest_probabilities",
@@ -194,27 +196,34 @@ def budget_json(curves: list[BudgetCurve], trials: dict[tuple[str, str], np.ndar
     return out
 
 
-def _cell(p_reach: float, median: float | None) -> str:
-    time = "miss" if median is None else (f"{median:,.0f} s" if median >= 100
-                                          else f"{median:.3g} s")
+def _cell(p_reach: float, median: float | None, unit: str = "s") -> str:
+    time = "miss" if median is None else (f"{median:,.0f} {unit}" if median >= 100
+                                          else f"{median:.3g} {unit}")
     return f"{p_reach:.2f} / {time}"
 
 
 def budget_text(curves: list[BudgetCurve], trials: dict[tuple[str, str], np.ndarray],
-                config: ScoringConfig | None = None, scored: list[str] | None = None) -> str:
+                config: ScoringConfig | None = None, scored: list[str] | None = None,
+                axis: str = "train_seconds") -> str:
     """What `pacebench budget` prints: per workload, P(reach) and the median best time of each
-    algorithm at a few budgets, P(fastest), and the score by budget."""
-    lines = []
+    algorithm at a few budgets, P(fastest), and the score by budget. `axis`: the time axis of
+    the trials' times (cubes.axis_column), which the headings and cells name."""
+    column = axis_column(axis)
+    unit = "steps" if column == "step" else "s"
+    lines = [f"time axis: {AXIS_LABELS[column]}"]
     for w in dict.fromkeys(c.workload for c in curves):
         mine = [c for c in curves if c.workload == w]
         top = max(len(c.k) for c in mine)
         shown = sorted({k for k in (1, 2, 3, 5, 10, 15, 20, top) if k <= top})
-        lines.append(f"{w}: P(at least one of k trials reaches the target) / median best time")
-        lines.append("  " + "algorithm".ljust(24) + "".join(f"k={k}".rjust(17) for k in shown))
-        for c in mine:
-            cells = [_cell(c.p_reach[k - 1], c.median_best[k - 1]) if k <= len(c.k) else ""
-                     for k in shown]
-            lines.append("  " + c.algorithm[:23].ljust(24) + "".join(x.rjust(17) for x in cells))
+        lines.append(f"{w}: P(at least one of k trials reaches the target) / median best "
+                     f"{AXIS_LABELS[column]} to target")
+        rows = {c.algorithm: [_cell(c.p_reach[k - 1], c.median_best[k - 1], unit)
+                              if k <= len(c.k) else "" for k in shown] for c in mine}
+        width = max(17, 2 + max(len(x) for cells in rows.values() for x in cells))
+        lines.append("  " + "algorithm".ljust(24) + "".join(f"k={k}".rjust(width)
+                                                            for k in shown))
+        for algorithm, cells in rows.items():
+            lines.append("  " + algorithm[:23].ljust(24) + "".join(x.rjust(width) for x in cells))
         fastest = fastest_probabilities(trials, w)
         for k in sorted({1, min(5, fastest.index[-1]), fastest.index[-1]}):
             row = fastest.loc[k]

@@ -30,29 +30,49 @@ of what one tuning study of it gives; two algorithms' studies are independent sa
 Workloads where either side has no study are left out (and said); workloads where both sides
 missed every study carry no information on speed and are reported but left out of the speedup and
 the test.
+
+`compare_runs` makes the whole head-to-head of a store's run table, as `pacebench compare` prints
+it: the comparison on a time axis (training seconds, wall seconds or steps: cubes.on_time_axis),
+a miss counting as the longest any run trained in that unit (`miss_budgets`), plus
+- **the verdict by steps**, the same comparison on steps to target, always given. It may differ
+  from the verdict in seconds (an algorithm whose steps cost more); then each side's cost per
+  step (`seconds_per_step`) says by how much;
+- **the machine-speed check** (`machine_speed_warnings`): every run times a fixed probe
+  (`probe_seconds`); when the two sides' median probes on a workload differ by more than its
+  noise floor, the machine was not the same speed for both, and a verdict in seconds or wall
+  seconds is withheld ("no difference shown"). Nothing else withholds a verdict; steps do not
+  depend on the machine's speed.
 """
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from workbench import records as R
+from workbench.cubes import AXIS_UNITS, axis_column, axis_name, on_time_axis
 from workbench.noise_floor import studies_needed
-from workbench.scoring import MIN_STUDIES_FOR_INTERVAL
+from workbench.scoring import MIN_STUDIES_FOR_INTERVAL, study_times, uses_budgets
 
 __all__ = ["WorkloadComparison", "Comparison", "compare", "comparison_table", "workload_budgets",
-           "permutation_pvalues", "DEFAULT_CONFIDENCE", "DEFAULT_DETECT"]
+           "miss_budgets", "seconds_per_step", "machine_speed_warnings", "compare_runs",
+           "permutation_pvalues", "DEFAULT_CONFIDENCE", "DEFAULT_DETECT", "DEFAULT_SPEED_FLOOR",
+           "NO_DIFFERENCE"]
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_DETECT = 1.25       # the speedup `studies_needed` is sized for
 BOOTSTRAP_REPLICATES = 4000
 _EXACT_GRID = 2_000_000     # above this many cells of the null distribution, Monte Carlo instead
 _MONTE_CARLO = 40_000
+DEFAULT_SPEED_FLOOR = 0.10  # machine-speed check: the floor of a workload without a noise floor
+NO_DIFFERENCE = "no difference shown"
+# Run-table column of the total a run trained, per time axis (what a miss counts as in ratios).
+_TRAINED = {"train_seconds": "train_seconds", "wall_seconds": "wall_seconds", "step": "steps"}
 
 
 @dataclass(frozen=True)
@@ -95,28 +115,64 @@ class Comparison:
     left_out: dict[str, str] = field(default_factory=dict)  # workload -> why
     method: str = ""                  # how the p-value was computed
     smallest_p: float = 0.0           # the smallest one-sided p-value the design allows
+    time_axis: str = "train"          # what the times are: train, wall or steps (cubes)
+    verdict_by_steps: str | None = None  # the same comparison on steps to target (compare_runs)
+    seconds_per_step: dict[str, float | None] = field(default_factory=dict)  # algorithm -> s
+    step_cost_ratio: float | None = None  # seconds_per_step of a / of b
+    warnings: tuple[str, ...] = ()    # cautions, one line each (the machine-speed check)
+    withheld: str | None = None       # why the verdict in time was withheld; None: it was not
+    measured_verdict: str | None = None  # the verdict the times gave, when it was withheld
+
+    @property
+    def unit(self) -> str:
+        """What the times are counted in: "seconds" or "steps"."""
+        return AXIS_UNITS[axis_column(self.time_axis)]
 
     def to_json(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "verdict": self.verdict,
+                "verdict_by_steps": self.verdict_by_steps, "sentence": self.sentence(),
+                "warnings": list(self.warnings), "withheld": self.withheld,
+                "time_axis": self.time_axis, "unit": self.unit,
                 "confidence": self.confidence,
                 "speedup": {"estimate": _num(self.speedup), "low": _num(self.low),
                             "high": _num(self.high)},
                 "p_value": _num(self.p_value), "p_value_b_faster": _num(self.p_value_b),
                 "probability_of_improvement": _num(self.probability_of_improvement),
                 "studies_needed": self.studies_needed, "detect": self.detect,
+                "seconds_per_step": {k: _num(v) for k, v in self.seconds_per_step.items()},
+                "step_cost_ratio": _num(self.step_cost_ratio),
                 "per_workload": {w.workload: w.to_json() for w in self.per_workload},
                 "left_out": dict(self.left_out), "method": self.method,
                 "smallest_possible_p_value": self.smallest_p}
 
     def sentence(self) -> str:
-        """The verdict in words, with its numbers."""
+        """The verdict in words, with its numbers; why it was withheld, if it was; the verdict by
+        steps when it differs, with what a step costs each side."""
+        text = self._measured()
+        if self.withheld:
+            text = (f"{self.verdict}: {self.withheld}, so time cannot separate them; rerun with "
+                    f"the interleaved order or compare by steps. The times measured: {text}")
+        if self.verdict_by_steps is not None and self.verdict_by_steps != self.verdict:
+            text += f". By steps to target: {self.verdict_by_steps}"
+            if self.step_cost_ratio is not None:
+                text += f"; {self.a}'s steps cost {_x(self.step_cost_ratio)} {self.b}'s"
+                by_steps, by_time = self.verdict_by_steps, self.verdict
+                for x, y in ((self.a, self.b), (self.b, self.a)):
+                    if by_steps == f"{x} faster" and by_time == f"{y} faster":
+                        text += f": {x} is faster per step, slower per second"
+        return text
+
+    def _measured(self) -> str:
+        """The sentence of the verdict the times gave."""
+        verdict = self.measured_verdict or self.verdict
         level = f"{self.confidence:.0%}"
         if self.speedup is None:
-            return f"{self.verdict}: no workload where both {self.a} and {self.b} have a time"
+            return f"{verdict}: no workload where both {self.a} and {self.b} have a time"
+        what = "the steps" if self.unit == "steps" else "the time"
         interval = (f" ({_x(self.low)} to {_x(self.high)}, {level} interval)"
                     if self.low is not None else " (no interval: too few studies)")
-        text = (f"{self.verdict} at {level} confidence: {self.a} takes {_x(1 / self.speedup)} "
-                f"the time of {self.b}, a speedup of {_x(self.speedup)}{interval}; "
+        text = (f"{verdict} at {level} confidence: {self.a} takes {_x(1 / self.speedup)} "
+                f"{what} of {self.b}, a speedup of {_x(self.speedup)}{interval}; "
                 f"p = {self.p_value:.3g} for '{self.a} is faster' ({self.method}")
         if self.p_value is not None and self.p_value <= self.smallest_p * (1 + 1e-9):
             text += ", the smallest p-value these studies can give"
@@ -144,15 +200,30 @@ def _x(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}x"
 
 
-def workload_budgets(runs: pd.DataFrame) -> dict[str, float]:
-    """Per workload, the time a miss counts as in ratios: the longest any of its runs trained
-    (a run that misses trains until its budget, of seconds or of steps, runs out)."""
+def workload_budgets(runs: pd.DataFrame, axis: str = "train_seconds") -> dict[str, float]:
+    """Per workload, the time a miss counts as in ratios on `axis` (cubes.axis_column): the
+    longest any of its runs trained in that unit (train_seconds, wall_seconds or steps; a run
+    that misses trains until its budget, of seconds or of steps, runs out)."""
+    column = _TRAINED[axis_column(axis)]
     out = {}
     for workload, group in runs.groupby("workload"):
-        value = pd.to_numeric(group["train_seconds"], errors="coerce").max()
+        value = pd.to_numeric(group[column], errors="coerce").astype(float).max()
         if math.isfinite(value) and value > 0:
             out[str(workload)] = float(value)
     return out
+
+
+def miss_budgets(runs: pd.DataFrame, axis: str = "train_seconds", config=None
+                 ) -> dict[str, float]:
+    """workload_budgets on `axis`, and an imported benchmark's budgets (`config`, a
+    scoring.ScoringConfig, in training seconds) where scoring.uses_budgets says they apply:
+    on the training-seconds axis only, never as a count of steps or of wall seconds."""
+    column = axis_column(axis)
+    budgets = workload_budgets(runs, column)
+    if config is not None:
+        budgets.update({w: float(b) for w, b in config.budgets.items()
+                        if uses_budgets(config, [w], column)})
+    return budgets
 
 
 # -- the rank statistic and its exact permutation distribution ---------------------------------
@@ -376,3 +447,89 @@ def comparison_table(result: Comparison, names: bool = True) -> pd.DataFrame:
                      f"P({a} faster)": "n/a" if r.probability_of_improvement is None
                      else f"{r.probability_of_improvement:.2f}"})
     return pd.DataFrame(rows)
+
+
+# -- the whole head-to-head of a run table: verdict by steps, step costs, machine speed -----------
+def _of(runs: pd.DataFrame, algorithm: str, workload: str, column: str) -> np.ndarray:
+    """`column` of the runs of `algorithm` on `workload`, as floats, the finite positive ones."""
+    mine = runs[(runs["algorithm"] == algorithm) & (runs["workload"] == workload)]
+    values = pd.to_numeric(mine[column], errors="coerce").to_numpy(float, na_value=np.nan)
+    return values[np.isfinite(values) & (values > 0)]
+
+
+def seconds_per_step(runs: pd.DataFrame, a: str, b: str, workloads: Sequence[str]
+                     ) -> tuple[dict[str, float | None], float | None]:
+    """({a: s, b: s}, ratio a / b): each side's training seconds per step, the median over its
+    finished runs (records.DONE_STATUSES) of train_seconds / steps on each workload, then the
+    geometric mean over those of `workloads` where both sides have one (None: no such workload)."""
+    done = runs[runs["status"].isin(R.DONE_STATUSES).to_numpy(bool)]
+    done = done.assign(_per_step=pd.to_numeric(done["train_seconds"], errors="coerce")
+                       / pd.to_numeric(done["steps"], errors="coerce").astype(float))
+    logs: dict[str, list[float]] = {a: [], b: []}
+    for w in workloads:
+        medians = {x: _of(done, x, w, "_per_step") for x in (a, b)}
+        if all(len(v) for v in medians.values()):
+            for x, values in medians.items():
+                logs[x].append(math.log(float(np.median(values))))
+    if not logs[a]:
+        return {a: None, b: None}, None
+    cost = {x: math.exp(float(np.mean(v))) for x, v in logs.items()}
+    return cost, cost[a] / cost[b]
+
+
+def machine_speed_warnings(runs: pd.DataFrame, a: str, b: str, workloads: Sequence[str],
+                           noise_cov: Mapping[str, float] | None = None) -> dict[str, str]:
+    """{workload: a one-line warning} for each of `workloads` where the machine's speed differed
+    between the two sides: the median `probe_seconds` of a's runs and of b's (the runs that
+    have one, at least 2 on each side; else no check) differ by more than the workload's noise
+    floor (`noise_cov`, a CoV; DEFAULT_SPEED_FLOOR where it has none or it is NaN, which the
+    line says). The ratio is taken the slower side over the faster, so swapping a and b gives
+    the same warnings."""
+    out = {}
+    for w in workloads:
+        probe_a, probe_b = _of(runs, a, w, "probe_seconds"), _of(runs, b, w, "probe_seconds")
+        if len(probe_a) < 2 or len(probe_b) < 2:
+            continue
+        median_a, median_b = float(np.median(probe_a)), float(np.median(probe_b))
+        cov = (noise_cov or {}).get(w)
+        measured = cov is not None and math.isfinite(cov)
+        floor = float(cov) if measured else DEFAULT_SPEED_FLOOR
+        if max(median_a, median_b) / min(median_a, median_b) - 1 <= floor:
+            continue
+        out[w] = (f"machine speed differed on {w}: median probe {median_a:.4g} s over "
+                   f"{len(probe_a)} runs of {a}, {median_b:.4g} s over {len(probe_b)} runs of "
+                   f"{b}, ratio {median_a / median_b:.3f}, beyond the noise floor of "
+                   f"{100 * floor:.1f} %" + ("" if measured else
+                                     " (the default: the workload has no measured noise floor)"))
+    return out
+
+
+def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
+                 time_axis: str = "train", workloads: Sequence[str] | None = None,
+                 config=None, confidence: float = DEFAULT_CONFIDENCE,
+                 detect: float = DEFAULT_DETECT, noise_cov: Mapping[str, float] | None = None,
+                 replicates: int = BOOTSTRAP_REPLICATES, seed: int = 0) -> Comparison:
+    """`compare` of a and b on `time_axis` (train, wall or steps), from a run table and its
+    final cube (cubes.final_cube(runs)), misses at miss_budgets; with the verdict by steps,
+    each side's seconds per step, and the machine-speed check, which withholds a verdict in
+    seconds (train or wall axis) when it warns. `config`: the store's scoring.ScoringConfig."""
+    def on(axis: str) -> Comparison:
+        return compare(study_times(on_time_axis(cube, axis)), a, b, workloads,
+                       miss_budgets(runs, axis, config), confidence, detect, noise_cov,
+                       replicates, seed)
+
+    column = axis_column(time_axis)
+    result = on(column)
+    by_steps = result if column == "step" else on("step")
+    compared = [r.workload for r in result.per_workload]
+    cost, ratio = seconds_per_step(runs, a, b, compared)
+    cautions = machine_speed_warnings(runs, a, b, compared, noise_cov)
+    result = replace(result, time_axis=axis_name(column), verdict_by_steps=by_steps.verdict,
+                     seconds_per_step=cost, step_cost_ratio=ratio,
+                     warnings=tuple(cautions.values()))
+    if cautions and column != "step":  # steps do not depend on the machine's speed
+        where = ", ".join(cautions)
+        result = replace(result, verdict=NO_DIFFERENCE, measured_verdict=result.verdict,
+                         withheld=f"the machine's speed differed between the two sides by more "
+                                  f"than the noise floor (on {where})")
+    return result

@@ -3,6 +3,11 @@
 Both cubes are built by scattering values into NaN-filled NumPy arrays through integer codes of
 each dimension, not by a pandas unstack, so they stay fast on large stores. Every data variable
 carries its units in `attrs["units"]`.
+
+The time axes are owned here too: what "time to target" means (training seconds, wall seconds or
+steps) is a swap of the final cube's `time_to_target` for another of its variables
+(`on_time_axis`), which the dashboard's selection and the analysis commands both make; and
+`excluding_compile` takes each run's compilation off its seconds before a cube is built.
 """
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ import xarray as xr
 
 from workbench import records as R
 
-__all__ = ["FINAL_DIMS", "TRIAL_IDENTITY", "select_attempts", "final_cube", "curve_cube", "on_grid"]
+__all__ = ["FINAL_DIMS", "TRIAL_IDENTITY", "select_attempts", "final_cube", "curve_cube", "on_grid",
+           "TIME_AXIS_COLUMNS", "TIME_TO_TARGET", "AXIS_UNITS", "AXIS_LABELS", "axis_column",
+           "axis_name", "on_time_axis", "excluding_compile", "COMPILE_EXCLUDED"]
 
 FINAL_DIMS = ("algorithm", "workload", "study", "trial", "seed")
 # What makes a trial: the same trial re-run (resumed) is another attempt of it.
@@ -216,3 +223,60 @@ def on_grid(curves: xr.Dataset, var: str, axis: str = "train_seconds",
     return xr.DataArray(out, dims=("run", "grid"), coords={**run_coords, "grid": grid}, name=var,
                         attrs={"units": curves[var].attrs.get("units", ""), "axis": axis,
                                "axis_units": curves[axis].attrs.get("units", "")})
+
+
+# -- time axes ---------------------------------------------------------------------------------
+# The time axes by the command line's names -> the eval-row column the dashboard names them by.
+TIME_AXIS_COLUMNS = {"train": "train_seconds", "wall": "wall_seconds", "steps": "step"}
+# The final cube's variable that time to target is read from, per time axis.
+TIME_TO_TARGET = {"train_seconds": "time_to_target", "wall_seconds": "wall_to_target",
+                  "step": "step_to_target"}
+# What a time on each axis is counted in (JSON "unit"), and how a heading names it.
+AXIS_UNITS = {"train_seconds": "seconds", "wall_seconds": "seconds", "step": "steps"}
+AXIS_LABELS = {"train_seconds": "training seconds", "wall_seconds": "wall seconds",
+               "step": "steps"}
+
+
+def axis_column(axis: str) -> str:
+    """The column of a time axis named by the command line (train, wall, steps) or by its
+    column (train_seconds, wall_seconds, step)."""
+    column = TIME_AXIS_COLUMNS.get(axis, axis)
+    if column not in TIME_TO_TARGET:
+        raise ValueError(f"unknown time axis {axis!r}: valid are "
+                         f"{', '.join(TIME_AXIS_COLUMNS)} (or {', '.join(TIME_TO_TARGET)})")
+    return column
+
+
+def axis_name(axis: str) -> str:
+    """The command line's name (train, wall, steps) of a time axis named either way."""
+    column = axis_column(axis)
+    return next(name for name, c in TIME_AXIS_COLUMNS.items() if c == column)
+
+
+def on_time_axis(cube: xr.Dataset, axis: str) -> xr.Dataset:
+    """The final cube with `time_to_target` read on `axis` (axis_column's names): training
+    seconds (the cube itself), wall seconds (wall_to_target) or steps (step_to_target), its
+    units in attrs. Every scoring rule reads `time_to_target`, so it applies unchanged on each
+    axis; the trial choice still goes by the eval index (eval_index_to_target)."""
+    column = axis_column(axis)
+    if column == "train_seconds":
+        return cube
+    times = cube[TIME_TO_TARGET[column]]
+    return cube.assign(time_to_target=times.assign_attrs(units=times.attrs.get("units", "s")))
+
+
+# Run-table columns that count training or wall seconds including compilation.
+COMPILE_EXCLUDED = ("time_to_target", "wall_to_target", "train_seconds", "wall_seconds")
+
+
+def excluding_compile(runs: pd.DataFrame) -> pd.DataFrame:
+    """A copy of the run table with each run's `compile_seconds` (null: 0, as in runs recorded
+    before it was measured) taken off its COMPILE_EXCLUDED seconds, each clipped at 0 s.
+
+    Compilation happens on the first step, before any eval, so it is inside every time to target
+    and every total. Steps are untouched: compiling takes no step.
+    """
+    _require(runs, ("compile_seconds", *COMPILE_EXCLUDED), "runs")
+    compile_s = pd.to_numeric(runs["compile_seconds"], errors="coerce").fillna(0.0).clip(lower=0)
+    return runs.assign(**{c: (pd.to_numeric(runs[c], errors="coerce") - compile_s).clip(lower=0.0)
+                          for c in COMPILE_EXCLUDED})

@@ -18,10 +18,12 @@ are computed from the eval rows by workbench.query (_SUMMARY_SQL), and workbench
 out as the final cube this module starts from.
 
 Each step takes and returns xarray objects and keeps any extra dimension (e.g. a bootstrap
-`replicate`). Times are training seconds. A ScoringConfig says which workloads are scored and
-whether the held-out rule applies; the default is the plain rules for our own studies (the base
-workloads of the cube, the 4x cut-off, no held-out rule). An import of AlgoPerf logs records its
-benchmark version's config in the store (Store.scoring_config).
+`replicate`). Times are training seconds, or wall seconds or steps on a cube whose
+time_to_target was moved to that axis (cubes.on_time_axis): every rule applies unchanged on each
+axis, and only the budgets of speedups are seconds (uses_budgets). A ScoringConfig says which
+workloads are scored and whether the held-out rule applies; the default is the plain rules for
+our own studies (the base workloads of the cube, the 4x cut-off, no held-out rule). An import
+of AlgoPerf logs records its benchmark version's config in the store (Store.scoring_config).
 """
 from __future__ import annotations
 

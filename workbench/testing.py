@@ -28,7 +28,8 @@ from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import RunWriter, Store, atomic_write_json, open_store
 
-__all__ = ["make_store", "make_timing_store", "timing_trials", "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
+__all__ = ["make_store", "make_timing_store", "make_planned_store", "timing_trials",
+           "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
            "SyntheticRun", "tiny_cube", "tiny_times", "runs_table", "dead_process"]
 
 STEPS_PER_EVAL = 25     # synthetic eval cadence, in update steps
@@ -290,6 +291,56 @@ def make_timing_store(path: str | os.PathLike, factors: Mapping[str, float],
         doc = {**_document(config, 1, i), "synthetic": {"seconds_to_target": seconds if math.isfinite(seconds) else None}}
         _write_sealed(store, doc, run, n_evals, "complete", "synthetic", None, process)
     return store
+
+
+def make_planned_store(path: str | os.PathLike,
+                       plan: Mapping[tuple[str, str, int, int], Mapping[str, Any]],
+                       n_evals: int = 10, study_name: str = "planned") -> Store:
+    """A store of one complete run per (algorithm, workload, study, trial) of `plan`, each on
+    the curve planned for it, so that golden cases on every time axis are computed by hand.
+
+    A plan's keys (all optional): `hit`, the first eval (0-based) meeting the validation target
+    (None, the default: a miss over all `n_evals`); `seconds` training s per eval (default 1);
+    `steps` per eval (default 10); `eval_seconds` off the clock per eval (default 0.5);
+    `compile_seconds` and `probe_seconds`, written to the run document (default None: not
+    recorded). Eval k (0-based) is at step steps (k + 1), train_seconds compile + seconds (k + 1)
+    and wall_seconds train_seconds + eval_seconds (k + 1): a run that hits at eval h has time to
+    target compile + seconds (h + 1) s and step_to_target steps (h + 1).
+    """
+    store = open_store(path, create=True)
+    process = dead_process()
+    for i, ((a, w, study, trial), planned) in enumerate(plan.items()):
+        config = RunConfig(workload=w, algorithm=a, seed=0, study_name=study_name, study=study,
+                           trial=trial, hparams={"learning_rate": 0.01})
+        hit = planned.get("hit")
+        evals, train = _planned_rows(get_workload(w), planned, n_evals)
+        run = SyntheticRun(hit, float(planned.get("seconds", 1.0)), evals, train)
+        doc = {**_document(config, 1, i), "compile_seconds": planned.get("compile_seconds"),
+               "probe_seconds": planned.get("probe_seconds")}
+        _write_sealed(store, doc, run, n_evals, "complete", "planned", None, process)
+    return store
+
+
+def _planned_rows(spec, planned: Mapping[str, Any], n_evals: int) -> tuple[list, list]:
+    """(eval rows, training-loss rows) of one run of make_planned_store."""
+    hit = planned.get("hit")
+    never = n_evals + 1  # _metric_value meets the target from this eval on: never here
+    seconds, steps = float(planned.get("seconds", 1.0)), int(planned.get("steps", 10))
+    off_clock, compile_s = float(planned.get("eval_seconds", 0.5)), \
+        float(planned.get("compile_seconds") or 0.0)
+    evals, train = [], []
+    for k in range(n_evals):
+        value = _metric_value(spec.target.direction, spec.target.validation, k,
+                              never if hit is None else hit)
+        train_s, loss = compile_s + seconds * (k + 1), 2.3 * math.exp(-k / 5) + 0.05
+        evals.append({"eval_index": k, "step": steps * (k + 1),
+                      "examples": steps * (k + 1) * BATCH_SIZE, "train_seconds": train_s,
+                      "eval_seconds": off_clock * (k + 1),
+                      "wall_seconds": train_s + off_clock * (k + 1),
+                      **_metric_columns(spec.target.metric, value, loss)})
+        train.append({"step": steps * (k + 1), "examples": steps * (k + 1) * BATCH_SIZE,
+                      "train_seconds": train_s, "loss": loss})
+    return evals, train
 
 
 def _metric_keys(spec) -> list[str]:

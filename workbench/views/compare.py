@@ -8,12 +8,15 @@ has one section per algorithm against the reference.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import panel as pn
 import param
 
 from workbench import compare as C
 from workbench.catalog import noise_floor_of
+from workbench.cubes import axis_name
 from workbench.views.base import FILTERS, View
 from workbench.views.formats import TABLE_CSS, md
 from workbench.views.live import LivePlot
@@ -45,14 +48,14 @@ def comparison(selection: Selection, a: str, b: str) -> C.Comparison | None:
     def make() -> C.Comparison:
         times = selection.study_times()
         present = [w for w in scored if w in set(map(str, times["workload"].values))]
-        config = selection.scoring_config
-        budgets = ({**C.workload_budgets(selection.runs_where(["workload", "train_seconds"])),
-                    **(dict(config.budgets) if config else {})}
-                   if selection.time_axis == "train_seconds" else None)  # else: the longest
-        # time to target on the axis shown stands in for a miss (workbench.compare._budget)
+        # a miss counts as the longest any run trained on the axis shown, as in the CLI
+        budgets = C.miss_budgets(selection.runs_where(
+            ["workload", "train_seconds", "wall_seconds", "steps"]), selection.time_axis,
+            selection.scoring_config)
         floors = {w: f.cov for w in present if (f := noise_floor_of(w)) is not None}
-        return C.compare(times, a, b, present, budgets=budgets, noise_cov=floors,
-                         replicates=1000)
+        result = C.compare(times, a, b, present, budgets=budgets, noise_cov=floors,
+                           replicates=1000)
+        return replace(result, time_axis=axis_name(selection.time_axis))
     return selection.cached(f"compare:{a}\x00{b}", make)
 
 

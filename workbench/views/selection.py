@@ -30,9 +30,8 @@ PALETTE = tuple(Category20_20[0::2] + Category20_20[1::2])
 # Filters over the run table: Selection parameter -> run-table column.
 FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "rulesets": "ruleset",
                   "studies": "study_name", "hardware": "hardware"}
-# The final cube's variable that time to target is read from, per time axis.
-TIME_TO_TARGET = {"train_seconds": "time_to_target", "wall_seconds": "wall_to_target",
-                  "step": "step_to_target"}
+# The final cube's variable that time to target is read from, per time axis (cubes owns it).
+TIME_TO_TARGET = cubes.TIME_TO_TARGET
 # The cut of a full value to the shown algorithms and workloads depends on these filters.
 _CUT = ("algorithms", "workloads", "rulesets", "studies", "hardware")
 
@@ -265,21 +264,15 @@ class Selection(param.Parameterized):
 
     def full_cube(self, time_axis: str | None = None):
         """The final cube of full_runs, its time_to_target on `time_axis` (default: the
-        selection's; a shallow copy per axis of one cube built per ruleset, study and
-        hardware filter)."""
-        axis = time_axis or self.time_axis
-        if axis not in TIME_AXES:
-            raise ValueError(f"unknown time axis {axis!r}: valid are {list(TIME_AXES)}")
+        selection's; cubes.on_time_axis, the same swap the analysis commands make: a shallow
+        copy per axis of one cube built per ruleset, study and hardware filter)."""
+        axis = cubes.axis_column(time_axis or self.time_axis)
         cube = self.full_value("cube", lambda: cubes.final_cube(self.full_runs()),
                                time_axis=False)
         if axis == "train_seconds":
             return cube
-
-        def on_axis():
-            times = cube[TIME_TO_TARGET[axis]]
-            return cube.assign(time_to_target=times.assign_attrs(
-                units=times.attrs.get("units", "s")))
-        return self.full_value(f"cube:{axis}", on_axis, time_axis=False)
+        return self.full_value(f"cube:{axis}", lambda: cubes.on_time_axis(cube, axis),
+                               time_axis=False)
 
     def scores(self) -> pd.DataFrame:
         """`scoring.score_table` of the cube under the scoring rules, in scoring.rank_scores

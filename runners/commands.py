@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         if doc is None or doc.get("status") not in ("failed", "interrupted"):
             raise  # not a training failure: the CLI reports it
         print(f"run {doc['run_id']}: {doc['status']} ({doc.get('stop_reason')}) in store "
-              f"{store.root}; its run.json holds the traceback", file=sys.stderr)
+              f"{store.root}; its run document holds the traceback", file=sys.stderr)
         return 1
     doc = store.run_doc(run_id)
     print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")

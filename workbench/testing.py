@@ -17,7 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,8 @@ from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import RunWriter, Store, atomic_write_json, open_store
 
-__all__ = ["make_store", "make_timing_store", "make_planned_store", "timing_trials",
+__all__ = ["make_store", "make_timing_store", "make_planned_store", "algorithm_after_algorithm",
+           "timing_trials",
            "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
            "SyntheticRun", "tiny_cube", "tiny_times", "runs_table", "dead_process"]
 
@@ -293,6 +294,19 @@ def make_timing_store(path: str | os.PathLike, factors: Mapping[str, float],
     return store
 
 
+def algorithm_after_algorithm(configs: Sequence[RunConfig]) -> list[tuple[RunConfig, dict]]:
+    """The launch order before runners.launch.launch_order: every trial of the first algorithm,
+    then every trial of the next (the plan's order), with places shaped as launch_order's
+    ({"position", "block", "blocks", "seed"}; a block per trial). Kept for tests and
+    benchmarks/drift.py only, to show what a change of machine speed does to a verdict when an
+    algorithm's trials all run in one stretch of a study."""
+    first = {a: i for i, a in reversed(list(enumerate(c.algorithm for c in configs)))}
+    ordered = sorted(configs, key=lambda c: (first[c.algorithm], c.workload, c.study, c.trial,
+                                             c.seed))
+    return [(c, {"position": i, "block": i, "blocks": len(ordered), "seed": 0})
+            for i, c in enumerate(ordered)]
+
+
 def make_planned_store(path: str | os.PathLike,
                        plan: Mapping[tuple[str, str, int, int], Mapping[str, Any]],
                        n_evals: int = 10, study_name: str = "planned") -> Store:
@@ -302,8 +316,8 @@ def make_planned_store(path: str | os.PathLike,
     A plan's keys (all optional): `hit`, the first eval (0-based) meeting the validation target
     (None, the default: a miss over all `n_evals`); `seconds` training s per eval (default 1);
     `steps` per eval (default 10); `eval_seconds` off the clock per eval (default 0.5);
-    `compile_seconds` and `probe_seconds`, written to the run document (default None: not
-    recorded). Eval k (0-based) is at step steps (k + 1), train_seconds compile + seconds (k + 1)
+    `compile_seconds`, `probe_seconds` and `launch_position`, written to the run document
+    (default None: not recorded). Eval k (0-based) is at step steps (k + 1), train_seconds compile + seconds (k + 1)
     and wall_seconds train_seconds + eval_seconds (k + 1): a run that hits at eval h has time to
     target compile + seconds (h + 1) s and step_to_target steps (h + 1).
     """
@@ -316,7 +330,8 @@ def make_planned_store(path: str | os.PathLike,
         evals, train = _planned_rows(get_workload(w), planned, n_evals)
         run = SyntheticRun(hit, float(planned.get("seconds", 1.0)), evals, train)
         doc = {**_document(config, 1, i), "compile_seconds": planned.get("compile_seconds"),
-               "probe_seconds": planned.get("probe_seconds")}
+               "probe_seconds": planned.get("probe_seconds"),
+               "launch_position": planned.get("launch_position")}
         _write_sealed(store, doc, run, n_evals, "complete", "planned", None, process)
     return store
 

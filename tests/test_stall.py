@@ -55,6 +55,13 @@ def test_no_stall_once_the_target_is_met_nor_before_a_tenth_of_the_budget():
     assert _first_stall(StallRule(BUDGET, ACC), early) is None
 
 
+def test_the_second_half_of_the_budget_is_left_alone():
+    # improving until u = 0.4, then flat to the end: 0.4 + 0.2 is past half the budget
+    values = [0.3 + 0.05 * i for i in range(8)] + [0.65] * 12
+    losses = [1.0 - 0.05 * i for i in range(8)] + [0.62] * 12
+    assert _first_stall(StallRule(BUDGET, ACC), _rows(values, losses)) is None
+
+
 def test_sparse_evals_need_three_evals_without_progress():
     # evals every 30 % of the budget: one eval without a new best is not a stall
     rows = _rows([0.5, 0.4, 0.45, 0.4], [0.5, 0.6, 0.55, 0.6], every=300)[:3]

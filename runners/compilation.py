@@ -32,9 +32,10 @@ is replaced during a run and restored after it.
 phases of torch._dynamo.utils.cumulative_time_spent_ns (COMPILE_PHASES: every frame compile with
 its AOTAutograd and inductor work, recompilations included; backward graphs compiled lazily at the
 first backward; Triton autotuning at a kernel's first launch), attributed compile by compile with
-Dynamo's compile callbacks: a graph compiled with autograd on (a training step) counts, with its
-backward; a graph compiled under no_grad (evals, the batch-1 latency: off the clock, by the
-Workload protocol) does not.
+Dynamo's compile callbacks. A compile counts unless it starts while the run's model is in eval
+mode with autograd off: that is an eval (Workload.evaluate's contract, AlgoPerf's EVAL mode) or
+the batch-1 latency after the run, both off the clock. So the steps' graphs, their backwards and
+anything an algorithm compiles in its update (an optimizer step under no_grad, say) count.
 
 `PACEBENCH_COMPILE_CACHE=<folder>` opts into one persistent cache shared by runs (kept, never
 removed): `compile_cache` is then "warm" when the folder held compiled artifacts at the run's
@@ -190,10 +191,12 @@ class Compilation:
         self._started = self._counting = self._closed = False
         self._mark = 0.0                    # compiler_seconds() at the last settlement, s
         self._finalizer: weakref.finalize | None = None
+        self._model: weakref.ref | None = None  # the run's model: its mode tells evals apart
 
-    def open(self) -> None:
+    def open(self, model: torch.nn.Module | None = None) -> None:
         """Before the clock: warm the process, give the run its cache folder, forget compiled
-        code, and listen to the compiler's start events."""
+        code, and listen to the compiler's start events (`model`: the run's model, whose eval
+        mode with autograd off marks an eval; without it, autograd off alone does)."""
         from torch._dynamo.callback import callback_handler
 
         warm_compiler(self.device)
@@ -211,6 +214,7 @@ class Compilation:
         saved = _point_caches_at(self.folder)
         mine = {INDUCTOR_ENV: os.environ[INDUCTOR_ENV]}
         self._finalizer = weakref.finalize(self, _release, self.folder, not shared, mine, saved)
+        self._model = weakref.ref(model) if model is not None else None
         callback_handler.register_start_callback(self._on_compile_start)
 
     def start(self) -> None:
@@ -237,14 +241,19 @@ class Compilation:
 
     def _on_compile_start(self, args) -> None:
         """Dynamo's start event of an outermost compile: the compile before it has ended, so its
-        seconds are settled; this one counts if it compiles a training graph or a backward."""
+        seconds are settled; this one counts unless it is an eval's."""
         from torch._dynamo.callback import CallbackTrigger
 
         with self._lock:
             self._settle()
             # a backward compiles in autograd's thread, where grad mode reads off: always count it
             self._counting = (args.callback_trigger is CallbackTrigger.LAZY_BACKWARD
-                              or torch.is_grad_enabled())
+                              or not self._evaluating())
+
+    def _evaluating(self) -> bool:
+        """Whether the run's model is being evaluated: eval mode, autograd off."""
+        model = self._model() if self._model is not None else None
+        return not torch.is_grad_enabled() and (model is None or not model.training)
 
     def _settle(self) -> None:
         """Add the compiler's seconds since the last settlement when the last compile counts."""

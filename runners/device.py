@@ -121,7 +121,7 @@ class Accelerator:
         per step, then the model adapted (compiled lazily, on the clock)."""
         if self.compile:
             self.compilation = Compilation(self.device)
-            self.compilation.open()
+            self.compilation.open(model)  # same object once adapted: its mode marks evals
         twin = adapt_model(copy.deepcopy(model), self.device, self.precision, self.channels_last)
         try:
             self.flops_per_step = count_step_flops(twin, workload, batch_size, seed)

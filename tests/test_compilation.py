@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,10 @@ def no_warm_up(monkeypatch, tmp_path):
 
 def _compile_starts(c: Compilation, seconds: list[float], events: list, monkeypatch) -> None:
     """Feed `c` the compiler's accounted seconds, one reading per event, and the events: its
-    start, its close, and compile starts (trigger, grad mode of the compiling thread)."""
+    start, its close, and compile starts (trigger, grad mode of the compiling thread, whether the
+    model is in train mode)."""
+    model = torch.nn.Linear(2, 2)
+    c._model = weakref.ref(model)
     readings = iter(seconds)
     monkeypatch.setattr(comp, "compiler_seconds", lambda: next(readings))
     for event in events:
@@ -47,28 +51,31 @@ def _compile_starts(c: Compilation, seconds: list[float], events: list, monkeypa
         elif event == "close":
             c.close()
         else:
-            trigger, grad = event
+            trigger, grad, training = event
+            model.train(training)
             with torch.set_grad_enabled(grad):
                 c._on_compile_start(CallbackArgs(trigger, "0/0"))
 
 
-def test_training_graphs_and_backwards_count_eval_graphs_do_not(monkeypatch):
-    """Compiler-accounted seconds 0, 1, 6, 8, 11, 12 at these events: a compile before the clock
-    (1 s, not counted), a training forward (5 s), its backward, compiled lazily where grad mode
-    reads off (2 s), an eval graph under no_grad (3 s, off the clock), a recompiled training
-    graph (1 s, up to the close)."""
+def test_step_graphs_and_backwards_count_eval_graphs_do_not(monkeypatch):
+    """Compiler-accounted seconds 0, 1, 1, 6, 8, 11, 15, 16 at these events: a compile before the
+    clock (not counted), a training forward (5 s), its backward, compiled lazily in a thread where
+    grad mode reads off (2 s), an eval graph: eval mode, no_grad (3 s, off the clock), an
+    optimizer step compiled under no_grad in train mode (4 s), a recompiled forward (1 s, up to
+    the close)."""
     c = Compilation(torch.device("cpu"))
     dynamo, backward = CallbackTrigger.DYNAMO, CallbackTrigger.LAZY_BACKWARD
-    _compile_starts(c, [0.0, 1.0, 1.0, 6.0, 8.0, 11.0, 12.0],
-                    [(dynamo, True), "start", (dynamo, True), (backward, False),
-                     (dynamo, False), (dynamo, True), "close"], monkeypatch)
-    assert c.seconds == pytest.approx(5.0 + 2.0 + 1.0)
+    _compile_starts(c, [0.0, 1.0, 1.0, 6.0, 8.0, 11.0, 15.0, 16.0],
+                    [(dynamo, True, True), "start", (dynamo, True, True),
+                     (backward, False, True), (dynamo, False, False), (dynamo, False, True),
+                     (dynamo, True, True), "close"], monkeypatch)
+    assert c.seconds == pytest.approx(5.0 + 2.0 + 4.0 + 1.0)
     assert c.close() == c.seconds  # closing again changes nothing
 
 
 def test_a_reset_of_the_counters_mid_run_loses_no_seconds(monkeypatch):
     c = Compilation(torch.device("cpu"))
-    _compile_starts(c, [4.0, 4.0, 0.5], ["start", (CallbackTrigger.DYNAMO, True), "close"],
+    _compile_starts(c, [4.0, 4.0, 0.5], ["start", (CallbackTrigger.DYNAMO, True, True), "close"],
                     monkeypatch)
     assert c.seconds == pytest.approx(0.5)  # Dynamo was reset after the compile began
 

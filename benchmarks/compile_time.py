@@ -80,8 +80,9 @@ def main() -> int:
                                device=args.device, precision=args.precision, compile=True))
         r = one_run(config, args.steps)
         ratios.append(r["compile_seconds"] / r["excess"])
-        print(f"run {seed}: set-up {r['setup']:.2f} s  cache {r['cache']:4}  first step {r['first']:.3f} s  steady "
-              f"{r['steady'] * 1e3:.2f} ms  first - steady {r['excess']:.3f} s  "
+        print(f"run {seed}: set-up {r['setup']:.2f} s  cache {r['cache']:4}  first step "
+              f"{r['first']:.3f} s  steady {r['steady'] * 1e3:.2f} ms  first - steady "
+              f"{r['excess']:.3f} s  "
               f"compile_seconds {r['compile_seconds']:.3f} s  ratio {ratios[-1]:.3f}")
     print(f"compile_seconds / (first - steady): {min(ratios):.3f}..{max(ratios):.3f} "
           f"over {len(ratios)} runs")

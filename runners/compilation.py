@@ -1,4 +1,4 @@
-"""A compiling run's compiler: its own cold cache, and the seconds of compilation in its training time.
+"""A compiling run's compiler: a cold cache of its own, and the seconds it compiled on the clock.
 
 Compilation is training time (AlgoPerf counts it), so a run must never profit from compiled code
 that another run left behind, on disk or in the process. Before the clock, each `--compile` run:
@@ -267,7 +267,7 @@ class Compilation:
 
 
 def _shared_folder(value: str) -> Path:
-    """The folder named by PACEBENCH_COMPILE_CACHE, created if missing; one-line error if unusable."""
+    """The folder PACEBENCH_COMPILE_CACHE names, made if missing; a one-line error if unusable."""
     folder = Path(value).expanduser().resolve()
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,10 @@ parameters under the same names: the model's class is swapped for a subclass who
 4-D inputs to channels-last and runs under `torch.autocast(bfloat16)`, returning float32 outputs
 (losses and metrics are then computed in float32), and that forward is `torch.compile`d. The
 compilation happens on the first call, that is on the clock (AlgoPerf counts compilation as
-training time). `nn.Module.compile()` is not used: in torch 2.13 Dynamo skips the module's
-`_call_impl` frame it compiles (it is in Dynamo's skip files), so nothing would be compiled.
+training time); each compiling run gets a cold compiler of its own and records the seconds of
+compilation in its training time (runners/compilation.py). `nn.Module.compile()` is not used: in
+torch 2.13 Dynamo skips the module's `_call_impl` frame it compiles (it is in Dynamo's skip
+files), so nothing would be compiled.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 
 from runners.api import Workload
+from runners.compilation import Compilation
 from runners.energy import EnergyMeter
 from runners.flops import count_step_flops, mfu, peak_flops
 from workbench.spec import PRECISIONS
@@ -66,8 +69,9 @@ def adapt_model(model: nn.Module, device: torch.device, precision: str = "fp32",
     return model
 
 
-# One subclass per (class, settings), reused: Dynamo guards on the module's type, so runs in one
-# process (benchmarks, in-process reruns) reuse the compiled code instead of compiling again.
+# One subclass per (class, settings) without compilation, reused by runs in one process. A compiled
+# class is never reused: its compiled code would be a warm cache for the next run (each run compiles
+# its own, cold: runners/compilation.py).
 _ADAPTED: dict[tuple, type] = {}
 
 
@@ -90,10 +94,12 @@ def _adapted_class(base: type, device_type: str, bf16: bool, channels_last: bool
 
     tag = "+".join(t for t, on in (("bf16", bf16), ("channels_last", channels_last),
                                     ("compiled", compile)) if on)
-    _ADAPTED[key] = type(base.__name__, (base,), {
+    adapted = type(base.__name__, (base,), {
         "forward": torch.compile(forward) if compile else forward, "__module__": base.__module__,
         "__qualname__": f"{base.__qualname__}[{tag}]", "__doc__": base.__doc__})
-    return _ADAPTED[key]
+    if not compile:
+        _ADAPTED[key] = adapted
+    return adapted
 
 
 @dataclass
@@ -107,10 +113,15 @@ class Accelerator:
     flops_per_step: int | None = None   # counted on one training step (runners/flops.py)
     flops_note: str | None = None       # why flops_per_step is missing, when it is
     energy: EnergyMeter | None = field(default=None, repr=False)
+    compilation: Compilation | None = field(default=None, repr=False)  # with compile only
 
     def prepare(self, model: nn.Module, workload: Workload, batch_size: int,
                 seed: int) -> nn.Module:
-        """Before the clock: count the model's FLOPs per step, then adapt it (compiled lazily)."""
+        """Before the clock: a cold compiler of the run's own (with compile), the model's FLOPs
+        per step, then the model adapted (compiled lazily, on the clock)."""
+        if self.compile:
+            self.compilation = Compilation(self.device)
+            self.compilation.open(model)  # same object once adapted: its mode marks evals
         twin = adapt_model(copy.deepcopy(model), self.device, self.precision, self.channels_last)
         try:
             self.flops_per_step = count_step_flops(twin, workload, batch_size, seed)
@@ -129,19 +140,25 @@ class Accelerator:
         return {"device": str(self.device), "device_name": name, "precision": self.precision,
                 "compile": self.compile, "channels_last": self.channels_last,
                 "flops_per_step": self.flops_per_step, "peak_flops_per_second": peak,
-                "peak_flops_source": source}
+                "peak_flops_source": source,
+                "compile_cache": self.compilation.cache if self.compilation else None}
 
     def start(self) -> None:
-        """At the clock's start: zero the peak-memory counter, start the energy meter."""
+        """At the clock's start: zero the peak-memory counter, start the energy meter, count
+        compilation from here."""
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         if self.energy:
             self.energy.start()
+        if self.compilation:
+            self.compilation.start()
 
     def finish(self, steps: int, train_seconds: float) -> dict[str, Any]:
-        """Top-level run.json fields of the run's end: peak memory, MFU, energy."""
+        """Top-level run.json fields of the run's end: compile seconds, peak memory, MFU,
+        energy."""
         if self.energy:
             self.energy.stop()
+        compile_s = self.compilation.close() if self.compilation else 0.0
         peak, why = peak_flops(self.device, self.precision)
         util = mfu(self.flops_per_step, steps, train_seconds, peak)
         note = None if util is not None else (
@@ -150,7 +167,7 @@ class Accelerator:
         memory = (torch.cuda.max_memory_allocated(self.device)
                   if self.device.type == "cuda" else None)
         energy = self.energy.summary() if self.energy else EnergyMeter(self.device).summary()
-        return {"peak_memory_bytes": memory,
+        return {"compile_seconds": compile_s, "peak_memory_bytes": memory,
                 "peak_memory_note": None if memory is not None else
                 f"not recorded on {self.device.type}: torch tracks device memory on CUDA only",
                 "model_flops": self.flops_per_step * steps if self.flops_per_step else None,

@@ -21,7 +21,7 @@ from runners.workloads import build_workload
 from workbench.catalog import get_workload
 from workbench.cubes import final_cube
 from workbench.scoring import workload_times
-from workbench.spec import RunConfig
+from workbench.spec import ExecutionOptions, RunConfig
 from workbench.store import open_store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -220,6 +220,21 @@ def test_init_is_off_the_clock_updates_on_it_and_training_complete_stops(tmp_pat
     assert list(train.step) == [5, 10, 15, 20, 25, 30] and train.loss.map(math.isfinite).all()
     assert doc["algorithm_source"] == {"kind": "algoperf_submission", "path": str(path),
                                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert doc["compile_seconds"] == 0.0 and doc["compile_cache"] is None  # not compiled
+
+
+@pytest.mark.slow
+def test_a_compiled_submission_records_its_cold_compilation(tmp_path, store):
+    """The submission's model_fn calls the compiled model: its compilation is on the clock,
+    recorded apart, from a cold cache of the run's own."""
+    source = TIMED.replace("time.sleep(1.0)", "pass").replace("time.sleep(0.01)", "pass")
+    path = _write(tmp_path, source)
+    hparams = {"learning_rate": 0.05, "stop_at": -1}
+    config = RunConfig("synthetic", algorithm_name(path), hparams=hparams, max_steps=3,
+                       stop_on_target=False, execution=ExecutionOptions(compile=True))
+    doc = store.run_doc(run(config, store, algorithm=AlgoPerfAlgorithm(path, hparams)))
+    assert doc["status"] == "complete" and doc["compile_cache"] == "cold"
+    assert 0 < doc["compile_seconds"] <= doc["train_seconds"]
 
 
 def test_a_submission_that_computes_no_loss_is_not_marked_diverged(tmp_path, store):

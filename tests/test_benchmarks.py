@@ -26,6 +26,13 @@ def test_overhead_benchmark_takes_the_device_options():
 
 
 @pytest.mark.slow
+def test_compile_time_benchmark_prints_recorded_against_first_step_seconds():
+    text = _script("compile_time.py", "--workload", "synthetic", "--runs", "1", "--steps", "11")
+    assert "run 0: set-up" in text and "cache cold" in text
+    assert "compile_seconds / (first - steady):" in text
+
+
+@pytest.mark.slow
 def test_throughput_benchmark_reports_flops_and_says_why_mfu_is_missing():
     text = _script("throughput.py", "--workload", "synthetic", "--device", "cpu",
                    "--precision", "fp32", "--steps", "5", "--warmup", "1", "--rounds", "1")

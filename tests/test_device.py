@@ -302,6 +302,7 @@ def test_runs_record_device_precision_flops_memory_and_energy(tmp_path):
         assert key in doc, key
     assert doc["device"] == "cpu" and doc["precision"] == "bf16" and doc["channels_last"] is True
     assert doc["compile"] is False
+    assert doc["compile_seconds"] == 0.0 and doc["compile_cache"] is None
     assert doc["flops_per_step"] == 117_571_584 and doc["model_flops"] == 20 * 117_571_584
     assert doc["mfu"] is None and "MFU not computed" in doc["mfu_note"]
     assert doc["peak_memory_bytes"] is None and "CUDA only" in doc["peak_memory_note"]
@@ -328,6 +329,15 @@ def test_compilation_is_on_the_training_clock(tmp_path, monkeypatch):
                     execution=ExecutionOptions(compile=True))
     doc = store.run_doc(run(cfg, store))
     assert doc["compile"] is True and doc["train_seconds"] >= 0.5
+    assert doc["compile_cache"] == "cold"  # (no real compiler ran: no compile seconds to count)
+
+
+def test_compiled_classes_are_never_shared_by_two_runs(monkeypatch):
+    """A compiled class reused by a later run would hand it the compiled code of an earlier one."""
+    monkeypatch.setattr(device_mod.torch, "compile", lambda fn: fn)
+    a = adapt_model(_cnn(), torch.device("cpu"), "bf16", compile=True)
+    b = adapt_model(_cnn(), torch.device("cpu"), "bf16", compile=True)
+    assert type(a) is not type(b) and type(a).__qualname__ == type(b).__qualname__
 
 
 def test_accelerator_finish_without_a_start_is_still_complete():

@@ -181,9 +181,9 @@ def test_compare_withholds_the_time_verdict_when_the_machine_speed_differed(spee
     assert doc["verdict"] == "no difference shown"
     assert doc["withheld"].startswith("the machine's speed differed")
     (warning,) = doc["warnings"]
-    assert warning.startswith(f"machine speed differed on {W1}: median probe 0.1 s over 4 runs "
-                              "of a, 0.2 s over 4 runs of b, ratio 0.500, beyond the noise "
-                              "floor of 20.7 %")
+    assert warning.startswith(f"machine speed differed on {W1}: probe 0.1 s (geometric mean) "
+                              "over 4 runs of a, 0.2 s over 4 runs of b, ratio 0.500, beyond "
+                              "the noise floor of 20.7 %")
     assert doc["verdict_by_steps"] == "no difference shown"  # the same steps
     assert "The times measured: a faster at 95% confidence" in doc["sentence"]
     assert main(["compare", "--store", speed, "--algorithms", "a,b"]) == 0

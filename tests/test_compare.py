@@ -532,6 +532,7 @@ SLOW_B = [0.12, 0.12, 0.12, 0.12]  # B's machine 20 % slower than A's 0.10 s
     (SLOW_B, {"w": 0.25}, False),                    # within a measured 25 % floor
     (SLOW_B, {"w": 0.15}, True),                     # beyond a measured 15 % floor
     ([0.105, 0.1, 0.11, 0.1], None, False),          # 1.025: the machines agree
+    ([0.1, 0.1, 0.1, 0.2], None, False),             # 1.19 by one loaded run: chance (p = 1)
     ([0.5, None, None, None], None, False),          # one run of B has a probe: no check
     ([None] * 4, None, False),                       # old runs: no probe at all
 ])
@@ -546,9 +547,10 @@ def test_the_machine_speed_check_warns_and_withholds_the_time_verdict(probes_b, 
         return
     (warning,) = r.warnings
     floor = "15.0 %" if noise_cov and noise_cov["w"] == 0.15 else "10.0 %"
-    assert warning.startswith("machine speed differed on w: median probe 0.1 s over 4 runs of "
-                              "a, 0.12 s over 4 runs of b, ratio 0.833, beyond the noise "
-                              f"floor of {floor}")
+    assert warning.startswith("machine speed differed on w: probe 0.1 s (geometric mean) over "
+                              "4 runs of a, 0.12 s over 4 runs of b, ratio 0.833, beyond the "
+                              f"noise floor of {floor}")
+    assert warning.endswith("(permutation test p = 0.029)")  # 2 of the 70 relabellings
     assert ("the default" in warning) == (floor == "10.0 %")
     assert r.verdict == "no difference shown" and r.measured_verdict == "a faster"
     assert r.withheld.startswith("the machine's speed differed between the two sides")

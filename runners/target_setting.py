@@ -182,12 +182,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
-    if reruns < 2:
-        raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
-    if reach_quantile is not None and not 0 < reach_quantile <= 1:
-        raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
-    if not 0 < horizon <= 1:
-        raise ValueError(f"--horizon must be in (0, 1], got {horizon}")
+    _check_rule(reruns, reach_quantile, horizon)
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
     tag = f"targets-{workload}"
@@ -211,21 +206,14 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     evals = query.evals_frame(store, list(rerun_runs.run_id))
     until = int(horizon * steps)
     rerun = [_summarise(r, evals, spec.target, until) for r in rerun_runs.itertuples()]
-    provenance = {"hardware": store.run_doc(rerun[0]["run_id"])["hardware"],
-                  "date": dt.date.today().isoformat(),
-                  "command": "pacebench " + " ".join(sys.argv[1:])
-                  if sys.argv[0].endswith("pacebench") else None}
-    cadence = ({"steps": rerun_eval_every} if rerun_eval_every
-               else {k: v for k, v in to_plain(spec.eval_every).items() if v is not None})
+    provenance = _provenance(store, rerun[0]["run_id"])
     record = {**_targets_record(spec, rerun, reach_quantile), "horizon": horizon,
               "horizon_steps": until,
               "algorithms": algorithms, "best_algorithm": best["algorithm"],
               "best_hparams": best["hparams"], "tuning": tuning, "tuning_reused": reuse_tuning,
               **_sources(workload, sources), **provenance}
-    record["steps_to_target"] = steps_measurement(
-        [r["seed"] for r in rerun], [r["steps_to_target"] for r in record["reruns"]], cadence,
-        f"the procedure's reruns ({steps} steps, no stop at the targets); evals within the "
-        f"horizon ({until} steps) count", **provenance)
+    record["steps_to_target"] = _procedure_steps(spec, record["reruns"], rerun_eval_every,
+                                                 until, provenance)
     out_dir.mkdir(parents=True, exist_ok=True)
     record_path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{workload}: validation {spec.target.metric} target {record['validation_target']} "
@@ -233,6 +221,36 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
           f"{record['test_target']}; noise floor: "
           f"{NoiseFloor.from_dict(record['noise_floor']).describe()} -> {record_path}")
     return record
+
+
+def _provenance(store, run_id: str) -> dict:
+    """Where, when and by what command a record was made (the command: None unless run as
+    `pacebench`)."""
+    return {"hardware": store.run_doc(run_id)["hardware"], "date": dt.date.today().isoformat(),
+            "command": "pacebench " + " ".join(sys.argv[1:])
+            if sys.argv[0].endswith("pacebench") else None}
+
+
+def _check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
+    """ValueError unless the procedure's numbers make sense."""
+    if reruns < 2:
+        raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
+    if reach_quantile is not None and not 0 < reach_quantile <= 1:
+        raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
+    if not 0 < horizon <= 1:
+        raise ValueError(f"--horizon must be in (0, 1], got {horizon}")
+
+
+def _procedure_steps(spec, reruns: list[dict], eval_every: int | None, until: int,
+                     provenance: Mapping[str, Any]) -> dict:
+    """The `steps_to_target` block of the procedure's reruns (public summaries): read at their
+    eval cadence (`eval_every`, else the catalog's), within the horizon (`until` steps)."""
+    cadence = ({"steps": eval_every} if eval_every
+               else {k: v for k, v in to_plain(spec.eval_every).items() if v is not None})
+    return steps_measurement(
+        [r["seed"] for r in reruns], [r["steps_to_target"] for r in reruns], cadence,
+        f"the procedure's reruns ({spec.step_hint} steps, no stop at the targets); evals within "
+        f"the horizon ({until} steps) count", **provenance)
 
 
 def _sources(workload: str, sources: Mapping[str, Any] | None) -> dict:

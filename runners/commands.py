@@ -683,7 +683,8 @@ def _listing() -> dict:
         builder = WORKLOADS.get(f"{w.dataset}/{w.model.get('arch')}")
         where = Path(sys.modules[builder.__module__].__file__).resolve().relative_to(root) \
             if builder else None
-        workloads[name] = _workload_entry(w, {"source": "built-in", "builder": str(where)})
+        workloads[name] = _workload_entry(w, {"source": "built-in",
+                                              "builder": str(where) if where else None})
     for plugin, value in entry_points(WORKLOAD_GROUP).items():
         try:
             names = load_workloads(value).names
@@ -757,14 +758,16 @@ def _list_plugins(group: str, title: str) -> None:
 
 
 def _catalog_table() -> str:
-    """The workload catalog as a Markdown table: data, splits, metric, targets, and what the
-    target-setting record measured (reach rate, noise floor, median time to target)."""
+    """The workload catalog as a Markdown table: data, splits, metric, targets, what the
+    target-setting record measured (reach rate, noise floor, median time to target), the
+    median steps to target (with how many reruns reached it) and the eval cadence."""
     from workbench.catalog import CATALOG, DATASETS, PUBLISHED_TARGETS, noise_floor_of, \
         target_record
 
     rows = ["| workload | data | train / validation / test | metric | target (validation / "
-            "test) | reach rate | noise floor (CoV) | median time to target |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "test) | reach rate | noise floor (CoV) | median time to target | median steps to "
+            "target | eval every |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, w in CATALOG.items():
         data, splits = DATASETS.get(w.dataset, (w.dataset, "?"))
         t, floor = w.target, noise_floor_of(name)
@@ -779,6 +782,16 @@ def _catalog_table() -> str:
         else:
             cov = "n/a" if math.isnan(floor.cov) else f"{100 * floor.cov:.1f} %"
             measured = [f"{floor.reached} of {floor.runs}", cov, f"{floor.median_s:.2f} s"]
+        measured += [_steps_cell(target_record(name) or {}),
+                     _cadence_words(w.eval_every).removeprefix("eval every ")]
         rows.append(f"| `{name}` | {data} | {splits} | {t.metric} | {sign} {t.validation:g} / "
                     f"{t.test:g} | " + " | ".join(measured) + " |")
     return "\n".join(rows)
+
+
+def _steps_cell(record: dict) -> str:
+    """'684.5 (10 of 10)': a record's median steps to target and its reach count."""
+    block = record.get("steps_to_target")
+    if record.get("median_steps_to_target") is None or not isinstance(block, dict):
+        return "not measured"
+    return f"{record['median_steps_to_target']:g} ({block['reached']} of {block['runs']})"

@@ -296,7 +296,12 @@ def _add_targets_and_list(sub) -> None:
     p.set_defaults(func=commands.noise)
 
     p = sub.add_parser("list", help="list workloads and algorithms")
-    p.add_argument("--markdown", action="store_true", help="the README's workload catalog table")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--markdown", action="store_true",
+                      help="the README's workload catalog table")
+    form.add_argument("--json", action="store_true",
+                      help="workloads (targets, eval cadence, median steps and time to target, "
+                           "eval fraction) and algorithms as JSON")
     p.set_defaults(func=commands.list_names)
 
 

@@ -28,18 +28,21 @@ def run_seeds(store: Store, name: str, workload: str, algorithm: str,
               hparams: Mapping[str, Any], seeds: Sequence[int], workers: int = 2,
               stop_on_target: bool = True, max_steps: int | None = None,
               data_dir: str | Path | None = None, execution: ExecutionOptions | None = None,
-              progress: bool = True, source: Any = None) -> pd.DataFrame:
+              progress: bool = True, source: Any = None,
+              eval_every: int | None = None) -> pd.DataFrame:
     """Run (or resume) one setting under `seeds` as study `name`; its runs, one row per seed.
 
     Each seed is a trial of its own (trial index = position in `seeds`). Runs already complete
     or diverged in the store are not run again; a diverged run is part of the record.
     `source`: the algorithm's AlgorithmSource (runners/algorithms/sources.py) when its name
-    alone does not load it.
+    alone does not load it. `eval_every`: the runs' eval cadence in steps (default: the
+    catalog's).
     """
     loader = None if source is None or source.loaded_by_name else source
     configs = [RunConfig(workload=workload, algorithm=algorithm, hparams=dict(hparams),
                          seed=int(seed), study_name=name, trial=i, max_steps=max_steps,
-                         stop_on_target=stop_on_target, execution=execution or ExecutionOptions(),
+                         stop_on_target=stop_on_target, eval_every=eval_every,
+                         execution=execution or ExecutionOptions(),
                          algorithm_source=loader.spec if loader else None,
                          algorithm_sha256=loader.sha256 if loader else None)
                for i, seed in enumerate(seeds)]

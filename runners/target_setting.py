@@ -15,9 +15,18 @@
    that reach the validation target, taken at the eval where that rerun first reached it.
 5. The noise floor: the reruns' times to the validation target (median, interquartile range,
    coefficient of variation) and their reach rate (workbench/noise_floor.py).
-The record (every trial, every rerun, the targets, the noise floor, the hardware and the command)
-is written to `<out_dir>/<workload>.json`; the catalog's targets and noise floors are copied from
-there and a test checks them.
+6. Steps to target: each rerun's first eval step that meets the validation target (within the
+   horizon, at the reruns' eval cadence) and their median over the reruns that reach it,
+   `median_steps_to_target`, which sizes the workload's eval cadence (workbench/catalog.py).
+The record (every trial, every rerun, the targets, the noise floor, the steps to target, the
+hardware and the command) is written to `<out_dir>/<workload>.json`; the catalog's targets and
+noise floors are copied from there and a test checks them.
+
+`measure_steps_to_target` measures the steps to target of an existing record anew, finely: it
+reruns the record's tuned baseline under its reruns' seeds as a study runs them (stopping at the
+targets, within the catalog's budget), evaluating every `eval_every` steps, and writes the median
+and how it was measured into the record; the targets stay as they are
+(benchmarks/steps_to_target.py runs it).
 """
 from __future__ import annotations
 
@@ -27,7 +36,7 @@ import math
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -35,10 +44,11 @@ from workbench import query
 from workbench.catalog import get_workload, plugin_source
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
 from workbench.records import DONE_STATUSES, metric_column
-from workbench.spec import ExecutionOptions, StudySpec, Target
+from workbench.spec import ExecutionOptions, StudySpec, Target, to_plain
 from workbench.store import open_store
 
-__all__ = ["set_targets", "targets_from_reruns", "lenient_round", "DEFAULT_RERUNS",
+__all__ = ["set_targets", "targets_from_reruns", "lenient_round", "median_steps",
+           "steps_measurement", "measure_steps_to_target", "DEFAULT_RERUNS",
            "DEFAULT_REACH_QUANTILE", "DEFAULT_HORIZON"]
 
 DEFAULT_RERUNS = 10
@@ -74,6 +84,25 @@ def lenient_round(value: float, direction: str, decimals: int = 4) -> float:
     return step(value * scale + (1e-9 if direction == "max" else -1e-9)) / scale
 
 
+def median_steps(steps: Sequence[float | None]) -> float | None:
+    """Median steps to target over the reruns that reached it (None or NaN: a miss, left out, as
+    the noise floor leaves out a miss's time); None when none reached it."""
+    hit = [float(s) for s in steps if s is not None and math.isfinite(s)]
+    return statistics.median(hit) if hit else None
+
+
+def steps_measurement(seeds: Sequence[int], steps: Sequence[float | None],
+                      eval_every: Mapping[str, Any], stop: str, **provenance: Any) -> dict:
+    """The record's `steps_to_target` block: each seed's steps to the validation target (None: a
+    miss), their median over the reruns that reached it, and how they were measured (the eval
+    cadence the first hit is read at, what stopped a run, and `provenance`: command, date,
+    hardware, ...)."""
+    steps = [None if s is None or not math.isfinite(s) else int(s) for s in steps]
+    return {"median": median_steps(steps), "runs": len(steps),
+            "reached": sum(s is not None for s in steps), "seeds": [int(x) for x in seeds],
+            "steps": steps, "eval_every": dict(eval_every), "stop": stop, **provenance}
+
+
 def _best(values: pd.Series, direction: str) -> float:
     """Best finite value of a metric column (NaN when it has none)."""
     return float(values.max() if direction == "max" else values.min())
@@ -93,14 +122,17 @@ def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target,
         hit = rows[[probe.reached(v) for v in rows[val]]]
         return None if hit.empty else float(hit.iloc[0][test])
 
-    def time_at(goal: float) -> float | None:
+    def first_hit(goal: float, column: str) -> float | None:
         probe = Target(target.metric, target.direction, goal, math.nan)
         hit = rows[[probe.reached(v) for v in rows[val]]]
-        return None if hit.empty else float(hit.iloc[0]["train_seconds"])
+        return None if hit.empty else float(hit.iloc[0][column])
 
     return {"run_id": run.run_id, "algorithm": run.algorithm, "seed": int(run.seed),
             "hparams": run.hparams, "best_validation": _best(rows[val], target.direction),
-            "train_seconds": float(run.train_seconds), "test_at": test_at, "time_at": time_at}
+            "train_seconds": float(run.train_seconds),
+            "test_at": lambda goal: first_hit(goal, test),
+            "time_at": lambda goal: first_hit(goal, "train_seconds"),
+            "step_at": lambda goal: first_hit(goal, "step")}
 
 
 def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, max_steps: int,
@@ -136,7 +168,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                 reach_quantile: float | None = DEFAULT_REACH_QUANTILE,
                 horizon: float = DEFAULT_HORIZON, out_dir: Path = Path("targets"), store_path: Path = Path("results"),
                 workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
-                reuse_tuning: bool = False, sources: Mapping[str, Any] | None = None) -> dict:
+                reuse_tuning: bool = False, sources: Mapping[str, Any] | None = None,
+                rerun_eval_every: int | None = None) -> dict:
     """Run the target-setting procedure for `workload` and write its record; returns the record.
 
     reach_quantile None: AlgoPerf's median rule; horizon: the share of the step hint within which
@@ -144,15 +177,12 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     trial from the workload's existing record in `out_dir` and only rerun (the tuning is not
     repeated; the record keeps it). sources: {display name: AlgorithmSource} of the algorithms
     that their names alone do not load (runners/algorithms/sources.py); the record names them.
+    rerun_eval_every: the reruns' eval cadence in steps (default: the catalog's), which is the
+    resolution of their times and steps to target.
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
-    if reruns < 2:
-        raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
-    if reach_quantile is not None and not 0 < reach_quantile <= 1:
-        raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
-    if not 0 < horizon <= 1:
-        raise ValueError(f"--horizon must be in (0, 1], got {horizon}")
+    _check_rule(reruns, reach_quantile, horizon)
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
     tag = f"targets-{workload}"
@@ -171,19 +201,19 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     rerun_runs = run_seeds(store, f"{tag}-reruns", workload, best["algorithm"], best["hparams"],
                            range(1, reruns + 1), workers, stop_on_target=False, max_steps=steps,
                            data_dir=data_dir, execution=execution,
-                           source=(sources or {}).get(best["algorithm"]))
+                           source=(sources or {}).get(best["algorithm"]),
+                           eval_every=rerun_eval_every)
     evals = query.evals_frame(store, list(rerun_runs.run_id))
     until = int(horizon * steps)
     rerun = [_summarise(r, evals, spec.target, until) for r in rerun_runs.itertuples()]
+    provenance = _provenance(store, rerun[0]["run_id"])
     record = {**_targets_record(spec, rerun, reach_quantile), "horizon": horizon,
               "horizon_steps": until,
               "algorithms": algorithms, "best_algorithm": best["algorithm"],
               "best_hparams": best["hparams"], "tuning": tuning, "tuning_reused": reuse_tuning,
-              **_sources(workload, sources),
-              "hardware": store.run_doc(rerun[0]["run_id"])["hardware"],
-              "date": dt.date.today().isoformat(),
-              "command": "pacebench " + " ".join(sys.argv[1:])
-              if sys.argv[0].endswith("pacebench") else None}
+              **_sources(workload, sources), **provenance}
+    record["steps_to_target"] = _procedure_steps(spec, record["reruns"], rerun_eval_every,
+                                                 until, provenance)
     out_dir.mkdir(parents=True, exist_ok=True)
     record_path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{workload}: validation {spec.target.metric} target {record['validation_target']} "
@@ -191,6 +221,36 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
           f"{record['test_target']}; noise floor: "
           f"{NoiseFloor.from_dict(record['noise_floor']).describe()} -> {record_path}")
     return record
+
+
+def _provenance(store, run_id: str) -> dict:
+    """Where, when and by what command a record was made (the command: None unless run as
+    `pacebench`)."""
+    return {"hardware": store.run_doc(run_id)["hardware"], "date": dt.date.today().isoformat(),
+            "command": "pacebench " + " ".join(sys.argv[1:])
+            if sys.argv[0].endswith("pacebench") else None}
+
+
+def _check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
+    """ValueError unless the procedure's numbers make sense."""
+    if reruns < 2:
+        raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
+    if reach_quantile is not None and not 0 < reach_quantile <= 1:
+        raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
+    if not 0 < horizon <= 1:
+        raise ValueError(f"--horizon must be in (0, 1], got {horizon}")
+
+
+def _procedure_steps(spec, reruns: list[dict], eval_every: int | None, until: int,
+                     provenance: Mapping[str, Any]) -> dict:
+    """The `steps_to_target` block of the procedure's reruns (public summaries): read at their
+    eval cadence (`eval_every`, else the catalog's), within the horizon (`until` steps)."""
+    cadence = ({"steps": eval_every} if eval_every
+               else {k: v for k, v in to_plain(spec.eval_every).items() if v is not None})
+    return steps_measurement(
+        [r["seed"] for r in reruns], [r["steps_to_target"] for r in reruns], cadence,
+        f"the procedure's reruns ({spec.step_hint} steps, no stop at the targets); evals within "
+        f"the horizon ({until} steps) count", **provenance)
 
 
 def _sources(workload: str, sources: Mapping[str, Any] | None) -> dict:
@@ -238,6 +298,7 @@ def _targets_record(spec, rerun: list[dict], reach_quantile: float | None) -> di
         "noise_floor": floor.to_dict(),
         "reruns": [_public(r, validation_target) for r in rerun],
         "median_time_to_target_s": None if math.isnan(floor.median_s) else floor.median_s,
+        "median_steps_to_target": median_steps([r["step_at"](validation_target) for r in rerun]),
     }
 
 
@@ -247,4 +308,70 @@ def _public(summary: dict, goal: float | None = None) -> dict:
     if goal is not None:
         out["test_at_target"] = summary["test_at"](goal)
         out["time_to_target_s"] = summary["time_at"](goal)
+        step = summary["step_at"](goal)
+        out["steps_to_target"] = None if step is None else int(step)
     return out
+
+
+def measure_steps_to_target(workload: str, out_dir: Path = Path("targets"),
+                            store_path: Path = Path("results/steps-to-target"),
+                            eval_every: int = 1, workers: int = 2, data_dir=None,
+                            execution: ExecutionOptions | None = None,
+                            command: str | None = None) -> dict:
+    """Measure the steps to target of `workload`'s tuned baseline anew and write them into its
+    record `<out_dir>/<workload>.json` (`median_steps_to_target` and the `steps_to_target`
+    block); returns the block. The targets and everything else in the record stay as they are.
+
+    The record's best trial is rerun under its reruns' seeds as study `targets-<workload>-reruns`
+    with the same trial indices (so each run draws the same initialisation and data order as the
+    procedure's rerun of that seed), as a study runs it: stopping once both targets are met,
+    within the catalog's budget, evaluating every `eval_every` steps. A run's steps to target is
+    its first eval step that meets the validation target; a run that never meets it is a miss.
+    """
+    if eval_every < 1:
+        raise ValueError(f"eval_every must be >= 1 step, got {eval_every}")
+    record_path = out_dir / f"{workload}.json"
+    record = json.loads(record_path.read_text())
+    spec = get_workload(workload)
+    if record.get("workload") != workload or not record.get("reruns") \
+            or not record.get("best_algorithm"):
+        raise ValueError(f"{record_path} names no tuned baseline with reruns (a published "
+                         "target?): there is nothing to rerun")
+    algorithm = record["best_algorithm"]
+    seeds = sorted(int(r["seed"]) for r in record["reruns"])
+    from runners.noise_floor import run_seeds
+
+    store = open_store(Path(store_path), create=True)
+    runs = run_seeds(store, f"targets-{workload}-reruns", workload, algorithm,
+                     record["best_hparams"], seeds, workers, stop_on_target=True,
+                     data_dir=data_dir, execution=execution, eval_every=eval_every,
+                     source=_recorded_source(record, algorithm))
+    by_seed = {int(r.seed): (float(r.step_to_target) if r.reached_target else None)
+               for r in runs.itertuples()}
+    unfinished = [s for s in seeds if s not in by_seed]
+    if unfinished:  # a failed run is neither a hit nor a miss: measure again, never guess
+        raise RuntimeError(f"{workload}: the runs of seeds {unfinished} did not finish (see the "
+                           f"store {store_path}); run this again to resume them")
+    block = steps_measurement(
+        seeds, [by_seed.get(s) for s in seeds], {"steps": eval_every},
+        f"as a study: stopped once the validation and test targets were both met, within the "
+        f"catalog's budget ({spec.budget.steps} steps, {spec.budget.seconds:g} training seconds)",
+        algorithm=algorithm, study_name=f"targets-{workload}-reruns",
+        statuses=sorted(set(runs.status)),
+        hardware=store.run_doc(runs.run_id.iloc[0])["hardware"],
+        date=dt.date.today().isoformat(), command=command)
+    record["steps_to_target"] = block
+    record["median_steps_to_target"] = block["median"]
+    record_path.write_text(json.dumps(record, indent=1) + "\n")
+    return block
+
+
+def _recorded_source(record: Mapping[str, Any], algorithm: str) -> Any:
+    """The AlgorithmSource of a record's best algorithm when its name alone does not load it."""
+    spec = (record.get("algorithm_sources") or {}).get(algorithm)
+    if not spec:
+        return None
+    from runners.algorithms import algorithm_names
+    from runners.algorithms.sources import parse_algorithms
+
+    return parse_algorithms([f"{algorithm}={spec}"], algorithm_names())[algorithm]

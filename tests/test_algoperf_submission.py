@@ -191,7 +191,8 @@ def test_workload_facts_come_from_the_catalog():
     assert surface.validation_target_value == spec.target.validation
     assert surface.test_target_value == spec.target.test
     assert surface.max_allowed_runtime_sec == spec.budget.seconds
-    assert surface.eval_period_time_sec == pytest.approx(60.0 * 25 / 800)  # step cadence in s
+    # the step cadence in seconds, at the budget's pace: 60 s x (cadence / 800 steps)
+    assert surface.eval_period_time_sec == pytest.approx(60.0 * spec.eval_every.steps / 800)
     assert surface.num_train_examples > 1000 and surface.metrics_logger is None
     assert surface.has_reached_validation_target({"validation/accuracy": 0.99})
     assert not surface.has_reached_test_target({"test/accuracy": 0.5})
@@ -205,7 +206,8 @@ def test_init_is_off_the_clock_updates_on_it_and_training_complete_stops(tmp_pat
     path = _write(tmp_path, TIMED)
     hparams = {"learning_rate": 0.05, "stop_at": 30}
     algo = AlgoPerfAlgorithm(path, hparams)
-    config = RunConfig("synthetic", algorithm_name(path), hparams=hparams, max_steps=40)
+    config = RunConfig("synthetic", algorithm_name(path), hparams=hparams, max_steps=40,
+                       eval_every=20)
     doc = store.run_doc(run(config, store, algorithm=algo))
     assert doc["status"] == "complete" and doc["steps"] == 30
     assert doc["stop_reason"] == "algorithm requested the end of training"
@@ -214,7 +216,7 @@ def test_init_is_off_the_clock_updates_on_it_and_training_complete_stops(tmp_pat
     seen = algo.module.SEEN
     assert seen["hyperparameters"].learning_rate == 0.05 and seen["hyperparameters"].stop_at == 30
     assert seen["train_state"]["accumulated_submission_time"] > 0  # as of the last eval
-    assert [s for s, _ in seen["eval_results"]] == [20]  # evals every 20 steps (catalog)
+    assert [s for s, _ in seen["eval_results"]] == [20]  # evals every 20 steps
     assert "validation/loss" in seen["eval_results"][0][1]
     train = query.train_frame(store, [doc["run_id"]])
     assert list(train.step) == [5, 10, 15, 20, 25, 30] and train.loss.map(math.isfinite).all()

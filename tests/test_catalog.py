@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.catalog import (CATALOG, PUBLISHED_TARGETS, base_workloads, get_workload,
+from workbench.catalog import (CADENCE_SHARE, CATALOG, PUBLISHED_TARGETS, base_workloads,
+                               cadence_limit, get_workload, median_steps_to_target,
                                noise_floor_of, variants_of)
 
 TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
@@ -51,6 +52,7 @@ def test_target_equals_the_target_setting_record(name):
         assert record["source"] == "published" and record["citation"] == PUBLISHED_TARGETS[name]
         assert "set-targets --workload " + name in record["owed"]
         assert "reruns" not in record and "tuning" not in record
+        assert "median_steps_to_target" in record and record["median_steps_to_target"] is None
     else:
         assert record.get("source", "set-targets") == "set-targets"
         # the reach-quantile rule: >= 10 seeded reruns, of which the recorded share reach it
@@ -62,6 +64,54 @@ def test_target_equals_the_target_setting_record(name):
         assert floor is not None and floor.runs == len(record["reruns"])
         assert floor.reached == len(reached)
         assert floor.median_s == statistics.median(r["time_to_target_s"] for r in reached)
+        _check_steps_to_target(record)
+
+
+def _check_steps_to_target(record: dict) -> None:
+    """A procedure's record holds its median steps to target and how they were measured: the
+    tuned baseline under the reruns' seeds, each seed's first step at the validation target
+    (None: a miss, left out of the median), the eval cadence they were read at, and where,
+    when and by what command."""
+    block = record["steps_to_target"]
+    assert record["median_steps_to_target"] == block["median"] > 0
+    assert block["seeds"] == sorted(r["seed"] for r in record["reruns"])
+    assert len(block["steps"]) == block["runs"] == len(block["seeds"])
+    hits = [s for s in block["steps"] if s is not None]
+    assert block["reached"] == len(hits) >= 1 and all(isinstance(s, int) and s > 0 for s in hits)
+    assert block["median"] == statistics.median(hits)
+    assert set(block["eval_every"]) == {"steps"} and block["eval_every"]["steps"] >= 1
+    for key in ("stop", "hardware", "date", "command"):
+        assert block[key], key
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_eval_cadence_is_in_steps_and_at_most_a_twentieth_of_the_steps_to_target(name):
+    """Evals quantize the time to target: a built-in evaluates every n steps, n at most 1/20 of
+    its tuned baseline's median steps to target (its record's), or of its step hint where no
+    median is measured (a published target)."""
+    w = get_workload(name)
+    record = json.loads((TARGETS_DIR / f"{name}.json").read_text())
+    median = record["median_steps_to_target"]
+    assert w.eval_every.seconds is None and isinstance(w.eval_every.steps, int)
+    assert median_steps_to_target(name) == median
+    assert 1 <= w.eval_every.steps <= (median or w.step_hint) / CADENCE_SHARE
+    assert w.eval_every.steps <= cadence_limit(name)
+    assert (median is None) == (name in PUBLISHED_TARGETS)
+    if w.is_variant:  # a variant keeps its base's cadence unless its own median needs finer
+        base = get_workload(w.base).eval_every.steps
+        assert w.eval_every.steps == base or base > cadence_limit(name), (name, base)
+
+
+def test_cadence_limit_falls_back_to_the_step_hint_without_a_median(monkeypatch):
+    import workbench.catalog as catalog
+
+    monkeypatch.setattr(catalog, "target_record",
+                        lambda name: {"median_steps_to_target": 333.0} if name == "digits_mlp"
+                        else {"median_steps_to_target": None})
+    assert catalog.cadence_limit("digits_mlp") == 16            # 333 / 20 = 16.65
+    assert catalog.cadence_limit("mnist_cnn") == 3000 // 20     # step hint 3000
+    monkeypatch.setattr(catalog, "target_record", lambda name: {"median_steps_to_target": 7})
+    assert catalog.cadence_limit("digits_mlp") == 1             # never below one step
 
 
 def test_every_published_target_names_a_catalog_entry():
@@ -95,3 +145,34 @@ def test_targets_round_towards_the_easy_side():
     assert lenient_round(0.98, "max") == 0.98
     assert lenient_round(1.7931254, "min") == 1.7932
     assert lenient_round(1.7166, "min") == 1.7166
+
+
+def test_the_target_setting_record_holds_the_median_steps_to_target_of_its_reruns():
+    from runners.target_setting import _targets_record, steps_measurement
+
+    spec = get_workload("digits_mlp")  # accuracy, max
+
+    def rerun(seed, best, first_steps):
+        """A rerun summary whose validation value first meets goal g at first_steps[g]."""
+        hit = lambda goal: first_steps.get(goal) if best >= goal else None  # noqa: E731
+        return {"run_id": f"r{seed}", "algorithm": "nadamw", "seed": seed, "hparams": {},
+                "best_validation": best, "train_seconds": 1.0,
+                "test_at": lambda goal: 0.99 if best >= goal else None,
+                "time_at": lambda goal: None if hit(goal) is None else hit(goal) / 100,
+                "step_at": lambda goal: hit(goal)}
+
+    # the 0.9 reach quantile of these bests is 0.97: three reach it, one misses
+    reruns = [rerun(1, 0.98, {0.97: 120.0}), rerun(2, 0.99, {0.97: 90.0}),
+              rerun(3, 0.97, {0.97: 200.0}), rerun(4, 0.50, {})]
+    record = _targets_record(spec, reruns, reach_quantile=0.75)
+    assert record["validation_target"] == 0.97
+    assert [r["steps_to_target"] for r in record["reruns"]] == [120, 90, 200, None]
+    assert record["median_steps_to_target"] == 120.0  # of 90, 120, 200; the miss left out
+    block = steps_measurement([1, 2, 3, 4], [120, 90, 200, None], {"steps": 25}, "reruns",
+                              date="2026-01-01")
+    assert block == {"median": 120.0, "runs": 4, "reached": 3, "seeds": [1, 2, 3, 4],
+                     "steps": [120, 90, 200, None], "eval_every": {"steps": 25},
+                     "stop": "reruns", "date": "2026-01-01"}
+    assert steps_measurement([1, 2], [10, 30], {"steps": 1}, "x")["median"] == 20.0
+    assert steps_measurement([1], [None], {"steps": 1}, "x")["median"] is None
+

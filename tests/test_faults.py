@@ -19,6 +19,7 @@ from runners.launch import run_configs
 from runners.processes import PROCESS_NAME, LaunchOptions
 from workbench import query
 from workbench import records as R
+from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
@@ -221,7 +222,8 @@ def test_four_concurrent_studies_share_one_store(tmp_path):
     per_run = evals.groupby("run_id").size()
     complete = runs[runs.status == "complete"].run_id
     assert len(complete) >= 6  # (a trial whose learning rate is too high may diverge early)
-    assert (per_run.reindex(complete, fill_value=0) == 2).all()  # evals at steps 20 and 40
+    every = get_workload("synthetic").eval_every.steps  # evals at every, 2 every, ..., 40
+    assert (per_run.reindex(complete, fill_value=0) == 40 // every).all()
     assert set(evals.run_id) <= set(runs.run_id)
     print(f"\nconcurrent: 4 studies x {trials} trials into one store: {len(runs)} runs, "
           f"{len(evals)} eval rows, {took:.1f} s")

@@ -13,6 +13,7 @@ from workbench import query
 from runners.api import Algorithm, TrainingComplete
 from runners.loop import run
 from workbench import records as R
+from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
@@ -36,7 +37,8 @@ def test_run_records_evals_train_rows_and_summary(store):
     assert "step budget" in doc["stop_reason"]
     evals = query.evals_frame(store, [run_id])
     assert list(evals.columns[: len(R.EVAL_COLUMNS)]) == list(R.EVAL_COLUMNS)
-    assert list(evals.step) == [20, 40, 60, 80, 100]  # catalog cadence: every 20 steps
+    every = get_workload("synthetic").eval_every.steps  # the catalog's cadence
+    assert list(evals.step) == list(range(every, 101, every))
     for split in R.SPLITS:
         assert f"{split}/loss" in evals.columns
     assert (evals.train_seconds.diff().dropna() > 0).all()
@@ -101,7 +103,8 @@ class _Raises(_StopsAt):
 
 
 def test_algorithm_can_end_training(store):
-    run_id = run(RunConfig("synthetic", "custom"), store, algorithm=_StopsAt({}))
+    # evals every 50 steps: the one at step 7 is the one the stop request adds
+    run_id = run(RunConfig("synthetic", "custom", eval_every=50), store, algorithm=_StopsAt({}))
     doc = store.run_doc(run_id)
     assert doc["status"] == "complete" and doc["steps"] == 7
     assert doc["stop_reason"] == "algorithm requested the end of training"

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from workbench.catalog import get_workload
 from workbench.noise_floor import (NoiseFloor, min_detectable_speedup, noise_floor,
                                    reach_quantile_value)
 
@@ -78,6 +79,13 @@ def test_set_targets_then_reuse_its_tuning_and_measure_the_noise_floor(tmp_path,
     assert floor["runs"] == 3 and floor["reached"] == 3
     times = sorted(r["time_to_target_s"] for r in record["reruns"])
     assert floor["median_s"] == times[1]
+    # steps to target: each rerun's first eval step at the target, read at the catalog's cadence
+    cadence = get_workload("synthetic").eval_every.steps
+    steps = sorted(r["steps_to_target"] for r in record["reruns"])
+    assert all(s % cadence == 0 for s in steps)
+    assert record["median_steps_to_target"] == steps[1] == record["steps_to_target"]["median"]
+    assert record["steps_to_target"]["eval_every"] == {"steps": cadence}
+    assert record["steps_to_target"]["seeds"] == [1, 2, 3]
     saved = json.loads((out / "synthetic.json").read_text())
     assert saved["validation_target"] == record["validation_target"]
     # the median rule on the same reruns (nothing new runs: the reruns are in the store)
@@ -94,3 +102,32 @@ def test_set_targets_then_reuse_its_tuning_and_measure_the_noise_floor(tmp_path,
     assert report["noise_floor"]["runs"] == 3 and len(report["runs"]) == 3
     assert {r["seed"] for r in report["runs"]} == {1000, 1001, 1002}
     assert set(report["min_detectable_speedup"]) == {"1", "3", "5", "10"}
+
+
+@pytest.mark.slow
+def test_measure_steps_to_target_reruns_the_recorded_baseline_finely(tmp_path):
+    """The steps-to-target mode: the record's baseline under its reruns' seeds, stopping at the
+    targets, evaluated every step; the record gains the median and how it was measured, and
+    keeps its targets."""
+    from runners.target_setting import measure_steps_to_target
+    from workbench.catalog import TARGETS_DIR
+
+    measured = ("steps_to_target", "median_steps_to_target")
+    record = {k: v for k, v in json.loads((TARGETS_DIR / "synthetic.json").read_text()).items()
+              if k not in measured}
+    record["reruns"] = record["reruns"][:3]  # seeds 1, 2, 3: enough to take a median
+    (tmp_path / "synthetic.json").write_text(json.dumps(record, indent=1) + "\n")
+    block = measure_steps_to_target("synthetic", tmp_path, tmp_path / "store", eval_every=1,
+                                    command="test")
+    saved = json.loads((tmp_path / "synthetic.json").read_text())
+    assert saved["steps_to_target"] == block and saved["median_steps_to_target"] == block["median"]
+    assert {k: v for k, v in saved.items() if k not in measured} == record
+    assert block["seeds"] == [1, 2, 3] and block["eval_every"] == {"steps": 1}
+    assert block["study_name"] == "targets-synthetic-reruns" and block["algorithm"] == "nadamw"
+    hits = [s for s in block["steps"] if s is not None]
+    assert block["reached"] == len(hits) and block["median"] == sorted(hits)[len(hits) // 2]
+    assert all(0 < s <= get_workload("synthetic").budget.steps for s in hits)
+    published = json.loads((TARGETS_DIR / "mnist_cnn.json").read_text())
+    (tmp_path / "mnist_cnn.json").write_text(json.dumps(published))
+    with pytest.raises(ValueError, match="nothing to rerun"):
+        measure_steps_to_target("mnist_cnn", tmp_path, tmp_path / "store")

@@ -14,6 +14,18 @@ PUBLISHED_TARGETS: the entries whose dataset could not be downloaded where the c
 (shakespeare_char_gpu). Their targets are
 published goals (or the base workload's tuned target), cited there and in their `targets/` record
 (`"source": "published"`), which also names the target-setting command still owed.
+
+Eval cadence: an eval quantizes the time to target (a run is seen to reach its target only at
+the next eval), so each built-in entry evaluates on a step cadence (`EvalCadence(steps=n)`, no
+seconds cadence) of at most 1/CADENCE_SHARE = 1/20 of the median steps its tuned baseline needs
+to reach the target (`median_steps_to_target` of its target record, measured by
+benchmarks/steps_to_target.py), rounded down to the nearest of 1, 2, 5, 10, 25, 50, 100, ...
+(cifar10_resnet keeps one eval per epoch, 88 steps, under its limit). Where no median is measured
+(a published target), at most 1/20 of the step hint (the fallback). A variant keeps its base's
+cadence unless its own median needs a finer one. tests/test_catalog.py checks these rules, and
+`pacebench list --json` shows each cadence as a share of the median (`eval_fraction`). More
+evals cost wall time, not training time (evals are off the clock); the MNIST-1D evals run in
+chunks to stay cheap (runners/workloads/mnist1d.py).
 """
 from __future__ import annotations
 
@@ -26,12 +38,15 @@ from typing import Any
 from workbench.noise_floor import NoiseFloor
 from workbench.spec import Budget, EvalCadence, Target, WorkloadSpec, check_name
 
-__all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "get_workload",
-           "workload_names", "base_workloads", "variants_of", "target_record", "noise_floor_of",
-           "tuned_baseline", "register_plugin", "plugin_source"]
+__all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "CADENCE_SHARE",
+           "get_workload", "workload_names", "base_workloads", "variants_of", "target_record",
+           "noise_floor_of", "tuned_baseline", "median_steps_to_target", "cadence_limit",
+           "register_plugin", "plugin_source"]
 
 # The target-setting records (`pacebench set-targets` writes them; the repository commits them)
 TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
+# A built-in's eval cadence is at most 1/CADENCE_SHARE of its median steps to target (see above)
+CADENCE_SHARE = 20
 
 
 def _variant(base: WorkloadSpec, variant: str, target: Target, description: str,
@@ -48,7 +63,7 @@ DIGITS_MLP = WorkloadSpec(
            "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.9833, test=0.9666),
-    step_hint=800, budget=Budget(seconds=60.0, steps=800), eval_every=EvalCadence(steps=25),
+    step_hint=800, budget=Budget(seconds=60.0, steps=800), eval_every=EvalCadence(steps=5),
     batch_size=64, train_loss_every=5,
     description="2-hidden-layer ReLU MLP on the 8x8 digits; accuracy on 300 held-out images",
 )
@@ -58,7 +73,7 @@ DIGITS_CNN = WorkloadSpec(
            "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.99, test=0.9866),
-    step_hint=800, budget=Budget(seconds=60.0, steps=800), eval_every=EvalCadence(steps=25),
+    step_hint=800, budget=Budget(seconds=60.0, steps=800), eval_every=EvalCadence(steps=5),
     batch_size=64, train_loss_every=5,
     description="2-conv-layer ReLU CNN on the 8x8 digits; accuracy on 300 held-out images",
 )
@@ -70,7 +85,7 @@ MNIST1D_MLP = WorkloadSpec(
            "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.7649, test=0.7613),
-    step_hint=1500, budget=Budget(seconds=60.0, steps=1500), eval_every=EvalCadence(steps=50),
+    step_hint=1500, budget=Budget(seconds=60.0, steps=1500), eval_every=EvalCadence(steps=25),
     batch_size=128, train_loss_every=10,
     description="2x128 ReLU MLP on MNIST-1D; accuracy on 5,000 held-out signals",
 )
@@ -79,7 +94,7 @@ MNIST1D_CNN = WorkloadSpec(
     model={"arch": "cnn", "channels": (32, 32, 32), "activation": "relu", "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.9613, test=0.961),
-    step_hint=2000, budget=Budget(seconds=180.0, steps=2000), eval_every=EvalCadence(steps=100),
+    step_hint=2000, budget=Budget(seconds=180.0, steps=2000), eval_every=EvalCadence(steps=25),
     batch_size=128, train_loss_every=10,
     description="3-layer strided 1-D CNN (32 channels) on MNIST-1D; accuracy on 5,000 signals",
 )
@@ -90,7 +105,7 @@ SHAKESPEARE_CHAR = WorkloadSpec(
            "activation": "gelu", "norm": "pre_ln", "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="loss", direction="min", validation=1.9624, test=2.0174),
-    step_hint=1500, budget=Budget(seconds=300.0, steps=1500), eval_every=EvalCadence(steps=100),
+    step_hint=1500, budget=Budget(seconds=300.0, steps=1500), eval_every=EvalCadence(steps=25),
     batch_size=32, train_loss_every=10,
     description="2-layer, 64-wide GPT on characters of tiny-Shakespeare; cross-entropy in nats",
 )
@@ -101,7 +116,7 @@ MNIST_CNN = WorkloadSpec(
     model={"arch": "simple_cnn", "channels": (32, 64), "activation": "relu", "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.99, test=0.99),
-    step_hint=3000, budget=Budget(seconds=600.0, steps=6000), eval_every=EvalCadence(steps=200),
+    step_hint=3000, budget=Budget(seconds=600.0, steps=6000), eval_every=EvalCadence(steps=100),
     batch_size=128, train_loss_every=20,
     description="Simple CNN (conv5x5 32, conv5x5 64, max pools, linear) on MNIST",
 )
@@ -118,6 +133,7 @@ CIFAR10_RESNET = WorkloadSpec(
            "norm": "batchnorm", "augment": "flip_crop", "logit_scale": 0.125, "init_scale": 1.0},
     loss="softmax_cross_entropy",
     target=Target(metric="accuracy", direction="max", validation=0.94, test=0.94),
+    # one eval per epoch (45,000 / 512 = 88 steps): under the limit of step hint / 20 = 105
     step_hint=2110, budget=Budget(seconds=600.0, steps=2640), eval_every=EvalCadence(steps=88),
     batch_size=512, train_loss_every=10,
     description="ResNet-9 (speed-record style) on CIFAR-10; DAWNBench's 94% test accuracy",
@@ -129,7 +145,7 @@ SYNTHETIC = WorkloadSpec(
            "init_scale": 1.0},
     loss="mean_squared_error",
     target=Target(metric="loss", direction="min", validation=0.0731, test=0.0839),
-    step_hint=400, budget=Budget(seconds=30.0, steps=400), eval_every=EvalCadence(steps=20),
+    step_hint=400, budget=Budget(seconds=30.0, steps=400), eval_every=EvalCadence(steps=5),
     batch_size=32, train_loss_every=5,
     description="MLP regressing a fixed random teacher network plus noise (no data files)",
 )
@@ -143,8 +159,10 @@ _ENTRIES = [
     DIGITS_CNN,
     _variant(DIGITS_CNN, "tanh", Target("accuracy", "max", 0.9733, 0.9733),
              "digits_cnn with tanh activations", activation="tanh"),
-    _variant(DIGITS_CNN, "wide", Target("accuracy", "max", 0.9866, 0.9866),
-             "digits_cnn with twice the channels", channels=(32, 64)),
+    # its baseline needs fewer steps (median 97) than the base's 5-step cadence allows
+    replace(_variant(DIGITS_CNN, "wide", Target("accuracy", "max", 0.9866, 0.9866),
+                     "digits_cnn with twice the channels", channels=(32, 64)),
+            eval_every=EvalCadence(steps=2)),
     MNIST1D_MLP,
     _variant(MNIST1D_MLP, "tanh", Target("accuracy", "max", 0.7178, 0.7099),
              "mnist1d_mlp with tanh activations", activation="tanh"),
@@ -163,8 +181,9 @@ _ENTRIES = [
     replace(_variant(SHAKESPEARE_CHAR, "gpu", Target("loss", "min", 1.8329, 1.9009),
                      "shakespeare_char at GPU size: 8 layers, 512 wide, 256-character context",
                      n_layer=8, n_head=8, n_embd=512, block_size=256),
-            step_hint=3000, budget=Budget(seconds=900.0, steps=5000),
-            eval_every=EvalCadence(steps=250), batch_size=128, train_loss_every=50),
+            # the base's cadence (25 steps) is under step hint / 20 = 150: no median measured
+            step_hint=3000, budget=Budget(seconds=900.0, steps=5000), batch_size=128,
+            train_loss_every=50),
     MNIST_CNN,
     _variant(MNIST_CNN, "tanh", MNIST_CNN.target, "mnist_cnn with tanh activations",
              activation="tanh"),
@@ -308,3 +327,20 @@ def tuned_baseline(name: str) -> tuple[str, dict[str, Any]] | None:
                                                                     dict):
         return record["best_algorithm"], record["best_hparams"]
     return None
+
+
+def median_steps_to_target(name: str) -> float | None:
+    """The median steps to target of `name`'s tuned baseline over its reruns that reached it
+    (its target record's `median_steps_to_target`), or None: not measured (a published target,
+    a workload that is not in the catalog)."""
+    value = (target_record(name) or {}).get("median_steps_to_target")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None  # absent, null or hand-edited into nonsense: not measured
+    return float(value)
+
+
+def cadence_limit(name: str) -> int:
+    """The coarsest step cadence the catalog allows `name` (see the module doc): 1/CADENCE_SHARE
+    of its median steps to target, or of its step hint where no median is measured; at least 1."""
+    steps = median_steps_to_target(name) or get_workload(name).step_hint
+    return max(1, int(steps // CADENCE_SHARE))

@@ -15,11 +15,18 @@ from runners.data.mnist1d import load_mnist1d_splits
 from runners.workloads.common import ArrayClassifier, activation, knob, mlp
 from workbench.spec import WorkloadSpec
 
-__all__ = ["Mnist1dWorkload", "mnist1d_cnn", "SIGNAL_LENGTH", "TRAIN_EVAL_SIZE"]
+__all__ = ["Mnist1dWorkload", "mnist1d_cnn", "SIGNAL_LENGTH", "TRAIN_EVAL_SIZE",
+           "EVAL_BATCH_SIZE"]
 
 NUM_CLASSES = 10
 SIGNAL_LENGTH = 40
-TRAIN_EVAL_SIZE = 5_000  # the "train" eval split: the first 5,000 signals of the train split
+# The "train" eval split: the first 1,000 signals of the train split. It only tracks the training
+# loss; the targets are on validation and test, which keep all 5,000 signals each.
+TRAIN_EVAL_SIZE = 1_000
+# Signals per forward pass in evals: chunks of 1,000 keep the activations in cache, so a
+# 5,000-signal split takes 12 ms through mnist1d_cnn instead of 28 ms whole (1 thread), with
+# bit-identical metrics (per-signal logits do not depend on the chunk)
+EVAL_BATCH_SIZE = 1_000
 
 
 def mnist1d_cnn(channels: tuple[int, int, int], act: str) -> nn.Module:
@@ -40,6 +47,8 @@ def mnist1d_cnn(channels: tuple[int, int, int], act: str) -> nn.Module:
 
 class Mnist1dWorkload(ArrayClassifier):
     """mnist1d_mlp / mnist1d_cnn and their variants: all 20,000 signals preloaded on the device."""
+
+    eval_batch_size = EVAL_BATCH_SIZE
 
     def __init__(self, spec: WorkloadSpec, device: torch.device,
                  data_dir: str | Path | None = None) -> None:

@@ -47,7 +47,7 @@ from runners.scheduler import Scheduler, StudyResult
 from runners.worker import run_job
 from workbench.catalog import get_workload
 from workbench.run_index import refresh_index
-from workbench.spec import RunConfig, StudySpec, stable_hash
+from workbench.spec import RunConfig, StudySpec, stable_hash, to_plain
 from workbench.store import Store
 
 __all__ = ["plan_study", "launch_order", "run_study", "run_configs", "StudyResult",
@@ -101,7 +101,8 @@ def plan_study(spec: StudySpec,
             draw_seed = int(stable_hash([spec.name, algorithm], 8), 16)
             points = study_trials(space, spec.studies, spec.trials, draw_seed)
         else:
-            points = [[{}] for _ in range(spec.studies)]
+            space, points = None, [[{}] for _ in range(spec.studies)]
+        design = _design(spec, space)
         for workload in spec.workloads:
             for study, trials in enumerate(points):
                 for trial, hparams in enumerate(trials):
@@ -113,8 +114,17 @@ def plan_study(spec: StudySpec,
                             study_name=spec.name, ruleset=spec.ruleset, study=study, trial=trial,
                             batch_size=spec.batch_size, max_steps=spec.max_steps,
                             budget_multiplier=spec.budget_multiplier,
-                            stop_on_target=spec.stop_on_target, execution=spec.execution))
+                            stop_on_target=spec.stop_on_target, execution=spec.execution,
+                            design=design))
     return with_workload_source(configs)
+
+
+def _design(spec: StudySpec, space) -> str:
+    """What makes one algorithm's studies of two names poolable (workbench/scope.py): its
+    trials per study, its search space (None: self-tuning's defaults), every execution option
+    and the step cap, batch size and stop rule of its runs, hashed."""
+    return stable_hash([spec.ruleset, spec.trials_per_study, repr(space), to_plain(spec.execution),
+                        spec.max_steps, spec.batch_size, spec.stop_on_target], 12)
 
 
 _BLOCK = ("workload", "study", "trial", "seed")  # a block: one place, one trial per algorithm

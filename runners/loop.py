@@ -109,10 +109,12 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
 
 
 def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
-                 machine: Mapping[str, float | None] | None = None) -> dict:
+                 machine: Mapping[str, float | None] | None = None,
+                 launched_by: str | None = None) -> dict:
     """The run's identity, config and environment, as written to run.json when it starts:
     `launch_order` its place in its study's launch order, `machine` the machine's reading
-    before the clock (runners/machine.py)."""
+    before the clock (runners/machine.py), `launched_by` what started it (records.py; default:
+    "study" when it has a launch order)."""
     c, s, threads = p.config, p.spec, p.config.execution.threads
     return {
         **run_identity(c, s),
@@ -124,6 +126,8 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "algorithm_source": p.algorithm.provenance() or None,
         "launch_position": (launch_order or {}).get("position"),
         "launch_order": dict(launch_order) if launch_order else None,
+        "launched_by": launched_by or ("study" if launch_order else None),
+        "design": c.design,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,
         **p.accelerator.document(),
@@ -159,14 +163,15 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
         should_stop: Callable[[dict], str | None] | None = None,
         measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None,
         parallel: "DataParallel | None" = None, checkpoint: "Checkpoint | None" = None,
-        launch_order: Mapping[str, int] | None = None) -> str:
+        launch_order: Mapping[str, int] | None = None, launched_by: str | None = None) -> str:
     """Train one run to a stop condition, recording it in `store`; returns its run_id.
 
     `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
     `parallel`: this rank of a data-parallel run (runners/distributed.py): its clock reads the
     same time on every rank and logged losses are averaged over ranks. `checkpoint`
     (runners/checkpoint.py): resume a preempted attempt's state, and save it now and then.
-    `launch_order`: the run's place in its study's launch order (runners/launch.py), recorded.
+    `launch_order`: the run's place in its study's launch order (runners/launch.py), recorded;
+    `launched_by`: what started the run ("run": `pacebench run`; records.py), recorded.
     """
     monitor = MachineMonitor()  # other processes' CPU use is read from here on
     try:
@@ -182,7 +187,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
     val_col, test_col = (metric_column(s, target.metric) for s in ("validation", "test"))
     started = monitor.reading(p.device)  # the machine's speed before the clock
 
-    with store.new_run(run_document(p, launch_order, started)) as writer:
+    with store.new_run(run_document(p, launch_order, started, launched_by)) as writer:
         # --- the clock starts here; `last` is the end of the last timed interval
         clock = parallel.clock(p.device) if parallel else DeviceClock(p.device)
         p.accelerator.start()

@@ -87,7 +87,8 @@ class StallRule:
             return None
         if used - self.best_used >= NO_PROGRESS - 1e-9 and self.since_best >= FLAT_EVALS:
             bests = ", ".join(f"{c.partition('/')[2]} {v:.6g}" for c, v in self.best.items())
-            return (f"stalled: no new best of the validation {self.target.metric} or loss "
+            what = self.target.metric + ("" if self.target.metric == "loss" else " or loss")
+            return (f"stalled: no new best of the validation {what} "
                     f"(best {bests}) for {self.since_best} evals, "
                     f"{100 * (used - self.best_used):.0f} % of the budget (step {row['step']})")
         if len(self.flat) >= FLAT_EVALS and used - self.flat[0][0] >= FLAT_SPAN - 1e-9:

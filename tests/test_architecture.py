@@ -182,9 +182,21 @@ def test_only_the_store_names_its_files_and_folders():
 
 
 def test_the_files_that_did_several_jobs_are_short():
-    for path in ("workbench/views/selection.py", "runners/launch.py", "runners/cli.py"):
+    paths = ["workbench/views/selection.py", "runners/launch.py",
+             *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "runners/cli").glob("*.py")))]
+    assert len(paths) > 4  # the command line's modules are found
+    for path in paths:
         lines = len((ROOT / path).read_text().splitlines())
         assert lines < LONG_FILE, f"{path} has {lines} lines"
+
+
+def test_no_analysis_is_computed_on_the_training_side():
+    """The analysis commands print what workbench.results returns: no module of runners uses
+    the scoring, comparison or budget functions itself."""
+    analysis = {"workbench.scoring", "workbench.compare", "workbench.budget", "workbench.cubes"}
+    users = sorted(name for name, targets in GRAPH.items()
+                   if name.startswith("runners.cli") and targets & analysis)
+    assert users == []
 
 
 def test_no_function_is_longer_than_sixty_lines():

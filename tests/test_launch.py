@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import commands
+from runners.cli import training
 from runners.cli import build_parser, main
 from runners.launch import (StudyChangedError, StudyExistsError, launch_order, plan_study,
                             run_study)
@@ -167,7 +167,7 @@ def test_both_start_methods_run_a_study(tmp_path):
 def test_old_flags_still_work_and_say_what_replaces_them(capsys):
     args = build_parser().parse_args(["study", "--workloads", "synthetic", "--algorithms",
                                       "adamw", "--prune", "lcga"])
-    assert args.early_stop == "lcga" and args.func is not commands.scale
+    assert args.early_stop == "lcga" and args.func is not training.scale
     assert "--prune is deprecated" in capsys.readouterr().err
     assert main(["study", "--workloads", "digits_mlp", "--kind", "scaling", "--algorithms",
                  "sgd_nesterov"]) == 2

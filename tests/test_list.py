@@ -1,4 +1,4 @@
-"""`pacebench list`: the text listing, the README's table and `--json` (runners/commands.py)."""
+"""`pacebench list`: the text listing, the README's table and `--json` (runners/cli/catalog.py)."""
 from __future__ import annotations
 
 import json

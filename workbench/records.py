@@ -33,7 +33,7 @@ __all__ = [
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
-    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "MACHINE_COLUMNS", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "MACHINE_COLUMNS", "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary",
 ]
@@ -118,8 +118,18 @@ RUN_COLUMNS = (
     "wall_to_target", "eval_index_to_target", "best_validation", "inference_seconds",
     "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
     "compile_seconds", "compile_cache", "probe_seconds", "launch_position", "stalled_at_step",
-    "started_at", "ended_at", "error",
+    "launched_by", "design", "started_at", "ended_at", "error",
 )
+
+# Top-level run-document fields of where a run came from (schema 3; null in older documents):
+#   "launched_by": "study" (a launcher: study, noise, set-targets, scale; their runs carry a
+#       launch order) | "run" (`pacebench run`: an ad-hoc run) | null (a library call, an import)
+#   "design": RunConfig.design, the hash of its study's design for its algorithm (trials per study,
+#       search space, execution options); workbench/scope.py pools two study names' runs of one
+#       algorithm only when their designs match
+# A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
+# AD_HOC_NAME (the name `pacebench run` gave its runs before).
+AD_HOC_NAME = "adhoc"
 
 # Top-level run-document fields of how a run was timed (schema 3; null in older documents and in
 # imported logs, which do not measure them). The first five are also run-table columns.

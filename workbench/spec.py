@@ -255,6 +255,10 @@ class RunConfig:
     algorithm_sha256: str | None = None     # (runners/algorithms/sources.py), and its file's hash
     workload_source: str | None = None      # the factory of a plug-in workload (runners/
     workload_sha256: str | None = None      # plugins.py), and its file's hash
+    design: str | None = None               # the study's design for this algorithm (trials per
+                                            # study, search space, execution options), hashed by
+                                            # runners.launch.plan_study: studies of two names
+                                            # pool only when it matches (not the trial's identity)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))

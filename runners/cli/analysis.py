@@ -1,0 +1,147 @@
+"""`pacebench score`, `compare`, `budget`, `rank` and `import-algoperf`: the analysis commands.
+
+Each prints what workbench.results.Results returns (`--json`: the same dict as the API); no
+analysis is computed here. They load neither torch nor the dashboard's libraries.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from runners.cli.common import scope_flags, scope_options, store_flag, store_path
+from runners.cli_types import csv as _csv, floats as _floats
+
+__all__ = ["add", "score", "compare", "budget", "rank", "import_algoperf"]
+
+
+def add(sub) -> None:
+    """The group's parsers."""
+    p = sub.add_parser("score", help="AlgoPerf scores, times to target and speedups of a store")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--csv", action="store_true", help="one row per algorithm, for spreadsheets")
+    p.add_argument("--reference", help="algorithm the speedups are measured against (default: "
+                                       "baseline when present, else the top scorer)")
+    scope_flags(p)
+    store_flag(p)
+    p.set_defaults(func=score)
+
+    p = sub.add_parser("compare", help="A against B: speedup with an interval, a test, a verdict")
+    p.add_argument("--algorithms", type=_csv, required=True, help="A,B")
+    p.add_argument("--workloads", type=_csv, help="default: the scored workloads")
+    p.add_argument("--confidence", type=float, default=0.95, help="of intervals and verdict")
+    p.add_argument("--detect", type=float, default=1.25, help="speedup to size studies for")
+    p.add_argument("--json", action="store_true")
+    scope_flags(p)
+    store_flag(p)
+    p.set_defaults(func=compare)
+
+    p = sub.add_parser("budget", help="tuning-budget curves: results with k of the trials")
+    p.add_argument("--json", action="store_true")
+    scope_flags(p)
+    store_flag(p)
+    p.set_defaults(func=budget)
+
+    p = sub.add_parser("rank", help="early ranking: how well TSE/LCGA estimators rank a study's runs")
+    p.add_argument("--study", help="study name (default: every study in the store)")
+    p.add_argument("--fractions", type=_floats, default=[0.05, 0.1, 0.2, 0.5],
+                   help="budget fractions (default 0.05,0.1,0.2,0.5)")
+    store_flag(p)
+    p.set_defaults(func=rank)
+
+    p = sub.add_parser("import-algoperf", help="import AlgoPerf scoring logs into a store")
+    p.add_argument("logdir", help="folder holding <submission>/study_<k>/<workload>_<fw>/trial_<i>/")
+    p.add_argument("--targets", required=True,
+                   help="AlgoPerf targets file, e.g. workload_targets_v05.json")
+    p.add_argument("--ruleset", choices=("external", "self"),
+                   help="default: from an external_tuning / self_tuning folder in the path")
+    store_flag(p)
+    p.set_defaults(func=import_algoperf)
+
+
+def _results(args: argparse.Namespace):
+    """workbench.results.Results of the --store (StoreError when it is not one)."""
+    from workbench.results import Results
+    from workbench.store import open_store
+
+    return Results(open_store(store_path(args)))
+
+
+def score(args: argparse.Namespace) -> int:
+    """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store."""
+    from workbench.results import dumps
+
+    result = _results(args).score_result(args.reference, **scope_options(args))
+    if args.json:
+        print(dumps(result.to_json()))
+    elif args.csv:
+        print(result.csv(), end="")
+    else:
+        print(result.text())
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """`pacebench compare`: algorithm A against B, with intervals, a test and a verdict, and the
+    verdict by steps."""
+    from workbench.results import dumps
+
+    if len(args.algorithms) != 2:
+        raise ValueError(f"--algorithms takes exactly two names, A,B; got {len(args.algorithms)}"
+                         f": {','.join(args.algorithms)}")
+    result = _results(args).compare_result(*args.algorithms, workloads=args.workloads,
+                                           confidence=args.confidence, detect=args.detect,
+                                           **scope_options(args))
+    print(dumps(result.to_json()) if args.json else result.text())
+    return 0
+
+
+def budget(args: argparse.Namespace) -> int:
+    """`pacebench budget`: tuning-budget curves from the trials of a store."""
+    from workbench.results import dumps
+
+    result = _results(args).budget_result(**scope_options(args))
+    print(dumps(result.to_json()) if args.json else result.text())
+    return 0
+
+
+def rank(args: argparse.Namespace) -> int:
+    """`pacebench rank`: Spearman/Kendall of each early estimator vs the final validation metric,
+    per budget fraction, for each (study, workload, algorithm) with enough complete runs; plus
+    the compute the early-stopping tuner saved."""
+    from workbench import query
+    from workbench.early_stopping import ranking_tables, study_summary
+    from workbench.store import open_store
+
+    store = open_store(store_path(args))
+    runs = query.runs_frame(store)
+    if args.study:
+        runs = runs[runs.study_name == args.study]
+    fractions = tuple(float(f) for f in args.fractions)
+    for (name, workload, algorithm), table in ranking_tables(store, runs, fractions).items():
+        print(f"\n{name}: {workload} / {algorithm}")
+        for stat in ("spearman", "kendall"):
+            print(f"{stat}:\n" + table.pivot(index="estimator", columns="fraction",
+                                             values=stat).round(3).to_string())
+    for name in sorted(runs.study_name.unique()):
+        for g in study_summary(store, name, runs)["groups"]:
+            if g["pruned_trials"]:
+                print(f"\nearly stopping in {name} ({g['workload']} / {g['algorithm']}): "
+                      f"{len(g['pruned_trials'])} trials stopped early, "
+                      f"{g['saved_train_seconds']:.1f} training s saved of "
+                      f"{g['saved_train_seconds'] + g['spent_train_seconds']:.1f} "
+                      f"({100 * g['saved_fraction_seconds']:.0f} %); best trial "
+                      f"{(g['best'] or {}).get('trial')}")
+    return 0
+
+def import_algoperf(args: argparse.Namespace) -> int:
+    """`pacebench import-algoperf`: AlgoPerf scoring logs into a store."""
+    from workbench.importers.algoperf import import_algoperf as do_import
+
+    report_ = do_import(args.logdir, store_path(args), args.targets, ruleset=args.ruleset)
+    print(f"{report_.summary()} into {store_path(args)}")
+    if report_.unscored():
+        print(report_.unscored())
+    for problem in report_.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    return 1 if report_.problems else 0

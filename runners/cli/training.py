@@ -1,0 +1,245 @@
+"""`pacebench run`, `study` and `scale`: the commands that train."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from runners.cli.common import (ALGORITHM_HELP, WORKLOAD_HELP, algoperf_flags, algorithm_sources,
+                                execution_options, first_trial, launch_and_report, launch_flags,
+                                launch_options, one_workload, scaling_flags, search_spaces,
+                                store_path, submission_name, training_flags,
+                                workload_names)
+from runners.cli_types import Deprecated as _Deprecated, csv as _csv
+from runners.cli_types import hparams as _hparams, ints as _ints
+
+__all__ = ["add", "run", "study", "scale", "ad_hoc_trial"]
+
+
+def add(sub) -> None:
+    """The group's parsers."""
+    _add_run(sub)
+    _add_study(sub)
+    _add_scale(sub)
+
+def _add_run(sub) -> None:
+    p = sub.add_parser("run", help="train one run and record it")
+    p.add_argument("--workload", required=True, help=WORKLOAD_HELP)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--algorithm", help=ALGORITHM_HELP)
+    algoperf_flags(p, run=True, which=which)
+    p.add_argument("--hparams", type=_hparams, default={}, help="JSON object or @file.json")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--name", default="adhoc", help="study name the run is filed under")
+    training_flags(p)
+    p.set_defaults(func=run)
+
+def _add_study(sub) -> None:
+    p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
+    p.add_argument("--workloads", type=_csv, required=True, help=WORKLOAD_HELP)
+    p.add_argument("--algorithms", type=_csv, help=ALGORITHM_HELP)
+    p.add_argument("--search-space", action="append", default=[], metavar="NAME=SPACE.json",
+                   help="an algorithm's search space (AlgoPerf's JSON format) instead of its "
+                        "own; repeatable")
+    algoperf_flags(p, run=False)
+    p.add_argument("--ruleset", choices=("external", "self"), default="external")
+    p.add_argument("--studies", type=int, default=1)
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--seeds", type=_ints, default=[0])
+    p.add_argument("--name", default="study", help="study name (resume matches on it)")
+    p.add_argument("--no-stop-on-target", action="store_true",
+                   help="train every run to its budget (full curves) even after its targets")
+    p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
+                   help="early-stopping tuner: successive halving at 1/9 and 1/3 of the step "
+                        "budget, trials ranked by this estimator (default none)")
+    p.add_argument("--prune", dest="early_stop", choices=("none", "lcga", "tse"),
+                   action=_Deprecated, instead="--early-stop", help=argparse.SUPPRESS)
+    p.add_argument("--eta", type=int, default=3, help="--early-stop keeps the best 1/eta at a rung")
+    p.add_argument("--kind", choices=("tuning", "scaling"), default="tuning",
+                   action=_Deprecated, instead="`pacebench scale` for a scaling study",
+                   help=argparse.SUPPRESS)
+    scaling_flags(p, required=False)  # --kind scaling only (deprecated)
+    launch_flags(p)
+    training_flags(p)
+    p.set_defaults(func=_study_or_scale)
+
+def _add_scale(sub) -> None:
+    p = sub.add_parser("scale", help="a batch-size (and sparsity) scaling study: steps to a "
+                                     "goal per batch size")
+    p.add_argument("--workloads", type=_csv, required=True, help=WORKLOAD_HELP)
+    p.add_argument("--algorithms", type=_csv, required=True,
+                   help="each needs <algorithm>_scaling.json beside its search space")
+    p.add_argument("--trials", type=int, default=5, help="quasirandom points per cell")
+    p.add_argument("--name", default="scaling", help="study name (resume matches on it)")
+    scaling_flags(p, required=True)
+    launch_flags(p, faults=False)
+    training_flags(p)
+    p.set_defaults(func=scale)
+
+def _study_or_scale(args: argparse.Namespace) -> int:
+    """`study`, or `scale` under its old spelling `study --kind scaling`."""
+    if args.kind != "scaling":
+        return study(args)
+    if not args.algorithms:
+        raise ValueError("a scaling study needs --algorithms")
+    if not args.batch_sizes:
+        raise ValueError("a scaling study needs --batch-sizes, e.g. 8,16,32,64")
+    from runners.processes import LaunchOptions
+
+    if launch_options(args) != LaunchOptions():
+        raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
+                         "--trial-timeout and --checkpoint-every apply to tuning studies only")
+    return scale(args)
+
+def run(args: argparse.Namespace) -> int:
+    """`pacebench run`: train one run and record it."""
+    from runners.algorithms import get_algorithm
+    from runners.loop import run as train
+    from workbench.catalog import get_workload
+    from workbench.records import DONE_STATUSES
+    from workbench.spec import RunConfig
+    from workbench.store import open_store
+
+    from runners.algorithms import algorithm_names
+    from runners.algorithms.sources import parse_algorithm
+    from runners.plugins import with_workload_source
+
+    submission = submission_name(args)
+    source = None if submission else parse_algorithm(args.algorithm, algorithm_names())
+    loader = None if source is None or source.loaded_by_name else source
+    algorithm = submission or source.name
+    hparams, space = args.hparams, args.tuning_search_space
+    if submission and not space:  # AlgoPerf's convention: the search space beside the submission
+        beside = Path(args.algoperf_submission).parent / "tuning_search_space.json"
+        space = str(beside) if beside.is_file() else None
+    if space and not hparams:
+        hparams = first_trial(space, args.name, algorithm)
+        print(f"hyperparameters drawn from {space}: {json.dumps(hparams)}")
+    config = RunConfig(workload=one_workload(args.workload), algorithm=algorithm,
+                       hparams=hparams,
+                       seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps,
+                       study_name=args.name, execution=execution_options(args),
+                       algorithm_source=loader.spec if loader else None,
+                       algorithm_sha256=loader.sha256 if loader else None)
+    config = with_workload_source([config])[0]  # a plug-in workload: the run records it
+    get_workload(config.workload)  # an unknown name is an error naming the known ones,
+    if not submission:             # before anything is written
+        get_algorithm(config.algorithm, config.hparams, config.algorithm_source,
+                      config.algorithm_sha256)
+    store = open_store(store_path(args), create=True)
+    config = ad_hoc_trial(store, config)
+
+    def show(row: dict) -> None:
+        metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
+        print(f"step {row['step']:>6}  train {row['train_seconds']:8.2f}s  {metrics}", flush=True)
+
+    try:
+        run_id = train(config, store, data_dir=args.data_dir,
+                       on_eval=None if args.quiet else show, launched_by="run")
+    except (Exception, KeyboardInterrupt):  # recorded in the store as failed / interrupted
+        if os.environ.get("PACEBENCH_DEBUG"):
+            raise
+        attempts = store.attempts(config.trial_key)
+        doc = max(attempts, key=lambda d: d.get("started_at") or "") if attempts else None
+        if doc is None or doc.get("status") not in ("failed", "interrupted"):
+            raise  # not a training failure: the CLI reports it
+        print(f"run {doc['run_id']}: {doc['status']} ({doc.get('stop_reason')}) in store "
+              f"{store.root}; its run document holds the traceback", file=sys.stderr)
+        return 1
+    doc = store.run_doc(run_id)
+    print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")
+    print(_target_line(store, run_id))
+    return 0 if doc["status"] in DONE_STATUSES else 1  # finished, target met or not
+
+def ad_hoc_trial(store, config):
+    """`config` as the next trial of its ad-hoc study in `store`: the trial of a recorded run
+    with the same identity but the trial number (the run is a new attempt of it), else the next
+    free trial number, so that no two ad-hoc runs share a place. ValueError when the name is a
+    study's (launched by `pacebench study`, ...): an ad-hoc run cannot join it."""
+    from dataclasses import replace
+
+    from workbench.records import AD_HOC_NAME
+    from workbench.spec import RunConfig
+
+    name, trials, same = config.study_name, set(), None
+    key = replace(config, trial=0).trial_key
+    for doc in store.documents(study_name=name):
+        by = doc.get("launched_by")
+        if by != "run" and not (by is None and name == AD_HOC_NAME):
+            raise ValueError(f"--name {name}: the store's runs named {name!r} are a study's "
+                             f"(launched by `pacebench {by or 'study'}`); an ad-hoc run cannot "
+                             f"join it: give another --name (default {AD_HOC_NAME})")
+        try:
+            recorded = RunConfig.from_dict(doc["config"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        trials.add(recorded.trial)
+        if same is None and replace(recorded, trial=0).trial_key == key:
+            same = recorded.trial
+    trial = same if same is not None else (max(trials) + 1 if trials else 0)
+    return replace(config, trial=trial)
+
+def _target_line(store, run_id: str) -> str:
+    """Whether a run met its validation target, and when (its first eval that did)."""
+    from workbench import query
+
+    runs = query.runs_frame(store)
+    row = runs[runs["run_id"] == run_id]
+    if row.empty:
+        return "target: unknown (the run's record cannot be read)"
+    r = row.iloc[0]
+    sign = ">=" if r.target_direction == "max" else "<="
+    goal = f"validation {r.target_metric} {sign} {r.target_validation:g}"
+    if r.reached_target:
+        return (f"target met: {goal} at step {int(r.step_to_target)}, "
+                f"{r.time_to_target:.2f} training s")
+    return f"target not met: {goal} (best {r.best_validation:.4g})"
+
+def study(args: argparse.Namespace) -> int:
+    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset."""
+    from runners.launch import run_study
+    from workbench.spec import StudySpec
+    from workbench.store import open_store
+
+    submission = submission_name(args)
+    store = open_store(store_path(args), create=True)
+    sources = algorithm_sources(args.algorithms or [], store)
+    algorithms = [*sources, *([submission] if submission else [])]
+    if not algorithms:
+        raise ValueError("give --algorithms, --algoperf-submission, or both")
+    spaces = search_spaces(args.search_space, algorithms)
+    if args.tuning_search_space:
+        spaces[submission] = args.tuning_search_space
+    spec = StudySpec(workloads=workload_names(args.workloads), algorithms=algorithms,
+                     ruleset=args.ruleset,
+                     studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
+                     name=args.name, max_steps=args.max_steps,
+                     stop_on_target=not args.no_stop_on_target,
+                     execution=execution_options(args))
+    options = launch_options(args)
+    return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
+                                     data_dir=args.data_dir, progress=not args.quiet,
+                                     search_spaces=spaces, early_stop=args.early_stop,
+                                     eta=args.eta, options=options, sources=sources),
+                   f"store: {store.root}   score it: pacebench score --store {store.root}")
+
+def scale(args: argparse.Namespace) -> int:
+    """`pacebench scale`: steps-to-result per batch size and sparsity (runners/scaling_study)."""
+    from runners.scaling_study import run_scaling
+    from workbench.spec import ScalingSpec
+    from workbench.store import open_store
+
+    spec = ScalingSpec(workloads=workload_names(args.workloads), algorithms=args.algorithms,
+                       batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
+                       prune_method=args.prune_method, trials=args.trials, goal=args.goal,
+                       max_steps=args.max_steps or ScalingSpec.max_steps,
+                       eval_every=args.eval_every, noise_every=args.noise_every,
+                       lr_scaling=args.lr_scaling, name=args.name,
+                       execution=execution_options(args))
+    store = open_store(store_path(args), create=True)
+    return launch_and_report(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
+                                       data_dir=args.data_dir, progress=not args.quiet),
+                   f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")

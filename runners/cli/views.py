@@ -1,0 +1,67 @@
+"""`pacebench report` and `serve`: the HTML report and the dashboard over a store."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from runners.cli.common import store_flag, store_path
+from runners.cli_types import csv as _csv
+
+__all__ = ["add", "report", "serve"]
+
+
+def add(sub) -> None:
+    """The group's parsers."""
+    p = sub.add_parser("report", help="write a self-contained HTML report (and figures)")
+    p.add_argument("--out", required=True, help="the HTML file to write")
+    p.add_argument("--title")
+    p.add_argument("--rulesets", help="show only these tuning rulesets, comma-separated")
+    p.add_argument("--workloads", help="show only these workloads, comma-separated")
+    p.add_argument("--algorithms", help="show only these algorithms, comma-separated")
+    p.add_argument("--figures", metavar="DIR",
+                   help="also write each view's plots into DIR as files for papers")
+    p.add_argument("--formats", type=_csv, default="png,svg",
+                   help="figure formats, comma-separated (default png,svg)")
+    store_flag(p)
+    p.set_defaults(func=report)
+
+    p = sub.add_parser("serve", help="serve the dashboard over a store")
+    p.add_argument("--address", default="127.0.0.1", help="bind address (default 127.0.0.1 only)")
+    p.add_argument("--port", type=int, default=5006)
+    store_flag(p)
+    p.set_defaults(func=serve)
+
+def report(args: argparse.Namespace) -> int:
+    """`pacebench report`: a self-contained HTML report (and figures)."""
+    from workbench.report import write_report
+
+    out = write_report(store_path(args), Path(args.out), title=args.title,
+                       rulesets=args.rulesets, workloads=args.workloads,
+                       algorithms=args.algorithms, figures=args.figures,
+                       formats=args.formats)
+    print(f"report written to {out} (self-contained; open it in a browser)")
+    if args.figures:
+        print(f"figures ({', '.join(args.formats)}) written to {args.figures}")
+    return 0
+
+def serve(args: argparse.Namespace) -> int:
+    """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`), in a
+    child process that stops when this one gets SIGTERM or SIGINT, or dies."""
+    import ipaddress
+    import socket
+
+    from runners.processes import run_child
+    from workbench.app import ALLOW_REMOTE
+
+    app = Path(__file__).resolve().parents[2] / "workbench" / "app.py"
+    env = {**os.environ, "PACEBENCH_STORE": str(store_path(args).resolve())}
+    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
+           "--port", str(args.port), "--allow-websocket-origin", f"{args.address}:{args.port}"]
+    if args.address in ("127.0.0.1", "localhost"):
+        cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
+    if not ipaddress.ip_address(socket.gethostbyname(args.address)).is_loopback:
+        env[ALLOW_REMOTE] = "1"  # the user asked for another interface: show the store there
+    print(f"serving {store_path(args)} at http://{args.address}:{args.port}/app", flush=True)
+    return run_child(cmd, env)

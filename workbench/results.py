@@ -1,0 +1,389 @@
+"""Results: the one API over a store, whose numbers every surface shows.
+
+    import workbench
+    res = workbench.open("results/demo")
+    res.runs()                         # every run attempt, status included (records.RUN_COLUMNS)
+    res.score()                        # == `pacebench score --json`
+    res.compare("adamw", "heavy_ball")  # == `pacebench compare --json`
+    res.budget()                       # == `pacebench budget --json`
+    res.cube(time_axis="steps")        # the final cube (xarray) the numbers come from
+    res.report("reports/x.html")       # the self-contained HTML report
+    res.view("Leaderboard")            # a dashboard view, inline in JupyterLab (Panel)
+
+Every analysis method takes the scope options (workbench/scope.py): `ruleset`, `studies`,
+`with_adhoc`, `time_axis` ("train", "wall" or "steps") and `exclude_compile`, with the CLI's
+defaults. The CLI's analysis commands print what these methods return, and the dashboard and the
+report draw from the same functions with the same random draws (BOOTSTRAP_DRAWS and
+COMPARE_DRAWS, seed 0), so a store gives one set of numbers everywhere.
+
+Importing this module loads neither torch nor Panel; `view` and `report` load Panel.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from workbench import compare as C
+from workbench import budget as B
+from workbench import query, scoring
+from workbench.catalog import noise_floor_of
+from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column, final_cube, on_time_axis
+from workbench.scope import Scope, Scoped, scoped_runs
+from workbench.store import Store, open_store
+
+__all__ = ["open", "Results", "ScoreResult", "CompareResult", "BudgetResult", "scored_names",
+           "BOOTSTRAP_DRAWS", "COMPARE_DRAWS", "INTERVAL_LEVEL"]
+
+BOOTSTRAP_DRAWS = 1000   # resamplings of the studies behind score and speedup intervals, seed 0
+COMPARE_DRAWS = C.BOOTSTRAP_REPLICATES  # behind a head-to-head's ratio intervals, seed 0
+INTERVAL_LEVEL = 0.9     # of the score and speedup intervals
+
+_SCOPE_OPTIONS = ("ruleset", "studies", "with_adhoc", "time_axis", "exclude_compile")
+
+
+def open(path: str | Path) -> "Results":  # noqa: A001 - workbench.open, as the user types it
+    """The results of the store at `path` (a store folder; StoreError when it is not one)."""
+    return Results(open_store(path))
+
+
+def _scope(options: dict[str, Any]) -> Scope:
+    unknown = sorted(set(options) - set(_SCOPE_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown option {', '.join(unknown)}: valid are "
+                        f"{', '.join(_SCOPE_OPTIONS)}")
+    studies = options.get("studies") or ()
+    options = {**options, "studies": (studies,) if isinstance(studies, str) else tuple(studies)}
+    axis = options.get("time_axis", "train")
+    axis_column(axis)  # an unknown axis: one line naming the valid ones
+    return Scope(**options)
+
+
+class Results:
+    """A store's runs and everything computed from them (see the module doc). Reads the store
+    once, and again only when its contents changed (Store.signature)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._runs: pd.DataFrame | None = None
+        self._signature = None
+
+    def __repr__(self) -> str:
+        return f"Results({str(self.store.root)!r})"
+
+    # -- the data ---------------------------------------------------------------------------
+    def runs(self) -> pd.DataFrame:
+        """Every run attempt of the store, one row each (records.RUN_COLUMNS; `status`, and the
+        runs that could not be read in `.attrs["skipped"]`)."""
+        signature = self.store.signature()
+        if self._runs is None or signature != self._signature:
+            self._runs, self._signature = query.runs_frame(self.store), signature
+        return self._runs
+
+    def evals(self, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """Eval rows of `run_ids` (default: every run), one row per eval."""
+        return query.evals_frame(self.store, None if run_ids is None else list(run_ids))
+
+    def scoped(self, **scope) -> Scoped:
+        """The runs the analyses of `scope` read, and what was left out (workbench/scope.py)."""
+        return scoped_runs(self.runs(), _scope(scope))
+
+    def config(self) -> scoring.ScoringConfig | None:
+        """The store's scoring rules (an AlgoPerf import's), or None: the plain rules."""
+        doc = self.store.scoring_config()
+        return scoring.ScoringConfig.from_dict(doc) if doc else None
+
+    def cube(self, **scope) -> xr.Dataset:
+        """The final cube of the scoped runs, `time_to_target` on the scope's time axis."""
+        return self._cube(self.scoped(**scope), _scope(scope))
+
+    @staticmethod
+    def _cube(scoped: Scoped, scope: Scope) -> xr.Dataset:
+        return on_time_axis(final_cube(scoped.runs), scope.time_axis)
+
+    def _prepared(self, scope: dict) -> tuple[Scope, Scoped, xr.Dataset]:
+        chosen = _scope(scope)
+        scoped = scoped_runs(self.runs(), chosen)
+        if scoped.runs.empty:
+            raise ValueError(f"store {self.store.root} has no finished runs to analyse"
+                             + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
+        return chosen, scoped, self._cube(scoped, chosen)
+
+    # -- the analyses -----------------------------------------------------------------------
+    def score_result(self, reference: str | None = None, **scope) -> "ScoreResult":
+        """The AlgoPerf scores with their intervals, times to target and speedups (rich)."""
+        chosen, scoped, cube = self._prepared(scope)
+        config = self.config()
+        column = axis_column(chosen.time_axis)
+        times = scoring.workload_times(cube)
+        table = scoring.score_table_with_intervals(cube, config, n=BOOTSTRAP_DRAWS,
+                                                   level=INTERVAL_LEVEL)
+        speedups = _speedups(cube, times, config, reference, table, column, scoped.ruleset)
+        return ScoreResult(table, times, speedups, scoped, chosen,
+                           dict(self.runs().attrs.get("skipped", {})))
+
+    def score(self, reference: str | None = None, **scope) -> dict[str, Any]:
+        """What `pacebench score --json` prints."""
+        return self.score_result(reference, **scope).to_json()
+
+    def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
+                       confidence: float = C.DEFAULT_CONFIDENCE,
+                       detect: float = C.DEFAULT_DETECT, **scope) -> "CompareResult":
+        """A against B (workbench.compare.compare_runs) on the scope's time axis (rich)."""
+        chosen, scoped, cube = self._prepared(scope)
+        config = self.config()
+        names = [str(w) for w in cube["workload"].values]
+        floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
+        comparison = C.compare_runs(
+            scoped.runs, cube, a, b, time_axis=chosen.time_axis,
+            workloads=list(workloads) if workloads else scored_names(config, cube),
+            config=config, confidence=confidence, detect=detect, noise_cov=floors,
+            replicates=COMPARE_DRAWS)
+        return CompareResult(comparison, scoped, chosen)
+
+    def compare(self, a: str, b: str, workloads: Sequence[str] | None = None,
+                confidence: float = C.DEFAULT_CONFIDENCE, detect: float = C.DEFAULT_DETECT,
+                **scope) -> dict[str, Any]:
+        """What `pacebench compare --json` prints."""
+        return self.compare_result(a, b, workloads, confidence, detect, **scope).to_json()
+
+    def budget_result(self, **scope) -> "BudgetResult":
+        """Tuning-budget curves (workbench/budget.py) of the scoped trials (rich)."""
+        chosen, scoped, cube = self._prepared(scope)
+        trials = B.trial_times(cube)
+        return BudgetResult(B.budget_curves(trials), trials, self.config(),
+                            scored_names(self.config(), cube), scoped, chosen)
+
+    def budget(self, **scope) -> dict[str, Any]:
+        """What `pacebench budget --json` prints."""
+        return self.budget_result(**scope).to_json()
+
+    # -- the views ----------------------------------------------------------------------------
+    def report(self, path: str | Path, title: str | None = None, **options) -> Path:
+        """Write the self-contained HTML report (workbench/report.py) to `path`."""
+        from workbench.report import write_report
+        return write_report(self.store.root, Path(path), title=title, **options)
+
+    def view(self, name: str, **filters):
+        """The dashboard's view `name` (its tab title, e.g. "Leaderboard") over this store, a
+        Panel object that renders inline in JupyterLab and in an exported notebook."""
+        from workbench.views.registry import notebook_view
+        return notebook_view(self.store.root, name, **filters)
+
+
+def scored_names(config: scoring.ScoringConfig | None, cube: xr.Dataset) -> list[str]:
+    """The scored workloads that have runs: the benchmark's base workloads when its rules name
+    them, else the cube's base workloads."""
+    names = [str(w) for w in cube["workload"].values]
+    bases = config.base_workloads if config and config.base_workloads else \
+        scoring.scored_workloads(cube)
+    return [w for w in bases if w in names]
+
+
+def _axis_json(scope: Scope) -> dict[str, Any]:
+    return {"time_axis": scope.time_axis, "unit": AXIS_UNITS[axis_column(scope.time_axis)],
+            "exclude_compile": bool(scope.exclude_compile)}
+
+
+def _speedups(cube, times, config, reference: str | None, table, axis: str,
+              ruleset: str | None):
+    """(scoring.speedup_table over `reference` with its INTERVAL_LEVEL bootstrap interval (NaN
+    below scoring.MIN_STUDIES_FOR_INTERVAL studies of either), the reference, whether misses
+    cost the budget); None when there is a single algorithm."""
+    names = [str(a) for a in times["algorithm"].values]
+    reference = reference or scoring.default_reference(names, table)
+    if len(names) < 2:
+        return None
+    if reference not in names:
+        raise ValueError(f"unknown --reference {reference!r}: the store's algorithms are "
+                         f"{', '.join(names)}")
+    ruleset = ruleset or "external"
+    speedup = scoring.speedup_table(times, reference, config, ruleset, axis)
+    frame = speedup.set_index("algorithm")
+    study = scoring.study_times(cube)
+    bounds = scoring.speedup_interval(scoring.bootstrap_medians(study, BOOTSTRAP_DRAWS),
+                                      reference, config, ruleset, axis,
+                                      INTERVAL_LEVEL).set_index("algorithm")
+    studies = scoring.studies_per_algorithm(study)
+    fewer = studies.clip(upper=studies.get(reference, 0))  # the fewer of its and the reference's
+    enough = fewer >= scoring.MIN_STUDIES_FOR_INTERVAL
+    frame["low"] = bounds["low"].where(enough.reindex(bounds.index, fill_value=False))
+    frame["high"] = bounds["high"].where(enough.reindex(bounds.index, fill_value=False))
+    frame["studies"] = fewer.reindex(frame.index).fillna(0).astype(int)
+    return frame, reference, speedup.attrs["budgets"]
+
+
+def _number(value: float) -> float | None:
+    return round(float(value), 6) if value is not None and math.isfinite(value) else None
+
+
+@dataclass
+class ScoreResult:
+    """The scores of a store (Results.score_result): to_json, text and csv renderings."""
+
+    table: pd.DataFrame          # scoring.score_table_with_intervals, best first
+    times: xr.DataArray          # median time to target per (algorithm, workload)
+    speedups: tuple | None       # (frame, reference, budgets) of _speedups
+    scoped: Scoped
+    scope: Scope
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.table
+        ttt = {str(a): {str(w): _number(self.times.sel(algorithm=a, workload=w).item())
+                        for w in self.times.workload.values} for a in self.times.algorithm.values}
+        out: dict[str, Any] = {
+            "scores": {r.algorithm: round(float(r.score), 6) for r in t.itertuples()},
+            "studies": {r.algorithm: int(r.studies) for r in t.itertuples()},
+            "intervals": {r.algorithm: None if not np.isfinite(r.low) else
+                          [_number(r.low), _number(r.high)] for r in t.itertuples()},
+            "interval_level": INTERVAL_LEVEL, "time_to_target": ttt}
+        if self.speedups is not None:
+            frame, reference, _ = self.speedups
+            out["speedups"] = {
+                "reference": reference,
+                "faster_by": {str(a): _number(v) for a, v in frame["faster_by"].items()},
+                "intervals": {str(a): None if not np.isfinite(r.low) else
+                              [_number(r.low), _number(r.high)] for a, r in frame.iterrows()},
+                "interval_level": INTERVAL_LEVEL}
+        return {**out, **_axis_json(self.scope), **self.scoped.to_json(),
+                "skipped_runs": dict(self.skipped)}
+
+    def text(self) -> str:
+        """What `pacebench score` prints."""
+        column = axis_column(self.scope.time_axis)
+        label = AXIS_LABELS[column] + (", compilation excluded" if self.scope.exclude_compile
+                                       else "")
+        lines = [f"ruleset: {self.scoped.ruleset}; time axis: {label}",
+                 self.table.drop(columns=["low", "high"]).to_string(
+                     index=False, float_format=lambda v: f"{v:.4f}"),
+                 f"(interval: {100 * INTERVAL_LEVEL:.0f} % bootstrap over each algorithm's studies; "
+                 f"n/a below {scoring.MIN_STUDIES_FOR_INTERVAL} studies)",
+                 f"\nmedian {AXIS_LABELS[column]} to target (inf = not reached):",
+                 self.times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}")]
+        floors = {str(w): f for w in self.times.workload.values
+                  if (f := noise_floor_of(str(w))) is not None}
+        if floors:
+            lines.append("\nnoise floor (the tuned baseline's time to target over the seeds "
+                         "that set the target):")
+            lines += [f"  {w}: {floor.describe()}" for w, floor in floors.items()]
+        if self.speedups is not None:
+            frame, reference, budgets = self.speedups
+            rule = "misses cost the budget + 1 s" if budgets else "workloads both missed left out"
+            lines.append(f"\nspeedup over {reference} in {AXIS_LABELS[column]} (1 - geometric "
+                         f"mean of ratios to target over the scored workloads; {rule}):")
+            lines.append(_speedup_lines(frame, reference))
+        if (reason := scoring.all_zero_reason(self.table)) is not None:
+            lines.append("\n" + reason)
+        lines += _left_out_lines(self.scoped, self.skipped)
+        return "\n".join(lines)
+
+    def csv(self) -> str:
+        """What `pacebench score --csv` prints: one row per algorithm, in score order."""
+        from workbench.csvout import to_csv
+
+        column = axis_column(self.scope.time_axis)
+        out = self.table.rename(columns={"low": "score_low", "high": "score_high"}) \
+            .set_index("algorithm")
+        ttt = self.times.to_pandas()
+        for workload in ttt.columns:
+            out[f"{_CSV_TIMES[column]}/{workload}"] = ttt[workload].reindex(out.index)
+        if self.speedups is not None:
+            frame, reference, _ = self.speedups
+            for source, name in (("faster_by", "faster_by"), ("low", "faster_by_low"),
+                                 ("high", "faster_by_high")):
+                values = frame[source].reindex(out.index).astype(float)
+                out[f"{name} (vs {reference})"] = values.where(np.isfinite(values))
+        return to_csv(out, index=True)
+
+
+# The CSV's column of median times to target, per time axis.
+_CSV_TIMES = {"train_seconds": "time_to_target_s", "wall_seconds": "wall_to_target_s",
+              "step": "steps_to_target"}
+
+
+def _speedup_lines(frame: pd.DataFrame, reference: str) -> str:
+    """One line per algorithm: its speedup over the reference and its interval."""
+    width = max(len(str(a)) for a in frame.index)
+    lines = []
+    for algorithm, r in frame.iterrows():
+        value = f"{r.faster_by:+.4f}" if math.isfinite(r.faster_by) else "n/a (a miss)"
+        if algorithm == reference:
+            interval = "(the reference)"
+        elif not math.isnan(r.low):
+            interval = f"{100 * INTERVAL_LEVEL:.0f} % interval {r.low:+.4f} to {r.high:+.4f}"
+        else:
+            interval = scoring.interval_text(math.nan, math.nan, int(r.studies))
+        lines.append(f"{str(algorithm).ljust(width)}  {value.rjust(12)}  {interval}")
+    return "\n".join(lines)
+
+
+def _left_out_lines(scoped: Scoped, skipped: dict[str, str]) -> list[str]:
+    """What a result left out or changed, one line each (workbench/scope.py), and the runs that
+    could not be read."""
+    lines = [f"note: {n}" for n in scoped.notes]
+    for algorithm, workloads in scoped.failed.items():
+        lines.append(f"failed trials of {algorithm}: " + ", ".join(
+            f"{w} {n}" for w, n in workloads.items()))
+    if skipped:
+        lines.append(f"{len(skipped)} runs of the store skipped: their files cannot be read "
+                     "(the warnings above name them and say why)")
+    return [""] + lines if lines else []
+
+
+@dataclass
+class BudgetResult:
+    """Tuning-budget curves of a store (Results.budget_result)."""
+
+    curves: list
+    trials: dict
+    config: scoring.ScoringConfig | None
+    scored: list[str]
+    scoped: Scoped
+    scope: Scope
+
+    def to_json(self) -> dict[str, Any]:
+        return {**B.budget_json(self.curves, self.trials, self.config, self.scored),
+                **_axis_json(self.scope), **self.scoped.to_json()}
+
+    def text(self) -> str:
+        body = B.budget_text(self.curves, self.trials, self.config, self.scored,
+                             axis_column(self.scope.time_axis))
+        return "\n".join([body, *_left_out_lines(self.scoped, {})])
+
+
+@dataclass
+class CompareResult:
+    """A head-to-head of a store (Results.compare_result)."""
+
+    comparison: C.Comparison
+    scoped: Scoped
+    scope: Scope
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.comparison.to_json(), **_axis_json(self.scope), **self.scoped.to_json()}
+
+    def text(self) -> str:
+        """What `pacebench compare` prints."""
+        result, label = self.comparison, AXIS_LABELS[axis_column(self.scope.time_axis)]
+        lines = [f"ruleset: {self.scoped.ruleset}; time axis: {label}"
+                 + (", compilation excluded" if self.scope.exclude_compile else "")
+                 + f" (ratios of median study {label} to target)",
+                 C.comparison_table(result).to_string(index=False)]
+        lines += [f"  {w}: left out ({why})" for w, why in result.left_out.items()]
+        lines += [f"warning: {caution}" for caution in result.warnings]
+        lines += [f"\nverdict in {label}: {result.verdict}",
+                  f"verdict by steps to target: {result.verdict_by_steps}",
+                  "\n" + result.sentence()]
+        return "\n".join(lines + _left_out_lines(self.scoped, {}))
+
+
+def dumps(value: dict[str, Any]) -> str:
+    """JSON as the CLI prints it."""
+    return json.dumps(value, indent=2)

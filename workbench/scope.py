@@ -1,0 +1,236 @@
+"""Which runs an analysis reads: one store holds every kind of run, and every surface reads it.
+
+A store may hold several studies, ad-hoc runs (`pacebench run`), both tuning rulesets, runs that
+failed and runs still going. Before a cube is built, `scoped_runs` makes the run table one
+analysis can read, and says in `notes` what it left out or changed, one line each:
+
+- **One ruleset.** External and self-tuning never share a score: `ruleset` picks one; by default
+  the store's only one, else "external" (a note names the other and how to score it).
+- **Ad-hoc runs** (records.py: launched by `pacebench run`) are left out unless `with_adhoc`;
+  taken in, each distinct run (trial key) of an ad-hoc name is a trial of one study of its own.
+- **Study names.** `studies` narrows to some names. An algorithm whose runs come from several
+  study names has them pooled (its studies renumbered across the names) when every name ran it
+  with the same design (RunConfig.design: trials per study, search space, execution options;
+  for runs recorded without one, trials per study, device and precision); otherwise each name's
+  runs are shown apart, as "<algorithm> [<study name>]", and a note says why and how to pick one.
+- **Finished trials only.** A trial counts through its latest finished attempt (complete,
+  diverged, stalled: records.DONE_STATUSES); a trial with none (failed, interrupted, running)
+  is neither a time nor a miss: it is left out and counted in `failed` per algorithm and
+  workload. A study with fewer than half of its trials finished is dropped (a note says which).
+- `exclude_compile` takes each run's compile seconds off its times (cubes.excluding_compile).
+
+Pure functions of the run table (records.RUN_COLUMNS); no store access.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from workbench import records as R
+from workbench.cubes import excluding_compile
+
+__all__ = ["Scope", "Scoped", "scoped_runs", "labelled_runs", "finished_runs", "is_ad_hoc",
+           "RULESETS_ORDER"]
+
+RULESETS_ORDER = ("external", "self")  # the default ruleset of a store holding both: the first
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What part of a store an analysis reads, and how (every surface takes these options)."""
+
+    ruleset: str | None = None          # None: the store's only ruleset, else "external"
+    studies: tuple[str, ...] = ()       # study names to read (empty: every name)
+    with_adhoc: bool = False            # take in the ad-hoc runs (`pacebench run`)
+    time_axis: str = "train"            # train | wall | steps (workbench.cubes.on_time_axis)
+    exclude_compile: bool = False       # take compile seconds off the times
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "studies", tuple(self.studies or ()))
+
+
+@dataclass
+class Scoped:
+    """The run table an analysis reads, and what was done to make it."""
+
+    runs: pd.DataFrame                  # the runs, ready for cubes.final_cube
+    ruleset: str | None                 # the ruleset read (None: the store has no runs)
+    notes: list[str] = field(default_factory=list)  # one line per thing left out or changed
+    failed: dict[str, dict[str, int]] = field(default_factory=dict)  # algorithm -> workload ->
+                                        # trials with no finished attempt
+    shown_apart: dict[str, list[str]] = field(default_factory=dict)  # algorithm -> its names
+
+    def to_json(self) -> dict:
+        return {"ruleset": self.ruleset, "notes": list(self.notes),
+                "failed_trials": {a: dict(w) for a, w in self.failed.items()},
+                "shown_apart": {a: list(n) for a, n in self.shown_apart.items()}}
+
+
+def is_ad_hoc(runs: pd.DataFrame) -> np.ndarray:
+    """Which rows are ad-hoc runs (records.py: launched by `pacebench run`, or in documents that
+    do not say, named records.AD_HOC_NAME)."""
+    by = runs["launched_by"].astype(object)
+    unknown = by.isna().to_numpy(bool)
+    return (by.eq("run").to_numpy(bool, na_value=False)
+            | (unknown & runs["study_name"].eq(R.AD_HOC_NAME).to_numpy(bool, na_value=False)))
+
+
+def _one_ruleset(runs: pd.DataFrame, wanted: str | None, notes: list[str]
+                 ) -> tuple[pd.DataFrame, str | None]:
+    present = [r for r in RULESETS_ORDER if (runs["ruleset"] == r).any()]
+    present += sorted(set(runs["ruleset"].dropna()) - set(present))
+    if wanted is not None:
+        if wanted not in present:
+            raise ValueError(f"--ruleset {wanted}: the store's runs are under "
+                             f"{', '.join(present) or 'no ruleset'}")
+        chosen = wanted
+    elif not present:
+        return runs, None
+    else:
+        chosen = present[0]
+    for other in present:
+        if other != chosen:
+            n = int((runs["ruleset"] == other).sum())
+            notes.append(f"left out {n} runs of the {other} ruleset (rulesets never share a "
+                         f"score): --ruleset {other} reads them")
+    return runs[runs["ruleset"] == chosen], chosen
+
+
+def _ad_hoc(runs: pd.DataFrame, take: bool, notes: list[str]) -> pd.DataFrame:
+    mask = is_ad_hoc(runs)
+    if not mask.any():
+        return runs
+    if not take:
+        notes.append(f"left out {int(mask.sum())} ad-hoc runs (pacebench run): --with-adhoc "
+                     "takes them in")
+        return runs[~mask]
+    # each distinct ad-hoc run is a trial of one study of its own name: numbered in start order
+    ad = runs[mask].sort_values("started_at", kind="stable")
+    group = ["study_name", "algorithm", "workload", "ruleset"]
+    first = ad.drop_duplicates("trial_key")
+    rank = first.groupby(group, sort=False).cumcount()
+    trial = dict(zip(first["trial_key"], rank))
+    ad = ad.assign(study=0, seed=0, trial=ad["trial_key"].map(trial).astype("Int64"))
+    return pd.concat([runs[~mask], ad]).sort_index()
+
+
+def _studies(runs: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
+    if not names:
+        return runs
+    known = sorted(runs["study_name"].dropna().unique())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"--study {', '.join(unknown)}: not in the store; its study names are "
+                         f"{', '.join(known) or 'none'}")
+    return runs[runs["study_name"].isin(names)]
+
+
+def _design_keys(runs: pd.DataFrame) -> pd.Series:
+    """Per (algorithm, study_name): its design, or for runs recorded without one (older stores,
+    imports) "trials <n>, <device>, <precision>"; several in one group read as distinct."""
+    trials = runs.groupby(["algorithm", "study_name", "workload", "study"])["trial"].nunique()
+    per_name = trials.groupby(level=["algorithm", "study_name"]).max()
+    out = {}
+    for (algorithm, name), group in runs.groupby(["algorithm", "study_name"]):
+        designs = set(group["design"].dropna())
+        if designs:
+            key = "|".join(sorted(designs))
+        else:
+            key = (f"trials {per_name[(algorithm, name)]}, "
+                   f"{'/'.join(sorted(set(group['device'].dropna().astype(str))))}, "
+                   f"{'/'.join(sorted(set(group['precision'].dropna().astype(str))))}")
+        out[(algorithm, name)] = key
+    return pd.Series(out, dtype=object)
+
+
+def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict) -> pd.DataFrame:
+    names = runs.groupby("algorithm")["study_name"].nunique()
+    several = names[names > 1].index
+    if len(several) == 0:
+        return runs
+    keys = _design_keys(runs[runs["algorithm"].isin(several)])
+    parts = [runs[~runs["algorithm"].isin(several)]]
+    for algorithm in several:
+        mine = runs[runs["algorithm"] == algorithm]
+        own = keys[algorithm]
+        if own.nunique() == 1:  # one design: the names' studies are one sample, renumbered
+            pairs = mine[["study_name", "study"]].drop_duplicates().sort_values(
+                ["study_name", "study"])
+            number = {(n, s): i for i, (n, s) in enumerate(pairs.itertuples(index=False))}
+            pooled = mine.assign(study=[number[(n, s)] for n, s in
+                                        zip(mine["study_name"], mine["study"])])
+            parts.append(pooled.astype({"study": "Int64"}))
+            notes.append(f"{algorithm}: the studies of {', '.join(own.index)} pooled (one "
+                         "design)")
+            continue
+        labelled = mine.assign(algorithm=[f"{algorithm} [{n}]" for n in mine["study_name"]])
+        parts.append(labelled)
+        apart[algorithm] = list(own.index)
+        notes.append(f"{algorithm}: studies {', '.join(own.index)} ran it with different designs "
+                     f"(trials per study, search space or execution options), so they are shown "
+                     f"apart as {', '.join(f'{algorithm} [{n}]' for n in own.index)}: --study "
+                     "NAME reads one")
+    return pd.concat(parts).sort_index()
+
+
+_TRIAL = ["study_name", "algorithm", "workload", "ruleset", "study", "trial", "seed"]
+_STUDY = _TRIAL[:5]
+
+
+def _finished_only(runs: pd.DataFrame, notes: list[str],
+                   failed: dict[str, dict[str, int]]) -> pd.DataFrame:
+    """The finished attempts; trials with none counted in `failed`; studies with fewer than half
+    their trials finished dropped."""
+    done = runs["status"].isin(R.DONE_STATUSES).to_numpy(bool)
+    flags = runs[_TRIAL].assign(_done=done)
+    trials = flags.groupby(_TRIAL, dropna=False, sort=False)["_done"].any().reset_index()
+    for (algorithm, workload), n in trials[~trials["_done"]].groupby(
+            ["algorithm", "workload"]).size().items():
+        failed.setdefault(str(algorithm), {})[str(workload)] = int(n)
+    if failed:
+        total = sum(n for w in failed.values() for n in w.values())
+        notes.append(f"left out {total} trials with no finished attempt (failed, interrupted or "
+                     "running): neither a time nor a miss")
+    share = trials.groupby(_STUDY, dropna=False, sort=False)["_done"].mean()
+    short = share[share < 0.5]
+    kept = runs[done]
+    if len(short):
+        index = pd.MultiIndex.from_frame(kept[_STUDY])
+        kept = kept[~index.isin(short.index)]
+        where = "; ".join(f"{a} on {w}, study {s} of {n}" for n, a, w, _, s in short.index[:3])
+        notes.append(f"dropped {len(short)} studies with fewer than half their trials finished "
+                     f"({where}{'; ...' if len(short) > 3 else ''})")
+    return kept
+
+
+def labelled_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
+    """Every attempt (any status) of the runs `scope` reads: one ruleset, the study names asked
+    for, ad-hoc runs only when asked, an algorithm's study names pooled or shown apart (see the
+    module doc). What a view of runs (statuses, curves) shows."""
+    notes: list[str] = []
+    runs, ruleset = _one_ruleset(runs, scope.ruleset, notes)
+    runs = _studies(runs, scope.studies)
+    runs = _ad_hoc(runs, scope.with_adhoc, notes)
+    apart: dict[str, list[str]] = {}
+    runs = _pool_or_split(runs, notes, apart)
+    return Scoped(runs, ruleset, notes, {}, apart)
+
+
+def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
+    """The runs of `labelled` a result is made of: each trial's finished attempts (trials with
+    none counted in `failed`), studies with fewer than half their trials finished dropped,
+    compile seconds taken off the times if asked."""
+    notes, failed = list(labelled.notes), {}
+    runs = _finished_only(labelled.runs, notes, failed)
+    if exclude_compile:
+        runs = excluding_compile(runs)
+    return Scoped(runs.reset_index(drop=True), labelled.ruleset, notes, failed,
+                  dict(labelled.shown_apart))
+
+
+def scoped_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
+    """The run table an analysis of `scope` reads (see the module doc): labelled_runs, then
+    finished_runs."""
+    return finished_runs(labelled_runs(runs, scope), scope.exclude_compile)

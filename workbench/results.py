@@ -263,8 +263,8 @@ class ScoreResult:
         lines = [f"ruleset: {self.scoped.ruleset}; time axis: {label}",
                  self.table.drop(columns=["low", "high"]).to_string(
                      index=False, float_format=lambda v: f"{v:.4f}"),
-                 f"(interval: {100 * INTERVAL_LEVEL:.0f} % bootstrap over each algorithm's studies; "
-                 f"n/a below {scoring.MIN_STUDIES_FOR_INTERVAL} studies)",
+                 f"(interval: {100 * INTERVAL_LEVEL:.0f} % bootstrap over each algorithm's "
+                 f"studies; n/a below {scoring.MIN_STUDIES_FOR_INTERVAL} studies)",
                  f"\nmedian {AXIS_LABELS[column]} to target (inf = not reached):",
                  self.times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}")]
         floors = {str(w): f for w in self.times.workload.values

@@ -66,6 +66,7 @@ __all__ = ["WorkloadComparison", "Comparison", "compare", "comparison_table", "w
            "NO_DIFFERENCE"]
 
 DEFAULT_CONFIDENCE = 0.95
+MIN_STUDIES_FOR_VERDICT = 2  # a side with fewer studies on a workload is out of its verdict
 DEFAULT_DETECT = 1.25       # the speedup `studies_needed` is sized for
 BOOTSTRAP_REPLICATES = 4000
 _EXACT_GRID = 2_000_000     # above this many cells of the null distribution, Monte Carlo instead
@@ -170,6 +171,9 @@ class Comparison:
         if self.speedup is None:
             return f"{verdict}: no workload where both {self.a} and {self.b} have a time"
         what = "the steps" if self.unit == "steps" else "the time"
+        if self.p_value is None:  # out of a verdict: too few studies on every workload
+            return (f"{verdict}: {self.method}; {self.a} takes {_x(1 / self.speedup)} {what} "
+                    f"of {self.b} in the studies there are")
         interval = (f" ({_x(self.low)} to {_x(self.high)}, {level} interval)"
                     if self.low is not None else " (no interval: too few studies)")
         text = (f"{verdict} at {level} confidence: {self.a} takes {_x(1 / self.speedup)} "
@@ -386,6 +390,15 @@ def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None
             fewest = min(len(ta), len(tb))
             note = (f"no interval: {fewest} {'study' if fewest == 1 else 'studies'} on one side "
                     f"(needs {MIN_STUDIES_FOR_INTERVAL})")
+        if min(len(ta), len(tb)) < MIN_STUDIES_FOR_VERDICT:
+            few = a if len(ta) < len(tb) else b
+            n = min(len(ta), len(tb))
+            note = (f"out of the verdict: {n} {'study' if n == 1 else 'studies'} of {few} "
+                    f"(a verdict needs {MIN_STUDIES_FOR_VERDICT} a side)")
+            rows.append(WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a,
+                                           miss_b, _wins2(ta, tb) / (2 * len(ta) * len(tb)),
+                                           note))
+            continue
         rows.append(WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a, miss_b,
                                        _wins2(ta, tb) / (2 * len(ta) * len(tb)), note))
         samples.append((ta, tb))
@@ -412,8 +425,13 @@ def _overall(a, b, rows, samples, logs, spreads, left_out, confidence, detect,
         return Comparison(a, b, "no difference shown", confidence, None, None, None, None, None,
                           None, None, detect, rows, left_out, "no workload with a time")
     speedup = math.exp(float(np.mean([math.log(r.ratio) for r in scored])))
+    if not samples:  # every workload has fewer than 2 studies on a side: no test can decide
+        return Comparison(a, b, "no difference shown", confidence, speedup, None, None, None,
+                          None, None, None, detect, rows, left_out,
+                          f"no verdict: fewer than {MIN_STUDIES_FOR_VERDICT} studies a side on "
+                          "every workload")
     low = high = None
-    if all(r.low is not None for r in scored):
+    if all(r.low is not None for r in scored) and len(logs) == len(scored):
         low, high = _interval(np.mean(np.stack(logs), axis=0), confidence)
     p_a, p_b, method = permutation_pvalues(samples, seed)
     alpha = 1 - confidence

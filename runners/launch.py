@@ -44,13 +44,14 @@ from typing import Any, Mapping
 
 from runners.processes import LaunchOptions, LocalBackend
 from runners.scheduler import Scheduler, StudyResult
+from runners.tuning import ChosenSpace
 from runners.worker import run_job
 from workbench.catalog import get_workload
 from workbench.run_index import refresh_index
 from workbench.spec import RunConfig, StudySpec, stable_hash
 from workbench.store import Store
 
-__all__ = ["plan_study", "launch_order", "run_study", "run_configs", "StudyResult",
+__all__ = ["choose_search_spaces", "plan_study", "launch_order", "run_study", "run_configs", "StudyResult",
            "StudyExistsError", "StudyChangedError", "EARLY_STOP_CHOICES"]
 
 EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estimator (none: off)
@@ -65,9 +66,35 @@ class StudyChangedError(StudyExistsError):
     have (another search space, budget, batch size...): resuming would mix two studies."""
 
 
+def choose_search_spaces(spec: StudySpec,
+                         search_spaces: Mapping[str, str | Path] | None = None,
+                         sources: Mapping[str, Any] | None = None) -> dict[str, ChosenSpace]:
+    """{algorithm: the search space its trials are drawn from, with its origin} of a study under
+    external tuning ({} under self-tuning, which draws none): the file that `search_spaces`
+    names for it, else its own (a built-in's or a submission's file; a plug-in's declared,
+    file or derived space: runners/algorithms/sources.py choose_search_space)."""
+    from runners.algorithms import search_space_path
+    from runners.algorithms.sources import choose_search_space
+
+    if spec.ruleset != "external":
+        return {}
+    chosen = {}
+    for algorithm in spec.algorithms:
+        source = (sources or {}).get(algorithm)
+        loader = None if source is None or source.loaded_by_name else source
+        path = (search_spaces or {}).get(algorithm)
+        if path is None and loader is not None and loader.kind not in ("builtin", "algoperf"):
+            chosen[algorithm] = choose_search_space(loader)
+            continue
+        chosen[algorithm] = ChosenSpace.from_file(
+            path if path is not None else search_space_path(loader.spec if loader else algorithm))
+    return chosen
+
+
 def plan_study(spec: StudySpec,
                search_spaces: Mapping[str, str | Path] | None = None,
-               sources: Mapping[str, Any] | None = None) -> list[RunConfig]:
+               sources: Mapping[str, Any] | None = None,
+               chosen: Mapping[str, ChosenSpace] | None = None) -> list[RunConfig]:
     """Every run of the study, in plan order: algorithms x workloads x studies x trials x seeds
     (launch_order gives the order they run in).
 
@@ -77,29 +104,24 @@ def plan_study(spec: StudySpec,
     algorithm name to the JSON search space to use instead of its own (e.g. an AlgoPerf
     submission's --tuning-search-space). `sources` maps an algorithm's display name to its
     AlgorithmSource (runners/algorithms/sources.py) when its name alone does not load it: its
-    runs record the source, and its search space is the source's unless overridden.
+    runs record the source, and its search space is the source's unless overridden. `chosen`:
+    choose_search_spaces's answer, when the caller has it.
     """
-    from runners.algorithms import search_space_path
-    from runners.algorithms.sources import search_space_of
     from runners.plugins import with_workload_source
-    from runners.tuning import SearchSpace, study_trials
+    from runners.tuning import study_trials
 
     for name in spec.workloads:
         get_workload(name)  # fail before launching anything on a typo
+    if chosen is None:
+        chosen = choose_search_spaces(spec, search_spaces, sources)
     configs = []
     for algorithm in spec.algorithms:
         source = (sources or {}).get(algorithm)
         loader = None if source is None or source.loaded_by_name else source
         if spec.ruleset == "external":
-            path = (search_spaces or {}).get(algorithm)
-            if path is None and loader is not None:
-                path = (search_space_path(loader.spec) if loader.kind in ("builtin", "algoperf")
-                        else search_space_of(loader))
-            path = path if path is not None else search_space_path(algorithm)
-            space = (SearchSpace.from_json(path) if isinstance(path, (str, Path))
-                     else SearchSpace.parse(path))
             draw_seed = int(stable_hash([spec.name, algorithm], 8), 16)
-            points = study_trials(space, spec.studies, spec.trials, draw_seed)
+            points = study_trials(chosen[algorithm].search_space(), spec.studies, spec.trials,
+                                  draw_seed)
         else:
             points = [[{}] for _ in range(spec.studies)]
         for workload in spec.workloads:
@@ -165,8 +187,9 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
         raise ValueError(f"unknown --early-stop {early_stop!r}: valid are "
                          f"{', '.join(EARLY_STOP_CHOICES)}")
     hooks = {"early_stop": {"estimator": early_stop, "eta": eta}} if early_stop != "none" else {}
-    result = run_configs(plan_study(spec, search_spaces, sources), store, spec.name, workers,
-                         resume, data_dir, progress, hooks, options)
+    chosen = choose_search_spaces(spec, search_spaces, sources)
+    result = run_configs(plan_study(spec, search_spaces, sources, chosen), store, spec.name,
+                         workers, resume, data_dir, progress, hooks, options, chosen)
     if early_stop != "none":
         from workbench.early_stopping import write_study_summary
         result.early_stop = write_study_summary(
@@ -178,9 +201,11 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
 def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int = 1,
                 resume: bool = False, data_dir: str | Path | None = None, progress: bool = True,
                 hooks: Mapping[str, Any] | None = None,
-                options: LaunchOptions | None = None) -> StudyResult:
+                options: LaunchOptions | None = None,
+                chosen: Mapping[str, ChosenSpace] | None = None) -> StudyResult:
     """Run the `configs` of study `name` not done yet (resume), with the workers' `hooks`,
-    `workers` trials at a time on the backend that `options` names (default: the local pool).
+    `workers` trials at a time on the backend that `options` names (default: the local pool);
+    each run records the search space that `chosen` gives its algorithm (choose_search_spaces).
     Refreshes the store's run index at the end."""
     from runners.plugins import with_workload_source
 
@@ -205,8 +230,8 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     if todo:
         backend = _make_backend(options, workers, max(c.execution.threads for c, _ in todo))
         try:
-            Scheduler(store, backend, workers, data_dir, progress, hooks, options).run(todo,
-                                                                                    result)
+            Scheduler(store, backend, workers, data_dir, progress, hooks, options,
+                      chosen).run(todo, result)
         finally:
             backend.close()
             refresh_index(store)

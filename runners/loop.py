@@ -122,6 +122,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "step_hint": s.step_hint, "workload_spec": s.to_dict(),
         "environment": capture_environment(p.device, threads),
         "algorithm_source": p.algorithm.provenance() or None,
+        **p.algorithm.search_space_fields(),  # the space its hparams were drawn from, if any
         "launch_position": (launch_order or {}).get("position"),
         "launch_order": dict(launch_order) if launch_order else None,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end

@@ -68,10 +68,12 @@ class Scheduler:
     and shows progress."""
 
     def __init__(self, store: Store, backend, workers: int, data_dir, progress: bool,
-                 hooks: Mapping[str, Any] | None, options: LaunchOptions) -> None:
+                 hooks: Mapping[str, Any] | None, options: LaunchOptions,
+                 chosen: Mapping[str, Any] | None = None) -> None:
         self.store, self.backend, self.workers = store, backend, workers
         self.data_dir, self.progress, self.options = data_dir, progress, options
         self.hooks = dict(hooks or {})
+        self.chosen = dict(chosen or {})  # algorithm -> runners.tuning.ChosenSpace
 
     def run(self, todo: list[tuple[RunConfig, dict]], result: StudyResult) -> None:
         """Run `todo`, (config, its place in the launch order) pairs, in their order."""
@@ -138,7 +140,9 @@ class Scheduler:
     def _start(self, config: RunConfig, place: dict):
         job = {"config": config.to_dict(), "launch_order": place, "store": str(self.store.root),
                "data_dir": str(self.data_dir) if self.data_dir else None, "hooks": self.hooks,
-               "checkpoint_minutes": self.options.checkpoint_minutes}
+               "checkpoint_minutes": self.options.checkpoint_minutes,
+               "search_space": (self.chosen[config.algorithm].fields()
+                                if config.algorithm in self.chosen else None)}
         return self.backend.start(job, self._log_path(config))
 
     def _reap(self, outcome: Outcome, config: RunConfig, result: StudyResult,

@@ -138,6 +138,7 @@ def _add_study(sub) -> None:
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--seeds", type=_ints, default=[0])
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
     p.add_argument("--no-stop-on-target", action="store_true",
                    help="train every run to its budget (full curves) even after its targets")
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",

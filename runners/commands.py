@@ -165,13 +165,17 @@ def _launch(launch, next_step: str) -> int:
 
 
 def study(args: argparse.Namespace) -> int:
-    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset."""
-    from runners.launch import run_study
+    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset.
+    With --dry-run: print the plan (launch.describe_plan) and write nothing, not even the
+    store (an existing one is read, to refuse a name its runs give to other code)."""
+    from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
     submission = _submission(args)
-    store = open_store(store_path(args), create=True)
+    path = store_path(args)
+    store = (open_store(path) if path.exists() else None) if args.dry_run else \
+        open_store(path, create=True)
     sources = _algorithm_sources(args.algorithms or [], store)
     algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
@@ -185,6 +189,10 @@ def study(args: argparse.Namespace) -> int:
                      name=args.name, max_steps=args.max_steps,
                      stop_on_target=not args.no_stop_on_target,
                      execution=execution_options(args))
+    if args.dry_run:
+        chosen = choose_search_spaces(spec, spaces, sources)
+        print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
+        return 0
     options = launch_options(args)
     return _launch(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
@@ -222,7 +230,8 @@ def _algorithm_sources(items: list[str], store) -> dict:
     for source in sources.values():
         if source.kind == "algoperf":  # fail now, naming what is missing, not in every worker
             load_submission(submission_path(source.spec))
-    _check_names_against_store(sources, store)
+    if store is not None:  # None: a dry run with no store yet
+        _check_names_against_store(sources, store)
     return sources
 
 

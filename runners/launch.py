@@ -37,6 +37,7 @@ Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/w
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import warnings
 from pathlib import Path
@@ -51,7 +52,7 @@ from workbench.run_index import refresh_index
 from workbench.spec import RunConfig, StudySpec, stable_hash
 from workbench.store import Store
 
-__all__ = ["choose_search_spaces", "plan_study", "launch_order", "run_study", "run_configs", "StudyResult",
+__all__ = ["choose_search_spaces", "plan_study", "describe_plan", "launch_order", "run_study", "run_configs", "StudyResult",
            "StudyExistsError", "StudyChangedError", "EARLY_STOP_CHOICES"]
 
 EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estimator (none: off)
@@ -137,6 +138,68 @@ def plan_study(spec: StudySpec,
                             budget_multiplier=spec.budget_multiplier,
                             stop_on_target=spec.stop_on_target, execution=spec.execution))
     return with_workload_source(configs)
+
+
+_ORIGIN_WORDS = {"declared": "the class's search_space", "file": "",
+                 "signature": "derived from the constructor's defaults"}
+
+
+def describe_plan(spec: StudySpec, configs: list[RunConfig],
+                  chosen: Mapping[str, ChosenSpace],
+                  sources: Mapping[str, Any] | None = None) -> str:
+    """What `pacebench study --dry-run` prints: per algorithm, where it comes from, its search
+    space and that space's origin, and each study's trials (hyperparameters shown to 4
+    significant digits), each checked by building the algorithm; nothing is run or written."""
+    from runners.algorithms.sources import describe
+
+    runs = len(configs)
+    lines = [f"study {spec.name!r} (dry run): {len(spec.workloads)} workload(s) "
+             f"({', '.join(spec.workloads)}) x {len(spec.algorithms)} algorithm(s) x "
+             f"{spec.studies} study(ies) x {spec.trials if spec.ruleset == 'external' else 1} "
+             f"trial(s) x {len(spec.seeds)} seed(s) = {runs} runs, ruleset {spec.ruleset}"]
+    for algorithm in spec.algorithms:
+        source = (sources or {}).get(algorithm)
+        lines.append(describe(source) if source is not None else algorithm)
+        space = chosen.get(algorithm)
+        if space is None:
+            lines.append("  no search space: self-tuning runs its defaults once per study")
+        else:
+            where = space.file or _ORIGIN_WORDS[space.origin]
+            lines.append(f"  search space, origin {space.origin} ({where}):")
+            items = (space.space.items() if isinstance(space.space, Mapping)
+                     else enumerate(space.space))
+            lines += [f"    {key}: {json.dumps(value)}" for key, value in items]
+        mine = [c for c in configs if c.algorithm == algorithm
+                and c.workload == spec.workloads[0] and c.seed == spec.seeds[0]]
+        for config in mine:
+            if config.trial == 0:
+                lines.append(f"  study {config.study}")
+            problem = _build_problem(config)
+            lines.append(f"    trial {config.trial}: {_short(config.hparams)}"
+                         + (f"  CANNOT BE BUILT: {problem}" if problem else ""))
+    lines.append(f"nothing was run or written; {runs} runs would be (every trial once per "
+                 "workload and seed)")
+    return "\n".join(lines)
+
+
+def _short(hparams: Mapping[str, Any]) -> str:
+    """Hyperparameters as JSON, numbers to 4 significant digits."""
+    return json.dumps({k: float(f"{v:.4g}") if isinstance(v, float) else v
+                       for k, v in hparams.items()})
+
+
+def _build_problem(config: RunConfig) -> str | None:
+    """Why the trial's algorithm cannot be built with its hyperparameters, or None."""
+    from runners.algorithms import get_algorithm
+
+    if (config.algorithm_source or config.algorithm).startswith("algoperf:"):
+        return None  # a submission's hyperparameters are checked when it runs
+    try:
+        get_algorithm(config.algorithm, config.hparams, config.algorithm_source,
+                      config.algorithm_sha256)
+    except Exception as err:  # noqa: BLE001 - any error is what the dry run reports
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 _BLOCK = ("workload", "study", "trial", "seed")  # a block: one place, one trial per algorithm

@@ -207,6 +207,36 @@ def test_each_run_records_its_search_space_and_where_it_came_from(tmp_path, caps
                                                             "scaling": "log"}
 
 
+def test_dry_run_prints_spaces_origins_and_trials_and_writes_nothing(tmp_path, capsys):
+    from runners.algorithms.sources import parse_algorithms
+    from runners.launch import plan_study
+    from workbench.spec import StudySpec
+
+    store = tmp_path / "store"
+    items = ["adamw", "pytorch_optimizer:AdEMAMix"]
+    common = ["study", "--workloads", "synthetic,digits_mlp", "--algorithms", ",".join(items),
+              "--studies", "2", "--trials", "3", "--name", "dry", "--store", str(store)]
+    assert main([*common, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert not store.exists()  # nothing written, not even the store
+    assert f"search space, origin file ({ADAMW_SPACE})" in out
+    assert "search space, origin signature (derived from the constructor's defaults)" in out
+    assert '    beta2: {"feasible_points": [0.999]}' in out
+    spec = StudySpec(workloads=("synthetic", "digits_mlp"), algorithms=("adamw", "AdEMAMix"),
+                     studies=2, trials=3, name="dry")
+    planned = [c for c in plan_study(spec, sources=parse_algorithms(items, algorithm_names()))
+               if c.workload == "synthetic"]
+    assert len(planned) == 12 and "CANNOT BE BUILT" not in out
+    for config in planned:  # every trial, with its hyperparameters (4 significant digits)
+        shown = {k: float(f"{v:.4g}") if isinstance(v, float) else v
+                 for k, v in config.hparams.items()}
+        assert f"    trial {config.trial}: {json.dumps(shown)}" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"learning_rate": {"feasible_points": [-1.0]}}')
+    assert main([*common, "--search-space", f"adamw={bad}", "--dry-run"]) == 0
+    assert "CANNOT BE BUILT: HparamError" in capsys.readouterr().out and not store.exists()
+
+
 EIGHT = ("AdEMAMix", "Adan", "Muon", "ScheduleFreeAdamW", "SOAP", "Prodigy", "Lamb", "AdaBelief")
 
 

@@ -243,7 +243,8 @@ EIGHT = ("AdEMAMix", "Adan", "Muon", "ScheduleFreeAdamW", "SOAP", "Prodigy", "La
 @pytest.mark.slow
 def test_eight_pytorch_optimizers_run_a_study_by_import_path_alone(tmp_path, capsys):
     """Issue 28: each of these failed or ran wrongly under the first wrapper (3 betas, Muon's
-    parameter groups, schedule-free train/eval). 16 trials of 30 steps: about 15 s here."""
+    parameter groups, schedule-free train/eval). 16 trials of 30 steps on 2 workers: 10.6 s
+    alone, 22.6 s beside other tests on this 2-core machine."""
     store = tmp_path / "store"
     code = main(["study", "--workloads", "mnist1d_mlp", "--algorithms",
                  ",".join(f"pytorch_optimizer:{name}" for name in EIGHT), "--trials", "2",

@@ -419,3 +419,32 @@ def test_a_study_runs_in_the_launch_order_and_each_run_records_its_place(tmp_pat
     assert list(runs.launch_position) == [0, 1, 2, 3]
     doc = store.run_doc(runs.run_id.iloc[3])
     assert doc["launch_order"]["position"] == 3 and doc["launch_order"]["blocks"] == 2
+
+
+def test_a_failed_trial_gives_its_errors_last_line_in_the_summary(tmp_path):
+    """Not only "worker exited with code 1; log ...": the last line of the error, from the
+    failed run's record, else from the worker's log (a worker that died before its run)."""
+    from runners.processes import Outcome
+    from runners.scheduler import Scheduler, StudyResult
+    from workbench.catalog import get_workload
+    from workbench.records import run_identity
+    from workbench.spec import RunConfig
+    from workbench.store import utc_now
+
+    store = open_store(tmp_path / "store", create=True)
+    scheduler = Scheduler(store, None, 1, None, False, None, LaunchOptions())
+    recorded, logged = (RunConfig(workload="synthetic", algorithm="AdEMAMix", study_name="f",
+                                  trial=t) for t in (0, 1))
+    started_at, result = utc_now(), StudyResult()
+    with pytest.raises(ValueError):
+        with store.new_run(run_identity(recorded, get_workload("synthetic"))):
+            raise ValueError("not enough values to unpack (expected 3, got 2)")
+    scheduler._reap(Outcome(returncode=1, pid=1, host="here"), recorded, result, started_at)
+    store.log_path("f", logged.trial_key).write_text(
+        "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+        "ImportError: cannot import name 'Foo'\nmnist1d_mlp--x: failed\n")
+    scheduler._reap(Outcome(returncode=1, pid=2, host="here"), logged, result, utc_now())
+    assert "trial 0 seed 0: ValueError: not enough values to unpack (expected 3, got 2) " \
+           "(worker exited with code 1); log " in result.summary()
+    assert "trial 1 seed 0: ImportError: cannot import name 'Foo' (worker exited with code " \
+           "1); log " in result.failed[1]

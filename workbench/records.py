@@ -33,7 +33,8 @@ __all__ = [
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
-    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "MACHINE_COLUMNS", "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
+    "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary",
 ]
@@ -145,6 +146,17 @@ TIMING_FIELDS = (
     "launch_order",     # {"position", "block", "blocks", "seed"}: the launch order in full
     "machine",          # {"probe": what it times, "start": reading, "end": reading}; a reading
                         # is {"probe_seconds", "load_average", "other_cpu"} (MACHINE_COLUMNS)
+)
+
+# Top-level run-document fields of the search space a run's hyperparameters were drawn from
+# (runners/tuning.py ChosenSpace, set by the study's launcher); null in older documents, in
+# imported logs, and where none was drawn from (`pacebench run`, the self-tuning ruleset).
+SEARCH_SPACE_FIELDS = (
+    "search_space",         # the space, as JSON in AlgoPerf's format (an object or a list)
+    "search_space_origin",  # "declared" (the algorithm class gives it) | "file" | "signature"
+                            # (derived from an optimizer's constructor: runners/algorithms/
+                            # wrapper.py)
+    "search_space_file",    # the JSON file's absolute path, for origin "file"; else null
 )
 
 # Extra eval-row columns of the machine's speed during a run (runners/machine.py), read at each

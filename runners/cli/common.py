@@ -192,7 +192,8 @@ def algorithm_sources(items: list[str], store) -> dict:
     for source in sources.values():
         if source.kind == "algoperf":  # fail now, naming what is missing, not in every worker
             load_submission(submission_path(source.spec))
-    check_names_against_store(sources, store)
+    if store is not None:  # None: a dry run with no store yet
+        check_names_against_store(sources, store)
     return sources
 
 def check_names_against_store(sources: dict, store) -> None:

@@ -50,6 +50,7 @@ def _add_study(sub) -> None:
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--seeds", type=_ints, default=[0])
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
     p.add_argument("--no-stop-on-target", action="store_true",
                    help="train every run to its budget (full curves) even after its targets")
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
@@ -199,13 +200,17 @@ def _target_line(store, run_id: str) -> str:
     return f"target not met: {goal} (best {r.best_validation:.4g})"
 
 def study(args: argparse.Namespace) -> int:
-    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset."""
-    from runners.launch import run_study
+    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset.
+    With --dry-run: print the plan (launch.describe_plan) and write nothing, not even the
+    store (an existing one is read, to refuse a name its runs give to other code)."""
+    from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
     submission = submission_name(args)
-    store = open_store(store_path(args), create=True)
+    path = store_path(args)
+    store = (open_store(path) if path.exists() else None) if args.dry_run else \
+        open_store(path, create=True)
     sources = algorithm_sources(args.algorithms or [], store)
     algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
@@ -219,6 +224,10 @@ def study(args: argparse.Namespace) -> int:
                      name=args.name, max_steps=args.max_steps,
                      stop_on_target=not args.no_stop_on_target,
                      execution=execution_options(args))
+    if args.dry_run:
+        chosen = choose_search_spaces(spec, spaces, sources)
+        print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
+        return 0
     options = launch_options(args)
     return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from workbench.spec import RunConfig, WorkloadSpec
 
 __all__ = [
-    "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUSES", "TERMINAL", "DONE_STATUSES",
+    "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUS_TABLE", "STATUSES", "TERMINAL",
+    "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
@@ -42,11 +43,23 @@ __all__ = [
 SCHEMA_VERSION = 3
 READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
-# Run statuses. `running` is what a live process writes; readers show a `running` run whose
-# process is gone as `interrupted` (see workbench.store.Store.runs). `complete` has a time, or is
-# a miss when its target was not met; `diverged` (a non-finite loss) and `stalled` (no progress,
-# stopped early: runners/stall.py) are misses; `failed` (set-up error, crash) and `interrupted`
-# (killed, preempted) are neither a time nor a miss.
+# Run statuses, one table: status -> (what it is, what it counts as in scores, comparisons and
+# budgets, and what `--resume` does with its trial). `running` is what a live process writes;
+# readers show a `running` run whose process is gone as `interrupted` (workbench.store). The docs
+# print this table (docs/reference.md; tests/test_docs.py checks they agree).
+STATUS_TABLE = {
+    "complete": ("the run ended at its target, its budget, or its algorithm's request",
+                 "a time when it met its target, else a miss", "done: not run again"),
+    "diverged": ("a non-finite loss or validation metric", "a miss", "done: not run again"),
+    "stalled": ("no progress (runners/stall.py): stopped between 10 % and 50 % of its budget",
+                "a miss", "done: not run again"),
+    "failed": ("a set-up error or a crash (its traceback recorded)",
+               "neither a time nor a miss: left out, counted per algorithm and workload",
+               "run again"),
+    "interrupted": ("Ctrl-C, SIGTERM, preemption, a lost worker, the watchdog",
+                    "neither a time nor a miss: left out", "run again (from its checkpoint)"),
+    "running": ("training now", "left out until it ends", "left alone"),
+}
 STATUSES = ("running", "complete", "diverged", "stalled", "failed", "interrupted")
 TERMINAL = ("complete", "diverged", "stalled", "failed", "interrupted")
 # Finished: a trial with one of these is not run again by --resume, and its run counts in scores

@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from runners.cli.common import store_flag, store_path
+from runners.cli.common import store_path
+from runners.cli.flags import store_flag
 from runners.cli_types import csv as _csv
 
 __all__ = ["add", "report", "serve"]
@@ -33,6 +34,7 @@ def add(sub) -> None:
     store_flag(p)
     p.set_defaults(func=serve)
 
+
 def report(args: argparse.Namespace) -> int:
     """`pacebench report`: a self-contained HTML report (and figures)."""
     from workbench.report import write_report
@@ -45,6 +47,7 @@ def report(args: argparse.Namespace) -> int:
     if args.figures:
         print(f"figures ({', '.join(args.formats)}) written to {args.figures}")
     return 0
+
 
 def serve(args: argparse.Namespace) -> int:
     """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`), in a

@@ -183,6 +183,30 @@ def test_write_sealed_run_is_all_or_nothing_and_never_overwrites(tmp_path):
         store.write_sealed_run(doc, rows.drop_columns(["step"]), "imported-3")
 
 
+def test_a_sealed_batch_publishes_its_runs_together_and_drops_the_rest(tmp_path):
+    import pyarrow as pa
+
+    store = open_store(tmp_path, create=True)
+    rows = pa.Table.from_pylist([_eval(0, 0.5), _eval(1, 0.05)])
+    doc = _doc("imp", status="complete")
+    assert store.write_sealed_run(doc, rows, "there-already")
+    with store.sealed_batch() as batch:
+        assert batch.add(doc, rows, "b-1") and batch.add(doc, rows, "b-2")
+        assert not batch.add(doc, rows, "there-already")  # nothing written for it
+        assert store.run_ids() == ["there-already"]  # nothing visible before publish
+        (store.runs_dir / "b-2").mkdir()  # another writer's run appears meanwhile
+        (store.runs_dir / "b-2" / R.RUN_DOC).write_text("{}")
+        assert batch.publish() == {"b-1": True, "b-2": False}
+    assert store.run_ids() == ["b-1", "b-2", "there-already"]
+    assert (store.runs_dir / "b-2" / R.RUN_DOC).read_text() == "{}"  # never overwritten
+    with pytest.warns(UserWarning, match="skipped run b-2"):  # the other writer's "{}"
+        assert query.runs_frame(store).set_index("run_id").loc["b-1", "time_to_target"] == 2.0
+    with pytest.raises(RuntimeError), store.sealed_batch() as batch:
+        batch.add(doc, rows, "b-3")
+        raise RuntimeError("the import stops")
+    assert not any(n.startswith(".") for n in os.listdir(store.runs_dir))  # nothing left
+
+
 # -- document-level reads: what the launcher, progress and the dashboard ask the store -----------
 def test_documents_and_attempts_filter_and_order(tmp_path):
     store = open_store(tmp_path, create=True)

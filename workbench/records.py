@@ -37,7 +37,7 @@ __all__ = [
     "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
-    "run_identity", "EVAL_SUMMARY", "eval_summary",
+    "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns",
 ]
 
 SCHEMA_VERSION = 3
@@ -291,6 +291,16 @@ def _plain_number(value: Any) -> bool:
 def _plain_time(value: Any) -> bool:
     """None or a finite number (a time or a step count read as the run table reads it)."""
     return value is None or (_plain_number(value) and math.isfinite(value))
+
+
+def summary_columns(columns: Iterable[str], doc: Mapping[str, Any]) -> list[str]:
+    """The columns among `columns` that eval_summary reads for a run whose document is `doc`
+    (the step, time and index columns, and the target metric's in any case): rows cut down to
+    them give the same summary, and cost less to make from a table."""
+    metric = doc.get("target_metric")
+    target = metric_column("validation", metric).lower() if isinstance(metric, str) else None
+    read = ("eval_index", "step", "train_seconds", "wall_seconds")
+    return [c for c in columns if c in read or c.lower() == target]
 
 
 def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> dict | None:

@@ -43,17 +43,19 @@ import os
 import re
 import shutil
 import socket
+import sys
 import threading
 import time
 import uuid
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from workbench import records as R
 
-__all__ = ["Store", "RunWriter", "TrialClaim", "open_store", "StoreError", "atomic_write_json",
-           "utc_now", "read_jsonl", "ROW_KINDS"]
+__all__ = ["Store", "SealedBatch", "RunWriter", "TrialClaim", "open_store", "StoreError",
+           "atomic_write_json", "utc_now", "read_jsonl", "ROW_KINDS"]
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
@@ -78,6 +80,8 @@ def _clean(value: Any) -> Any:
     """JSON-safe copy: non-finite floats become null (JSON has no NaN); tuples become lists."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int)):  # before the Mapping check, which is slow
+        return value
     if isinstance(value, Mapping):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -133,13 +137,50 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
+def _sync_many(paths: list[Path], folder: Path) -> None:
+    """Make the files and folders `paths`, all under `folder`, durable: on Linux one syncfs(2)
+    of the file system holding `folder` (it returns once everything written to it is on disk);
+    elsewhere, or when that fails, an fsync of each path from parallel threads (the file system
+    commits many at once). Measured on this project's 2-core machine with 128 imported runs:
+    syncfs 0.01 ms of CPU and 0.04 to 0.16 ms of wall time a run, the fsyncs 0.3 to 0.45 ms of
+    each (one run's fsyncs after another's: 11 ms a run)."""
+    if len(paths) > 1 and _syncfs(folder):
+        return
+    if len(paths) > 1:
+        with ThreadPoolExecutor(min(8, len(paths))) as pool:
+            list(pool.map(_fsync_path, paths))
+    else:
+        for path in paths:
+            _fsync_path(path)
+
+
+def _syncfs(folder: Path) -> bool:
+    """syncfs(2) of the file system holding `folder`; False where there is none (not Linux)
+    or it failed (the caller then fsyncs file by file, which reports the error)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return False
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        return syncfs(fd) == 0
+    finally:
+        os.close(fd)
+
+
 def _write_parquet(table: "pa.Table", path: Path, durable: bool = True) -> None:  # noqa: F821
     """Write a Parquet file and (durable) fsync it; the caller renames it into place."""
     import pyarrow.parquet as pq
 
-    pq.write_table(table, path)
-    if durable:
-        _fsync_path(path)
+    with open(path, "wb") as f:  # a Python file: pyarrow resolving the path took longer
+        pq.write_table(table, f)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def _slug(text: str) -> str:
@@ -278,7 +319,104 @@ def _with_run_id(table: "pa.Table", run_id: str) -> "pa.Table":  # noqa: F821
 
     if "run_id" in table.column_names:
         table = table.drop_columns(["run_id"])
-    return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+    return table.add_column(0, "run_id", pa.repeat(pa.scalar(run_id, pa.string()), table.num_rows))
+
+
+class SealedBatch:
+    """Finished runs added to a store together (importers): `add` writes each run, as
+    Store.write_sealed_run describes, into a hidden folder under runs/; `publish` makes them
+    durable and renames them into place. The files and folders of the whole batch are made
+    durable together before any rename (_sync_many), and runs/ is fsynced once after the
+    renames, so readers and crashes still see each run whole or not at all. Leaving the `with`
+    block removes the folders added and not published. `add` is thread-safe; `publish` is
+    called once, from one thread.
+
+        with store.sealed_batch() as batch:
+            for doc, evals, run_id in runs:
+                batch.add(doc, evals, run_id)    # False: the run exists, nothing written
+            added = batch.publish()              # run id -> True, or False when it exists now
+    """
+
+    def __init__(self, store: "Store", durable: bool = True) -> None:
+        self.store = store
+        self.durable = durable
+        self._staged: list[tuple[str, Path, list[Path]]] = []  # run id, folder, files written
+
+    def add(self, doc: Mapping[str, Any], evals: "pa.Table | None",  # noqa: F821
+            run_id: str, train: "pa.Table | None" = None) -> bool:  # noqa: F821
+        """Write one finished run into its hidden folder (see Store.write_sealed_run for the
+        arguments and the checks); False, writing nothing, when run `run_id` exists."""
+        status = doc.get("status")
+        if status not in R.TERMINAL:
+            raise ValueError(f"a sealed run needs a final status, one of {R.TERMINAL}; got {status!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
+            raise ValueError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
+                             "'_', '.', '-' (not leading '.')")
+        lacking = [] if evals is None else \
+            [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
+        if lacking:
+            raise ValueError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
+                             "(null where unknown) and the <split>/<metric> columns")
+        for table in (evals, train):
+            if table is not None:
+                R.check_row_columns(table.column_names)
+        runs_dir = self.store.runs_dir
+        if (runs_dir / run_id).exists():
+            return False
+        tmp = runs_dir / f".tmp-{run_id}-{uuid.uuid4().hex[:12]}"
+        tmp.mkdir(parents=True)
+        try:
+            files = []
+            for table, name in ((evals, R.EVALS_SEALED), (train, R.TRAIN_SEALED)):
+                if table is not None and table.num_rows:
+                    _write_parquet(_with_run_id(table, run_id), tmp / name, durable=False)
+                    files.append(tmp / name)
+            full = {"attempt": 1, **doc, "schema_version": R.SCHEMA_VERSION, "run_id": run_id}
+            full.pop(R.EVAL_SUMMARY, None)  # what the rows say, never what the caller says
+            rows = [] if evals is None else \
+                evals.select(R.summary_columns(evals.column_names, full)).to_pylist()
+            sealed = R.eval_summary(rows, full)
+            if sealed is not None:
+                full[R.EVAL_SUMMARY] = sealed
+            with open(tmp / R.RUN_DOC, "w") as f:  # one write: json.dump writes piece by piece
+                f.write(json.dumps(_clean(full), indent=1, sort_keys=True))
+            files.append(tmp / R.RUN_DOC)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self._staged.append((run_id, tmp, files))
+        return True
+
+    def publish(self) -> dict[str, bool]:
+        """Make the added runs durable and rename them into place: run id -> True, or False
+        when a run of that id appeared meanwhile (its folder is removed, nothing overwritten)."""
+        staged, self._staged = self._staged, []
+        try:
+            if self.durable:
+                _sync_many([p for _, tmp, files in staged for p in (*files, tmp)],
+                           self.store.runs_dir)
+            added = {}
+            for run_id, tmp, _ in staged:
+                try:
+                    os.rename(tmp, self.store.runs_dir / run_id)  # fails when it exists, not empty
+                    added[run_id] = True
+                except OSError:
+                    added[run_id] = False
+            if self.durable and any(added.values()):
+                _fsync_path(self.store.runs_dir)
+            return added
+        finally:
+            for _, tmp, _ in staged:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+
+    def __enter__(self) -> "SealedBatch":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        staged, self._staged = self._staged, []
+        for _, tmp, _ in staged:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Store:
@@ -362,53 +500,15 @@ class Store:
         folder under runs/, which is then renamed to `run_id`: readers and crashes see the whole
         run or nothing (a crash leaves only a hidden `.tmp-*` folder that readers ignore).
         `durable=False` skips the fsyncs (fake stores that nobody reads while they are made).
-        Thread-safe. Returns False, writing nothing, when run `run_id` already exists.
+        Thread-safe. Returns False, writing nothing, when run `run_id` already exists. Many runs
+        at once: sealed_batch, which makes them durable together.
         """
-        status = doc.get("status")
-        if status not in R.TERMINAL:
-            raise ValueError(f"a sealed run needs a final status, one of {R.TERMINAL}; got {status!r}")
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
-            raise ValueError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
-                             "'_', '.', '-' (not leading '.')")
-        lacking = [] if evals is None else \
-            [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
-        if lacking:
-            raise ValueError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
-                             "(null where unknown) and the <split>/<metric> columns")
-        for table in (evals, train):
-            if table is not None:
-                R.check_row_columns(table.column_names)
-        final = self.runs_dir / run_id
-        if final.exists():
-            return False
-        tmp = self.runs_dir / f".tmp-{run_id}-{uuid.uuid4().hex[:12]}"
-        tmp.mkdir(parents=True)
-        try:
-            for table, name in ((evals, R.EVALS_SEALED), (train, R.TRAIN_SEALED)):
-                if table is not None and table.num_rows:
-                    _write_parquet(_with_run_id(table, run_id), tmp / name, durable)
-            full = {"attempt": 1, **doc, "schema_version": R.SCHEMA_VERSION, "run_id": run_id}
-            full.pop(R.EVAL_SUMMARY, None)  # what the rows say, never what the caller says
-            sealed = R.eval_summary([] if evals is None else evals.to_pylist(), full)
-            if sealed is not None:
-                full[R.EVAL_SUMMARY] = sealed
-            with open(tmp / R.RUN_DOC, "w") as f:
-                json.dump(_clean(full), f, indent=1, sort_keys=True)
-                if durable:
-                    f.flush()
-                    os.fsync(f.fileno())
-            if durable:
-                _fsync_path(tmp)
-            try:
-                os.rename(tmp, final)  # fails when `final` exists and is not empty
-            except OSError:
-                return False
-            if durable:
-                _fsync_path(self.runs_dir)
-            return True
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        with self.sealed_batch(durable) as batch:
+            return batch.add(doc, evals, run_id, train) and batch.publish()[run_id]
+
+    def sealed_batch(self, durable: bool = True) -> "SealedBatch":
+        """A SealedBatch of this store: finished runs added together (see SealedBatch)."""
+        return SealedBatch(self, durable)
 
     # -- the scoring rules and the run index ------------------------------------------------
     def scoring_config(self) -> dict[str, Any] | None:

@@ -111,6 +111,9 @@ CASES = {
     "row with too many cells": (lambda root: trial(
         root, "mallory", eval_text="global_step,score,validation/accuracy\n1,2.0,0.1,7\n"),
         "not a readable CSV"),
+    "a column named twice": (lambda root: trial(
+        root, "mallory", eval_text="global_step,score,score\n1,2.0,3.0\n"),
+        "appear more than once"),
     "no score column": (lambda root: trial(
         root, "mallory", eval_text="global_step,validation/accuracy\n1,0.9\n"), "lacks columns"),
     "eval log not UTF-8": (lambda root: trial(

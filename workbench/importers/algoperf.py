@@ -257,6 +257,10 @@ def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
         R.check_row_columns(raw.column_names)
     except ValueError as e:
         raise _BadFile(f"{path}: {e}") from None
+    twice = sorted({c for c in raw.column_names if raw.column_names.count(c) > 1})
+    if twice:
+        raise _BadFile(f"{path}: columns {twice} appear more than once; each column of an "
+                       "eval log has its own name")
     n = raw.num_rows
     columns = {"eval_index": pa.array(range(n), pa.int64())}
     for theirs, ours in (("global_step", "step"), (None, "examples"), ("score", "train_seconds"),

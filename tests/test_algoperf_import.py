@@ -87,6 +87,25 @@ def imported(tmp_path):
     return tmp_path, targets, store, report
 
 
+def test_batches_in_worker_processes_import_what_one_process_imports(tmp_path, monkeypatch):
+    """Many batches go to worker processes (one per core, at most `workers`): the same runs,
+    rows and problems as one process importing them all."""
+    from workbench.importers import algoperf
+
+    targets = write_tree(tmp_path)
+    monkeypatch.setattr(algoperf, "BATCH", 2)  # 3 batches
+    reports, runs, evals = [], [], []
+    for workers in (1, 2):
+        store = open_store(tmp_path / f"store{workers}", create=True)
+        reports.append(import_algoperf(tmp_path / "external_tuning", store, targets,
+                                       workers=workers))
+        runs.append(query.runs_frame(store))
+        evals.append(query.evals_frame(store))
+    assert [(r.imported, r.without_evals, r.problems) for r in reports] == \
+        [(4, 1, reports[0].problems)] * 2 and len(reports[0].problems) == 1
+    assert runs[0].equals(runs[1]) and evals[0].equals(evals[1])
+
+
 def test_trial_logs_merge_timestamped_folders(tmp_path):
     write_tree(tmp_path)
     logs = list(trial_logs(tmp_path / "external_tuning" / "alpha"))

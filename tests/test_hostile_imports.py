@@ -256,3 +256,67 @@ def test_a_non_finite_metric_reads_as_nan_and_never_meets_a_target(clean, tmp_pa
     run = query.runs_frame(open_store(store)).set_index("algorithm").loc["mallory"]
     assert not run.reached_target and run.best_validation != float("-inf")
     assert _scores(store) == scores
+
+
+# Eval logs read together (read_evals_many: logs with one header parsed as one CSV) must give
+# exactly what each gives read alone, the errors included: type inference over a group, values
+# that parse otherwise in a group, a bad log among good ones, clocks that start again per log.
+GROUPED = {
+    "integers": "global_step,score,validation/accuracy\n1,10,0\n2,20,1\n",
+    "decimals": "global_step,score,validation/accuracy\n1,10.5,0.25\n2,20.25,0.5\n",
+    "steps as decimals": "global_step,score,validation/accuracy\n1.0,1.5,0.1\n3.0,2.5,0.2\n",
+    "booleans": "global_step,score,validation/accuracy\n1,1.0,true\n2,2.0,false\n",
+    "null tokens": "global_step,score,validation/accuracy\n1,1.0,NaN\n2,2.0,NA\n3,3.0,\n",
+    "infinities": "global_step,score,validation/accuracy\n1,1.0,inf\n2,2.0,-inf\n",
+    "empty lines, no final newline": "global_step,score,validation/accuracy\n\n1,1.0,0.1\n\n"
+                                     "2,2.0,0.2",
+    "header only": "global_step,score,validation/accuracy\n",
+    "long integer": "global_step,score,validation/accuracy\n1,1.0,12345678901234567\n",
+    "quoted line break": 'global_step,score,validation/accuracy\n1,1.0,"0.\n5"\n',
+    "carriage returns": "global_step,score,validation/accuracy\r\n1,1.0,0.5\r\n",
+    "byte-order mark": "\ufeffglobal_step,score,validation/accuracy\n1,1.0,0.5\n",
+    "decreasing step": "global_step,score,validation/accuracy\n5,1.0,0.1\n2,3.0,0.2\n",
+    "too many cells": "global_step,score,validation/accuracy\n1,2.0,0.1,7\n",
+    "non-numeric": "global_step,score,validation/accuracy\n1,2.0,fast\n",
+    "empty time": "global_step,score,validation/accuracy\n1,,0.1\n",
+    "not UTF-8": "global_step,score,validation/accuracy\n1,2.0,\udcff\n",
+    "same names twice": "global_step,score,score\n1,2.0,3.0\n",
+    "empty file": "",
+}
+
+
+# The logs of GROUPED that parse in a group (the others, one of which fails, are read alone).
+GROUPABLE = ["integers", "decimals", "steps as decimals", "null tokens", "infinities",
+             "empty lines, no final newline", "header only"]
+# Logs that might parse otherwise in a group: always read alone.
+ALONE = ["long integer", "quoted line break", "carriage returns", "byte-order mark"]
+
+
+@pytest.mark.parametrize("names", [GROUPABLE, GROUPABLE[::-1], ["integers", "booleans"],
+                                   GROUPABLE + ALONE, list(GROUPED),
+                                   ["decreasing step"] + GROUPABLE,
+                                   ["non-numeric"] + GROUPABLE])
+def test_logs_read_together_read_as_each_alone(tmp_path, monkeypatch, names):
+    from workbench.importers import algoperf
+
+    paths = []
+    for i, name in enumerate(names):
+        path = tmp_path / f"{i}.csv"
+        path.write_bytes(GROUPED[name].encode("utf-8", "surrogateescape"))
+        paths.append(path)
+    alone_read = []
+    read_evals = algoperf.read_evals
+    monkeypatch.setattr(algoperf, "read_evals", lambda p: alone_read.append(p) or read_evals(p))
+    together = algoperf.read_evals_many(paths)
+    if names in (GROUPABLE, GROUPABLE[::-1], ["integers", "booleans"], GROUPABLE + ALONE):
+        assert alone_read == [p for n, p in zip(names, paths) if n in ALONE]  # the others: one CSV
+    for name, path in zip(names, paths):
+        try:
+            alone = read_evals(path)
+        except ValueError as e:
+            assert isinstance(together[path], ValueError) and str(together[path]) == str(e), name
+            continue
+        assert repr(alone.to_pydict()) == repr(together[path].to_pydict()), name  # NaN too
+        assert alone.schema.equals(together[path].schema, check_metadata=True), name
+    if "integers" in names:
+        assert together[paths[names.index("integers")]]["eval_index"].to_pylist() == [0, 1]

@@ -38,16 +38,18 @@ import json
 import math
 import os
 import re
+import stat
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
-from workbench.run_index import refresh_index
 from workbench import records as R
-from workbench.scoring import ScoringConfig
-from workbench.store import Store, open_store
+from workbench.importers.workers import WorkerPool
+from workbench.store import SealedBatch, Store, open_store
+
+if TYPE_CHECKING:
+    from workbench.scoring import ScoringConfig
 
 __all__ = ["import_algoperf", "ImportReport", "AlgoPerfTargets", "load_targets", "TrialLog",
            "find_submissions", "trial_logs", "read_evals", "metric_direction"]
@@ -55,7 +57,8 @@ __all__ = ["import_algoperf", "ImportReport", "AlgoPerfTargets", "load_targets",
 EVAL_FILE = "eval_measurements.csv"
 META_FILE = "meta_data_0.json"
 HPARAMS_FILE = "hparams.json"
-WORKERS = 8  # trials read and written at once (the work is mostly file I/O and fsync)
+WORKERS = 8  # worker processes at most (and one per core at most)
+BATCH = 128  # trials a worker reads and makes durable together (store.SealedBatch)
 MAX_DEPTH = 8  # how deep a meta or hparams file may nest JSON objects and lists
 
 _STUDY = re.compile(r"study_(\d+)")
@@ -115,6 +118,8 @@ class AlgoPerfTargets:
         workloads that have logs; a base workload without any is not scored (with it, every
         submission would count a miss there: the v0.6 file lists finewebedu_lm, which the v0.6
         leaderboard's logs do not have), nor are held-out variants of it."""
+        from workbench.scoring import ScoringConfig  # xarray: not loaded by import workers
+
         old = tuple(int(x) for x in re.findall(r"\d+", self.version)[:2]) < (0, 6)
         logged = None if logged is None else set(logged)
         bases = tuple(w for w in self.base_workloads if logged is None or w in logged)
@@ -242,13 +247,101 @@ def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
     file when it is not a readable AlgoPerf eval log.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
     try:
         raw = pcsv.read_csv(path, read_options=pcsv.ReadOptions(use_threads=False))
     except (pa.ArrowInvalid, OSError) as e:
         raise _BadFile(f"{path}: not a readable CSV ({_short(e)})") from None
+    return _eval_rows(raw, path)
+
+
+def read_evals_many(paths: Iterable[Path]) -> dict[Path, "pa.Table | ValueError"]:  # noqa: F821
+    """read_evals of each file of `paths`: its rows, or the error read_evals raises (a
+    ValueError naming the file). The same tables and errors, at a fraction of the cost: logs
+    with the same header line are parsed as one CSV (one Arrow parse and one conversion for a
+    batch's logs of a workload, instead of one per log, which cost 1 to 2 ms each) and checked
+    together; a group where any log fails is read again log by log, and so is a log that could
+    parse otherwise in a group (_groupable). A file that is not a regular file is left to
+    read_evals, which names the problem."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    out: dict[Path, Any] = {}
+    groups: dict[bytes, list[tuple[Path, bytes]]] = {}
+    for path in paths:
+        data = _regular_bytes(path)
+        header, _, body = (data or b"").partition(b"\n")
+        if data is not None and _groupable(data, header):
+            groups.setdefault(header, []).append((path, body))
+        else:
+            out[path] = None
+    for header, logs in groups.items():
+        bodies = [body if body.endswith(b"\n") or not body else body + b"\n" for _, body in logs]
+        counts = [sum(1 for line in body.split(b"\n") if line) for body in bodies]  # Arrow skips
+        try:  # empty lines
+            raw = pcsv.read_csv(pa.BufferReader(b"\n".join([header, b"".join(bodies)])),
+                                read_options=pcsv.ReadOptions(use_threads=False))
+            rows = _eval_rows(raw, "", counts) if raw.num_rows == sum(counts) else None
+        except (pa.ArrowInvalid, OSError, _BadFile):
+            rows = None
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        for (path, _), start, count in zip(logs, starts, counts):
+            out[path] = None if rows is None else rows.slice(start, count)
+    for path, rows in out.items():
+        if rows is None:
+            try:
+                out[path] = read_evals(path)
+            except _BadFile as e:
+                out[path] = e
+    return out
+
+
+# Tokens read as integers of 16 digits or more: Arrow reads a column of them as int64 in one
+# log, whose cast to float64 fails when it is not exact, but as float64 beside a decimal in a
+# group of logs, so a log that has one is read alone.
+_LONG_INTEGER = re.compile(rb"(?:^|,)-?\d{16,}(?=,|$)", re.MULTILINE)
+
+
+def _groupable(data: bytes, header: bytes) -> bool:
+    """Whether the eval log whose bytes are `data` (first line `header`) parses in a group of
+    logs with the same header line exactly as it parses alone: no quotes (a quoted field may
+    hold a line break), no carriage return, no byte-order mark, no header name twice, no long
+    integer (_LONG_INTEGER). Arrow infers a column's type from all the group's values, but the
+    casts that follow give every value the same result as alone (an int64 column of one log
+    and the float64 one of the group hold the same numbers), and a group that fails anywhere is
+    read again log by log."""
+    names = header.split(b",")
+    return not (b'"' in data or b"\r" in data or data.startswith(b"\xef\xbb\xbf")
+                or len(set(names)) < len(names) or _LONG_INTEGER.search(data))
+
+
+def _regular_bytes(path: Path) -> bytes | None:
+    """The bytes of `path` when it is a regular file (opened without blocking: never a FIFO's
+    reader left waiting), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _eval_rows(raw: "pa.Table", path, counts: list[int] | None = None) -> "pa.Table":  # noqa: F821
+    """read_evals's rows from the CSV table `raw` of eval log `path`, checked (_BadFile
+    otherwise); `counts`: `raw` holds several logs one after another, of so many rows each
+    (read_evals_many), whose eval indices and clocks start again at each log."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     missing = [c for c in _REQUIRED if c not in raw.column_names]
     if missing:
         raise _BadFile(f"{path}: lacks columns {missing}; an AlgoPerf eval log has "
@@ -261,25 +354,31 @@ def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
     if twice:
         raise _BadFile(f"{path}: columns {twice} appear more than once; each column of an "
                        "eval log has its own name")
-    n = raw.num_rows
-    columns = {"eval_index": pa.array(range(n), pa.int64())}
+    n, counts = raw.num_rows, [raw.num_rows] if counts is None else counts
+    # the row's place in its log (np.arange: pa.array(range(n)) took 100x as long)
+    index = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum([0] + counts[:-1]), counts)
+    columns = {"eval_index": pa.array(index)}
     for theirs, ours in (("global_step", "step"), (None, "examples"), ("score", "train_seconds"),
                          ("accumulated_eval_time", "eval_seconds"),
                          ("total_duration", "wall_seconds")):
         kind = pa.int64() if ours in ("step", "examples") else pa.float64()
         columns[ours] = _column(raw, theirs, kind, path) if theirs in raw.column_names \
             else pa.nulls(n, kind)
-    _check_clocks(columns, path)
+    _check_clocks(columns, path, np.repeat(np.arange(len(counts)), counts))
     for name in sorted(c for c in raw.column_names if R.split_of(c)):
         values = _column(raw, name, pa.float64(), path)  # inf and -inf read as NaN: no metric
-        columns[name] = pc.if_else(pc.is_inf(values), float("nan"), values)  # value meets a target
+        if np.isinf(values.to_numpy(zero_copy_only=False)).any():  # value meets a target
+            values = pc.if_else(pc.is_inf(values), float("nan"), values)
+        columns[name] = values
     return pa.table(columns)
 
 
-def _check_clocks(columns: Mapping[str, "pa.Array"], path) -> None:  # noqa: F821
+def _check_clocks(columns: Mapping[str, "pa.Array"], path,  # noqa: F821
+                  log: "np.ndarray") -> None:  # noqa: F821
     """Steps and times of an eval log must be finite, non-negative and non-decreasing along the
     log (the training time `score` and the step on every row; the other clocks where given): a
-    log that breaks this would move every other submission's score, so its trial is refused."""
+    log that breaks this would move every other submission's score, so its trial is refused.
+    `log`: each row's log (0 on every row of a single log), along which clocks never fall."""
     import numpy as np
 
     for ours, theirs in (("step", "global_step"), ("train_seconds", "score"),
@@ -290,11 +389,11 @@ def _check_clocks(columns: Mapping[str, "pa.Array"], path) -> None:  # noqa: F82
         if ours in ("step", "train_seconds") and not given.all():
             raise _BadFile(f"{path}: column {theirs!r} has empty cells (row "
                            f"{int(np.argmin(given)) + 1}); every eval needs a step and a time")
-        values = values[given]
+        values, same_log = values[given], np.diff(log[given]) == 0
         if not np.isfinite(values).all() or (values < 0).any():
             raise _BadFile(f"{path}: column {theirs!r} holds a negative or infinite value; "
                            "steps and times are finite and >= 0")
-        falls = np.flatnonzero(np.diff(values) < 0)
+        falls = np.flatnonzero((np.diff(values) < 0) & same_log)
         if len(falls):
             raise _BadFile(f"{path}: column {theirs!r} decreases (from {values[falls[0]]:g} to "
                            f"{values[falls[0] + 1]:g}); steps and times never go back along a log")
@@ -469,30 +568,36 @@ def _inside(path: Path, root: Path) -> Path:
     raise _BadFile(f"{path}: a link out of the log tree {root}; links out of it are not followed")
 
 
-def _import_trial(store: Store, log: TrialLog, targets: AlgoPerfTargets, ruleset: str | None,
-                  root: Path) -> str:
-    """Import one trial; returns "imported", "existing" or "without_evals"; _BadFile on errors.
+def _import_trial(batch: SealedBatch, log: TrialLog, targets: AlgoPerfTargets,
+                  ruleset: str | None, root: Path,
+                  read: Mapping[Path, Any] | None = None) -> tuple[str, str | None]:
+    """Read and check one trial and add it to `batch`: ("staged", its run id) (the batch's
+    publish imports it), ("existing", run id) or ("without_evals", None); _BadFile on errors.
+    `read`: what read_evals_many gave for eval files read ahead (the others are read here).
 
     Nothing outside the log tree `root` is read. A run of the same id already in the store must
     be this submission's (the same folder name), else the trial is refused.
     """
+    store = batch.store
     eval_file = log.path / EVAL_FILE
     if not eval_file.is_file():
-        return "without_evals"
+        return "without_evals", None
     _inside(eval_file, root)
     hparams = _read_json(_inside(log.path / HPARAMS_FILE, root), required=False)
     ruleset = ruleset or ("external" if hparams is not None else "self")
     study_name = f"algoperf-v{targets.version}-{ruleset}"
     run_id = log.run_id(study_name)
     if store.run_path(run_id).exists():
-        return _existing(store, run_id, log)
-    evals = read_evals(eval_file)
+        return _existing(store, run_id, log), run_id
+    evals = read[eval_file] if read and eval_file in read else read_evals(eval_file)
+    if isinstance(evals, Exception):
+        raise evals
     meta = _read_json(_inside(log.path / META_FILE, root), required=False) or {}
     _check_meta(meta, log.path / META_FILE)
     doc = _document(log, targets, study_name, ruleset, meta, hparams or {}, evals, run_id)
-    if store.write_sealed_run(doc, evals, run_id):
-        return "imported"
-    return _existing(store, run_id, log)
+    if batch.add(doc, evals, run_id):
+        return "staged", run_id
+    return _existing(store, run_id, log), run_id
 
 
 def _existing(store: Store, run_id: str, log: TrialLog) -> str:
@@ -610,16 +715,13 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
             continue
         rules = _ruleset_of(submission, ruleset)
         jobs += [(log, rules) for log in _scored_trials(submission, targets, report)]
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        futures = [pool.submit(_import_trial, store, log, targets, rules, root)
-                   for log, rules in jobs]
-        for future in futures:
-            try:
-                outcome = future.result()
-            except _BadFile as e:
-                report.problems.append(str(e))
-                continue
-            setattr(report, outcome, getattr(report, outcome) + 1)
+    batches = [jobs[first:first + BATCH] for first in range(0, len(jobs), BATCH)]
+    for counts, problems in _import_batches(store, batches, targets, root, workers):
+        report.problems += problems
+        for outcome, n in counts.items():
+            setattr(report, outcome, getattr(report, outcome) + n)
+    from workbench.run_index import refresh_index  # the read side (DuckDB, pandas)
+
     refresh_index(store)
     budgets, logged = _budgets(store, targets, report)
     logged |= {log.workload for log, _ in jobs}  # a workload whose every log was unreadable
@@ -627,6 +729,86 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
     _record_config(store, targets, budgets, logged)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _import_batches(store: Store, batches: list[list[tuple[TrialLog, str | None]]],
+                    targets: AlgoPerfTargets, root: Path, workers: int
+                    ) -> Iterator[tuple[dict[str, int], list[str]]]:
+    """_import_batch's result for each batch, in order. Reading and writing a trial is Python
+    and Arrow work, one core's worth per process, so several batches go to up to `workers`
+    worker processes, one per core at most (workers.WorkerPool); a single batch is imported in
+    this process."""
+    messages = [{"store": str(store.root), "root": str(root), "targets": asdict(targets),
+                 "jobs": [[*_fields(log), rules] for log, rules in jobs]} for jobs in batches]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    processes = min(workers, len(batches), cores or 1)
+    if processes <= 1:
+        for message in messages:
+            yield tuple(_import_batch(**message))
+        return
+    with WorkerPool(processes) as pool:
+        results = pool.map(f"{__name__}:_import_batch", messages)
+        import workbench.run_index  # noqa: F401  # needed at the end: loaded while workers work
+
+        for counts, problems in results:
+            yield counts, problems
+
+
+def _fields(log: TrialLog) -> list:
+    """A TrialLog as JSON values (TrialLog(*fields) makes it again, its path a string)."""
+    return [log.submission, log.study, log.workload, log.framework, log.experiment, log.trial,
+            str(log.path)]
+
+
+def _import_batch(store: str, jobs: list[list], targets: Mapping[str, Any],
+                  root: str) -> tuple[dict[str, int], list[str]]:
+    """Import the trials of `jobs` (_fields of a TrialLog, then its ruleset) one after another
+    into the store at `store` as one SealedBatch (`targets`: an AlgoPerfTargets's fields; `root`:
+    the resolved log tree): (how many trials had each outcome, "imported", "existing" or
+    "without_evals"; the problems, one line each). JSON in, JSON out: it runs in a worker
+    process (workers.WorkerPool) or in the importing one."""
+    store_, problems, staged = Store(store), [], []
+    targets_ = AlgoPerfTargets(targets["version"], tuple(targets["base_workloads"]),
+                               tuple(targets["held_out_workloads"]), targets["workloads"])
+    counts = dict.fromkeys(("imported", "existing", "without_evals"), 0)
+    logs = [(TrialLog(*fields[:6], Path(fields[6])), rules) for *fields, rules in jobs]
+    read = read_evals_many(_new_eval_files(store_, logs, targets_, Path(root)))
+    with store_.sealed_batch() as batch:
+        for log, rules in logs:
+            try:
+                outcome, run_id = _import_trial(batch, log, targets_, rules, Path(root), read)
+            except _BadFile as e:
+                problems.append(str(e))
+                continue
+            if outcome == "staged":
+                staged.append((log, run_id))
+            else:
+                counts[outcome] += 1
+        added = batch.publish()
+    for log, run_id in staged:
+        try:  # a run of its id written meanwhile by another import: it must be the same trial's
+            counts["imported" if added[run_id] else _existing(store_, run_id, log)] += 1
+        except _BadFile as e:
+            problems.append(str(e))
+    return counts, problems
+
+
+def _new_eval_files(store: Store, logs: list[tuple[TrialLog, str | None]],
+                    targets: AlgoPerfTargets, root: Path) -> list[Path]:
+    """The eval files worth reading ahead (read_evals_many) among those of `logs` (trial,
+    ruleset): regular files inside the log tree `root` of trials not in the store yet."""
+    files = []
+    for log, rules in logs:
+        path = log.path / EVAL_FILE
+        ids = [log.run_id(f"algoperf-v{targets.version}-{r}")
+               for r in ([rules] if rules else ["external", "self"])]
+        if any(store.run_path(i).exists() for i in ids) or not path.is_file():
+            continue
+        try:
+            files.append(_inside(path, root))
+        except _BadFile:
+            pass  # _import_trial names the problem
+    return files
 
 
 def _scored_trials(submission: Path, targets: AlgoPerfTargets,

@@ -21,7 +21,8 @@ into paths)::
 Each attempt at a trial gets its own folder, created with an atomic mkdir, so many processes on
 many machines can write one store at once and nothing written is ever overwritten by another run.
 A run killed at any moment keeps every row it flushed; its document still says `running`, and
-readers show it as `interrupted` once its process is gone (same host) or its heartbeat is stale.
+readers show it as `interrupted` once its process is gone (same host: psutil finds no process of
+its pid that started when the document says) or its heartbeat is stale (another host).
 Nothing is pickled: documents are JSON, rows are JSON lines and Parquet.
 
 Importers add finished runs in one step with Store.write_sealed_run: the folder is built and
@@ -49,6 +50,8 @@ import uuid
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
+
+import psutil
 
 from workbench import records as R
 
@@ -100,24 +103,43 @@ def atomic_write_json(path: Path, doc: Mapping[str, Any]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _proc_start_ticks(pid: int) -> int | None:
-    """Start time of a live process `pid` in clock ticks since boot (Linux), to tell a reused pid
-    apart; None when there is no such process or it is dead (a zombie nobody has reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return None if fields[0] in ("Z", "X", "x") else int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
+def _started_after_boot(pid: int) -> float | None:
+    """When the live process `pid` started, in seconds after the machine booted (psutil), to tell
+    a reused pid apart; None when there is no such process or it is dead (a zombie nobody has
+    reaped yet). Seconds after boot, not after the epoch: a wall-clock start moves when the
+    clock is set, and so does the boot time; their difference does not."""
+    for _ in range(3):  # the boot time read twice alike: the clock was not set in between
+        try:
+            process, boot = psutil.Process(pid), psutil.boot_time()
+            started = process.create_time() - boot
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return None
+        except (psutil.Error, OSError, ValueError):
+            return None
+        if psutil.boot_time() == boot:
+            return started
+    return None
+
+
+def _same_start(process: Mapping[str, Any], started: float) -> bool:
+    """Whether a run document's `process` entry names the process that started `started`
+    seconds after boot. Documents written before psutil was used give clock ticks after boot
+    (`start_ticks`, read from Linux's /proc)."""
+    recorded = process.get("started_after_boot")
+    if recorded is None and process.get("start_ticks") is not None and hasattr(os, "sysconf"):
+        recorded = process["start_ticks"] / os.sysconf("SC_CLK_TCK")
+    # the kernel counts the start in clock ticks (10 ms); psutil's float sum rounds below that
+    return isinstance(recorded, (int, float)) and abs(recorded - started) < 0.005
 
 
 def _process_alive(process: Mapping[str, Any] | None, heartbeat: Path) -> bool:
-    """Is the process that wrote a `running` document still alive?"""
+    """Is the process that wrote a `running` document still alive? On this host psutil says
+    (its pid, started when the document says); on another, the heartbeat's age."""
     if not process:
         return False
-    if process.get("host") == socket.gethostname() and Path("/proc").is_dir():
-        ticks = _proc_start_ticks(int(process.get("pid") or -1))
-        return ticks is not None and ticks == process.get("start_ticks")
+    if process.get("host") == socket.gethostname():
+        started = _started_after_boot(int(process.get("pid") or -1))
+        return started is not None and _same_start(process, started)
     try:
         return time.time() - heartbeat.stat().st_mtime < STALE_AFTER_S
     except OSError:
@@ -253,10 +275,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _seal(live: Path, sealed: Path) -> list[dict[str, Any]]:
-    """JSON lines -> Parquet (atomic), then drop the JSON lines; returns the rows sealed. Rows
-    are never lost on the way."""
+    """JSON lines -> Parquet, then drop the JSON lines; returns the rows sealed. Rows are never
+    lost on the way: the Parquet file is written under a temporary name and fsynced, renamed
+    into place and its folder fsynced (the new name is durable), and only then is the live file
+    removed. A crash in between leaves both files, and readers take the sealed one."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if not live.exists():
         return []
@@ -266,8 +289,9 @@ def _seal(live: Path, sealed: Path) -> list[dict[str, Any]]:
         keys = list(dict.fromkeys(k for row in rows for k in row))
         table = pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
         tmp = sealed.with_name(f".{sealed.name}.tmp")
-        pq.write_table(table, tmp)
+        _write_parquet(table, tmp)  # fsynced
         os.replace(tmp, sealed)
+        _fsync_path(sealed.parent)
     live.unlink()
     return rows
 
@@ -339,7 +363,7 @@ class Store:
         doc.update(schema_version=R.SCHEMA_VERSION, run_id=path.name, status="running",
                    started_at=utc_now(), ended_at=None,
                    process={"host": socket.gethostname(), "pid": os.getpid(),
-                            "start_ticks": _proc_start_ticks(os.getpid())})
+                            "started_after_boot": _started_after_boot(os.getpid())})
         atomic_write_json(path / R.RUN_DOC, doc)
         return RunWriter(path, doc)
 

@@ -100,8 +100,8 @@ def dead_process() -> dict[str, Any]:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     pid = child.pid
-    # start_ticks -1 never matches a live process, even if the pid has been reused since
-    return {"host": socket.gethostname(), "pid": pid, "start_ticks": -1}
+    # a start before the boot never matches a live process, even if the pid has been reused since
+    return {"host": socket.gethostname(), "pid": pid, "started_after_boot": -1.0}
 
 
 def _document(config: RunConfig, attempt: int, index: int) -> dict[str, Any]:

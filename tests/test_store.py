@@ -1,6 +1,7 @@
 """The results store: layout, crash-safe writes, attempts, sealing and liveness."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -369,3 +370,40 @@ def test_sealing_makes_the_parquet_file_durable_before_it_drops_the_rows(tmp_pat
                for kind, name in before[:sealed]), events  # the file, before its rename
     assert ("fsync", run_dir.name) in before[sealed:], events  # its folder, after the rename
     assert pq.read_table(run_dir / R.EVALS_SEALED).num_rows == 1
+
+
+def _full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_store_with_no_room_for_the_reserve_is_refused_naming_it(tmp_path, monkeypatch):
+    """A launcher takes its space reserve first: on a full disk it fails naming the store,
+    before anything is written, and the reserve leaves no file behind either way."""
+    store = open_store(tmp_path / "s", create=True)
+    before = sorted(store.root.iterdir())
+    reserve = store.reserve_space(4096)
+    assert sorted(store.root.iterdir()) == before and reserve.release()
+    assert not reserve.release()  # once
+    monkeypatch.setattr(os, "write", _full)
+    with pytest.raises(OSError) as err:
+        store.reserve_space()
+    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, str(store.root))
+    assert sorted(store.root.iterdir()) == before
+
+
+def test_a_run_stopped_by_a_full_disk_is_interrupted_and_leaves_no_empty_folder(tmp_path,
+                                                                                 monkeypatch):
+    store = open_store(tmp_path / "s", create=True)
+    with pytest.raises(RuntimeError):
+        with store.new_run(_doc("k1")):
+            try:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            except OSError:
+                raise RuntimeError("a write failed")  # raised while handling it: still seen
+    (doc,) = store.documents()
+    assert (doc["status"], doc["stop_reason"]) == ("interrupted",
+                                                   f"no space left on {store.root}")
+    monkeypatch.setattr("workbench.store.atomic_write_json", _full)
+    with pytest.raises(OSError):
+        store.new_run(_doc("k2"))
+    assert [p.name for p in store.runs_dir.iterdir()] == [doc["run_id"]]

@@ -36,6 +36,7 @@ workbench.query's, which reads the files this module lists.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fcntl
 import glob
 import json
@@ -44,6 +45,7 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -55,8 +57,9 @@ import psutil
 
 from workbench import records as R
 
-__all__ = ["Store", "RunWriter", "TrialClaim", "open_store", "StoreError", "atomic_write_json",
-           "utc_now", "read_jsonl", "ROW_KINDS"]
+__all__ = ["Store", "RunWriter", "TrialClaim", "SpaceReserve", "open_store", "StoreError",
+           "atomic_write_json", "utc_now", "read_jsonl", "no_space", "full_path", "NO_SPACE_ERRNOS",
+           "ROW_KINDS"]
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
@@ -67,6 +70,29 @@ _FIXED = frozenset(R.IDENTITY_FIELDS) | {"run_id", "schema_version", "attempt", 
 
 HEARTBEAT_EVERY_S = 10.0   # a live run touches its heartbeat file this often
 STALE_AFTER_S = 120.0      # a `running` run on another host with an older heartbeat is interrupted
+
+
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or a full quota
+
+
+def no_space(err: BaseException | None) -> OSError | None:
+    """The full-disk (or full-quota) error that `err` is or was raised while handling (its
+    causes and contexts), or None."""
+    seen = 0
+    while err is not None and seen < 20:
+        if isinstance(err, OSError) and err.errno in NO_SPACE_ERRNOS:
+            return err
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return None
+
+
+def full_path(err: OSError, root: str | os.PathLike) -> str:
+    """The folder to name for a full disk: the store at `root` when the write that failed was
+    in it (or named no file), else the file's path."""
+    name = err.filename
+    if not name or Path(os.path.abspath(name)).is_relative_to(os.path.abspath(root)):
+        return str(root)
+    return str(name)
 
 
 class StoreError(RuntimeError):
@@ -169,6 +195,22 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:40] or "x"
 
 
+class SpaceReserve:
+    """Disk space held by a launcher (Store.reserve_space): an open file with no name, whose
+    blocks are freed by release() or by the process's end."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> bool:
+        """Free the space; whether there was any to free."""
+        if self._fd is None:
+            return False
+        os.close(self._fd)
+        self._fd = None
+        return True
+
+
 class TrialClaim:
     """A held claim on a trial (Store.claim); release() ends it, as does the process's end."""
 
@@ -256,8 +298,12 @@ class RunWriter:
         if exc is not None:
             import traceback
             text = "".join(traceback.format_exception(exc_type, exc, tb))
-            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-            self.finish(reason, stop_reason=f"{exc_type.__name__}: {exc}"[:500], error=text)
+            reason = f"{exc_type.__name__}: {exc}"[:500]
+            full = no_space(exc)  # not the run's fault: `interrupted`, and --resume runs it again
+            if full is not None:
+                reason = f"no space left on {full_path(full, self.path.parent.parent)}"
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) or full else "failed"
+            self.finish(status, stop_reason=reason, error=text)
         else:
             self.finish("complete")
 
@@ -289,7 +335,11 @@ def _seal(live: Path, sealed: Path) -> list[dict[str, Any]]:
         keys = list(dict.fromkeys(k for row in rows for k in row))
         table = pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
         tmp = sealed.with_name(f".{sealed.name}.tmp")
-        _write_parquet(table, tmp)  # fsynced
+        try:
+            _write_parquet(table, tmp)  # fsynced
+        except BaseException:  # e.g. a full disk: no half-written file left behind
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, sealed)
         _fsync_path(sealed.parent)
     live.unlink()
@@ -372,7 +422,11 @@ class Store:
                    started_at=utc_now(), ended_at=None,
                    process={"host": socket.gethostname(), "pid": os.getpid(),
                             "started_after_boot": _started_after_boot(os.getpid())})
-        atomic_write_json(path / R.RUN_DOC, doc)
+        try:
+            atomic_write_json(path / R.RUN_DOC, doc)
+        except BaseException:  # e.g. a full disk: leave no empty attempt folder behind
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         return RunWriter(path, doc)
 
     def write_sealed_run(self, doc: Mapping[str, Any], evals: "pa.Table | None",  # noqa: F821
@@ -702,13 +756,39 @@ class Store:
         atomic_write_json(path, doc)
         return doc
 
-    def mark_interrupted(self, run_id: str, reason: str) -> None:
-        """Record that a run's process died (called by the launcher that saw it die)."""
+    def mark_interrupted(self, run_id: str, reason: str, status: str = "interrupted") -> None:
+        """Record that a run's process died (called by the launcher that saw it die), as
+        `status`: interrupted, or failed when the launcher killed it for the run's own doing
+        (the watchdog)."""
         path = self.runs_dir / run_id / R.RUN_DOC
         doc = json.loads(path.read_text())
         if doc.get("status") == "running":
-            doc.update(status="interrupted", stop_reason=reason, ended_at=utc_now())
+            doc.update(status=status, stop_reason=reason, ended_at=utc_now())
             atomic_write_json(path, doc)
+
+    def reserve_space(self, nbytes: int = R.RESERVE_BYTES) -> "SpaceReserve":
+        """Hold `nbytes` of the store's disk for this process (SpaceReserve): a launcher takes
+        it before it starts anything, so a store with no room fails at once (OSError ENOSPC
+        naming the store, nothing written), and releases it when the disk fills up, to record
+        how its launch ended."""
+        self.ensure()
+        fd, path = tempfile.mkstemp(prefix=R.RESERVE_PREFIX, dir=self.root)
+        os.unlink(path)  # nothing left behind, whatever happens: the blocks live while fd does
+        try:
+            written = 0
+            while written < nbytes:  # random bytes: a compressing file system stores them all
+                written += os.write(fd, os.urandom(min(1 << 16, nbytes - written)))
+            os.fsync(fd)
+        except OSError as err:
+            os.close(fd)
+            if err.errno in NO_SPACE_ERRNOS:
+                raise OSError(err.errno, err.strerror, str(self.root)) from None
+            raise
+        return SpaceReserve(fd)
+
+    def no_space_path(self, err: OSError) -> str:
+        """What to name for the full disk of `err`: the store, or a file outside it."""
+        return full_path(err, self.root)
 
     # -- study-level documents --------------------------------------------------------------
     def _early_stop_folder(self, study_name: str) -> Path:

@@ -55,7 +55,7 @@ __all__ = ["LaunchOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBacken
 
 BACKENDS = ("local", "ray")
 START_METHODS = ("forkserver", "spawn")
-STOP_GRACE_S = 5.0  # a stopped worker's time to record its run after SIGTERM, before SIGKILL
+STOP_GRACE_S = 3.0  # a stopped worker's time to record its run after SIGTERM, before SIGKILL
 # What the fork server imports once, before it forks any worker: the training side, and what a
 # run imports on first use (torch's compiler stack, reached through the FLOP counter; scikit-
 # learn's datasets and SciPy for the digits data and the curve fits; Parquet for the seal).

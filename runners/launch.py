@@ -265,7 +265,7 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     chosen = choose_search_spaces(spec, search_spaces, sources)
     result = run_configs(plan_study(spec, search_spaces, sources, chosen), store, spec.name,
                          workers, resume, data_dir, progress, hooks, options, chosen)
-    if early_stop != "none":
+    if early_stop != "none" and not result.no_space:
         from workbench.early_stopping import write_study_summary
         result.early_stop = write_study_summary(
             store, spec.name, {"kind": "study", "early_stop": early_stop, "eta": eta,

@@ -38,8 +38,10 @@ def run_trial_task(job: Mapping[str, Any], log_path: str, nproc_per_node: int,
 
     The worker runs at `niceness` (the launcher's) when this process runs at a lower one.
     Cancelled gently (KeyboardInterrupt in the task), it passes SIGTERM on to the worker, which
-    then records its run as `interrupted`, and kills it with everything it started after
-    STOP_GRACE_S; whatever the worker started dies when it ends (its process group).
+    then records its run as `interrupted`, and kills it with everything it started after half
+    of STOP_GRACE_S (before the launcher, after STOP_GRACE_S, cancels the task by force, which
+    would leave the worker's children to live on); whatever the worker started dies when it
+    ends (its process group).
     """
     if niceness > os.nice(0):
         os.nice(niceness - os.nice(0))  # this task's worker process only serves this trial
@@ -51,7 +53,7 @@ def run_trial_task(job: Mapping[str, Any], log_path: str, nproc_per_node: int,
         except KeyboardInterrupt:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(STOP_GRACE_S)
+                proc.wait(STOP_GRACE_S / 2)
             except subprocess.TimeoutExpired:
                 kill_tree(proc.pid)
                 proc.wait()

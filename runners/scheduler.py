@@ -28,6 +28,8 @@ A launch ends early in two ways, and says so in its result (StudyResult.stopped)
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import re
 import signal
 import sys
@@ -77,8 +79,16 @@ class StudyResult:
     seconds: float = 0.0
     early_stop: dict[str, Any] | None = None  # the study summary when trials stopped early
     stopped: str | None = None  # why the launch ended early: INTERRUPTED, "no space left on X"
+    no_space: str | None = None  # the folder whose full disk stopped it (X), if that is why
     interrupted: list[str] = field(default_factory=list)  # trials it stopped (`interrupted`)
     not_started: int = 0  # trials it left unstarted
+
+    def check_space(self) -> "StudyResult":
+        """This result, or OSError ENOSPC naming the folder when a full disk stopped the launch
+        (for callers that go on to use its runs)."""
+        if self.no_space:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.no_space)
+        return self
 
     def summary(self) -> str:
         text = (f"{self.planned} trials planned, {self.skipped} already done, {self.succeeded} ran, "
@@ -243,7 +253,7 @@ class Scheduler:
                 if no_space(err) is None:
                     raise
                 queue.insert(0, (config, place))
-                result.stopped = f"no space left on {self.store.no_space_path(no_space(err))}"
+                _out_of_space(result, self.store.no_space_path(no_space(err)))
                 break
             if attempt is not None:
                 running[attempt.handle] = attempt
@@ -323,7 +333,7 @@ class Scheduler:
             full = str(self.store.root)
         if full is not None:  # a full disk stopped it: the launch starts nothing more
             outcome.note = outcome.note or f"no space left on {full}"
-            result.stopped = result.stopped or f"no space left on {full}"
+            _out_of_space(result, full)
         try:
             self._recording(lambda: self._reap(outcome, attempt.config, result,
                                                attempt.started_at, attempt.place, grace), result)
@@ -340,8 +350,7 @@ class Scheduler:
         except OSError as err:
             if no_space(err) is None:
                 raise
-            result.stopped = result.stopped or \
-                f"no space left on {self.store.no_space_path(no_space(err))}"
+            _out_of_space(result, self.store.no_space_path(no_space(err)))
         if self.reserve is not None and self.reserve.release():
             with contextlib.suppress(OSError):
                 record()
@@ -385,6 +394,12 @@ class Scheduler:
         line = (f"{config.workload} {config.algorithm} study {config.study} trial "
                 f"{config.trial} seed {config.seed}: {what}; log {self._log_path(config)}")
         (result.interrupted if stopped else result.failed).append(line)
+
+
+def _out_of_space(result: StudyResult, folder: str) -> None:
+    """A full disk at `folder` stops the launch (unless something stopped it first)."""
+    if result.stopped is None:
+        result.stopped, result.no_space = f"no space left on {folder}", folder
 
 
 def _no_space_exit() -> int:

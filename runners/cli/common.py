@@ -187,18 +187,14 @@ def check_names_against_store(sources: dict, store) -> None:
 def launch_and_report(launch, next_step: str) -> int:
     """Run a study launcher; print its summary and what to do next. Exit 2 if the study exists
     (and --resume was not given), 1 if any trial failed or a full disk stopped the launch (one
-    line naming the folder), 130 when Ctrl-C (or SIGTERM) stopped it (the summary's first
-    line, no traceback)."""
-    from runners.launch import StudyExistsError, StudyInterrupted
+    line naming the folder). (Ctrl-C: StudyInterrupted, which main reports.)"""
+    from runners.launch import StudyExistsError
 
     try:
         result = launch()
     except StudyExistsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except StudyInterrupted as stop:
-        print(stop.result.summary().splitlines()[0], file=sys.stderr)
-        return 130  # as a shell reports a command ended by SIGINT
     print(result.summary())
     if result.stopped:
         print(f"error: {result.stopped}: {result.not_started} trials not started and "

@@ -93,15 +93,15 @@ def _gone(pid: int) -> bool:
 def test_pacebench_run_trains_in_a_worker_that_its_watchdog_kills_with_what_it_started(
         tmp_path, monkeypatch, capsys):
     """A plug-in whose step() starts `sleep 1000` and sleeps forever: `pacebench run` is
-    bounded too (here by --trial-timeout 4), its run `failed` with the reason, and the
+    bounded too (here by --trial-timeout 3), its run `failed` with the reason, and the
     subprocess is gone with it."""
     from runners.cli import main
 
     monkeypatch.setenv("PACEBENCH_TEST_OUT", str(tmp_path))
     assert main(["run", "--workload", "synthetic", "--algorithm", f"{HOSTILE}:Sleeper",
-                 "--trial-timeout", "4", "--store", str(tmp_path / "s"), "--quiet"]) == 1
+                 "--trial-timeout", "3", "--store", str(tmp_path / "s"), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert ": failed (watchdog: no result after 4 s wall clock, killed) in store" in err
+    assert ": failed (watchdog: no result after 3 s wall clock, killed) in store" in err
     (child,) = tmp_path.glob("child-*")
     assert _gone(int(child.read_text()))
     (run,) = query.runs_frame(open_store(tmp_path / "s")).itertuples()

@@ -384,11 +384,11 @@ def test_curve_rows_are_read_once_for_every_setting_of_the_algorithms(imported, 
     from workbench import query
     import workbench.views.curves as curves_module
 
-    import workbench.views.selection as selection_module
+    import workbench.views.reading as reading_module
     from workbench.views.cache import SharedCache
 
     monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 3)  # wa: one run per algorithm
-    monkeypatch.setattr(selection_module, "SHARED", SharedCache())  # nothing computed yet
+    monkeypatch.setattr(reading_module, "SHARED", SharedCache())  # nothing computed yet
     reads = []
 
     def counted(read):

@@ -12,7 +12,8 @@ from runners.cli_types import floats as _floats, ints as _ints
 
 __all__ = ["DEFAULT_STORE", "store_path", "execution_options", "launch_options", "scope_options",
            "store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
-           "launch_flags", "scaling_flags", "scope_flags", "submission_name", "first_trial",
+           "launch_flags", "scaling_flags", "scope_flags", "read_flags", "submission_name",
+           "first_trial",
            "algorithm_sources", "check_names_against_store", "search_spaces", "workload_names",
            "one_workload", "launch_and_report", "WORKLOAD_HELP", "ALGORITHM_HELP"]
 
@@ -231,7 +232,19 @@ def launch_and_report(launch, next_step: str) -> int:
 
 def scope_flags(p: argparse.ArgumentParser) -> None:
     """The flags of what part of a store an analysis reads, and on which clock
-    (workbench/scope.py: score, compare, budget, report)."""
+    (workbench/scope.py: score, compare, budget)."""
+    read_flags(p)
+    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
+                   help="what time to target is counted in: train (training seconds, the "
+                        "default), wall (wall seconds, evals included) or steps")
+    p.add_argument("--exclude-compile", action="store_true",
+                   help="take each run's compilation seconds off its training and wall "
+                        "seconds (no effect on steps)")
+
+
+def read_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of what part of a store is read (workbench/scope.py): --ruleset, --study,
+    --with-adhoc (the analysis commands and `pacebench report`)."""
     p.add_argument("--ruleset", choices=("external", "self"),
                    help="the tuning ruleset to read (rulesets never share a score; default: "
                         "the store's only one, else external)")
@@ -240,12 +253,6 @@ def scope_flags(p: argparse.ArgumentParser) -> None:
                         "study of the store)")
     p.add_argument("--with-adhoc", action="store_true",
                    help="take in the ad-hoc runs of `pacebench run` (left out by default)")
-    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
-                   help="what time to target is counted in: train (training seconds, the "
-                        "default), wall (wall seconds, evals included) or steps")
-    p.add_argument("--exclude-compile", action="store_true",
-                   help="take each run's compilation seconds off its training and wall "
-                        "seconds (no effect on steps)")
 
 
 def scope_options(args: argparse.Namespace) -> dict:

@@ -522,3 +522,71 @@ def test_live_plots_redraw_in_place_with_step_corners_and_stacked_areas():
     losses.draw([("a", "red", [1, 2], [1.0, 1e-4])], "loss", yticks=[1e-4, 0.01, 1.0])
     assert losses.figure.yaxis[0].major_label_overrides == {1e-4: "0.0001", 0.01: "0.01",
                                                              1.0: "1"}
+
+
+# -- a dashboard that cannot draw says why on the page ---------------------------------------
+class _Broken(Leaderboard):
+    """A view whose drawing raises (with markup in its message, as a store's name could)."""
+
+    def _update(self) -> None:
+        raise RuntimeError("cube <b>exploded</b>\nsecond line")
+
+
+def test_a_view_that_raises_shows_one_line_why_and_logs_the_traceback(selection, caplog,
+                                                                      monkeypatch):
+    from workbench.views.registry import with_csv_download
+
+    monkeypatch.delenv("PACEBENCH_DEBUG", raising=False)
+    with caplog.at_level("ERROR", logger="workbench.views"):
+        view = _Broken(selection=selection)
+    assert view.failure.visible and view.failure.alert_type == "danger"
+    text = markdown_text(view.failure.object)
+    assert text.startswith("The _Broken view could not be drawn: RuntimeError: cube "
+                           "<b>exploded</b>. Try other filters") and "\n" not in text
+    assert "second line" not in text and "Traceback" not in text
+    assert "<b>" not in view.failure.object  # the message is escaped
+    assert "Traceback" in caplog.text and "_Broken could not be drawn" in caplog.text
+    assert any(a is view.failure for a in
+               with_csv_download("Broken", view, embed=False).select(pn.pane.Alert))
+    monkeypatch.setenv("PACEBENCH_DEBUG", "1")
+    view = _Broken(selection=selection)
+    assert "Traceback (most recent call last)" in view.failure.object
+    assert "&lt;b&gt;exploded" in view.failure.object
+
+
+def test_a_view_that_cannot_be_made_leaves_the_other_tabs(selection, monkeypatch, caplog):
+    from workbench.views import registry
+
+    def broken(**_):
+        raise ValueError("no such thing")
+    entries = list(registry.VIEWS)
+    entries[1] = registry.ViewEntry("studies", "Studies", broken)
+    monkeypatch.setattr(registry, "VIEWS", tuple(entries))
+    with caplog.at_level("ERROR", logger="workbench.views"):
+        tabs = registry.view_tabs(selection)  # a report: every view made now
+    alert = tabs[1]
+    assert isinstance(alert, pn.pane.Alert)
+    assert markdown_text(alert.object).startswith(
+        "The Studies view could not be drawn: ValueError: no such thing.")
+    assert tabs[0].select(pn.widgets.Tabulator)  # the leaderboard drew
+    dynamic = registry.view_tabs(selection, dynamic=True)
+    dynamic.active = 1  # opening the tab shows the alert; going back still works
+    assert isinstance(dynamic[1].objects[0], pn.pane.Alert)
+    dynamic.active = 0
+    assert "ValueError: no such thing" in caplog.text
+
+
+def test_a_page_that_cannot_be_built_is_an_alert_not_a_blank_page(store_path, monkeypatch,
+                                                                  caplog):
+    import workbench.app as app
+
+    def fail(*_args, **_kwargs):
+        raise KeyError("algorithm")
+    monkeypatch.setattr(app, "Selection", fail)
+    with caplog.at_level("ERROR", logger="workbench.views"):
+        page = app.serve_page(store_path)
+    alert = page.select(pn.pane.Alert)[0]
+    text = markdown_text(alert.object)
+    assert text.startswith(f"The dashboard over {store_path} could not be drawn: KeyError: "
+                           "'algorithm'.") and f"pacebench score --store {store_path}" in text
+    assert "Traceback" in caplog.text

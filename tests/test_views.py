@@ -590,3 +590,44 @@ def test_a_page_that_cannot_be_built_is_an_alert_not_a_blank_page(store_path, mo
     assert text.startswith(f"The dashboard over {store_path} could not be drawn: KeyError: "
                            "'algorithm'.") and f"pacebench score --store {store_path}" in text
     assert "Traceback" in caplog.text
+
+
+# -- a view in a notebook ----------------------------------------------------------------------
+def test_a_notebook_view_carries_a_static_copy_of_its_tables_and_plots(tmp_path):
+    import workbench
+    from workbench.testing import hostile, make_hostile_store
+
+    make_hostile_store(tmp_path / "h", workloads=("digits_mlp",), studies=1, trials=2)
+    res = workbench.open(tmp_path / "h")
+    view = res.view("Leaderboard")
+    data, metadata = view._repr_mimebundle_()
+    page = data["text/html"]
+    assert "application/vnd.holoviews_exec.v0+json" in data  # still live in JupyterLab
+    static = page[page.index('class="pb-static"'):]
+    name = html.escape(hostile("algorithm-fast"), quote=False)
+    assert f"<td>{name}</td>" in static and "<img src=x" not in static  # escaped everywhere
+    assert "<table" in static
+    profiles = res.view("profiles", time_axis="steps")._repr_mimebundle_()[0]["text/html"]
+    assert "data:image/png;base64," in profiles  # the plot, drawn by Matplotlib
+    with pytest.raises(ValueError, match="unknown view 'Leader': valid are 'Leaderboard'"):
+        res.view("Leader")
+    with pytest.raises(TypeError, match="unknown filter colour: valid are ruleset"):
+        res.view("Leaderboard", colour="red")
+    with pytest.raises(ValueError, match="unknown algorithms 'nope'"):
+        res.view("Leaderboard", algorithms="nope")
+
+
+def test_every_view_opens_in_a_notebook_by_its_title_or_key(store_path):
+    from workbench.views.registry import VIEWS, find_view, notebook_view
+
+    for entry in VIEWS:  # made as a report makes them; the static copy is drawn on display
+        view = notebook_view(store_path, entry.title, algorithms="fast", time_axis="wall")
+        failures = [a.object for a in view.layout.select(pn.pane.Alert)
+                    if a.visible and a.alert_type == "danger"]
+        assert not failures, (entry.title, failures)
+        assert find_view(entry.key.upper()) is find_view(f" {entry.title.lower()} ") is entry
+    with pytest.raises(ValueError) as err:
+        notebook_view(store_path, "Leaderbord")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("unknown view 'Leaderbord': valid are")
+    assert all(repr(entry.title) in message and entry.key in message for entry in VIEWS)

@@ -174,8 +174,14 @@ class Results:
         return write_report(self.store.root, Path(path), title=title, **options)
 
     def view(self, name: str, **filters):
-        """The dashboard's view `name` (its tab title, e.g. "Leaderboard") over this store, a
-        Panel object that renders inline in JupyterLab and in an exported notebook."""
+        """The dashboard's view `name` (its tab title, e.g. "Leaderboard", or its key, e.g.
+        "early_ranking") over this store, a Panel object that renders inline in JupyterLab and,
+        as a static copy of its tables and plots, in an exported notebook (nbconvert HTML).
+
+        filters: ruleset, studies, with_adhoc (what is read, as in score), workloads,
+        algorithms, time_axis ("train", "wall" or "steps"). An unknown view is a ValueError
+        naming the valid ones; so is a name the store does not hold.
+        """
         from workbench.views.registry import notebook_view
         return notebook_view(self.store.root, name, **filters)
 

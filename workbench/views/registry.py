@@ -5,6 +5,7 @@ A new view is one entry in VIEWS: its key, its tab title, its class, and (if it 
 function giving them by name. `dashboard` and `report` are options of the view's class that
 differ between the served dashboard (a view draws when its tab opens; big stores show one
 workload or one study group at a time) and the static report (every view draws up front).
+`notebook_view` gives one view for a notebook (`workbench.results.Results.view`).
 
 A view that cannot be made or drawn shows why in an alert in its place (views/base.py), and the
 others still draw.
@@ -22,10 +23,13 @@ from workbench.csvout import to_csv
 from workbench.views import (budget, compare, costs, curves, early_ranking, hparams,
                              leaderboard, profiles, robustness, scaling, speedups, studies)
 from workbench.views.base import LOG, View, failure_text
+from workbench.views.narrowed import selection_of
+from workbench.views.notebook import NotebookView
 from workbench.views.selection import Selection
 
-__all__ = ["ViewEntry", "VIEWS", "view_entry", "make_views", "view_tabs", "tables_csv",
-           "with_csv_download"]
+__all__ = ["ViewEntry", "VIEWS", "view_entry", "find_view", "make_views", "view_tabs",
+           "tables_csv", "with_csv_download", "notebook_view", "NotebookView",
+           "NOTEBOOK_FILTERS"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,10 @@ VIEWS: tuple[ViewEntry, ...] = (
 )
 
 
+# What notebook_view (Results.view) narrows a view by: workbench.views.narrowed.selection_of's.
+NOTEBOOK_FILTERS = ("ruleset", "studies", "with_adhoc", "workloads", "algorithms", "time_axis")
+
+
 def tables_csv(layout: pn.viewable.Viewable) -> str:
     """Every visible table (Tabulator) of a view's layout, as it shows it, as CSV
     (workbench.csvout: formula-safe); tables after the first are preceded by an empty line."""
@@ -91,6 +99,18 @@ def view_entry(key: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
         if entry.key == key:
             return entry
     raise KeyError(f"unknown view {key!r}: valid are {', '.join(e.key for e in views)}")
+
+
+def find_view(name: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
+    """The entry whose key or tab title is `name` (any case); ValueError naming the valid
+    ones."""
+    wanted = name.strip().lower()
+    for entry in views:
+        if wanted in (entry.key, entry.title.lower()):
+            return entry
+    raise ValueError(f"unknown view {name!r}: valid are "
+                     f"{', '.join(repr(e.title) for e in views)} (or their keys: "
+                     f"{', '.join(e.key for e in views)})")
 
 
 def _made(entry: ViewEntry, selection: Selection, dynamic: bool) -> View:
@@ -160,3 +180,25 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
     tabs.param.watch(lambda event: show(event.new), "active")
     return tabs
 
+
+def notebook_view(store_root, name: str, **filters) -> NotebookView:
+    """The dashboard's view `name` (its tab title or key, any case) over the store at
+    `store_root`, for a notebook: drawn with its report options (a static design: no sidebar)
+    and shown live in JupyterLab, with a static copy that an exported notebook keeps
+    (workbench/views/notebook.py).
+
+    filters: ruleset, studies, with_adhoc (what is read, workbench/scope.py), workloads,
+    algorithms, time_axis (train, wall or steps); an unknown name or value is an error that
+    lists the valid ones.
+    """
+    unknown = sorted(set(filters) - set(NOTEBOOK_FILTERS))
+    if unknown:
+        raise TypeError(f"unknown filter {', '.join(unknown)}: valid are "
+                        f"{', '.join(NOTEBOOK_FILTERS)}")
+    entry = find_view(name)
+    selection = selection_of(store_root, **filters)
+    pn.extension("tabulator")
+    layout, view = _laid_out(entry, selection, dynamic=False)
+    figures = None if entry.figures is None or view is None else \
+        (lambda: entry.figures(selection))
+    return NotebookView(layout, figures)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import panel as pn
 import pytest
 import xarray as xr
@@ -444,3 +445,80 @@ def test_the_sidebar_offers_the_scope_only_where_there_is_a_choice(mixed, two_st
     assert not filters._choices["studies"].visible and not filters._choices["with_adhoc"].visible
     other = Filters(selection=Selection(store_path=str(two_studies)))
     assert not other._choices["ruleset"].visible and not other._choices["with_adhoc"].visible
+
+
+# -- one set of numbers on every surface: the CLI's JSON, Results, the dashboard, the report ---
+def _cli_json(capsys, *argv: str) -> dict:
+    from runners.cli import main
+
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _interval(low, high):
+    """An interval as the JSON gives it (rounded; None when there is none)."""
+    return None if not np.isfinite(low) else [round(float(low), 6), round(float(high), 6)]
+
+
+def assert_every_surface_agrees(path, pairs, capsys, ruleset=None, with_adhoc=False):
+    """`pacebench score --json` and `compare --json` print what Results gives, and the numbers
+    they print are those of the dashboard's Leaderboard and Compare tabs (a Selection with the
+    sidebar set to the same scope) and of the report's (report_selection, drawn as a report
+    draws them): scores, studies, intervals, speedups, and each comparison of `pairs`."""
+    import workbench
+    from workbench.compare import comparison_table
+    from workbench.report import report_selection
+    from workbench.views.compare import Compare, comparison
+    from workbench.views.leaderboard import score_intervals
+    from workbench.views.speedups import speedup_frame
+
+    scope = {"ruleset": ruleset, "with_adhoc": with_adhoc}
+    argv = ["--store", str(path)] + (["--ruleset", ruleset] if ruleset else []) \
+        + (["--with-adhoc"] if with_adhoc else [])
+    res = workbench.open(path)
+    score = _cli_json(capsys, "score", *argv)
+    assert score == res.score(**scope)
+    compared = {}
+    for a, b in pairs:
+        compared[a, b] = _cli_json(capsys, "compare", "--algorithms", f"{a},{b}", *argv)
+        assert compared[a, b] == res.compare(a, b, **scope)
+    dashboard = Selection(store_path=str(path))
+    dashboard.param.update(**{k: v for k, v in scope.items() if v})
+    report = report_selection(path, **scope)
+    for sel, options in ((dashboard, {"keep_columns": True, "live": True}), (report, {})):
+        board = Leaderboard(selection=sel, **options)._scores.value.set_index("algorithm")
+        assert list(board.index) == list(score["scores"])  # best first, everywhere
+        assert {a: round(float(v), 6) for a, v in board["score"].items()} == score["scores"]
+        assert {a: int(v) for a, v in board["studies"].items()} == score["studies"]
+        shown = score_intervals(sel).set_index("algorithm")  # what the interval column says
+        assert {a: _interval(r.low, r.high) for a, r in shown.iterrows()} == score["intervals"]
+        speedups = speedup_frame(sel).set_index("algorithm")
+        assert sel.reference == score["speedups"]["reference"]
+        assert {a: None if not np.isfinite(v) else round(float(v), 6)
+                for a, v in speedups["faster_by"].items()} == score["speedups"]["faster_by"]
+        assert {a: _interval(r.low, r.high) for a, r in speedups.iterrows()} == \
+            score["speedups"]["intervals"]
+        for (a, b), expected in compared.items():
+            result = comparison(sel, a, b)
+            assert {k: expected[k] for k in result.to_json()} == result.to_json()
+        if sel is dashboard:  # the Compare tab, with A and B picked, shows that comparison
+            for a, b in pairs:
+                view = Compare(selection=sel, a=a, b=b, live=True)
+                assert view._text.object and (view.a, view.b) == (a, b)
+                pd.testing.assert_frame_equal(view._table.value, comparison_table(
+                    res.compare_result(a, b, **scope).comparison, names=False))
+
+
+def test_every_surface_shows_one_set_of_numbers_on_the_imported_v05_logs(algoperf_v05, capsys):
+    assert_every_surface_agrees(algoperf_v05.path, [("shampoo_submission", "baseline")],
+                                capsys)
+
+
+def test_every_surface_shows_one_set_of_numbers_on_a_study_of_our_own(own_study, capsys):
+    assert_every_surface_agrees(own_study, [("adamw", "heavy_ball")], capsys)
+
+
+def test_every_surface_shows_one_set_of_numbers_read_with_the_scope_flags(mixed, capsys):
+    assert_every_surface_agrees(mixed, [("heavy_ball", "adamw")], capsys, ruleset="self",
+                                with_adhoc=True)

@@ -11,6 +11,7 @@ from typing import Any, Iterator, Mapping
 
 import torch
 
+from workbench.records import SEARCH_SPACE_FIELDS
 from workbench.spec import WorkloadSpec
 
 __all__ = ["Batch", "Workload", "Algorithm", "TrainingComplete"]
@@ -63,6 +64,7 @@ class Algorithm(abc.ABC):
 
     name: str = ""
     search_space: str = ""
+    searched: Mapping[str, Any] | None = None  # set by a study's worker: search_space_fields
 
     def __init__(self, hparams: Mapping[str, Any]) -> None:
         self.hparams = dict(hparams)
@@ -100,3 +102,9 @@ class Algorithm(abc.ABC):
     def current_lr(self) -> float | None:
         """The learning rate used by the last update, for logging; None if not meaningful."""
         return None
+
+    def search_space_fields(self) -> dict[str, Any]:
+        """The run document's search_space, search_space_origin and search_space_file
+        (workbench/records.py SEARCH_SPACE_FIELDS): what the launcher put in `searched` (the
+        space this run's hyperparameters were drawn from; runners/worker.py), else nulls."""
+        return {key: (self.searched or {}).get(key) for key in SEARCH_SPACE_FIELDS}

@@ -37,6 +37,7 @@ Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/w
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import warnings
 from pathlib import Path
@@ -44,14 +45,16 @@ from typing import Any, Mapping
 
 from runners.processes import LaunchOptions, LocalBackend
 from runners.scheduler import Scheduler, StudyResult
+from runners.tuning import ChosenSpace
 from runners.worker import run_job
 from workbench.catalog import get_workload
 from workbench.run_index import refresh_index
 from workbench.spec import RunConfig, StudySpec, stable_hash, to_plain
 from workbench.store import Store
 
-__all__ = ["plan_study", "launch_order", "run_study", "run_configs", "StudyResult",
-           "StudyExistsError", "StudyChangedError", "EARLY_STOP_CHOICES"]
+__all__ = ["choose_search_spaces", "plan_study", "describe_plan", "launch_order", "run_study",
+           "run_configs", "StudyResult", "StudyExistsError", "StudyChangedError",
+           "EARLY_STOP_CHOICES"]
 
 EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estimator (none: off)
 
@@ -65,9 +68,35 @@ class StudyChangedError(StudyExistsError):
     have (another search space, budget, batch size...): resuming would mix two studies."""
 
 
+def choose_search_spaces(spec: StudySpec,
+                         search_spaces: Mapping[str, str | Path] | None = None,
+                         sources: Mapping[str, Any] | None = None) -> dict[str, ChosenSpace]:
+    """{algorithm: the search space its trials are drawn from, with its origin} of a study under
+    external tuning ({} under self-tuning, which draws none): the file that `search_spaces`
+    names for it, else its own (a built-in's or a submission's file; a plug-in's declared,
+    file or derived space: runners/algorithms/sources.py choose_search_space)."""
+    from runners.algorithms import search_space_path
+    from runners.algorithms.sources import choose_search_space
+
+    if spec.ruleset != "external":
+        return {}
+    chosen = {}
+    for algorithm in spec.algorithms:
+        source = (sources or {}).get(algorithm)
+        loader = None if source is None or source.loaded_by_name else source
+        path = (search_spaces or {}).get(algorithm)
+        if path is None and loader is not None and loader.kind not in ("builtin", "algoperf"):
+            chosen[algorithm] = choose_search_space(loader)
+            continue
+        chosen[algorithm] = ChosenSpace.from_file(
+            path if path is not None else search_space_path(loader.spec if loader else algorithm))
+    return chosen
+
+
 def plan_study(spec: StudySpec,
                search_spaces: Mapping[str, str | Path] | None = None,
-               sources: Mapping[str, Any] | None = None) -> list[RunConfig]:
+               sources: Mapping[str, Any] | None = None,
+               chosen: Mapping[str, ChosenSpace] | None = None) -> list[RunConfig]:
     """Every run of the study, in plan order: algorithms x workloads x studies x trials x seeds
     (launch_order gives the order they run in).
 
@@ -77,28 +106,23 @@ def plan_study(spec: StudySpec,
     algorithm name to the JSON search space to use instead of its own (e.g. an AlgoPerf
     submission's --tuning-search-space). `sources` maps an algorithm's display name to its
     AlgorithmSource (runners/algorithms/sources.py) when its name alone does not load it: its
-    runs record the source, and its search space is the source's unless overridden.
+    runs record the source, and its search space is the source's unless overridden. `chosen`:
+    choose_search_spaces's answer, when the caller has it.
     """
-    from runners.algorithms import search_space_path
-    from runners.algorithms.sources import search_space_of
     from runners.plugins import with_workload_source
-    from runners.tuning import SearchSpace, study_trials
+    from runners.tuning import study_trials
 
     for name in spec.workloads:
         get_workload(name)  # fail before launching anything on a typo
+    if chosen is None:
+        chosen = choose_search_spaces(spec, search_spaces, sources)
     configs = []
     for algorithm in spec.algorithms:
         source = (sources or {}).get(algorithm)
         loader = None if source is None or source.loaded_by_name else source
         if spec.ruleset == "external":
-            path = (search_spaces or {}).get(algorithm)
-            if path is None and loader is not None:
-                path = (search_space_path(loader.spec) if loader.kind in ("builtin", "algoperf")
-                        else search_space_of(loader))
-            path = path if path is not None else search_space_path(algorithm)
-            space = (SearchSpace.from_json(path) if isinstance(path, (str, Path))
-                     else SearchSpace.parse(path))
             draw_seed = int(stable_hash([spec.name, algorithm], 8), 16)
+            space = chosen[algorithm].search_space()
             points = study_trials(space, spec.studies, spec.trials, draw_seed)
         else:
             space, points = None, [[{}] for _ in range(spec.studies)]
@@ -125,6 +149,68 @@ def _design(spec: StudySpec, space) -> str:
     and the step cap, batch size and stop rule of its runs, hashed."""
     return stable_hash([spec.ruleset, spec.trials_per_study, repr(space), to_plain(spec.execution),
                         spec.max_steps, spec.batch_size, spec.stop_on_target], 12)
+
+
+_ORIGIN_WORDS = {"declared": "the class's search_space", "file": "",
+                 "signature": "derived from the constructor's defaults"}
+
+
+def describe_plan(spec: StudySpec, configs: list[RunConfig],
+                  chosen: Mapping[str, ChosenSpace],
+                  sources: Mapping[str, Any] | None = None) -> str:
+    """What `pacebench study --dry-run` prints: per algorithm, where it comes from, its search
+    space and that space's origin, and each study's trials (hyperparameters shown to 4
+    significant digits), each checked by building the algorithm; nothing is run or written."""
+    from runners.algorithms.sources import describe
+
+    runs = len(configs)
+    lines = [f"study {spec.name!r} (dry run): {len(spec.workloads)} workload(s) "
+             f"({', '.join(spec.workloads)}) x {len(spec.algorithms)} algorithm(s) x "
+             f"{spec.studies} study(ies) x {spec.trials if spec.ruleset == 'external' else 1} "
+             f"trial(s) x {len(spec.seeds)} seed(s) = {runs} runs, ruleset {spec.ruleset}"]
+    for algorithm in spec.algorithms:
+        source = (sources or {}).get(algorithm)
+        lines.append(describe(source) if source is not None else algorithm)
+        space = chosen.get(algorithm)
+        if space is None:
+            lines.append("  no search space: self-tuning runs its defaults once per study")
+        else:
+            where = space.file or _ORIGIN_WORDS[space.origin]
+            lines.append(f"  search space, origin {space.origin} ({where}):")
+            items = (space.space.items() if isinstance(space.space, Mapping)
+                     else enumerate(space.space))
+            lines += [f"    {key}: {json.dumps(value)}" for key, value in items]
+        mine = [c for c in configs if c.algorithm == algorithm
+                and c.workload == spec.workloads[0] and c.seed == spec.seeds[0]]
+        for config in mine:
+            if config.trial == 0:
+                lines.append(f"  study {config.study}")
+            problem = _build_problem(config)
+            lines.append(f"    trial {config.trial}: {_short(config.hparams)}"
+                         + (f"  CANNOT BE BUILT: {problem}" if problem else ""))
+    lines.append(f"nothing was run or written; {runs} runs would be (every trial once per "
+                 "workload and seed)")
+    return "\n".join(lines)
+
+
+def _short(hparams: Mapping[str, Any]) -> str:
+    """Hyperparameters as JSON, numbers to 4 significant digits."""
+    return json.dumps({k: float(f"{v:.4g}") if isinstance(v, float) else v
+                       for k, v in hparams.items()})
+
+
+def _build_problem(config: RunConfig) -> str | None:
+    """Why the trial's algorithm cannot be built with its hyperparameters, or None."""
+    from runners.algorithms import get_algorithm
+
+    if (config.algorithm_source or config.algorithm).startswith("algoperf:"):
+        return None  # a submission's hyperparameters are checked when it runs
+    try:
+        get_algorithm(config.algorithm, config.hparams, config.algorithm_source,
+                      config.algorithm_sha256)
+    except Exception as err:  # noqa: BLE001 - any error is what the dry run reports
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 _BLOCK = ("workload", "study", "trial", "seed")  # a block: one place, one trial per algorithm
@@ -175,8 +261,9 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
         raise ValueError(f"unknown --early-stop {early_stop!r}: valid are "
                          f"{', '.join(EARLY_STOP_CHOICES)}")
     hooks = {"early_stop": {"estimator": early_stop, "eta": eta}} if early_stop != "none" else {}
-    result = run_configs(plan_study(spec, search_spaces, sources), store, spec.name, workers,
-                         resume, data_dir, progress, hooks, options)
+    chosen = choose_search_spaces(spec, search_spaces, sources)
+    result = run_configs(plan_study(spec, search_spaces, sources, chosen), store, spec.name,
+                         workers, resume, data_dir, progress, hooks, options, chosen)
     if early_stop != "none":
         from workbench.early_stopping import write_study_summary
         result.early_stop = write_study_summary(
@@ -188,9 +275,11 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
 def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int = 1,
                 resume: bool = False, data_dir: str | Path | None = None, progress: bool = True,
                 hooks: Mapping[str, Any] | None = None,
-                options: LaunchOptions | None = None) -> StudyResult:
+                options: LaunchOptions | None = None,
+                chosen: Mapping[str, ChosenSpace] | None = None) -> StudyResult:
     """Run the `configs` of study `name` not done yet (resume), with the workers' `hooks`,
-    `workers` trials at a time on the backend that `options` names (default: the local pool).
+    `workers` trials at a time on the backend that `options` names (default: the local pool);
+    each run records the search space that `chosen` gives its algorithm (choose_search_spaces).
     Refreshes the store's run index at the end."""
     from runners.plugins import with_workload_source
 
@@ -215,8 +304,8 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     if todo:
         backend = _make_backend(options, workers, max(c.execution.threads for c, _ in todo))
         try:
-            Scheduler(store, backend, workers, data_dir, progress, hooks, options).run(todo,
-                                                                                    result)
+            Scheduler(store, backend, workers, data_dir, progress, hooks, options,
+                      chosen).run(todo, result)
         finally:
             backend.close()
             refresh_index(store)

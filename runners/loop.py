@@ -124,6 +124,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "step_hint": s.step_hint, "workload_spec": s.to_dict(),
         "environment": capture_environment(p.device, threads),
         "algorithm_source": p.algorithm.provenance() or None,
+        **p.algorithm.search_space_fields(),  # the space its hparams were drawn from, if any
         "launch_position": (launch_order or {}).get("position"),
         "launch_order": dict(launch_order) if launch_order else None,
         "launched_by": launched_by or ("study" if launch_order else None),

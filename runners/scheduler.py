@@ -2,12 +2,14 @@
 in the store before it starts, every ending reaped into the study's result and the store.
 
 A worker that dies costs its trial only: its run is marked `interrupted` (or `failed`) with how
-it died (_record_death). A worker that exits badly after its run was sealed complete or diverged
-(e.g. a data-parallel rank aborting in its exit handlers) leaves its trial done: a warning in the
+it died (_record_death), and the study's summary gives the last line of the error that ended it
+(_error_line). A worker that exits badly after its run was sealed complete or diverged (e.g. a
+data-parallel rank aborting in its exit handlers) leaves its trial done: a warning in the
 result, not a failure. `trial_timeout` (LaunchOptions) is the per-attempt wall-clock watchdog.
 """
 from __future__ import annotations
 
+import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -66,10 +68,12 @@ class Scheduler:
     and shows progress."""
 
     def __init__(self, store: Store, backend, workers: int, data_dir, progress: bool,
-                 hooks: Mapping[str, Any] | None, options: LaunchOptions) -> None:
+                 hooks: Mapping[str, Any] | None, options: LaunchOptions,
+                 chosen: Mapping[str, Any] | None = None) -> None:
         self.store, self.backend, self.workers = store, backend, workers
         self.data_dir, self.progress, self.options = data_dir, progress, options
         self.hooks = dict(hooks or {})
+        self.chosen = dict(chosen or {})  # algorithm -> runners.tuning.ChosenSpace
 
     def run(self, todo: list[tuple[RunConfig, dict]], result: StudyResult) -> None:
         """Run `todo`, (config, its place in the launch order) pairs, in their order."""
@@ -136,7 +140,9 @@ class Scheduler:
     def _start(self, config: RunConfig, place: dict):
         job = {"config": config.to_dict(), "launch_order": place, "store": str(self.store.root),
                "data_dir": str(self.data_dir) if self.data_dir else None, "hooks": self.hooks,
-               "checkpoint_minutes": self.options.checkpoint_minutes}
+               "checkpoint_minutes": self.options.checkpoint_minutes,
+               "search_space": (self.chosen[config.algorithm].fields()
+                                if config.algorithm in self.chosen else None)}
         return self.backend.start(job, self._log_path(config))
 
     def _reap(self, outcome: Outcome, config: RunConfig, result: StudyResult,
@@ -156,10 +162,37 @@ class Scheduler:
                                    f"{sealed[-1]['run_id']} was sealed {sealed[-1]['status']}; "
                                    f"log {self._log_path(config)}")
             return
+        error = _error_line(self.store, config, started_at, self._log_path(config))
         _record_death(self.store, config, how, outcome, started_at, place)
+        what = f"{error} ({how})" if error else how  # the error first: it says what to fix
         result.failed.append(f"{config.workload} {config.algorithm} study {config.study} "
-                             f"trial {config.trial} seed {config.seed}: {how}; "
+                             f"trial {config.trial} seed {config.seed}: {what}; "
                              f"log {self._log_path(config)}")
+
+
+# The last line of a Python traceback: "ValueError: ...", "KeyboardInterrupt",
+# "torch.OutOfMemoryError: ..." (a dotted name needs its message, to tell it from other lines).
+_EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)(: .*)?"
+                             r"|[A-Za-z_][\w.]*\.[A-Z]\w*: .+")
+
+
+def _error_line(store: Store, config: RunConfig, started_at: str, log: Path) -> str | None:
+    """The last line of the error that ended this attempt: from its run's record (`error`, the
+    traceback, else `stop_reason`), else the last exception line of the worker's log; None when
+    neither tells (e.g. a worker killed by a signal)."""
+    failed = [d for d in store.attempts(config.trial_key)
+              if (d.get("started_at") or "") >= started_at and d.get("status") == "failed"]
+    for doc in failed[-1:]:
+        for text in (doc.get("error"), doc.get("stop_reason")):
+            lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+            if lines:
+                return lines[-1][:300]
+    try:
+        lines = log.read_text(errors="replace").splitlines()[-200:]
+    except OSError:
+        return None
+    found = [line.strip() for line in lines if _EXCEPTION_LINE.fullmatch(line.strip())]
+    return found[-1][:300] if found else None
 
 
 def _record_death(store: Store, config: RunConfig, how: str, outcome: Outcome,

@@ -108,5 +108,8 @@ class MaskedAlgorithm(Algorithm):
     def provenance(self) -> dict[str, Any]:
         return self.base.provenance()
 
+    def search_space_fields(self) -> dict[str, Any]:
+        return self.base.search_space_fields()
+
     def current_lr(self) -> float | None:
         return self.base.current_lr()

@@ -47,7 +47,7 @@ from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import ExecutionOptions, StudySpec, Target, to_plain
 from workbench.store import open_store
 
-__all__ = ["set_targets", "targets_from_reruns", "lenient_round", "median_steps",
+__all__ = ["set_targets", "check_rule", "targets_from_reruns", "lenient_round", "median_steps",
            "steps_measurement", "measure_steps_to_target", "DEFAULT_RERUNS",
            "DEFAULT_REACH_QUANTILE", "DEFAULT_HORIZON"]
 
@@ -182,7 +182,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
-    _check_rule(reruns, reach_quantile, horizon)
+    check_rule(reruns, reach_quantile, horizon)
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
     tag = f"targets-{workload}"
@@ -231,7 +231,7 @@ def _provenance(store, run_id: str) -> dict:
             if sys.argv[0].endswith("pacebench") else None}
 
 
-def _check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
+def check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
     """ValueError unless the procedure's numbers make sense."""
     if reruns < 2:
         raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")

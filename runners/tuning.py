@@ -4,6 +4,9 @@ A search space is either a dict of hyperparameters, each {"min", "max", "scaling
 or {"feasible_points": [...]}, sampled with scrambled Halton sequences (as AlgoPerf's external
 tuning ruleset), or a list of fixed points, sampled without replacement. Drawn values are exact
 (never rounded), so a trial's hyperparameters are reproducible from the seed alone.
+
+A study records, in every run's document, the space its trials were drawn from and where that
+came from (ChosenSpace; workbench/records.py SEARCH_SPACE_FIELDS).
 """
 from __future__ import annotations
 
@@ -16,9 +19,14 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.stats import qmc
 
-__all__ = ["SearchSpaceError", "Range", "Choice", "SearchSpace", "draw_trials", "study_trials"]
+__all__ = ["SearchSpaceError", "Range", "Choice", "SearchSpace", "draw_trials", "study_trials",
+           "ChosenSpace", "SPACE_ORIGINS"]
 
 SCALINGS = ("linear", "log")
+# Where a study's search space comes from: the algorithm class gives it ("declared"), a JSON
+# file (its own, one beside it, or --search-space), or the optimizer's constructor signature
+# (runners/algorithms/wrapper.py derived_search_space).
+SPACE_ORIGINS = ("declared", "file", "signature")
 
 
 class SearchSpaceError(ValueError):
@@ -91,6 +99,37 @@ class SearchSpace:
             return cls(points=_parse_points(obj))
         raise SearchSpaceError(f"a search space is a JSON object or a list of points, "
                                f"got {type(obj).__name__}")
+
+
+@dataclass(frozen=True)
+class ChosenSpace:
+    """The search space a study draws an algorithm's trials from, as JSON (AlgoPerf's format),
+    with its origin (one of SPACE_ORIGINS) and, for a file, the file's absolute path."""
+
+    space: Mapping[str, Any] | list
+    origin: str
+    file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin not in SPACE_ORIGINS:
+            raise SearchSpaceError(f"unknown search-space origin {self.origin!r}: valid are "
+                                   f"{', '.join(SPACE_ORIGINS)}")
+        SearchSpace.parse(self.space)  # a bad space fails when chosen, not when drawn from
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "ChosenSpace":
+        """The space in the JSON file at `path` (errors name the file and the bad key)."""
+        path = Path(path).resolve()
+        SearchSpace.from_json(path)
+        return cls(json.loads(path.read_text()), "file", str(path))
+
+    def search_space(self) -> SearchSpace:
+        return SearchSpace.parse(self.space)
+
+    def fields(self) -> dict[str, Any]:
+        """The run document's search_space, search_space_origin and search_space_file."""
+        return {"search_space": self.space, "search_space_origin": self.origin,
+                "search_space_file": self.file}
 
 
 def _parse_param(name: str, spec: Any) -> Range | Choice:

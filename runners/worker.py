@@ -2,7 +2,9 @@
 
 A worker gets a job (written by runners/scheduler.py): {"config": RunConfig dict, "launch_order":
 its place in the study's launch order (runners/launch.py), "store": path, "data_dir", "hooks",
-"checkpoint_minutes"}. It runs the trial with runners.loop.run, which
+"checkpoint_minutes", "search_space": the search space its hyperparameters were drawn from, with
+its origin (runners/tuning.py ChosenSpace.fields), recorded in its run document; absent in the
+job files of earlier versions}. It runs the trial with runners.loop.run, which
 writes the trial's run folder; a failure is recorded there. Started as `python -m runners.worker
 JOB.json` (the "spawn" start method, torchrun's ranks, Ray tasks) or forked from the launcher's
 fork server, which calls run_job; see runners/processes.py.
@@ -93,6 +95,22 @@ def _checkpoint(job: Mapping[str, Any], store: Store, config: RunConfig, paralle
                                      writes=parallel is None or parallel.rank == 0)}
 
 
+def _algorithm(config: RunConfig, job: Mapping[str, Any]):
+    """The trial's algorithm carrying the job's search space (Algorithm.searched), or None when
+    the job has none or the algorithm cannot be built: loop.run then builds it, and records why
+    it failed as the run's set-up failure."""
+    if not job.get("search_space"):
+        return None
+    from runners.algorithms import get_algorithm
+    try:
+        algorithm = get_algorithm(config.algorithm, config.hparams, config.algorithm_source,
+                                  config.algorithm_sha256)
+    except Exception:  # noqa: BLE001 - recorded by loop.run's set-up, with its traceback
+        return None
+    algorithm.searched = dict(job["search_space"])
+    return algorithm
+
+
 def run_job(job: Mapping[str, Any]) -> int:
     """Run the job's trial; 0 when it ended complete or diverged, else 1 (its record says why)."""
     from runners.loop import run
@@ -118,7 +136,8 @@ def run_job(job: Mapping[str, Any]) -> int:
         should_stop = parallel.agree(should_stop)
     try:
         run_id = run(config, store, data_dir=job["data_dir"], should_stop=should_stop,
-                     measure=hooks.measure, launch_order=job.get("launch_order"), **extra)
+                     measure=hooks.measure, launch_order=job.get("launch_order"),
+                     algorithm=_algorithm(config, job), **extra)
     except Exception:
         import traceback
         traceback.print_exc()

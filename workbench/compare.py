@@ -373,41 +373,49 @@ def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None
         if len(ta) == 0 or len(tb) == 0:
             left_out[w] = f"no study of {a if len(ta) == 0 else b}"
             continue
-        miss_a, miss_b = int(np.isinf(ta).sum()), int(np.isinf(tb).sum())
-        if miss_a == len(ta) and miss_b == len(tb):
-            rows.append(WorkloadComparison(w, None, None, None, len(ta), len(tb), miss_a, miss_b,
-                                           None, "both missed the target in every study"))
+        row, draws, spread = _workload(w, a, b, ta, tb, _budget(times, w, budgets), confidence,
+                                       replicates, rng)
+        rows.append(row)
+        if draws is None:  # both always missed, or too few studies for the verdict
             continue
-        cap = _budget(times, w, budgets)
-        ca, cb = np.minimum(ta, cap), np.minimum(tb, cap)
-        ratio = float(np.median(cb) / np.median(ca))
-        draws = _ratio_draws(ca, cb, replicates, rng)
-        low = high = None
-        note = ""
-        if min(len(ta), len(tb)) >= MIN_STUDIES_FOR_INTERVAL:
-            low, high = _interval(draws, confidence)
-        else:
-            fewest = min(len(ta), len(tb))
-            note = (f"no interval: {fewest} {'study' if fewest == 1 else 'studies'} on one side "
-                    f"(needs {MIN_STUDIES_FOR_INTERVAL})")
-        if min(len(ta), len(tb)) < MIN_STUDIES_FOR_VERDICT:
-            few = a if len(ta) < len(tb) else b
-            n = min(len(ta), len(tb))
-            note = (f"out of the verdict: {n} {'study' if n == 1 else 'studies'} of {few} "
-                    f"(a verdict needs {MIN_STUDIES_FOR_VERDICT} a side)")
-            rows.append(WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a,
-                                           miss_b, _wins2(ta, tb) / (2 * len(ta) * len(tb)),
-                                           note))
-            continue
-        rows.append(WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a, miss_b,
-                                       _wins2(ta, tb) / (2 * len(ta) * len(tb)), note))
         samples.append((ta, tb))
         logs.append(draws)
-        spread = _log_spread(ca, cb)
         if spread is None and noise_cov and math.isfinite(noise_cov.get(w, math.nan)):
             spread = math.log1p(noise_cov[w] ** 2)
         spreads.append(spread)
     return _overall(a, b, rows, samples, logs, spreads, left_out, confidence, detect, seed)
+
+
+def _workload(w: str, a: str, b: str, ta: np.ndarray, tb: np.ndarray, cap: float,
+              confidence: float, replicates: int, rng: np.random.Generator
+              ) -> tuple[WorkloadComparison, np.ndarray | None, float | None]:
+    """One workload's row, its bootstrap draws of log(median B / median A) and the pooled log
+    spread; draws None when it stays out of the test (both sides always missed, or a side has
+    fewer than MIN_STUDIES_FOR_VERDICT studies)."""
+    miss_a, miss_b = int(np.isinf(ta).sum()), int(np.isinf(tb).sum())
+    if miss_a == len(ta) and miss_b == len(tb):
+        return WorkloadComparison(w, None, None, None, len(ta), len(tb), miss_a, miss_b, None,
+                                  "both missed the target in every study"), None, None
+    ca, cb = np.minimum(ta, cap), np.minimum(tb, cap)
+    ratio = float(np.median(cb) / np.median(ca))
+    draws = _ratio_draws(ca, cb, replicates, rng)
+    low = high = None
+    fewest = min(len(ta), len(tb))
+    note = ""
+    if fewest >= MIN_STUDIES_FOR_INTERVAL:
+        low, high = _interval(draws, confidence)
+    else:
+        note = (f"no interval: {fewest} {'study' if fewest == 1 else 'studies'} on one side "
+                f"(needs {MIN_STUDIES_FOR_INTERVAL})")
+    poi = _wins2(ta, tb) / (2 * len(ta) * len(tb))
+    if fewest < MIN_STUDIES_FOR_VERDICT:
+        few = a if len(ta) < len(tb) else b
+        note = (f"out of the verdict: {fewest} {'study' if fewest == 1 else 'studies'} of {few} "
+                f"(a verdict needs {MIN_STUDIES_FOR_VERDICT} a side)")
+        return WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a, miss_b, poi,
+                                  note), None, None
+    return (WorkloadComparison(w, ratio, low, high, len(ta), len(tb), miss_a, miss_b, poi, note),
+            draws, _log_spread(ca, cb))
 
 
 def _budget(times: xr.DataArray, workload: str, budgets: Mapping[str, float] | None) -> float:

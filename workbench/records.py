@@ -29,11 +29,13 @@ if TYPE_CHECKING:
     from workbench.spec import RunConfig, WorkloadSpec
 
 __all__ = [
-    "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUSES", "TERMINAL", "DONE_STATUSES",
+    "SCHEMA_VERSION", "READABLE_SCHEMA_VERSIONS", "STATUS_TABLE", "STATUSES", "TERMINAL",
+    "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
-    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "MACHINE_COLUMNS", "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
+    "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary",
 ]
@@ -41,11 +43,23 @@ __all__ = [
 SCHEMA_VERSION = 3
 READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
-# Run statuses. `running` is what a live process writes; readers show a `running` run whose
-# process is gone as `interrupted` (see workbench.store.Store.runs). `complete` has a time, or is
-# a miss when its target was not met; `diverged` (a non-finite loss) and `stalled` (no progress,
-# stopped early: runners/stall.py) are misses; `failed` (set-up error, crash) and `interrupted`
-# (killed, preempted) are neither a time nor a miss.
+# Run statuses, one table: status -> (what it is, what it counts as in scores, comparisons and
+# budgets, and what `--resume` does with its trial). `running` is what a live process writes;
+# readers show a `running` run whose process is gone as `interrupted` (workbench.store). The docs
+# print this table (docs/reference.md; tests/test_docs.py checks they agree).
+STATUS_TABLE = {
+    "complete": ("the run ended at its target, its budget, or its algorithm's request",
+                 "a time when it met its target, else a miss", "done: not run again"),
+    "diverged": ("a non-finite loss or validation metric", "a miss", "done: not run again"),
+    "stalled": ("no progress (runners/stall.py): stopped between 10 % and 50 % of its budget",
+                "a miss", "done: not run again"),
+    "failed": ("a set-up error or a crash (its traceback recorded)",
+               "neither a time nor a miss: left out, counted per algorithm and workload",
+               "run again"),
+    "interrupted": ("Ctrl-C, SIGTERM, preemption, a lost worker, the watchdog",
+                    "neither a time nor a miss: left out", "run again (from its checkpoint)"),
+    "running": ("training now", "left out until it ends", "left alone"),
+}
 STATUSES = ("running", "complete", "diverged", "stalled", "failed", "interrupted")
 TERMINAL = ("complete", "diverged", "stalled", "failed", "interrupted")
 # Finished: a trial with one of these is not run again by --resume, and its run counts in scores
@@ -145,6 +159,17 @@ TIMING_FIELDS = (
     "launch_order",     # {"position", "block", "blocks", "seed"}: the launch order in full
     "machine",          # {"probe": what it times, "start": reading, "end": reading}; a reading
                         # is {"probe_seconds", "load_average", "other_cpu"} (MACHINE_COLUMNS)
+)
+
+# Top-level run-document fields of the search space a run's hyperparameters were drawn from
+# (runners/tuning.py ChosenSpace, set by the study's launcher); null in older documents, in
+# imported logs, and where none was drawn from (`pacebench run`, the self-tuning ruleset).
+SEARCH_SPACE_FIELDS = (
+    "search_space",         # the space, as JSON in AlgoPerf's format (an object or a list)
+    "search_space_origin",  # "declared" (the algorithm class gives it) | "file" | "signature"
+                            # (derived from an optimizer's constructor: runners/algorithms/
+                            # wrapper.py)
+    "search_space_file",    # the JSON file's absolute path, for origin "file"; else null
 )
 
 # Extra eval-row columns of the machine's speed during a run (runners/machine.py), read at each

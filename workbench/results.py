@@ -140,6 +140,8 @@ class Results:
                        detect: float = C.DEFAULT_DETECT, **scope) -> "CompareResult":
         """A against B (workbench.compare.compare_runs) on the scope's time axis (rich)."""
         chosen, scoped, cube = self._prepared(scope)
+        for name in (a, b):
+            _check_compared(name, scoped, cube)
         config = self.config()
         names = [str(w) for w in cube["workload"].values]
         floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
@@ -184,6 +186,24 @@ class Results:
         """
         from workbench.views.registry import notebook_view
         return notebook_view(self.store.root, name, **filters)
+
+
+def _check_compared(name: str, scoped: Scoped, cube: xr.Dataset) -> None:
+    """ValueError naming why `name` cannot be compared: its trials all failed, its studies are
+    shown apart under other names, or no run has it."""
+    present = [str(x) for x in cube["algorithm"].values]
+    if name in present:
+        return
+    if name in scoped.failed:
+        n = sum(scoped.failed[name].values())
+        raise ValueError(f"{name} has no finished trial to compare: its {n} trials failed or "
+                         f"were interrupted (a crash is neither a time nor a miss); the "
+                         f"algorithms with finished trials are {', '.join(present)}")
+    if name in scoped.shown_apart:
+        labels = ", ".join(f"'{name} [{n}]'" for n in scoped.shown_apart[name])
+        raise ValueError(f"{name} ran in studies of different designs, shown apart as {labels}: "
+                         f"compare one of those, or pick a study with --study NAME")
+    raise ValueError(f"unknown algorithm {name!r}: the algorithms are {', '.join(present)}")
 
 
 scored_names = scoring.scored_names  # the scored workloads that have runs (scoring owns it)

@@ -4,7 +4,8 @@ The chain (research/algoperf.md sections 5.1, 5.2 and 8):
 
     final cube (algorithm, workload, study, trial, seed)
       -> study_times: per study, the trial with the smallest eval index at which it first met the
-         validation target (ties: smaller time); its training seconds there; +inf if none did
+         validation target (ties: the lowest trial number, as AlgoPerf's idxmin); its training
+         seconds there; +inf if none did
       -> workload_times: median over the studies present (+inf takes part), NaN if none
       -> scored_times: the rules of a ScoringConfig: the v0.5 held-out variant rule (if it
          applies), the 4x cut-off, then the scored (base) workloads only
@@ -133,15 +134,29 @@ def study_times(cube: xr.Dataset) -> xr.DataArray:
     """Per (algorithm, workload, study): the time of the study's chosen trial, in seconds.
 
     Every (trial, seed) cell is a trial. The chosen trial is the one that met the validation
-    target at the smallest eval index, ties broken by the smaller time; +inf when no trial met
-    it; NaN when the study has no trial at all.
+    target at the smallest eval index, ties broken by the lowest trial number (then seed), as
+    AlgoPerf's scorer's `idxmin` takes the first; +inf when no trial met it; NaN when the study
+    has no trial at all.
     """
     _need(cube, ("trial", "seed"), "cube")
+    time, _, _ = _chosen(cube)
+    return time.rename("time_to_target").assign_attrs(units=_units(cube["time_to_target"]))
+
+
+def _chosen(cube: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """(the chosen trial's time, its position on the merged trial dim, whether one was chosen)
+    per (algorithm, workload, study): AlgoPerf's rule (study_times)."""
     index = _trials(cube["eval_index_to_target"])
     time = _trials(cube["time_to_target"])
     first = index.min("_trial", skipna=True)  # +inf when none reached, NaN when no trial
-    out = time.where(index == first).min("_trial", skipna=True)
-    return out.rename("time_to_target").assign_attrs(units=_units(cube["time_to_target"]))
+    first_met = (index == first) & np.isfinite(first)
+    found = first_met.any("_trial")
+    pick = first_met.argmax("_trial")  # the lowest trial number (trial-major order)
+    taken = np.take_along_axis(time.transpose(*pick.dims, "_trial").values,
+                               pick.values[..., None], axis=-1)[..., 0]
+    chosen_time = pick.copy(data=taken).astype(float).where(found, np.where(
+        np.isnan(first), np.nan, np.inf))
+    return chosen_time, pick, found
 
 
 def study_choices(cube: xr.Dataset) -> xr.Dataset:
@@ -153,12 +168,7 @@ def study_choices(cube: xr.Dataset) -> xr.Dataset:
     """
     _need(cube, ("trial", "seed"), "cube")
     index = _trials(cube["eval_index_to_target"])
-    time = _trials(cube["time_to_target"])
-    first = index.min("_trial", skipna=True)
-    best = time.where(index == first).min("_trial", skipna=True)
-    chosen = (index == first) & (time == best) & np.isfinite(first)
-    found = chosen.any("_trial")
-    pick = chosen.argmax("_trial")  # the first of equal trials; masked below where none is chosen
+    _, pick, found = _chosen(cube)
 
     def picked(values: xr.DataArray, fill) -> xr.DataArray:
         stacked = _trials(values).transpose(*pick.dims, "_trial")

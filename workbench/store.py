@@ -307,7 +307,15 @@ class Store:
         if not doc_path.exists():
             raise StoreError(f"{self.root} is not a Pacebench store (no {R.STORE_DOC}); "
                              "create one with `pacebench study --store DIR` or open_store(DIR, create=True)")
-        version = json.loads(doc_path.read_text()).get("schema_version")
+        try:
+            doc = json.loads(doc_path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise StoreError(f"{doc_path} cannot be read as a store's document ({err}); it is "
+                             "a JSON object written by Pacebench") from None
+        if not isinstance(doc, dict):
+            raise StoreError(f"{doc_path} holds {json.dumps(doc)[:40]}, not a store's "
+                             "document (a JSON object written by Pacebench)")
+        version = doc.get("schema_version")
         if version not in R.READABLE_SCHEMA_VERSIONS:
             raise StoreError(f"{self.root} has schema version {version}; this Pacebench reads "
                              f"{R.READABLE_SCHEMA_VERSIONS}: upgrade Pacebench")

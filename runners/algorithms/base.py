@@ -82,10 +82,15 @@ class OptimizerAlgorithm(Algorithm):
         if clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=float(clip))
         self._lr = self.schedule(step)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self._lr
+        self.set_lr(self._lr)
         self.optimizer.step()
         return loss.detach()
+
+    def set_lr(self, lr: float) -> None:
+        """Give every parameter group learning rate `lr` (a class whose groups keep different
+        rates scales each instead: runners/algorithms/wrapper.py)."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
 
     def current_lr(self) -> float | None:
         return self._lr

@@ -15,14 +15,16 @@ file's sha256) travels with every run (RunConfig.algorithm_source, algorithm_sha
 document, so a result traces to its code, and a file changed since the study was planned is
 refused rather than run under the old identity.
 
-A wrapped torch optimizer takes `learning_rate`, and where its constructor has them
-`one_minus_beta1` (betas[0] or momentum = 1 - it), `beta2` and `weight_decay`, plus
-`warmup_factor` and `schedule`: linear warmup over warmup_factor x the step hint, then "cosine"
-decay to 0 at the step hint (the default), "linear" decay, or "constant". Its search space, unless
-one is given: learning rate log-uniform over [default / 10, default x 10], 1 - beta1 log-uniform
-over [0.01, 0.3], weight decay log-uniform over [1e-4, 0.3], the rest fixed at their defaults.
-An Algorithm class's search space is its `search_space` attribute (a dict in AlgoPerf's format,
-or a JSON file name beside its file), else `<file stem>.json` beside the file.
+A torch optimizer is wrapped by the rules of runners/algorithms/wrapper.py (what its
+constructor gets from learning_rate, one_minus_beta1, beta2, weight_decay; parameter groups;
+schedule-free classes; warmup and schedule). The search space a study draws its trials from
+(choose_search_space) is, in this order: the class's `search_space` dict ("declared"), a JSON
+file that its `search_space` names beside its file or <file stem>.json beside the file
+("file"), else, for an optimizer, one derived from its constructor's defaults ("signature":
+learning rate log-uniform over [default / 10, default x 10], 1 - beta1 log-uniform over
+[0.01, 0.3] where the class has betas or a momentum on by default, weight decay log-uniform
+over [1e-4, 0.3], the rest fixed at their defaults). The origin is recorded in each run's
+document (runners/tuning.py ChosenSpace).
 """
 from __future__ import annotations
 
@@ -35,16 +37,17 @@ from typing import Any, Iterable, Mapping
 import torch
 
 from runners.algorithms.base import OptimizerAlgorithm
-from runners.algorithms.schedules import cosine_warmup, linear_warmup_decay, warmup_steps
+from runners.algorithms.wrapper import derived_search_space, wrap_optimizer
 from runners.api import Algorithm
 from runners.plugins import (ALGORITHM_GROUP, PluginError, entry_points, import_object,
                              is_file_spec, sha256_of)
+from runners.tuning import ChosenSpace
 
 __all__ = ["AlgorithmSource", "parse_algorithm", "parse_algorithms", "load_class", "SourceError",
-           "wrap_optimizer", "derived_search_space", "search_space_of", "describe"]
+           "wrap_optimizer", "derived_search_space", "choose_search_space", "search_space_of",
+           "describe"]
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
-SCHEDULES = ("cosine", "linear", "constant")
 
 
 class SourceError(PluginError):
@@ -144,102 +147,31 @@ def load_class(spec: str, sha256: str | None = None) -> type[Algorithm]:
                       "Algorithm: init and update) nor a torch.optim.Optimizer")
 
 
-def _signature_defaults(optimizer: type[torch.optim.Optimizer]) -> dict[str, Any]:
-    params = inspect.signature(optimizer.__init__).parameters
-    return {k: p.default for k, p in params.items() if k not in ("self", "params")}
-
-
-def wrap_optimizer(optimizer: type[torch.optim.Optimizer]) -> type[OptimizerAlgorithm]:
-    """An OptimizerAlgorithm around a torch optimizer class (see the module doc)."""
-    sig = _signature_defaults(optimizer)
-    lr = sig.get("lr")
-    lr = float(lr) if isinstance(lr, (int, float)) and lr > 0 else 1e-3
-    defaults: dict[str, Any] = {"learning_rate": lr}
-    betas = sig.get("betas")
-    if isinstance(betas, tuple) and len(betas) >= 1:
-        defaults["one_minus_beta1"] = 1.0 - float(betas[0])
-        if len(betas) > 1:
-            defaults["beta2"] = float(betas[1])
-    elif "momentum" in sig:
-        momentum = sig["momentum"]
-        defaults["one_minus_beta1"] = 1.0 - float(momentum) if momentum else 0.1
-    if "weight_decay" in sig:
-        wd = sig["weight_decay"]
-        defaults["weight_decay"] = float(wd) if isinstance(wd, (int, float)) else 0.0
-    defaults.update(warmup_factor=0.05, schedule="cosine", grad_clip=None)
-
-    class Wrapped(OptimizerAlgorithm):
-        __doc__ = f"{optimizer.__module__}.{optimizer.__name__}, wrapped by Pacebench."
-        name = optimizer.__name__
-        wrapped = optimizer
-
-        def make_optimizer(self, params):
-            h = self.hparams
-            kwargs: dict[str, Any] = {"lr": h["learning_rate"]}
-            if "betas" in sig and "one_minus_beta1" in h:
-                kwargs["betas"] = (1.0 - h["one_minus_beta1"],
-                                   *([h["beta2"]] if "beta2" in h else []))
-            elif "momentum" in sig and "one_minus_beta1" in h:
-                kwargs["momentum"] = 1.0 - h["one_minus_beta1"]
-            if "weight_decay" in h:
-                kwargs["weight_decay"] = h["weight_decay"]
-            if h["schedule"] not in SCHEDULES:
-                raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got "
-                                 f"{h['schedule']!r}")
-            return optimizer(params, **kwargs)
-
-        def schedule(self, step: int) -> float:
-            h = self.hparams
-            if h["schedule"] == "cosine":
-                return cosine_warmup(step, h["learning_rate"], self.step_hint, h["warmup_factor"])
-            if h["schedule"] == "linear":
-                return linear_warmup_decay(step, h["learning_rate"], self.step_hint,
-                                           h["warmup_factor"], 0.0, 1.0)
-            warm = warmup_steps(h["warmup_factor"], self.step_hint)  # as cosine_warmup's
-            return h["learning_rate"] * (step / warm if step < warm else 1.0)
-
-    Wrapped.defaults = defaults
-    Wrapped.__name__ = Wrapped.__qualname__ = f"Wrapped{optimizer.__name__}"
-    return Wrapped
-
-
-def derived_search_space(algorithm: type[Algorithm]) -> dict[str, Any]:
-    """The search space (AlgoPerf's JSON format, as a dict) of a wrapped optimizer, or of any
-    OptimizerAlgorithm without one: from its defaults (see the module doc)."""
-    defaults = dict(getattr(algorithm, "defaults", {}))
-    lr = float(defaults.get("learning_rate", 1e-3))
-    space: dict[str, Any] = {"learning_rate": {"min": lr / 10, "max": lr * 10,
-                                               "scaling": "log"}}
-    if "one_minus_beta1" in defaults:
-        space["one_minus_beta1"] = {"min": 0.01, "max": 0.3, "scaling": "log"}
-    if "weight_decay" in defaults:
-        space["weight_decay"] = {"min": 1e-4, "max": 0.3, "scaling": "log"}
-    for key, value in defaults.items():
-        if key not in space and value is not None:
-            space[key] = {"feasible_points": [value]}
-    return space
-
-
-def search_space_of(source: AlgorithmSource) -> dict[str, Any] | Path:
-    """The search space of a file or module algorithm: its class's `search_space` (a dict, or a
-    JSON file name beside its file), else <file stem>.json beside the file, else derived."""
+def choose_search_space(source: AlgorithmSource) -> ChosenSpace:
+    """The search space of a file, module or plug-in algorithm, with its origin: its class's
+    `search_space` dict ("declared"); a JSON file its `search_space` names beside its file, or
+    <file stem>.json beside the file ("file"); else, for an optimizer, derived ("signature")."""
     cls = load_class(source.spec, source.sha256)
     own = getattr(cls, "search_space", "")
-    folder = Path(source.spec.rpartition(":")[0]).parent if source.kind == "file" else None
+    file = Path(source.spec.rpartition(":")[0]) if source.kind == "file" else None
     if isinstance(own, Mapping) and own:
-        return dict(own)
-    if isinstance(own, str) and own and folder is not None and (folder / own).is_file():
-        return folder / own
-    if source.kind == "file":
-        beside = Path(source.spec.rpartition(":")[0]).with_suffix(".json")
-        if beside.is_file():
-            return beside
+        return ChosenSpace(dict(own), "declared")
+    if isinstance(own, str) and own and file is not None and (file.parent / own).is_file():
+        return ChosenSpace.from_file(file.parent / own)
+    if file is not None and file.with_suffix(".json").is_file():
+        return ChosenSpace.from_file(file.with_suffix(".json"))
     if issubclass(cls, OptimizerAlgorithm):
-        return derived_search_space(cls)
+        return ChosenSpace(derived_search_space(cls), "signature")
     raise SourceError(f"no search space for {source.name} ({source.spec}): give the class a "
                       "search_space (a dict in AlgoPerf's format), put "
                       f"{Path(source.spec.rpartition(':')[0]).stem}.json beside its file, or "
                       "pass --search-space")
+
+
+def search_space_of(source: AlgorithmSource) -> dict[str, Any] | Path:
+    """choose_search_space's space: the file's path for a file, else the space itself."""
+    chosen = choose_search_space(source)
+    return Path(chosen.file) if chosen.file else dict(chosen.space)
 
 
 def describe(source: AlgorithmSource) -> str:

@@ -7,11 +7,12 @@ import os
 import sys
 from pathlib import Path
 
-from runners.cli.common import (ALGORITHM_HELP, WORKLOAD_HELP, algoperf_flags, algorithm_sources,
-                                execution_options, first_trial, launch_and_report, launch_flags,
-                                launch_options, one_workload, scaling_flags, search_spaces,
-                                store_path, submission_name, training_flags,
+from runners.cli.common import (algorithm_sources, execution_options, existing_store,
+                                first_trial, launch_and_report, launch_options, one_workload,
+                                search_spaces, store_for_writing, store_path, submission_name,
                                 workload_names)
+from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
+                               launch_flags, scaling_flags, training_flags)
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -23,6 +24,7 @@ def add(sub) -> None:
     _add_run(sub)
     _add_study(sub)
     _add_scale(sub)
+
 
 def _add_run(sub) -> None:
     p = sub.add_parser("run", help="train one run and record it")
@@ -37,6 +39,7 @@ def _add_run(sub) -> None:
     training_flags(p)
     p.set_defaults(func=run)
 
+
 def _add_study(sub) -> None:
     p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
     p.add_argument("--workloads", type=_csv, required=True, help=WORKLOAD_HELP)
@@ -50,6 +53,7 @@ def _add_study(sub) -> None:
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--seeds", type=_ints, default=[0])
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
     p.add_argument("--no-stop-on-target", action="store_true",
                    help="train every run to its budget (full curves) even after its targets")
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
@@ -57,14 +61,16 @@ def _add_study(sub) -> None:
                         "budget, trials ranked by this estimator (default none)")
     p.add_argument("--prune", dest="early_stop", choices=("none", "lcga", "tse"),
                    action=_Deprecated, instead="--early-stop", help=argparse.SUPPRESS)
-    p.add_argument("--eta", type=int, default=3, help="--early-stop keeps the best 1/eta at a rung")
+    p.add_argument("--eta", type=int,
+                   help="--early-stop keeps the best 1/eta of the trials at a rung (default 3)")
     p.add_argument("--kind", choices=("tuning", "scaling"), default="tuning",
                    action=_Deprecated, instead="`pacebench scale` for a scaling study",
                    help=argparse.SUPPRESS)
-    scaling_flags(p, required=False)  # --kind scaling only (deprecated)
+    scaling_flags(p, required=False, defaults=False)  # --kind scaling only (deprecated)
     launch_flags(p)
     training_flags(p)
     p.set_defaults(func=_study_or_scale)
+
 
 def _add_scale(sub) -> None:
     p = sub.add_parser("scale", help="a batch-size (and sparsity) scaling study: steps to a "
@@ -79,10 +85,23 @@ def _add_scale(sub) -> None:
     training_flags(p)
     p.set_defaults(func=scale)
 
+
 def _study_or_scale(args: argparse.Namespace) -> int:
-    """`study`, or `scale` under its old spelling `study --kind scaling`."""
+    """`study`, or `scale` under its old spelling `study --kind scaling`: the other kind's
+    options are refused, not ignored."""
+    scaling = [f"--{k.replace('_', '-')}" for k in ("batch_sizes", "goal", *SCALING_DEFAULTS)
+               if getattr(args, k) is not None]
     if args.kind != "scaling":
+        if scaling:
+            raise ValueError(f"{', '.join(scaling)}: options of a scaling study (`pacebench "
+                             f"scale`), not of a tuning study, whose batch size is each "
+                             f"algorithm's own choice")
+        if args.eta is not None and args.early_stop == "none":
+            raise ValueError("--eta goes with --early-stop lcga|tse")
         return study(args)
+    for key, value in SCALING_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if not args.algorithms:
         raise ValueError("a scaling study needs --algorithms")
     if not args.batch_sizes:
@@ -93,6 +112,7 @@ def _study_or_scale(args: argparse.Namespace) -> int:
         raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
                          "--trial-timeout and --checkpoint-every apply to tuning studies only")
     return scale(args)
+
 
 def run(args: argparse.Namespace) -> int:
     """`pacebench run`: train one run and record it."""
@@ -154,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
     print(_target_line(store, run_id))
     return 0 if doc["status"] in DONE_STATUSES else 1  # finished, target met or not
 
+
 def ad_hoc_trial(store, config):
     """`config` as the next trial of its ad-hoc study in `store`: the trial of a recorded run
     with the same identity but the trial number (the run is a new attempt of it), else the next
@@ -182,6 +203,7 @@ def ad_hoc_trial(store, config):
     trial = same if same is not None else (max(trials) + 1 if trials else 0)
     return replace(config, trial=trial)
 
+
 def _target_line(store, run_id: str) -> str:
     """Whether a run met its validation target, and when (its first eval that did)."""
     from workbench import query
@@ -198,15 +220,16 @@ def _target_line(store, run_id: str) -> str:
                 f"{r.time_to_target:.2f} training s")
     return f"target not met: {goal} (best {r.best_validation:.4g})"
 
+
 def study(args: argparse.Namespace) -> int:
-    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset."""
-    from runners.launch import run_study
+    """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset.
+    With --dry-run: print the plan (launch.describe_plan) and write nothing, not even the
+    store (an existing one is read, to refuse a name its runs give to other code)."""
+    from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
     from workbench.spec import StudySpec
-    from workbench.store import open_store
 
     submission = submission_name(args)
-    store = open_store(store_path(args), create=True)
-    sources = algorithm_sources(args.algorithms or [], store)
+    sources = algorithm_sources(args.algorithms or [], existing_store(args))
     algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
         raise ValueError("give --algorithms, --algoperf-submission, or both")
@@ -219,18 +242,23 @@ def study(args: argparse.Namespace) -> int:
                      name=args.name, max_steps=args.max_steps,
                      stop_on_target=not args.no_stop_on_target,
                      execution=execution_options(args))
+    chosen = choose_search_spaces(spec, spaces, sources)
+    if args.dry_run:
+        print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
+        return 0
     options = launch_options(args)
+    store = store_for_writing(args)
     return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
                                      search_spaces=spaces, early_stop=args.early_stop,
-                                     eta=args.eta, options=options, sources=sources),
+                                     eta=args.eta or 3, options=options, sources=sources),
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
+
 
 def scale(args: argparse.Namespace) -> int:
     """`pacebench scale`: steps-to-result per batch size and sparsity (runners/scaling_study)."""
     from runners.scaling_study import run_scaling
     from workbench.spec import ScalingSpec
-    from workbench.store import open_store
 
     spec = ScalingSpec(workloads=workload_names(args.workloads), algorithms=args.algorithms,
                        batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
@@ -239,7 +267,7 @@ def scale(args: argparse.Namespace) -> int:
                        eval_every=args.eval_every, noise_every=args.noise_every,
                        lr_scaling=args.lr_scaling, name=args.name,
                        execution=execution_options(args))
-    store = open_store(store_path(args), create=True)
+    store = store_for_writing(args)
     return launch_and_report(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
                                        data_dir=args.data_dir, progress=not args.quiet),
                    f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")

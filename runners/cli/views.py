@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from runners.cli.common import read_flags, store_flag, store_path
+from runners.cli.common import store_path
+from runners.cli.flags import read_flags, store_flag
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 
 __all__ = ["add", "report", "serve"]
@@ -36,6 +37,7 @@ def add(sub) -> None:
     store_flag(p)
     p.set_defaults(func=serve)
 
+
 def report(args: argparse.Namespace) -> int:
     """`pacebench report`: a self-contained HTML report (and figures)."""
     from workbench.report import one_ruleset, write_report
@@ -51,22 +53,43 @@ def report(args: argparse.Namespace) -> int:
         print(f"figures ({', '.join(args.formats)}) written to {args.figures}")
     return 0
 
+
 def serve(args: argparse.Namespace) -> int:
     """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`), in a
-    child process that stops when this one gets SIGTERM or SIGINT, or dies."""
+    child process that stops when this one gets SIGTERM or SIGINT, or dies. A path that is no
+    store, and an address that does not resolve, are refused before anything starts."""
+    from runners.processes import run_child
+    from workbench.app import ALLOW_REMOTE
+    from workbench.store import open_store
+
+    store = open_store(store_path(args))  # StoreError: one line naming the path
+    if ":" in args.address:
+        raise ValueError(f"--address {args.address}: an IPv6 address, which the dashboard's "
+                         "server (Bokeh) cannot take as an allowed origin; give an IPv4 address "
+                         "or a host name, e.g. 127.0.0.1 or localhost")
+    loopback = _loopback(args.address, args.port)
+    host = args.address
+    app = Path(__file__).resolve().parents[2] / "workbench" / "app.py"
+    env = {**os.environ, "PACEBENCH_STORE": str(store.root.resolve())}
+    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
+           "--port", str(args.port), "--allow-websocket-origin", f"{host}:{args.port}"]
+    if args.address in ("127.0.0.1", "localhost"):
+        cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
+    if not loopback:
+        env[ALLOW_REMOTE] = "1"  # the user asked for another interface: show the store there
+    print(f"serving {store.root} at http://{host}:{args.port}/app", flush=True)
+    return run_child(cmd, env)
+
+
+def _loopback(address: str, port: int) -> bool:
+    """Whether every address `address` resolves to is a loopback one; ValueError (one line)
+    when it does not resolve."""
     import ipaddress
     import socket
 
-    from runners.processes import run_child
-    from workbench.app import ALLOW_REMOTE
-
-    app = Path(__file__).resolve().parents[2] / "workbench" / "app.py"
-    env = {**os.environ, "PACEBENCH_STORE": str(store_path(args).resolve())}
-    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
-           "--port", str(args.port), "--allow-websocket-origin", f"{args.address}:{args.port}"]
-    if args.address in ("127.0.0.1", "localhost"):
-        cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
-    if not ipaddress.ip_address(socket.gethostbyname(args.address)).is_loopback:
-        env[ALLOW_REMOTE] = "1"  # the user asked for another interface: show the store there
-    print(f"serving {store_path(args)} at http://{args.address}:{args.port}/app", flush=True)
-    return run_child(cmd, env)
+    try:
+        found = socket.getaddrinfo(address, port, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as err:
+        raise ValueError(f"--address {address}: cannot be resolved ({err}); give a host name "
+                         "or an IP address of this machine, e.g. 127.0.0.1") from None
+    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in found)

@@ -1,0 +1,96 @@
+"""The one API (workbench.results) and the commands that print it, on a store holding everything:
+a study, a second study name of another design, and ad-hoc runs with several hyperparameters on
+the same workload and algorithm."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import workbench
+from runners.cli import main
+
+W = "synthetic"
+LEARNING_RATES = (0.03, 0.06, 0.0006)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """The store a new user makes: `pacebench run` three times, then two studies."""
+    store = str(tmp_path_factory.mktemp("mixed") / "results")
+    for lr in LEARNING_RATES:
+        assert main(["run", "--workload", W, "--algorithm", "adamw", "--max-steps", "150",
+                     "--hparams", json.dumps({"learning_rate": lr}), "--quiet",
+                     "--store", store]) == 0
+    assert main(["study", "--workloads", W, "--algorithms", "adamw,nadamw", "--studies", "2",
+                 "--trials", "2", "--max-steps", "150", "--workers", "2", "--name", "first",
+                 "--quiet", "--store", store]) == 0
+    assert main(["study", "--workloads", W, "--algorithms", "adamw", "--studies", "1",
+                 "--trials", "3", "--max-steps", "150", "--workers", "2", "--name", "second",
+                 "--quiet", "--store", store]) == 0
+    return store
+
+
+def _json(capsys, *argv) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_three_ad_hoc_runs_are_three_runs_and_a_study_name_is_not_an_ad_hoc_name(mixed, capsys):
+    runs = workbench.open(mixed).runs()
+    ad_hoc = runs[runs["launched_by"] == "run"]
+    assert sorted(ad_hoc["trial"]) == [0, 1, 2]
+    assert sorted(h["learning_rate"] for h in ad_hoc["hparams"]) == sorted(LEARNING_RATES)
+    assert main(["run", "--workload", W, "--algorithm", "adamw", "--name", "first", "--store",
+                 mixed]) == 2
+    assert "the store's runs named 'first' are a study's" in capsys.readouterr().err
+
+
+def test_every_analysis_reads_the_mixed_store_and_says_what_it_left_out(mixed, capsys):
+    score = _json(capsys, "score", "--store", mixed)
+    assert score["notes"][0] == ("left out 3 ad-hoc runs (pacebench run): --with-adhoc takes "
+                                 "them in")
+    # adamw ran in `first` (2 x 2) and `second` (1 x 3): two designs, shown apart
+    assert sorted(score["scores"]) == ["adamw [first]", "adamw [second]", "nadamw"]
+    assert score["shown_apart"] == {"adamw": ["first", "second"]}
+    assert score["studies"] == {"adamw [first]": 2, "adamw [second]": 1, "nadamw": 2}
+    budget = _json(capsys, "budget", "--store", mixed)
+    assert sorted(budget["algorithms"]) == ["adamw [first]", "adamw [second]", "nadamw"]
+    trials = {a: sum(max(w["k"]) for w in v["workloads"].values())
+              for a, v in budget["algorithms"].items()}
+    assert trials == {"adamw [first]": 4, "adamw [second]": 3, "nadamw": 4}  # each run once
+    doc = _json(capsys, "compare", "--store", mixed, "--algorithms", "nadamw,adamw [first]")
+    assert doc["verdict"] in ("nadamw faster", "adamw [first] faster", "no difference shown")
+    assert main(["compare", "--store", mixed, "--algorithms", "nadamw,adamw"]) == 2
+    assert "shown apart as 'adamw [first]', 'adamw [second]'" in capsys.readouterr().err
+    only = _json(capsys, "score", "--store", mixed, "--study", "first")
+    assert sorted(only["scores"]) == ["adamw", "nadamw"]
+    taken = _json(capsys, "budget", "--store", mixed, "--with-adhoc", "--study", "adhoc")
+    assert max(taken["algorithms"]["adamw"]["workloads"][W]["k"]) == 3
+
+
+def test_the_api_gives_what_the_commands_print(mixed, capsys):
+    res = workbench.open(mixed)
+    assert res.score() == _json(capsys, "score", "--store", mixed)
+    assert res.score(time_axis="steps", studies=["first"]) == _json(
+        capsys, "score", "--store", mixed, "--time-axis", "steps", "--study", "first")
+    assert res.compare("nadamw", "adamw", studies="first") == _json(
+        capsys, "compare", "--store", mixed, "--algorithms", "nadamw,adamw", "--study", "first")
+    assert res.budget(with_adhoc=True) == _json(capsys, "budget", "--store", mixed,
+                                                "--with-adhoc")
+    cube = res.cube(studies=["first"])
+    assert sorted(map(str, cube["algorithm"].values)) == ["adamw", "nadamw"]
+    with pytest.raises(TypeError, match="unknown option rulesets: valid are ruleset"):
+        res.score(rulesets="external")
+
+
+def test_import_workbench_stays_free_of_torch_and_panel(mixed):
+    script = ("import sys, workbench\nres = workbench.open(sys.argv[1])\nres.score()\n"
+              "res.compare('nadamw', 'adamw', studies=['first'])\nres.budget()\n"
+              "heavy = sorted(m for m in ('torch', 'panel', 'bokeh', 'holoviews', 'runners') "
+              "if m in sys.modules)\nprint('LOADED', heavy)")
+    out = subprocess.run([sys.executable, "-c", script, mixed], capture_output=True, text=True,
+                         check=True)
+    assert "LOADED []" in out.stdout, out.stderr

@@ -197,8 +197,17 @@ def notebook_view(store_root, name: str, **filters) -> NotebookView:
                         f"{', '.join(NOTEBOOK_FILTERS)}")
     entry = find_view(name)
     selection = selection_of(store_root, **filters)
-    pn.extension("tabulator")
+    _load_panel()
     layout, view = _laid_out(entry, selection, dynamic=False)
     figures = None if entry.figures is None or view is None else \
         (lambda: entry.figures(selection))
     return NotebookView(layout, figures)
+
+
+def _load_panel() -> None:
+    """Panel's notebook extension with Tabulator's scripts, loaded once per kernel: each load
+    writes its scripts (about 50 kB) into the cell's output again. Where Panel no longer keeps
+    what it loaded (private attributes), it is loaded each time."""
+    loaded = getattr(pn.extension, "_loaded", False)
+    if not (loaded and "tabulator" in getattr(pn.extension, "_loaded_extensions", ())):
+        pn.extension("tabulator")

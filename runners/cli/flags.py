@@ -8,7 +8,8 @@ import math
 from runners.cli_types import floats as _floats, ints as _ints
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
-           "launch_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "check_numbers",
+           "launch_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
+           "check_numbers",
            "SCALING_DEFAULTS", "WORKLOAD_HELP", "ALGORITHM_HELP"]
 
 
@@ -167,7 +168,19 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def scope_flags(p: argparse.ArgumentParser) -> None:
     """The flags of what part of a store an analysis reads, and on which clock
-    (workbench/scope.py: score, compare, budget, report)."""
+    (workbench/scope.py: score, compare, budget)."""
+    read_flags(p)
+    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
+                   help="what time to target is counted in: train (training seconds, the "
+                        "default), wall (wall seconds, evals included) or steps")
+    p.add_argument("--exclude-compile", action="store_true",
+                   help="take each run's compilation seconds off its training and wall "
+                        "seconds (no effect on steps)")
+
+
+def read_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of what part of a store is read (workbench/scope.py): --ruleset, --study,
+    --with-adhoc (the analysis commands and `pacebench report`)."""
     p.add_argument("--ruleset", choices=("external", "self"),
                    help="the tuning ruleset to read (rulesets never share a score; default: "
                         "the store's only one, else external)")
@@ -176,9 +189,3 @@ def scope_flags(p: argparse.ArgumentParser) -> None:
                         "study of the store)")
     p.add_argument("--with-adhoc", action="store_true",
                    help="take in the ad-hoc runs of `pacebench run` (left out by default)")
-    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
-                   help="what time to target is counted in: train (training seconds, the "
-                        "default), wall (wall seconds, evals included) or steps")
-    p.add_argument("--exclude-compile", action="store_true",
-                   help="take each run's compilation seconds off its training and wall "
-                        "seconds (no effect on steps)")

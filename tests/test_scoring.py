@@ -362,3 +362,21 @@ def test_on_steps_a_study_still_keeps_the_trial_that_hit_at_the_first_eval():
     cube["step_to_target"].loc[dict(trial=1)] = 40.0
     assert scoring.study_times(on_time_axis(cube, "steps")).item() == 500.0
     assert scoring.study_times(cube).item() == 9.0
+
+
+def test_bootstrap_medians_are_numpys_nanmedian_to_the_bit():
+    """scoring._nanmedian_last (numpy's method for a short axis, without its masked arrays and
+    a warning per all-NaN slice) gives what np.nanmedian gives: NaN, inf and the sign of 0."""
+    import warnings
+
+    rng = np.random.default_rng(3)
+    for shape in [(1000, 11, 14, 5), (40, 3, 1), (9, 2), (30, 7), (5, 0 + 4)]:
+        values = rng.random(shape) * 100
+        for fraction, value in ((0.3, np.nan), (0.2, np.inf), (0.05, -0.0), (0.05, 0.0)):
+            values[rng.random(shape) < fraction] = value
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = np.nanmedian(values, axis=-1)
+        got = scoring._nanmedian_last(values)
+        assert np.array_equal(got, expected, equal_nan=True), shape
+        assert np.array_equal(np.signbit(got), np.signbit(expected)), shape

@@ -516,14 +516,19 @@ def all_zero_reason(table: pd.DataFrame) -> str | None:
 
 
 def score_table_with_intervals(cube: xr.Dataset, config: ScoringConfig | None = None,
-                               n: int = 1000, level: float = 0.9, seed: int = 0) -> pd.DataFrame:
+                               n: int = 1000, level: float = 0.9, seed: int = 0,
+                               times: xr.DataArray | None = None,
+                               replicas: xr.DataArray | None = None) -> pd.DataFrame:
     """score_table plus, per algorithm, its studies, the bootstrap interval of its score over
-    them (low, high; NaN below MIN_STUDIES_FOR_INTERVAL studies) and that interval as text."""
-    times = study_times(cube)
+    them (low, high; NaN below MIN_STUDIES_FOR_INTERVAL studies) and that interval as text.
+    `times`, `replicas`: study_times(cube) and bootstrap_medians(times, n, seed), when the
+    caller has them already (workbench.results shares them with the speedups)."""
+    times = study_times(cube) if times is None else times
     table = score_table_of_times(median_over_studies(times), config)
     if table.empty:
         return table.assign(studies=[], low=[], high=[], interval=[])
-    return with_score_intervals(table, times, bootstrap_medians(times, n, seed), config, level)
+    replicas = bootstrap_medians(times, n, seed) if replicas is None else replicas
+    return with_score_intervals(table, times, replicas, config, level)
 
 
 def with_score_intervals(table: pd.DataFrame, times: xr.DataArray, replicas: xr.DataArray,
@@ -557,9 +562,18 @@ def bootstrap_scores(cube: xr.Dataset, n: int = 1000, seed: int = 0, level: floa
 
 
 def _nanmedian_last(values: np.ndarray) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(values, axis=-1)
+    """np.nanmedian over the last axis (NaN where a slice is all NaN), computed as numpy does it
+    for a short axis, the sum of the sorted slice's two middle values halved (one value twice
+    for an odd count), but without its masked arrays and its warning per all-NaN slice: 90,000
+    of them in a score of the v0.5 logs, which took most of its time (0.4 of 0.6 s here)."""
+    ordered = np.sort(values, axis=-1)  # NaN last
+    count = np.sum(~np.isnan(values), axis=-1, keepdims=True)
+    high = count // 2
+    low = np.where(count % 2 == 1, high, np.maximum(high - 1, 0))
+    middle = np.take_along_axis(ordered, np.concatenate([low, high], axis=-1), axis=-1)
+    out = np.true_divide(0.0 + middle[..., 0] + middle[..., 1], 2.0)  # numpy's sum starts at +0
+    out[count[..., 0] == 0] = np.nan
+    return out
 
 
 def speedups(times: xr.DataArray, reference: str,

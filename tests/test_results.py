@@ -86,6 +86,28 @@ def test_the_api_gives_what_the_commands_print(mixed, capsys):
         res.score(rulesets="external")
 
 
+def test_results_read_the_store_again_when_it_changes(tmp_path):
+    """Results.runs fingerprints the store skipping the runs it knows ended (those of the run
+    index at first): a new run, or a finished one removed, is seen at the next call."""
+    import shutil
+
+    from workbench.testing import make_store
+
+    from workbench.run_index import refresh_index
+
+    store = make_store(tmp_path / "a")
+    refresh_index(store)  # every run indexed: the first signature looks at none of them
+    runs = store.runs_dir
+    res = workbench.open(tmp_path / "a")
+    first = res.runs()
+    assert res.runs() is first  # nothing changed: not read again
+    run = first["run_id"].iloc[0]
+    shutil.move(runs / run, tmp_path / run)
+    assert run not in set(res.runs()["run_id"])
+    shutil.move(tmp_path / run, runs / run)  # back, as a new run would come
+    assert run in set(res.runs()["run_id"]) and len(res.runs()) == len(first)
+
+
 def test_import_workbench_stays_free_of_torch_and_panel(mixed):
     script = ("import sys, workbench\nres = workbench.open(sys.argv[1])\nres.score()\n"
               "res.compare('nadamw', 'adamw', studies=['first'])\nres.budget()\n"

@@ -1,11 +1,11 @@
 """Import and score speed on the real AlgoPerf v0.5 logs (3,700 runs), with the load average.
 
 Each round imports the v0.5 external-tuning logs into a fresh temporary store and times:
-  import      `import_algoperf(...)` in a fresh process (the modules loaded before the clock)
-  score       `workbench.open(store).score()` in a fresh process after the import: the run table
-              read from the store, the cube, the scores, their intervals and the speedups (the
-              modules loaded before the clock); `score again` is a second `score()` on a newly
-              opened store in the same process
+  import      `import_algoperf(...)` in a fresh process (its module loaded before the clock)
+  score       `workbench.open(store).score()` in another fresh process once the import is done:
+              the run table read from the store, the cube, the scores, their intervals and the
+              speedups (`workbench.results` loaded before the clock); `score again` is a second
+              `score()` on a newly opened store in the same process
   CLI         `pacebench import-algoperf LOGS --store S --targets T` and `pacebench score --store S
               --json` as subprocesses, start-up included
 The CPU seconds (user + system of the process, its threads and its worker processes) are printed
@@ -38,10 +38,9 @@ REPO = Path(__file__).resolve().parents[1]
 V05 = "previous_leaderboards/algoperf_v05/logs/external_tuning"
 TARBALL = "algoperf/algoperf_v05_external_tuning_logs.tar.xz"
 
-# Run in a fresh process with PYTHONPATH set to the checkout being timed; prints one JSON line.
-CHILD = """
+# Run in fresh processes with PYTHONPATH set to the checkout being timed; each prints one JSON line.
+IMPORT = """
 import json, resource, sys, time
-import workbench, workbench.results
 from workbench.importers.algoperf import import_algoperf
 logs, store, targets = sys.argv[1:4]
 def cpu():
@@ -49,15 +48,19 @@ def cpu():
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 c, t = cpu(), time.perf_counter()
 report = import_algoperf(logs, store, targets)
-out = {"import": time.perf_counter() - t, "import_cpu": cpu() - c, "imported": report.imported,
-       "problems": len(report.problems)}
+print(json.dumps({"import": time.perf_counter() - t, "import_cpu": cpu() - c,
+                  "imported": report.imported, "problems": len(report.problems)}))
+"""
+SCORE = """
+import json, sys, time
+import workbench, workbench.results
+store = sys.argv[1]
 t = time.perf_counter()
 workbench.open(store).score()
-out["score"] = time.perf_counter() - t
+first = time.perf_counter() - t
 t = time.perf_counter()
 workbench.open(store).score()
-out["score_again"] = time.perf_counter() - t
-print(json.dumps(out))
+print(json.dumps({"score": first, "score_again": time.perf_counter() - t}))
 """
 
 
@@ -79,10 +82,15 @@ def _pacebench() -> list[str]:
 
 
 def in_process(checkout: Path, logs: Path, targets: Path, tmp: Path) -> dict[str, float]:
+    """The import, then the score computation in a fresh process (_child)."""
     store = Path(tempfile.mkdtemp(dir=tmp)) / "store"
-    done = subprocess.run([sys.executable, "-c", CHILD, str(logs), str(store), str(targets)],
-                          env=_env(checkout), cwd=checkout, capture_output=True, text=True,
-                          check=True)
+    return {**_child(checkout, IMPORT, str(logs), str(store), str(targets)),
+            **_child(checkout, SCORE, str(store))}
+
+
+def _child(checkout: Path, code: str, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", code, *args], env=_env(checkout), cwd=checkout,
+                          capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -355,6 +355,10 @@ GROUPED = {
                                      "2,2.0,0.2",
     "header only": "global_step,score,validation/accuracy\n",
     "long integer": "global_step,score,validation/accuracy\n1,1.0,12345678901234567\n",
+    "long negative integer first": "validation/accuracy,global_step,score\n"
+                                   "-12345678901234567,1,1.0\n",
+    "long fractions": "global_step,score,validation/accuracy\n1,1.0,0.12345678901234567\n"
+                      "2,12345678901234567.5,0.5\n",
     "quoted line break": 'global_step,score,validation/accuracy\n1,1.0,"0.\n5"\n',
     "carriage returns": "global_step,score,validation/accuracy\r\n1,1.0,0.5\r\n",
     "byte-order mark": "\ufeffglobal_step,score,validation/accuracy\n1,1.0,0.5\n",
@@ -370,9 +374,10 @@ GROUPED = {
 
 # The logs of GROUPED that parse in a group (the others, one of which fails, are read alone).
 GROUPABLE = ["integers", "decimals", "steps as decimals", "null tokens", "infinities",
-             "empty lines, no final newline", "header only"]
+             "empty lines, no final newline", "header only", "long fractions"]
 # Logs that might parse otherwise in a group: always read alone.
-ALONE = ["long integer", "quoted line break", "carriage returns", "byte-order mark"]
+ALONE = ["long integer", "long negative integer first", "quoted line break", "carriage returns",
+         "byte-order mark"]
 
 
 @pytest.mark.parametrize("names", [GROUPABLE, GROUPABLE[::-1], ["integers", "booleans"],

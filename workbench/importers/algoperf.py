@@ -832,7 +832,8 @@ def _import_batches(store: Store, batches: list[list[tuple[TrialLog, str | None]
         return
     with WorkerPool(processes) as pool:
         results = pool.map(f"{__name__}:_import_batch", messages)
-        import workbench.run_index  # noqa: F401  # needed at the end: loaded while workers work
+        import workbench.run_index  # noqa: F401  # the end's modules (DuckDB, pandas, xarray):
+        import workbench.scoring  # noqa: F401  # loaded while the workers work
 
         for counts, problems in results:
             yield counts, problems

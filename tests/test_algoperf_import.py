@@ -310,6 +310,22 @@ def test_real_v05_logs_reproduce_the_published_leaderboard(algoperf_v05):
     assert len(query.runs_frame(open_store(algoperf_v05.path))) == 3700
 
 
+@pytest.mark.slow
+def test_real_v05_logs_read_together_read_as_each_alone(algoperf_v05):
+    """read_evals_many (a batch's logs with one header parsed as one CSV) on every eval log of
+    v0.5, 128 at a time as an import reads them: the tables read_evals gives log by log."""
+    from workbench.importers.algoperf import read_evals, read_evals_many
+
+    logs = sorted((algoperf_v05.path.parent / "logs").rglob("eval_measurements.csv"))
+    assert len(logs) > 3700
+    for first in range(0, len(logs), 128):
+        together = read_evals_many(logs[first:first + 128])
+        for path, rows in together.items():
+            alone = read_evals(path)
+            assert repr(alone.to_pydict()) == repr(rows.to_pydict()), path
+            assert alone.schema.equals(rows.schema, check_metadata=True), path
+
+
 def test_report_on_a_store_covering_only_some_workloads(imported):
     """The tree imports wa only (wb's log is torn, the held-out wa_tanh has no trials): every
     view still draws, and the missing workloads read as `no runs`."""

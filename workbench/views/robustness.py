@@ -261,9 +261,11 @@ class Robustness(View):
             xlabel="variant workload", palette=interp_palette(RdBu[11], 256),
             low=RATIO_RANGE[0], high=RATIO_RANGE[1], colorbar_title="variant / base",
             hover=("algorithm", "variant", "variant / base"), css_classes=["pb-ratios"])
-        self._heat = self._ratios.pane
         self._rule = pn.pane.Markdown(sizing_mode="stretch_width")
         self._empty = pn.pane.Markdown(sizing_mode="stretch_width")
+        # the heat map where there is one, else why not: never an empty layout (Bokeh warns
+        # of one, W-1002, in every report of a store without variants)
+        self._heat = pn.Column(self._empty, sizing_mode="stretch_width")
         self.param.watch(lambda _: self._selection_changed(), "held_out")
         self._first_draw()
 
@@ -290,7 +292,9 @@ class Robustness(View):
             self._ratios.draw({**{c: cells[c] for c in ("column", "row", "text", "ink")},
                                "value": cells["ratio"]}, drawn["rows"], drawn["columns"],
                               RATIO_TITLE)
-        self._heat.visible = drawn is not None
+        shown = self._empty if drawn is None else self._ratios.pane
+        if self._heat.objects != [shown]:  # a layout set anew rebuilds its page models
+            self._heat.objects = [shown]
         self._empty.object = "" if len(pairs) else (
             "No variant workload is shown together with its base workload: show a base and "
             "its variants (e.g. digits_mlp with digits_mlp_tanh)"
@@ -341,7 +345,7 @@ class Robustness(View):
                 "time on the variant / time on the base, over the n variants where both were "
                 "reached (below 1: the variant was faster). In the heat map a grey cell has no "
                 "ratio: *miss* (variant missed), *base miss*, or blank (no runs)."),
-            self._summary, self._empty, self._heat,
+            self._summary, self._heat,
             pn.pane.Markdown(
                 f"#### Base and variant, per algorithm\nMedian time to target over studies "
                 f"(the chosen trial per study, as on the leaderboard). *{MISS}*: the variant's "

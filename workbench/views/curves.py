@@ -425,15 +425,6 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
     return out
 
 
-def _pane(plot: hv.Overlay, workload: str, css_class: str) -> pn.viewable.Viewable:
-    """The plot, or a line saying there is nothing to draw (Bokeh cannot draw an empty plot)."""
-    if not _has_lines(plot):
-        what = "training loss" if css_class == "pb-loss" else "validation metric"
-        return pn.pane.Markdown(f"*{md(workload)}: no {what} recorded for the drawn runs.*",
-                                sizing_mode="stretch_width")
-    return pn.pane.HoloViews(plot, sizing_mode="stretch_width", css_classes=[css_class])
-
-
 class Curves(View):
     """Per workload: validation curves beside training-loss curves. In the dashboard
     (`one_workload`) a picker in the view chooses the workload drawn; the report draws every
@@ -513,17 +504,33 @@ class Curves(View):
         return sorted(w for w in runs["workload"].unique() if not self.only_scored or w in scored)
 
     def plots(self) -> pn.Column:
-        """One row per drawn workload: its validation plot and its loss plot."""
+        """One row per drawn workload: its validation plot and its loss plot, drawn once as
+        the dashboard draws them (views.live: a multi-line of whole runs; HoloViews cuts a
+        line with hover into a glyph per segment, which made the v0.5 report's Curves tab
+        18,000 arrays, 3.8 MB, and slow to open)."""
         runs = shown_curve_runs(self.selection)
         drawn = self._drawn(runs)
         if not drawn:
             return pn.Column(pn.pane.Markdown("No runs to draw with the current selection."))
-        return pn.Column(*[
-            pn.Row(_pane(validation_plot(self.selection, w, self.full_range, legend=False), w,
-                         "pb-curve"),
-                   _pane(loss_plot(self.selection, w), w, "pb-loss"), sizing_mode="stretch_width")
-            for w in drawn
-        ], sizing_mode="stretch_width")
+        return pn.Column(*[self._static_row(w) for w in drawn], sizing_mode="stretch_width")
+
+    def _static_row(self, workload: str) -> pn.Row:
+        """The report's plots of `workload`, or a note in place of one with nothing to draw."""
+        colors = self.selection.colors
+        validation = LivePlot(xlabel="", ylabel="", height=400, y_range=(0, 1), legend=False,
+                              points=True, hover=("at", "validation", "run"),
+                              css_classes=["pb-curve"])
+        loss = loss_data(self.selection, workload)
+        losses = LivePlot(xlabel="", ylabel="loss", height=400, y_log=loss["log"], legend=False,
+                          hover=("at", "loss", ""), css_classes=["pb-loss"])
+        drawn = (_draw_validation(validation, validation_data(
+            self.selection, workload, self.full_range), colors), _draw_loss(losses, loss, colors))
+        notes = ("validation metric", "training loss")
+        return pn.Row(*[plot.pane if ok else pn.pane.Markdown(
+            f"*{md(workload)}: no {what} recorded for the drawn runs.*",
+            sizing_mode="stretch_width") for plot, ok, what in zip((validation, losses), drawn,
+                                                                      notes)],
+            sizing_mode="stretch_width")
 
     def __panel__(self) -> pn.viewable.Viewable:
         live = self.one_workload  # the served dashboard: a sidebar and widgets that work

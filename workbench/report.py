@@ -23,6 +23,7 @@ from bokeh.resources import INLINE
 from panel.io.resources import CDN_DIST, DIST_DIR
 
 from workbench.figures import FORMATS, check_formats, write_figures
+from workbench.lazy_tabs import defer_tabs, outer_tabs
 from workbench.views.formats import md
 from workbench.views.registry import view_tabs
 from workbench.views.selection import Selection
@@ -157,6 +158,10 @@ def save_report(selection: Selection, out_path: str | os.PathLike, title: str | 
     root = layout.get_root(doc)
     doc.add_root(root)
     _inline_stylesheets(root)
+    # later tabs are built by the browser when first opened (workbench.lazy_tabs): the first
+    # shows in seconds, not after every plot of the report is drawn
+    if (tabs := outer_tabs(root)) is not None:
+        defer_tabs(doc, tabs)
     pn.io.save.save(doc, out, title=title, resources=INLINE,
                     template_variables={"app_favicon": _FAVICON, "apple_icon": ""})
     if figures is not None:  # after the HTML: a figure that fails leaves the report written

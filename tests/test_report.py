@@ -219,3 +219,16 @@ def test_matplotlib_options_set_by_a_view_win(store):
     assert hv.Store.lookup_options("matplotlib", mpl, "style").kwargs["color"] == "blue"
     options = hv.Store.lookup_options("matplotlib", mpl, "plot").kwargs
     assert options["fig_inches"] == (9, 4) and options["title"] == "bokeh title"
+
+
+def test_every_figure_written_without_a_note_about_views_that_draw_none(store, tmp_path, caplog,
+                                                                       monkeypatch):
+    """`pacebench report --figures` printed "figures: view leaderboard has no figures, skipped"
+    (and the same of studies and speedups) on every store: a line nobody can act on."""
+    from workbench import figures
+    from workbench.views.registry import view_entry
+
+    monkeypatch.setattr(figures, "VIEWS", [view_entry("leaderboard"), view_entry("profiles")])
+    caplog.set_level(logging.INFO, logger="workbench.figures")
+    written = write_figures(Selection(store_path=str(store)), tmp_path, "svg")
+    assert list(written) == ["profiles"] and caplog.records == []

@@ -88,6 +88,15 @@ def test_leaderboard_matches_scoring(selection):
     assert list(view._scores.value["algorithm"]) == ["slow"]
 
 
+def test_leaderboard_count_columns_say_what_they_count():
+    """'Reached' / 'Scored' read as runs or studies; the columns count scored workloads, and
+    one counts those within the 4x cut-off of the fastest time."""
+    from workbench.views.leaderboard import SCORE_TITLES
+
+    assert SCORE_TITLES["workloads_reached"] == "Workloads within 4x of the fastest"
+    assert SCORE_TITLES["workloads_scored"] == "Workloads scored"
+
+
 def test_profile_plot_is_a_step_line_per_algorithm(selection):
     plot = profile_plot(selection)
     curves = plot.values()

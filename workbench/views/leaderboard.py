@@ -27,8 +27,9 @@ __all__ = ["Leaderboard", "score_frame", "times_frame", "workload_time_table", "
 
 SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)", "studies": "Studies",
                 "interval": "90 % interval",
-                "exact_score": "Score (exact)", "workloads_reached": "Reached",
-                "workloads_scored": "Scored", "speedup": "Speedup"}
+                "exact_score": "Score (exact)",
+                "workloads_reached": "Workloads within 4x of the fastest",
+                "workloads_scored": "Workloads scored", "speedup": "Speedup"}
 GROUP_TITLES = {
     "scored": "Scored workloads",
     "held_out": "Held-out variants (inputs of their base workload's score, not scored alone)",
@@ -253,7 +254,10 @@ class Leaderboard(View):
                 f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies it reads *n/a*: resampling one or "
                 "two studies gives them back, not an uncertainty (run more `--studies`). "
                 "*Studies*: the algorithm's studies with a run on a shown workload. "
-                "*Reached* / *Scored*: workloads with a time after the rules, of those scored. "
+                "*Workloads within 4x of the fastest*: of the *workloads scored*, those "
+                "where the algorithm's median study reached the target in at most 4x the "
+                "fastest algorithm's time (after the held-out rule, where the store's rules "
+                "have one): the workloads that earn it score. "
                 "*Speedup*: less time than the reference algorithm ("
                 + ("picked in the sidebar" if self.live else
                    f"here {md(self.selection.reference or 'none')}")

@@ -242,7 +242,8 @@ class Robustness(View):
             sizing_mode="stretch_width", css_classes=["pb-held-out"], stylesheets=[TABLE_CSS],
             titles={"algorithm": "Algorithm", "score_without": "Score without the rule",
                     "score_with": "Score with the rule", "change": "Change",
-                    "reached_without": "Reached without", "reached_with": "Reached with"},
+                    "reached_without": "Workloads within 4x, without the rule",
+                    "reached_with": "Workloads within 4x, with the rule"},
             formatters={"score_without": number, "score_with": number,
                         "change": NumberFormatter(format="+0.0000")})
         self._summary = pn.widgets.Tabulator(
@@ -336,7 +337,8 @@ class Robustness(View):
                 "reaches its held-out variant's target within 4x of the fastest on that variant "
                 "(fastest among those that reached the base); otherwise the base counts as a "
                 "miss. Both scores below use the shown scored workloads and the 4x cut-off; "
-                "*reached*: scored workloads with a time after the rules."),
+                "*workloads within 4x*: the scored workloads where the algorithm's median "
+                "study reached the target in at most 4x the fastest time, after the rules."),
             self._rule, self._scores, toggle,
             pn.pane.Markdown(
                 "#### Robustness per algorithm\n*Variants reached*: of the variants the "

@@ -47,7 +47,7 @@ from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import ExecutionOptions, StudySpec, Target, to_plain
 from workbench.store import open_store
 
-__all__ = ["set_targets", "targets_from_reruns", "lenient_round", "median_steps",
+__all__ = ["set_targets", "check_rule", "targets_from_reruns", "lenient_round", "median_steps",
            "steps_measurement", "measure_steps_to_target", "DEFAULT_RERUNS",
            "DEFAULT_REACH_QUANTILE", "DEFAULT_HORIZON"]
 
@@ -145,7 +145,8 @@ def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, m
                      name=name, max_steps=max_steps, stop_on_target=False,
                      execution=execution or ExecutionOptions())
     keys = {c.trial_key for c in plan_study(spec, sources=sources)}
-    run_study(spec, store, workers=workers, resume=True, data_dir=data_dir, sources=sources)
+    run_study(spec, store, workers=workers, resume=True, data_dir=data_dir,
+              sources=sources).check_space()
     runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(DONE_STATUSES)]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")
@@ -182,7 +183,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
-    _check_rule(reruns, reach_quantile, horizon)
+    check_rule(reruns, reach_quantile, horizon)
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
     tag = f"targets-{workload}"
@@ -231,7 +232,7 @@ def _provenance(store, run_id: str) -> dict:
             if sys.argv[0].endswith("pacebench") else None}
 
 
-def _check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
+def check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
     """ValueError unless the procedure's numbers make sense."""
     if reruns < 2:
         raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")

@@ -233,9 +233,9 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "--workload", "synthetic", "--algorithm", "adamw", "--max-steps", "-5"],
-     "max_steps must be a number >= 1, got -5"),
+     "--max-steps -5: must be an integer >= 1"),
     (["run", "--workload", "synthetic", "--algorithm", "adamw", "--batch-size", "0"],
-     "batch_size must be a number >= 1, got 0"),
+     "--batch-size 0: must be an integer >= 1"),
     (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--name", "../../x"],
      "bad study name '../../x'"),
     (["run", "--workload", "nope", "--algorithm", "adamw"], "unknown workload 'nope'"),
@@ -257,10 +257,21 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
     (["noise", "--workload", "synthetic", "--seeds", "1"], "--seeds must be >= 2"),
     (["noise", "--workload", "synthetic", "--algorithm", "nope"], "unknown algorithm 'nope'"),
     (["noise", "--workload", "mnist_cnn"], "mnist_cnn has no tuned baseline recorded"),
-    (["noise", "--workload", "synthetic", "--studies", "0"], "--studies must be counts >= 1"),
+    (["noise", "--workload", "synthetic", "--studies", "0"], "--studies 0: must be an integer >= 1"),
     (["set-targets", "--workload", "synthetic", "--reach-quantile", "1.5"],
-     "--reach-quantile must be in (0, 1], got 1.5"),
-    (["set-targets", "--workload", "synthetic", "--reruns", "1"], "--reruns must be >= 2"),
+     "--reach-quantile 1.5: must be a number in (0, 1]"),
+    (["set-targets", "--workload", "synthetic", "--reruns", "1"], "--reruns 1: must be an integer >= 2"),
+    (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--batch-sizes", "64"],
+     "--batch-sizes: options of a scaling study"),
+    (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--batch-size", "64"],
+     "unrecognized arguments: --batch-size 64"),  # never an abbreviation of --batch-sizes
+    (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--eta", "1",
+      "--early-stop", "lcga"], "--eta 1: must be an integer >= 2"),
+    (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--address", "auto"],
+     "--address goes with --backend ray"),
+    (["noise", "--workload", "synthetic", "--max-steps", "5"], "--max-steps: a noise floor"),
+    (["set-targets", "--workload", "synthetic", "--horizon", "nan"],
+     "--horizon nan: must be a number in (0, 1]"),
 ])
 def test_bad_numbers_and_names_are_refused_before_anything_is_written(tmp_path, capsys, argv,
                                                                       message):
@@ -274,7 +285,7 @@ def test_bad_numbers_and_names_are_refused_before_anything_is_written(tmp_path, 
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
     assert "Traceback" not in err and len(err.splitlines()) == 1 and len(err) < 600
-    assert not (store / R.RUNS_DIR).exists() or not any((store / R.RUNS_DIR).iterdir())
+    assert not store.exists()  # a refused command creates no store folder
     assert not (tmp_path.parent / "x").exists()
 
 

@@ -74,12 +74,15 @@ def test_nan_is_a_miss_and_denominator_is_configurable():
     assert scoring.benchmark_scores(nobody).values.tolist() == [0.0, 0.0]
 
 
-def test_study_time_tie_break_by_eval_index_then_time():
+def test_study_time_tie_break_by_eval_index_then_the_lowest_trial():
     # Trial 0 is fastest (50 s) but met the target at a later eval (5): AlgoPerf picks the
-    # smallest eval index (3), then the smaller time among those (60 s, not 80 s).
+    # smallest eval index (3), then, as its scorer's idxmin, the first of those trials: trial 1
+    # (80 s), not the faster trial 2 (60 s).
     cube = tiny_cube({("A", "w", 0, 0): (5, 50.0), ("A", "w", 0, 1): (3, 80.0),
                       ("A", "w", 0, 2): (3, 60.0), ("A", "w", 0, 3): None})
-    assert scoring.study_times(cube).sel(algorithm="A", workload="w", study=0).item() == 60.0
+    assert scoring.study_times(cube).sel(algorithm="A", workload="w", study=0).item() == 80.0
+    chosen = scoring.study_choices(cube).sel(algorithm="A", workload="w", study=0)
+    assert chosen["trial"].item() == 1 and chosen["time_to_target"].item() == 80.0
 
 
 def test_study_times_inf_and_nan():

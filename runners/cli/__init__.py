@@ -11,12 +11,14 @@ is valid (the traceback with PACEBENCH_DEBUG=1).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import warnings
 
 from runners.cli import analysis, targets, training, views
-from runners.cli.common import add_execution_flags, store_path
+from runners.cli.common import reset_writing, store_path, writing_begun
+from runners.cli.flags import add_execution_flags, check_numbers
 from workbench.store import StoreError
 
 __all__ = ["main", "build_parser", "add_execution_flags", "store_path"]
@@ -24,10 +26,16 @@ __all__ = ["main", "build_parser", "add_execution_flags", "store_path"]
 
 class _Parser(argparse.ArgumentParser):
     """argparse, with a bad argument reported in one line (no usage dump): what was wrong, and
-    where the valid forms are listed."""
+    where the valid forms are listed; no abbreviations (`--batch-size` must never be taken for
+    `--batch-sizes`). Subparsers are of this class too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"error: {self.prog}: {message} (`{self.prog} --help` lists the options)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pacebench", description=__doc__.splitlines()[0])
@@ -36,23 +44,85 @@ def build_parser() -> argparse.ArgumentParser:
         group.add(sub)
     return parser
 
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
+
 def main(argv: list[str] | None = None) -> int:
+    """Run a `pacebench` command; its exit status: 0 done, 2 bad input (one line, nothing
+    written), 1 an environment problem or an internal error (see _failure), 130 stopped by
+    Ctrl-C (one line; a launch says what it did)."""
     args = build_parser().parse_args(argv)
     if not os.environ.get("PACEBENCH_DEBUG"):  # e.g. "warning: skipped run X: ..." in one line
         warnings.showwarning = _one_line_warning
+    reset_writing()
     try:
+        check_numbers(args)
         return args.func(args)
     except BrokenPipeError:  # the reader went away (`pacebench score | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    # bad input (names, numbers, files, a path that is no store): one line, what and what is
-    # valid; PACEBENCH_DEBUG=1 raises instead, for the traceback
-    except (KeyError, ValueError, OSError, StoreError) as e:
+    except KeyboardInterrupt as stop:  # Ctrl-C: a launch has stopped its workers by now
         if os.environ.get("PACEBENCH_DEBUG"):
             raise
-        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        result = getattr(stop, "result", None)  # runners.scheduler.StudyInterrupted
+        print(result.summary().splitlines()[0] if result is not None else "interrupted",
+              file=sys.stderr)
+        return 130  # as a shell reports a command ended by SIGINT
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - sorted into whose fault it is
+        if os.environ.get("PACEBENCH_DEBUG"):
+            raise
+        return _failure(err)
+
+
+# Bad input: raised while the inputs are checked, before the command writes anything.
+_BAD_INPUT = (ValueError, LookupError, StoreError, FileNotFoundError, NotADirectoryError,
+              IsADirectoryError, PermissionError)
+# The environment's: the machine or the file system refused a write, or a tool is missing.
+_ENVIRONMENT = {errno.ENOSPC: "no space left on the device of", errno.EDQUOT: "disk quota "
+                "exceeded on", errno.EACCES: "permission denied on", errno.EPERM: "operation not "
+                "permitted on", errno.EROFS: "read-only file system at", errno.ENOENT: "no such "
+                "file or folder:", errno.EMFILE: "too many open files, at"}
+
+
+def _failure(err: BaseException) -> int:
+    """Say whose fault `err` is, in one line on stderr, and give the exit status: bad input
+    (exit 2: what was wrong and what is valid), the environment's (exit 1: which path or tool),
+    or an internal error (exit 1, the traceback in a file whose path is printed)."""
+    if isinstance(err, SystemExit):  # code of ours never exits from inside a command
+        print(f"error: the command was ended by sys.exit({err.code!r}) in code it ran (a "
+              f"plug-in's top level?): nothing {'more ' if writing_begun() else ''}was run",
+              file=sys.stderr)
+        return 1 if writing_begun() else 2
+    if not writing_begun() and isinstance(err, _BAD_INPUT):
+        message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"error: {message}", file=sys.stderr)
         return 2
+    if isinstance(err, OSError) and err.errno in _ENVIRONMENT:
+        where = err.filename or "(no path given)"
+        print(f"error: {_ENVIRONMENT[err.errno]} {where} ({err.strerror}); nothing already "
+              "recorded was lost: free it up or fix it, then run the command again (a study: "
+              "with --resume)", file=sys.stderr)
+        return 1
+    if writing_begun() and isinstance(err, (ValueError, LookupError, StoreError)):
+        # a check that only the work could make (e.g. a name the store refuses): still input
+        print(f"error: {err.args[0] if isinstance(err, KeyError) and err.args else err}",
+              file=sys.stderr)
+        return 2
+    path = _save_traceback(err)
+    first = (str(err).splitlines() or [""])[0][:200]
+    print(f"internal error: {type(err).__name__}: {first}; details in {path}", file=sys.stderr)
+    return 1
+
+
+def _save_traceback(err: BaseException) -> str:
+    """The traceback of `err` in a new file of the temporary folder; its path."""
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="pacebench-error-", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"pacebench {' '.join(sys.argv[1:])}\n\n")
+        f.write("".join(traceback.format_exception(type(err), err, err.__traceback__)))
+    return path

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from runners.cli.common import scope_flags, scope_options, store_flag, store_path
+from runners.cli.common import scope_options, store_path
+from runners.cli.flags import scope_flags, store_flag
 from runners.cli_types import csv as _csv, floats as _floats
 
 __all__ = ["add", "score", "compare", "budget", "rank", "import_algoperf"]
@@ -133,6 +134,7 @@ def rank(args: argparse.Namespace) -> int:
                       f"({100 * g['saved_fraction_seconds']:.0f} %); best trial "
                       f"{(g['best'] or {}).get('trial')}")
     return 0
+
 
 def import_algoperf(args: argparse.Namespace) -> int:
     """`pacebench import-algoperf`: AlgoPerf scoring logs into a store."""

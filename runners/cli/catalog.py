@@ -44,11 +44,13 @@ def list_names(args: argparse.Namespace) -> int:
     _list_plugins(ALGORITHM_GROUP, "algorithm plug-ins")
     return 0
 
+
 def _cadence_words(cadence) -> str:
     """'eval every 25 steps' (and/or 'every 2 s' of training time) for the text listing."""
     parts = ([f"{cadence.steps} steps"] if cadence.steps else []) + \
         ([f"{cadence.seconds:g} s"] if cadence.seconds else [])
     return "eval every " + " / ".join(parts)
+
 
 def _listing() -> dict:
     """`pacebench list --json`: {"workloads": {name: entry}, "algorithms": {name: entry}} for
@@ -81,6 +83,7 @@ def _listing() -> dict:
     return {"workloads": workloads, "algorithms": algorithms,
             **({"plugin_errors": errors} if errors else {})}
 
+
 def _workload_entry(w, where: dict) -> dict:
     """One workload of `list --json`: target, cadence, medians from its target record."""
     from workbench.catalog import median_steps_to_target, target_record
@@ -98,6 +101,7 @@ def _workload_entry(w, where: dict) -> dict:
             "eval_fraction": cadence.steps / steps if steps and cadence.steps else None,
             "step_hint": w.step_hint,
             "budget": {"seconds": w.budget.seconds, "steps": w.budget.steps}, **where}
+
 
 def _algorithm_entries(root: Path, errors: dict):
     """(name, entry) of each built-in algorithm (its file and search space file, relative to
@@ -120,6 +124,7 @@ def _algorithm_entries(root: Path, errors: dict):
         yield name, {"source": "installed plug-in", "entry_point": value,
                      "search_space": str(space) if isinstance(space, Path) else space}
 
+
 def _list_plugins(group: str, title: str) -> None:
     """The installed entry points of `group`: name, where from, and a workload factory's
     entries (a plug-in that fails to load is listed with its error)."""
@@ -135,6 +140,7 @@ def _list_plugins(group: str, title: str) -> None:
             except PluginError as err:
                 detail = f" (cannot load: {err})"
         print(f"  {name:28} {value}{detail}")
+
 
 def _catalog_table() -> str:
     """The workload catalog as a Markdown table: data, splits, metric, targets, what the
@@ -166,6 +172,7 @@ def _catalog_table() -> str:
         rows.append(f"| `{name}` | {data} | {splits} | {t.metric} | {sign} {t.validation:g} / "
                     f"{t.test:g} | " + " | ".join(measured) + " |")
     return "\n".join(rows)
+
 
 def _steps_cell(record: dict) -> str:
     """'684.5 (10 of 10)': a record's median steps to target and its reach count."""

@@ -1,5 +1,6 @@
-"""What the `pacebench` commands share: the store they read, the flags several of them take, and
-the options those flags make (execution, launch, scope), resolved before anything is written."""
+"""What the `pacebench` commands share: the store they read and write, and the options their
+flags make (execution, launch, scope, algorithms, workloads), resolved before anything is
+written (runners/cli/flags.py defines the flags)."""
 from __future__ import annotations
 
 import argparse
@@ -8,19 +9,54 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from runners.cli_types import floats as _floats, ints as _ints
 
-__all__ = ["DEFAULT_STORE", "store_path", "execution_options", "launch_options", "scope_options",
-           "store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
-           "launch_flags", "scaling_flags", "scope_flags", "submission_name", "first_trial",
-           "algorithm_sources", "check_names_against_store", "search_spaces", "workload_names",
-           "one_workload", "launch_and_report", "WORKLOAD_HELP", "ALGORITHM_HELP"]
+__all__ = ["DEFAULT_STORE", "store_path", "begin_writing", "writing_begun", "reset_writing",
+           "store_for_writing", "existing_store", "execution_options", "launch_options",
+           "scope_options", "submission_name", "first_trial", "algorithm_sources",
+           "check_names_against_store", "search_spaces", "workload_names", "one_workload",
+           "launch_and_report"]
 
 DEFAULT_STORE = "results"
+
 
 def store_path(args: argparse.Namespace) -> Path:
     """--store, else $PACEBENCH_STORE, else results/."""
     return Path(args.store or os.environ.get("PACEBENCH_STORE") or DEFAULT_STORE)
+
+# Whether the command has begun to write (a store, a record, a file): errors before it are bad
+# input (exit 2, nothing written), errors after it are the environment's or internal (exit 1).
+_WRITING = {"begun": False}
+
+
+def begin_writing() -> None:
+    """Mark that every input has been checked and the command now writes (see main)."""
+    _WRITING["begun"] = True
+
+
+def writing_begun() -> bool:
+    return _WRITING["begun"]
+
+
+def reset_writing() -> None:
+    _WRITING["begun"] = False
+
+
+def store_for_writing(args: argparse.Namespace):
+    """The --store, created if missing: what a training command writes first, so called only
+    once every input has been checked (a refused command leaves no store folder behind)."""
+    from workbench.store import open_store
+
+    begin_writing()
+    return open_store(store_path(args), create=True)
+
+
+def existing_store(args: argparse.Namespace):
+    """The --store if it exists (to check names against it before writing), else None."""
+    from workbench.store import open_store
+
+    path = store_path(args)
+    return open_store(path) if path.exists() else None
+
 
 def execution_options(args: argparse.Namespace):
     """The ExecutionOptions of the flags (one flag per field, see cli.add_execution_flags)."""
@@ -28,102 +64,28 @@ def execution_options(args: argparse.Namespace):
 
     return ExecutionOptions(**{f.name: getattr(args, f.name) for f in fields(ExecutionOptions)})
 
+
 def launch_options(args: argparse.Namespace):
     """The backend, start method and fault-handling flags as runners.processes.LaunchOptions."""
     from runners.processes import LaunchOptions
 
+    ray_only = [flag for flag, value in (("--address", args.address),
+                                         ("--gpus-per-trial", args.gpus_per_trial))
+                if value is not None]
+    if ray_only and args.backend != "ray":
+        raise ValueError(f"{' and '.join(ray_only)} {'go' if len(ray_only) > 1 else 'goes'} "
+                         f"with --backend ray (this study runs on the {args.backend} backend)")
+    if args.start_method is not None and args.backend != "local":
+        raise ValueError("--start-method goes with the local backend (--backend local)")
     options = LaunchOptions(backend=args.backend, address=args.address,
-                            nproc_per_node=args.nproc_per_node, gpus_per_trial=args.gpus_per_trial,
+                            nproc_per_node=args.nproc_per_node,
+                            gpus_per_trial=args.gpus_per_trial or 0.0,
                             trial_timeout=args.trial_timeout,
                             checkpoint_minutes=args.checkpoint_every,
-                            start_method=args.start_method)
+                            start_method=args.start_method or "forkserver")
     options.check()
     return options
 
-# --- flags shared by several commands ----------------------------------------------------------
-def store_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", help="results store directory (default: $PACEBENCH_STORE or results/)")
-
-def add_execution_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per field of workbench.spec.ExecutionOptions (the flag's dest is the field)."""
-    p.add_argument("--device", default="cpu",
-                   help="cpu | cuda | cuda:<i> | auto (cuda when present); default cpu")
-    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                   help="bf16: forward passes under bfloat16 autocast (default fp32)")
-    p.add_argument("--compile", action="store_true",
-                   help="torch.compile the model; compilation is on the training clock")
-    p.add_argument("--channels-last", action="store_true",
-                   help="channels-last memory format for conv models (GPUs)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
-
-def training_flags(p: argparse.ArgumentParser) -> None:
-    store_flag(p)
-    p.add_argument("--max-steps", type=int, help="cap on update steps per run")
-    p.add_argument("--data-dir", help="dataset folder (default: $PACEBENCH_DATA or datasets/cache)")
-    p.add_argument("--quiet", action="store_true", help="no per-eval lines / progress bar")
-    add_execution_flags(p)
-
-def algoperf_flags(p: argparse.ArgumentParser, run: bool, which=None) -> None:
-    """--algoperf-submission (in the group `which` when given), --algoperf-root and
-    --tuning-search-space."""
-    (which or p).add_argument("--algoperf-submission", metavar="SUBMISSION.py",
-                              help="an AlgoPerf-API PyTorch submission file, run unchanged")
-    p.add_argument("--algoperf-root", metavar="DIR", action="append", default=[],
-                   help="a repository root on the submissions' import path, for those that "
-                        "import their helpers relative to it (repeatable)")
-    p.add_argument("--tuning-search-space", metavar="SPACE.json",
-                   help=("draw the submission's hyperparameters (unless --hparams) from this "
-                         "AlgoPerf search space " if run else "its AlgoPerf search space ")
-                   + "(default: tuning_search_space.json beside it)")
-
-def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
-    p.add_argument("--workers", type=int, default=1, help="trials run at once, one process each")
-    p.add_argument("--resume", action="store_true", help="run only trials not yet done")
-    if not faults:
-        return
-    g = p.add_argument_group("where trials run, and faults")
-    g.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="local: a process pool on this machine (default); ray: one Ray task "
-                        "per trial (the store must be on a path every node shares)")
-    g.add_argument("--start-method", choices=("forkserver", "spawn"), default="forkserver",
-                   help="local pool: fork each trial from a server that imported torch once "
-                        "(default), or start a fresh interpreter per trial")
-    g.add_argument("--address", help="--backend ray: the cluster to join (e.g. "
-                                     "ray://head:10001 or auto); default: a local instance")
-    g.add_argument("--nproc-per-node", type=int, default=1,
-                   help="> 1: each trial is a data-parallel torchrun run of this many "
-                        "processes (gloo on CPU, NCCL on GPUs); the batch is global")
-    g.add_argument("--gpus-per-trial", type=float, default=0.0,
-                   help="--backend ray: GPUs each trial's task asks for (num_gpus)")
-    g.add_argument("--trial-timeout", type=float, metavar="SECONDS",
-                   help="watchdog: kill an attempt after this much wall clock (it is recorded "
-                        "as interrupted; --resume runs it again)")
-    g.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
-                   help="save each run's training state this often, so that --resume "
-                        "continues a killed or preempted run with its accumulated time")
-
-def scaling_flags(p: argparse.ArgumentParser, required: bool) -> None:
-    g = p.add_argument_group("scaling study")
-    g.add_argument("--batch-sizes", type=_ints, required=required,
-                   help="e.g. 8,16,32,64,128,256,512,1024")
-    g.add_argument("--sparsities", type=_floats, default=[0.0], help="e.g. 0,0.5,0.9")
-    g.add_argument("--prune-method", choices=("snip", "magnitude", "random"), default="snip",
-                   help="pruning at initialisation for sparsity > 0 (default snip)")
-    g.add_argument("--goal", type=float,
-                   help="validation target-metric goal (default: the catalog's target)")
-    g.add_argument("--eval-every", type=int, default=5, help="eval cadence in steps")
-    g.add_argument("--noise-every", type=int, default=50,
-                   help="steps between gradient-noise measurements (0: none)")
-    g.add_argument("--lr-scaling", choices=("none", "sqrt", "linear"), default="sqrt",
-                   help="shift of the learning-rate range with batch size (default sqrt)")
-
-# --- the commands ------------------------------------------------------------------------------
-WORKLOAD_HELP = ("catalog names (pacebench list), installed plug-ins, path/file.py:Factory or "
-                 "pkg.module:Factory (runners/plugins.py), or entry=<factory> for one entry")
-
-ALGORITHM_HELP = ("built-ins, installed plug-ins, path/file.py:Class, pkg.module:Class (e.g. "
-                  "torch.optim:RAdam), algoperf:path/submission.py, each optionally as "
-                  "name=<spec>")
 
 def submission_name(args: argparse.Namespace) -> str | None:
     """The algorithm name of --algoperf-submission ("algoperf:<absolute path>"), or None.
@@ -142,6 +104,7 @@ def submission_name(args: argparse.Namespace) -> str | None:
     load_submission(path)  # fail now, naming what is missing, rather than in every worker
     return algorithm_name(path)
 
+
 def first_trial(space_path: str, study_name: str, algorithm: str) -> dict:
     """Trial 0 of a one-trial draw from the search space at `space_path` (as `study` draws it)."""
     from runners.tuning import SearchSpace, draw_trials
@@ -150,11 +113,13 @@ def first_trial(space_path: str, study_name: str, algorithm: str) -> dict:
     seed = int(stable_hash([study_name, algorithm], 8), 16)
     return draw_trials(SearchSpace.from_json(space_path), 1, seed)[0]
 
+
 def workload_names(items: list[str]) -> list[str]:
     """Workload names of `--workloads` items, plug-ins loaded (runners/plugins.py)."""
     from runners.plugins import resolve_workloads
 
     return resolve_workloads(items)
+
 
 def one_workload(item: str) -> str:
     """The one workload that a `--workload` item names."""
@@ -163,6 +128,7 @@ def one_workload(item: str) -> str:
         raise ValueError(f"{item} holds {len(names)} workloads ({', '.join(names)}): name one "
                          f"as <workload>={item}")
     return names[0]
+
 
 def search_spaces(items: list[str], algorithms) -> dict[str, str]:
     """{algorithm: search-space file} of --search-space NAME=FILE.json items (FILE.json alone
@@ -180,6 +146,7 @@ def search_spaces(items: list[str], algorithms) -> dict[str, str]:
         spaces[name] = path
     return spaces
 
+
 def algorithm_sources(items: list[str], store) -> dict:
     """{display name: AlgorithmSource} of `--algorithms` items (runners/algorithms/sources.py).
     Two different sources never share a name: not within the study, and not with runs the
@@ -195,6 +162,7 @@ def algorithm_sources(items: list[str], store) -> dict:
     if store is not None:  # None: a dry run with no store yet
         check_names_against_store(sources, store)
     return sources
+
 
 def check_names_against_store(sources: dict, store) -> None:
     """Refuse a display name that the store's runs give to other code."""
@@ -215,9 +183,11 @@ def check_names_against_store(sources: dict, store) -> None:
             raise ValueError(f"the store's runs named {name!r} ran {before}, not {now}: give "
                              f"this one another name (other={source.spec}) or use another store")
 
+
 def launch_and_report(launch, next_step: str) -> int:
     """Run a study launcher; print its summary and what to do next. Exit 2 if the study exists
-    (and --resume was not given), 1 if any trial failed."""
+    (and --resume was not given), 1 if any trial failed or a full disk stopped the launch (one
+    line naming the folder). (Ctrl-C: StudyInterrupted, which main reports.)"""
     from runners.launch import StudyExistsError
 
     try:
@@ -226,27 +196,13 @@ def launch_and_report(launch, next_step: str) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(result.summary())
+    if result.stopped:
+        print(f"error: {result.stopped}: {result.not_started} trials not started and "
+              f"{len(result.interrupted)} interrupted; free some space, then run the same "
+              "command with --resume", file=sys.stderr)
+        return 1
     print(next_step)
     return 0 if not result.failed else 1
-
-
-def scope_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of what part of a store an analysis reads, and on which clock
-    (workbench/scope.py: score, compare, budget, report)."""
-    p.add_argument("--ruleset", choices=("external", "self"),
-                   help="the tuning ruleset to read (rulesets never share a score; default: "
-                        "the store's only one, else external)")
-    p.add_argument("--study", dest="studies", action="append", default=[], metavar="NAME",
-                   help="read only the runs of this study name (repeatable; default: every "
-                        "study of the store)")
-    p.add_argument("--with-adhoc", action="store_true",
-                   help="take in the ad-hoc runs of `pacebench run` (left out by default)")
-    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
-                   help="what time to target is counted in: train (training seconds, the "
-                        "default), wall (wall seconds, evals included) or steps")
-    p.add_argument("--exclude-compile", action="store_true",
-                   help="take each run's compilation seconds off its training and wall "
-                        "seconds (no effect on steps)")
 
 
 def scope_options(args: argparse.Namespace) -> dict:

@@ -7,9 +7,9 @@ import json
 import math
 from pathlib import Path
 
-from runners.cli.common import (ALGORITHM_HELP, WORKLOAD_HELP, algorithm_sources,
-                                execution_options, one_workload, store_path, training_flags,
-                                workload_names)
+from runners.cli.common import (algorithm_sources, execution_options, existing_store,
+                                one_workload, store_for_writing, workload_names)
+from runners.cli.flags import ALGORITHM_HELP, WORKLOAD_HELP, training_flags
 from runners.cli.catalog import list_names
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -60,15 +60,20 @@ def add(sub) -> None:
                            "eval fraction) and algorithms as JSON")
     p.set_defaults(func=list_names)
 
+
 def set_targets(args: argparse.Namespace) -> int:
     """`pacebench set-targets`: targets from a tuned baseline, for each workload given."""
-    from runners.target_setting import set_targets as run_procedure
+    from runners.target_setting import check_rule, set_targets as run_procedure
     from workbench.catalog import plugin_source
-    from workbench.store import open_store
 
-    store = open_store(store_path(args), create=True)
-    sources = algorithm_sources(args.algorithm.split(","), store)
-    for workload in workload_names([args.workload]):
+    check_rule(args.reruns, args.reach_quantile, args.horizon)
+    if args.max_steps is not None:
+        raise ValueError("--max-steps: set-targets trains each run for the workload's step hint "
+                         "(the procedure's horizon is --horizon)")
+    sources = algorithm_sources(args.algorithm.split(","), existing_store(args))
+    workloads = workload_names([args.workload])
+    store = store_for_writing(args)
+    for workload in workloads:
         out = args.out
         source = plugin_source(workload)
         if out is None:  # a plug-in's record goes beside its file; a built-in's to targets/
@@ -81,15 +86,18 @@ def set_targets(args: argparse.Namespace) -> int:
                       reuse_tuning=args.reuse_tuning, sources=sources)
     return 0
 
+
 def noise(args: argparse.Namespace) -> int:
     """`pacebench noise`: one setting under N seeds; its noise floor and detectable speedups."""
     from runners.algorithms import get_algorithm
     from runners.noise_floor import measure_noise_floor, noise_report
     from workbench.catalog import get_workload, tuned_baseline
     from workbench.noise_floor import min_detectable_speedup
-    from workbench.store import open_store
 
     spec = get_workload(one_workload(args.workload))
+    if args.max_steps is not None:
+        raise ValueError("--max-steps: a noise floor is measured on whole runs, each stopping at "
+                         "its targets or its budget")
     if args.seeds < 2:
         raise ValueError(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
     if any(k < 1 for k in args.studies):
@@ -102,12 +110,12 @@ def noise(args: argparse.Namespace) -> int:
         algorithm = baseline[0]
     if hparams is None:
         hparams = baseline[1] if baseline and baseline[0] == algorithm else {}
-    store = open_store(store_path(args), create=True)
-    source = next(iter(algorithm_sources([algorithm], store).values()))
+    source = next(iter(algorithm_sources([algorithm], existing_store(args)).values()))
     algorithm = source.name
     loader = None if source.loaded_by_name else source
     get_algorithm(algorithm, hparams, loader and loader.spec, loader and loader.sha256)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
+    store = store_for_writing(args)
     floor, runs = measure_noise_floor(store, spec.name, algorithm, hparams, seeds, args.name,
                                       args.workers, args.data_dir, execution_options(args),
                                       progress=not args.quiet, source=source)

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-from runners.cli.common import (ALGORITHM_HELP, WORKLOAD_HELP, algoperf_flags, algorithm_sources,
-                                execution_options, first_trial, launch_and_report, launch_flags,
-                                launch_options, one_workload, scaling_flags, search_spaces,
-                                store_path, submission_name, training_flags,
+from runners.cli.common import (algorithm_sources, execution_options, existing_store,
+                                first_trial, launch_and_report, launch_options, one_workload,
+                                search_spaces, store_for_writing, store_path, submission_name,
                                 workload_names)
+from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
+                               launch_flags, scaling_flags, training_flags, trial_timeout_flag)
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -24,6 +24,7 @@ def add(sub) -> None:
     _add_study(sub)
     _add_scale(sub)
 
+
 def _add_run(sub) -> None:
     p = sub.add_parser("run", help="train one run and record it")
     p.add_argument("--workload", required=True, help=WORKLOAD_HELP)
@@ -34,8 +35,10 @@ def _add_run(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--name", default="adhoc", help="study name the run is filed under")
+    trial_timeout_flag(p)
     training_flags(p)
     p.set_defaults(func=run)
+
 
 def _add_study(sub) -> None:
     p = sub.add_parser("study", help="run a study: workloads x algorithms x studies x trials x seeds")
@@ -58,14 +61,16 @@ def _add_study(sub) -> None:
                         "budget, trials ranked by this estimator (default none)")
     p.add_argument("--prune", dest="early_stop", choices=("none", "lcga", "tse"),
                    action=_Deprecated, instead="--early-stop", help=argparse.SUPPRESS)
-    p.add_argument("--eta", type=int, default=3, help="--early-stop keeps the best 1/eta at a rung")
+    p.add_argument("--eta", type=int,
+                   help="--early-stop keeps the best 1/eta of the trials at a rung (default 3)")
     p.add_argument("--kind", choices=("tuning", "scaling"), default="tuning",
                    action=_Deprecated, instead="`pacebench scale` for a scaling study",
                    help=argparse.SUPPRESS)
-    scaling_flags(p, required=False)  # --kind scaling only (deprecated)
+    scaling_flags(p, required=False, defaults=False)  # --kind scaling only (deprecated)
     launch_flags(p)
     training_flags(p)
     p.set_defaults(func=_study_or_scale)
+
 
 def _add_scale(sub) -> None:
     p = sub.add_parser("scale", help="a batch-size (and sparsity) scaling study: steps to a "
@@ -80,10 +85,23 @@ def _add_scale(sub) -> None:
     training_flags(p)
     p.set_defaults(func=scale)
 
+
 def _study_or_scale(args: argparse.Namespace) -> int:
-    """`study`, or `scale` under its old spelling `study --kind scaling`."""
+    """`study`, or `scale` under its old spelling `study --kind scaling`: the other kind's
+    options are refused, not ignored."""
+    scaling = [f"--{k.replace('_', '-')}" for k in ("batch_sizes", "goal", *SCALING_DEFAULTS)
+               if getattr(args, k) is not None]
     if args.kind != "scaling":
+        if scaling:
+            raise ValueError(f"{', '.join(scaling)}: options of a scaling study (`pacebench "
+                             f"scale`), not of a tuning study, whose batch size is each "
+                             f"algorithm's own choice")
+        if args.eta is not None and args.early_stop == "none":
+            raise ValueError("--eta goes with --early-stop lcga|tse")
         return study(args)
+    for key, value in SCALING_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if not args.algorithms:
         raise ValueError("a scaling study needs --algorithms")
     if not args.batch_sizes:
@@ -95,12 +113,11 @@ def _study_or_scale(args: argparse.Namespace) -> int:
                          "--trial-timeout and --checkpoint-every apply to tuning studies only")
     return scale(args)
 
+
 def run(args: argparse.Namespace) -> int:
     """`pacebench run`: train one run and record it."""
     from runners.algorithms import get_algorithm
-    from runners.loop import run as train
     from workbench.catalog import get_workload
-    from workbench.records import DONE_STATUSES
     from workbench.spec import RunConfig
     from workbench.store import open_store
 
@@ -132,28 +149,36 @@ def run(args: argparse.Namespace) -> int:
                       config.algorithm_sha256)
     store = open_store(store_path(args), create=True)
     config = ad_hoc_trial(store, config)
+    return _train_and_report(config, store, args)
 
-    def show(row: dict) -> None:
-        metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
-        print(f"step {row['step']:>6}  train {row['train_seconds']:8.2f}s  {metrics}", flush=True)
 
-    try:
-        run_id = train(config, store, data_dir=args.data_dir,
-                       on_eval=None if args.quiet else show, launched_by="run")
-    except (Exception, KeyboardInterrupt):  # recorded in the store as failed / interrupted
-        if os.environ.get("PACEBENCH_DEBUG"):
-            raise
-        attempts = store.attempts(config.trial_key)
-        doc = max(attempts, key=lambda d: d.get("started_at") or "") if attempts else None
-        if doc is None or doc.get("status") not in ("failed", "interrupted"):
-            raise  # not a training failure: the CLI reports it
-        print(f"run {doc['run_id']}: {doc['status']} ({doc.get('stop_reason')}) in store "
-              f"{store.root}; its run document holds the traceback", file=sys.stderr)
+def _train_and_report(config, store, args: argparse.Namespace) -> int:
+    """Train `config` in a worker process, as a study's trials are (watchdog, Ctrl-C and a full
+    disk alike; runners/scheduler.py run_one), showing its eval lines unless --quiet; say how
+    it ended. Exit 0 for a finished run (target met or not), 130 after Ctrl-C, else 1."""
+    from runners.processes import LaunchOptions
+    from runners.scheduler import INTERRUPTED, run_one
+    from workbench.records import DONE_STATUSES
+
+    options = LaunchOptions(trial_timeout=args.trial_timeout)
+    options.check()
+    result, doc = run_one(config, store, args.data_dir, options, show=not args.quiet)
+    if doc is None:  # no record of it: another launcher runs it now, or the disk is full
+        busy = (f"another `pacebench run` of this run (trial {config.trial} of {config.study_name}"
+                ") is running right now: wait for it to end") if result.skipped else None
+        what = (result.failed + result.interrupted + [result.stopped or busy or "no run was "
+                                                      "recorded"])[0]
+        print(f"error: {what}", file=sys.stderr)
         return 1
-    doc = store.run_doc(run_id)
-    print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")
-    print(_target_line(store, run_id))
-    return 0 if doc["status"] in DONE_STATUSES else 1  # finished, target met or not
+    line = f"run {doc['run_id']}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}"
+    if doc["status"] in DONE_STATUSES:  # finished, target met or not
+        print(line)
+        print(_target_line(store, doc["run_id"]))
+        return 0
+    print(f"{line}; its run document holds the traceback" if doc.get("error") else line,
+          file=sys.stderr)
+    return 130 if result.stopped == INTERRUPTED else 1
+
 
 def ad_hoc_trial(store, config):
     """`config` as the next trial of its ad-hoc study in `store`: the trial of a recorded run
@@ -183,6 +208,7 @@ def ad_hoc_trial(store, config):
     trial = same if same is not None else (max(trials) + 1 if trials else 0)
     return replace(config, trial=trial)
 
+
 def _target_line(store, run_id: str) -> str:
     """Whether a run met its validation target, and when (its first eval that did)."""
     from workbench import query
@@ -199,19 +225,16 @@ def _target_line(store, run_id: str) -> str:
                 f"{r.time_to_target:.2f} training s")
     return f"target not met: {goal} (best {r.best_validation:.4g})"
 
+
 def study(args: argparse.Namespace) -> int:
     """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset.
     With --dry-run: print the plan (launch.describe_plan) and write nothing, not even the
     store (an existing one is read, to refuse a name its runs give to other code)."""
     from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
     from workbench.spec import StudySpec
-    from workbench.store import open_store
 
     submission = submission_name(args)
-    path = store_path(args)
-    store = (open_store(path) if path.exists() else None) if args.dry_run else \
-        open_store(path, create=True)
-    sources = algorithm_sources(args.algorithms or [], store)
+    sources = algorithm_sources(args.algorithms or [], existing_store(args))
     algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
         raise ValueError("give --algorithms, --algoperf-submission, or both")
@@ -224,22 +247,23 @@ def study(args: argparse.Namespace) -> int:
                      name=args.name, max_steps=args.max_steps,
                      stop_on_target=not args.no_stop_on_target,
                      execution=execution_options(args))
+    chosen = choose_search_spaces(spec, spaces, sources)
     if args.dry_run:
-        chosen = choose_search_spaces(spec, spaces, sources)
         print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
         return 0
     options = launch_options(args)
+    store = store_for_writing(args)
     return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
                                      search_spaces=spaces, early_stop=args.early_stop,
-                                     eta=args.eta, options=options, sources=sources),
+                                     eta=args.eta or 3, options=options, sources=sources),
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
+
 
 def scale(args: argparse.Namespace) -> int:
     """`pacebench scale`: steps-to-result per batch size and sparsity (runners/scaling_study)."""
     from runners.scaling_study import run_scaling
     from workbench.spec import ScalingSpec
-    from workbench.store import open_store
 
     spec = ScalingSpec(workloads=workload_names(args.workloads), algorithms=args.algorithms,
                        batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
@@ -248,7 +272,7 @@ def scale(args: argparse.Namespace) -> int:
                        eval_every=args.eval_every, noise_every=args.noise_every,
                        lr_scaling=args.lr_scaling, name=args.name,
                        execution=execution_options(args))
-    store = open_store(store_path(args), create=True)
+    store = store_for_writing(args)
     return launch_and_report(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
                                        data_dir=args.data_dir, progress=not args.quiet),
                    f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")

@@ -6,8 +6,9 @@ import os
 import sys
 from pathlib import Path
 
-from runners.cli.common import store_flag, store_path
-from runners.cli_types import csv as _csv
+from runners.cli.common import store_path
+from runners.cli.flags import read_flags, store_flag
+from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 
 __all__ = ["add", "report", "serve"]
 
@@ -17,7 +18,10 @@ def add(sub) -> None:
     p = sub.add_parser("report", help="write a self-contained HTML report (and figures)")
     p.add_argument("--out", required=True, help="the HTML file to write")
     p.add_argument("--title")
-    p.add_argument("--rulesets", help="show only these tuning rulesets, comma-separated")
+    read_flags(p)
+    # the old flag, for one release: one ruleset name (report.one_ruleset)
+    p.add_argument("--rulesets", action=_Deprecated, instead="--ruleset (one ruleset: "
+                   "rulesets never share a score)", help=argparse.SUPPRESS)
     p.add_argument("--workloads", help="show only these workloads, comma-separated")
     p.add_argument("--algorithms", help="show only these algorithms, comma-separated")
     p.add_argument("--figures", metavar="DIR",
@@ -33,12 +37,15 @@ def add(sub) -> None:
     store_flag(p)
     p.set_defaults(func=serve)
 
+
 def report(args: argparse.Namespace) -> int:
     """`pacebench report`: a self-contained HTML report (and figures)."""
-    from workbench.report import write_report
+    from workbench.report import one_ruleset, write_report
 
+    ruleset = args.ruleset if args.rulesets is None else one_ruleset(args.rulesets, args.ruleset)
     out = write_report(store_path(args), Path(args.out), title=args.title,
-                       rulesets=args.rulesets, workloads=args.workloads,
+                       ruleset=ruleset, studies=args.studies or None,
+                       with_adhoc=args.with_adhoc, workloads=args.workloads,
                        algorithms=args.algorithms, figures=args.figures,
                        formats=args.formats)
     print(f"report written to {out} (self-contained; open it in a browser)")
@@ -46,22 +53,43 @@ def report(args: argparse.Namespace) -> int:
         print(f"figures ({', '.join(args.formats)}) written to {args.figures}")
     return 0
 
+
 def serve(args: argparse.Namespace) -> int:
     """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`), in a
-    child process that stops when this one gets SIGTERM or SIGINT, or dies."""
+    child process that stops when this one gets SIGTERM or SIGINT, or dies. A path that is no
+    store, and an address that does not resolve, are refused before anything starts."""
+    from runners.processes import run_child
+    from workbench.app import ALLOW_REMOTE
+    from workbench.store import open_store
+
+    store = open_store(store_path(args))  # StoreError: one line naming the path
+    if ":" in args.address:
+        raise ValueError(f"--address {args.address}: an IPv6 address, which the dashboard's "
+                         "server (Bokeh) cannot take as an allowed origin; give an IPv4 address "
+                         "or a host name, e.g. 127.0.0.1 or localhost")
+    loopback = _loopback(args.address, args.port)
+    host = args.address
+    app = Path(__file__).resolve().parents[2] / "workbench" / "app.py"
+    env = {**os.environ, "PACEBENCH_STORE": str(store.root.resolve())}
+    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
+           "--port", str(args.port), "--allow-websocket-origin", f"{host}:{args.port}"]
+    if args.address in ("127.0.0.1", "localhost"):
+        cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
+    if not loopback:
+        env[ALLOW_REMOTE] = "1"  # the user asked for another interface: show the store there
+    print(f"serving {store.root} at http://{host}:{args.port}/app", flush=True)
+    return run_child(cmd, env)
+
+
+def _loopback(address: str, port: int) -> bool:
+    """Whether every address `address` resolves to is a loopback one; ValueError (one line)
+    when it does not resolve."""
     import ipaddress
     import socket
 
-    from runners.processes import run_child
-    from workbench.app import ALLOW_REMOTE
-
-    app = Path(__file__).resolve().parents[2] / "workbench" / "app.py"
-    env = {**os.environ, "PACEBENCH_STORE": str(store_path(args).resolve())}
-    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--address", args.address,
-           "--port", str(args.port), "--allow-websocket-origin", f"{args.address}:{args.port}"]
-    if args.address in ("127.0.0.1", "localhost"):
-        cmd += ["--allow-websocket-origin", f"localhost:{args.port}"]
-    if not ipaddress.ip_address(socket.gethostbyname(args.address)).is_loopback:
-        env[ALLOW_REMOTE] = "1"  # the user asked for another interface: show the store there
-    print(f"serving {store_path(args)} at http://{args.address}:{args.port}/app", flush=True)
-    return run_child(cmd, env)
+    try:
+        found = socket.getaddrinfo(address, port, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as err:
+        raise ValueError(f"--address {address}: cannot be resolved ({err}); give a host name "
+                         "or an IP address of this machine, e.g. 127.0.0.1") from None
+    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in found)

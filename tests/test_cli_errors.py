@@ -1,0 +1,77 @@
+"""Errors that say whose fault they are: bad input (exit 2, one line, nothing written), the
+environment's (exit 1, naming the path), or ours (exit 1, `internal error`, the traceback in a
+file)."""
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from runners.cli import analysis, main
+from runners.cli.common import begin_writing
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err.strip()
+
+
+@pytest.mark.parametrize("content", ["[]", "null", "{bad", "\xff"])
+def test_a_store_document_that_is_not_one_is_one_line(tmp_path, capsys, content):
+    (tmp_path / "pacebench-store.json").write_bytes(content.encode("latin-1"))
+    assert main(["score", "--store", str(tmp_path)]) == 2
+    line = _one_line(capsys)
+    assert "pacebench-store.json" in line and ("not a store's document" in line
+                                               or "cannot be read as a store's document" in line)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["serve", "--store", "MISSING"], "is not a Pacebench store"),
+    (["serve", "--address", "::1"], "an IPv6 address"),
+    (["serve", "--address", "no.such.host.invalid"], "cannot be resolved"),
+    (["serve", "--port", "99999"], "--port 99999: must be a port number in 1..65535"),
+])
+def test_serve_refuses_what_it_cannot_serve_before_starting(tmp_path, capsys, fake_store, argv,
+                                                             says):
+    argv = [str(tmp_path / "missing") if a == "MISSING" else a for a in argv]
+    if "--store" not in argv:
+        argv += ["--store", str(fake_store)]
+    assert main(argv) == 2
+    assert says in _one_line(capsys)
+
+
+def test_an_unexpected_exception_is_an_internal_error_with_its_traceback_in_a_file(
+        monkeypatch, capsys, fake_store):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug of ours")
+
+    monkeypatch.setattr(analysis, "_results", broken)
+    assert main(["score", "--store", str(fake_store)]) == 1
+    line = _one_line(capsys)
+    assert line.startswith("internal error: ZeroDivisionError: a bug of ours; details in ")
+    details = Path(line.rpartition("details in ")[2]).read_text()
+    assert "Traceback" in details and "a bug of ours" in details
+
+
+def test_a_full_disk_names_the_path_and_blames_the_machine(monkeypatch, capsys, fake_store):
+    def full(*args, **kwargs):
+        begin_writing()
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/store/runs/x/evals.jsonl")
+
+    monkeypatch.setattr(analysis, "_results", full)
+    assert main(["score", "--store", str(fake_store)]) == 1
+    line = _one_line(capsys)
+    assert line.startswith("error: no space left on the device of /data/store/runs/x/evals.jsonl")
+    assert "then run the command again" in line
+
+
+def test_a_command_ended_by_sys_exit_says_so_and_does_not_exit_0(
+        monkeypatch, capsys, fake_store):
+    def exits(*args, **kwargs):
+        raise SystemExit(0)  # e.g. a plug-in's top level calling sys.exit(0)
+
+    monkeypatch.setattr(analysis, "_results", exits)
+    assert main(["score", "--store", str(fake_store)]) == 2  # not 0: nothing was done
+    assert "ended by sys.exit(0)" in _one_line(capsys)

@@ -1,8 +1,11 @@
 """Tabs of a static page whose contents the browser builds when each tab is first opened.
 
 A Bokeh page builds a view for every model of its document when it loads, hidden tabs
-included: a report of the imported AlgoPerf v0.5 store (12 tabs, 50 plots, 8 MB) stayed blank
-for 34 to 53 s in Chromium, most of it building and drawing tabs nobody had opened yet. Here the
+included: a report of the imported AlgoPerf v0.5 store (12 tabs, 8.4 MB) stayed blank for 46 s
+(median of 2) in headless Chromium, most of it building and drawing tabs nobody had opened yet;
+with its later tabs deferred (and the plots on a canvas, the curves as one multi-line each) its
+first tab shows in 1.4 s, a later tab in 0.2 to 3.7 s when first opened (benchmarks/
+report_load.py, 2 shared cores, load average 4 to 6). Here the
 page's document keeps every tab's outer layout but not what it holds; each later tab's contents
 are kept, serialized, as a JSON patch of that document (the message a Bokeh server sends when
 a layout gets new children), and a CustomJS callback on the tabs applies it the first time its

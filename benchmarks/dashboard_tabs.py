@@ -43,6 +43,7 @@ READY = {
     "Tuning budget": ".pb-budget canvas", "Profiles": ".pb-profiles canvas",
     "Curves": ".pb-curve canvas", "Robustness": ".pb-held-out .tabulator-row",
     "Costs": ".pb-costs .tabulator-row", "Hyperparameters": ".pb-hparams-scatter canvas",
+    "Early ranking": ".pb-early-ranking canvas",
 }
 
 

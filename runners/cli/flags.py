@@ -9,7 +9,7 @@ from runners.cli_types import floats as _floats, ints as _ints
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
            "launch_flags", "scaling_flags", "scope_flags", "check_numbers", "SCALING_DEFAULTS",
-           "WORKLOAD_HELP", "ALGORITHM_HELP"]
+           "WORKLOAD_HELP", "ALGORITHM_HELP", "ITEM_RULE"]
 
 
 # --- flags shared by several commands ----------------------------------------------------------
@@ -107,13 +107,20 @@ def scaling_flags(p: argparse.ArgumentParser, required: bool, defaults: bool = T
 
 
 # --- the commands ------------------------------------------------------------------------------
+# How an item of --workloads and --algorithms is read (cli_types.csv, plugins.named_item).
+ITEM_RULE = ("Items are separated by commas; a comma inside a path is written \\, (quoted: "
+             "'dir\\,1/a.py:A'). NAME= is read up to the first '=' when no '/' or ':' comes "
+             "before it and the whole item is not an existing file: a path holding '=' is "
+             "read whole if it exists, and NAME=<path> always works")
+
 WORKLOAD_HELP = ("catalog names (pacebench list), installed plug-ins, path/file.py:Factory or "
-                 "pkg.module:Factory (runners/plugins.py), or entry=<factory> for one entry")
+                 "pkg.module:Factory (runners/plugins.py), or entry=<factory> for one entry. "
+                 + ITEM_RULE)
 
 
 ALGORITHM_HELP = ("built-ins, installed plug-ins, path/file.py:Class, pkg.module:Class (e.g. "
                   "torch.optim:RAdam), algoperf:path/submission.py, each optionally as "
-                  "name=<spec>")
+                  "NAME=<spec>. " + ITEM_RULE)
 
 
 # Every numeric option, by its dest: what a valid value is (each element of a list option).

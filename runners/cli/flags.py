@@ -55,6 +55,11 @@ def algoperf_flags(p: argparse.ArgumentParser, run: bool, which=None) -> None:
 def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
     p.add_argument("--workers", type=int, default=1, help="trials run at once, one process each")
     p.add_argument("--resume", action="store_true", help="run only trials not yet done")
+    p.add_argument("--allow-mixed-execution", action="store_true",
+                   help="with --resume: let the new runs differ from the study's finished ones "
+                        "in --device, --precision, --compile, --channels-last, --threads or "
+                        "the hardware (refused otherwise); the new runs record it, and score "
+                        "and compare note the pooled mix")
     if not faults:
         return
     g = p.add_argument_group("where trials run, and faults")

@@ -85,6 +85,11 @@ class Selection(param.Parameterized):
             names = sorted(self._runs[column].dropna().unique())
             new[name] = _keep_and_add(getattr(self, name), self.param[name].objects, names)
             self.param[name].objects = names
+        # hardware: what was selected, else the one with the most runs (ties: the first name),
+        # so that times of two machines pool only when asked for (a new one is not selected)
+        counts = self._runs["hardware"].value_counts()
+        new["hardware"] = [h for h in self.param.hardware.objects if h in self.hardware] or \
+            sorted(counts.index, key=lambda h: (-counts[h], h))[:1]
         self.param.curve_runs.objects = self._runs["run_id"].tolist()  # not a loop over Arrow
         curve_runs = [r for r in self.curve_runs if r in self.param.curve_runs.objects]
         self.param.update(**new, curve_runs=curve_runs, message=read.message,

@@ -197,6 +197,12 @@ def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, t
         for run in foreign.runs_dir.iterdir():  # as another machine's launcher would add them
             shutil.copytree(run, path / run.relative_to(foreign.root))
         later = hostile("algorithm-later")
+        # their hardware is another machine's: offered, not ticked (its times are not pooled
+        # with this machine's unless asked for); ticked, its runs join the leaderboard
+        other = page.get_by_role("checkbox", name=hostile("hardware-synthetic CPU x1"))
+        other.wait_for()
+        assert not other.is_checked() and _leaderboard_algorithms(page) == ["fast"]
+        other.check()
         deadline = time.monotonic() + TIMEOUT_MS / 1000
         while sorted(_leaderboard_algorithms(page)) != sorted(["fast", later]):
             assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"

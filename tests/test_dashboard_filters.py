@@ -303,3 +303,26 @@ def test_the_times_tables_end_with_each_workloads_noise_floor():
     assert row["mnist1d_mlp"] == f"{100 * noise_floor_of('mnist1d_mlp').cov:.1f} %"
     assert row["criteo1tb"] == row["mnist_cnn"] == "not measured"  # imported; published target
     assert noise_row(["criteo1tb", "ogbg"]) is None  # an AlgoPerf store: no row at all
+
+
+def test_a_served_refresh_reaches_the_page_in_one_message(tmp_path):
+    """The dashboard re-reads its store holding the page's document (app._refresh): a box's
+    name and its tick, the filters' visibility and the views' new data reach the browser
+    together, so a shown algorithm's box never reads unticked for a moment (a click then is
+    undone by the late tick, and Playwright's uncheck() of a box that reads unticked sends
+    nothing: the browser tests' "lost clicks")."""
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    from workbench import app
+
+    sel = Selection(store_path=str(tmp_path / "s"))
+    make_store(tmp_path / "s", algorithms=("fast",), workloads=("digits_mlp",), studies=1,
+               trials=2)
+    doc, held = Document(), []
+    for name in ("algorithms", "version"):
+        sel.param.watch(lambda _: held.append(doc.callbacks.hold_value), name)
+    with set_curdoc(doc):
+        app._refresh(sel)
+    assert sel.algorithms == ["fast"] and held == ["combine", "combine"]
+    assert doc.callbacks.hold_value is None  # released: the held changes are sent

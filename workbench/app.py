@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from functools import partial
 from pathlib import Path
 
 import panel as pn
@@ -104,6 +105,15 @@ def _address(sheet) -> str | None:
         return None
 
 
+def _refresh(selection: Selection) -> None:
+    """Re-read the store, and send all that changed in one message: unheld, the sidebar's boxes
+    got their names (shown) in one message and their ticks in a later one, after every view had
+    redrawn, so that for a moment (seconds on a busy machine) a shown algorithm's box read
+    unticked, and a click on it then was undone by the late ticks."""
+    with pn.io.hold():
+        selection.refresh()
+
+
 def store_from_env() -> Path:
     """The store the dashboard shows: $PACEBENCH_STORE, else `results`."""
     return Path(os.environ.get("PACEBENCH_STORE", "results"))
@@ -121,7 +131,7 @@ def build_app(store_path: str | os.PathLike,
     # served: `panel serve` runs this file as a module named bokeh_app_... (what
     # pn.state.served finds out from inspect.stack(), which costs 0.1 s of a first page)
     if __name__.startswith("bokeh_app"):
-        pn.state.add_periodic_callback(selection.refresh, period=REFRESH_MS)
+        pn.state.add_periodic_callback(partial(_refresh, selection), period=REFRESH_MS)
     return pn.template.BootstrapTemplate(
         title="Pacebench",
         sidebar=[pn.pane.Markdown(f"**Store** {md(store_path)}"), Filters(selection=selection)],

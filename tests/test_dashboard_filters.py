@@ -46,6 +46,8 @@ def test_filters_offer_every_value_and_select_all_but_one_hardware(two_studies):
     assert sel.hardware == ["synthetic CPU x1"]  # 16 runs, against 2 on the other machine
     assert sel.rulesets == ["external"]
     assert set(sel.runs["algorithm"]) == {"fast", "slow"}
+    from workbench.report import _filters_text
+    assert _filters_text(sel) == " Shown: hardware synthetic CPU x1."  # a report says so
     sel.hardware = ["other machine", "synthetic CPU x1"]  # both, when asked for
     assert set(sel.runs["algorithm"]) == {"fast", "slow", "other"}
 

@@ -111,9 +111,10 @@ def report_selection(store_path: str | os.PathLike,
 
 
 def _filters_text(selection: Selection) -> str:
-    """"Shown: algorithms a, b." for each narrowed filter; empty when everything is shown."""
+    """"Shown: algorithms a, b." for each narrowed filter; empty when everything is shown (a
+    store of several machines shows the one with the most runs: Selection.refresh)."""
     parts = []
-    for name in ("rulesets", "workloads", "algorithms"):
+    for name in ("rulesets", "workloads", "algorithms", "hardware"):
         if name in selection.param:
             chosen, known = getattr(selection, name), selection.param[name].objects
             if len(chosen) < len(known):

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/throughput.py [--workload shakespeare_char_gpu] [--device auto]
         [--precision bf16] [--compile] [--steps 100] [--warmup 20] [--rounds 3]
+        [--n-layer L --n-embd D --n-head H] [--profile]
 
 Two figures:
 - steady state: after `--warmup` updates (compilation, allocator, autotuning), `--steps` updates
@@ -60,6 +61,17 @@ def steady_state(config: RunConfig, warmup: int, steps: int, rounds: int) -> dic
     return {"prepared": p, "seconds": seconds}
 
 
+def print_kernel_profile(p, config: RunConfig, first_step: int, steps: int = 10) -> None:
+    """The 15 CUDA kernels that took most device time over `steps` steady updates."""
+    from torch.profiler import ProfilerActivity, profile
+    batches = p.workload.train_batches(p.batch_size, config.rng_seed + 1)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(steps):
+            p.algorithm.update(p.model, next(batches), first_step + i, p.workload)
+        torch.cuda.synchronize(p.device)
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=60))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="shakespeare_char_gpu")
@@ -71,9 +83,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (CPU)")
     parser.add_argument("--data-dir", help="dataset folder (default: $PACEBENCH_DATA or datasets/cache)")
+    for key in ("n_layer", "n_embd", "n_head"):
+        parser.add_argument("--" + key.replace("_", "-"), type=int, help="resize a GPT workload")
+    parser.add_argument("--profile", action="store_true", help="top CUDA kernels of 10 steps")
     args = parser.parse_args()
 
     spec = catalog.get_workload(args.workload)
+    resized = {k: getattr(args, k) for k in ("n_layer", "n_embd", "n_head") if getattr(args, k)}
+    if resized:
+        if spec.model.get("arch") != "gpt":
+            parser.error(f"--n-layer/--n-embd/--n-head resize GPT workloads; {args.workload} is not one")
+        spec = dataclasses.replace(spec, model={**spec.model, **resized})
     total = args.warmup + args.steps
     catalog.CATALOG[args.workload] = dataclasses.replace(  # let the whole run go `total` steps
         spec, budget=Budget(seconds=max(spec.budget.seconds, 3600.0),
@@ -110,6 +130,11 @@ def main() -> int:
     util = mfu(flops, 1, med, peak)
     print(f"MFU (steady)     {util:.1%}  vs {peak / 1e12:g} TFLOP/s: {source}" if util is not None
           else f"MFU (steady)     n/a: {source}")
+    if resized:
+        print(f"resized          {resized} ({sum(q.numel() for q in p.model.parameters()):,} "
+              f"parameters)")
+    if args.profile and p.device.type == "cuda":
+        print_kernel_profile(p, config, args.warmup + args.rounds * args.steps)
 
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp) / "store", create=True)

@@ -159,8 +159,11 @@ def load_submission(path: str | Path) -> ModuleType:
     sys.modules[name] = module  # before exec: dataclasses and pickling look the module up
     try:
         module_spec.loader.exec_module(module)
-    except Exception as err:  # a syntax error, a failed import, anything its top level raises
+    except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
         del sys.modules[name]
+        raise
+    except BaseException as err:  # a syntax error, a failed import, anything its top level
+        del sys.modules[name]     # raises, SystemExit included
         if isinstance(err, ModuleNotFoundError) and err.name:
             package = err.name.split(".")[0]
             raise SubmissionError(

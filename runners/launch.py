@@ -9,17 +9,20 @@ study never leaves orphans training on; the runs they were writing then read as 
 
 Faults: a worker that dies (exception, OOM kill, SIGKILL, lost Ray node) costs its trial only:
 its run is marked `interrupted` (or `failed`, with the traceback, when the trial raised) with the
-reason, and the study goes on. `trial_timeout` is a per-attempt wall-clock watchdog (the attempt
-is killed and recorded as such). `checkpoint_minutes` makes each run save its training state
-now and then (runners/checkpoint.py), so that a killed or preempted run resumes from it.
+reason, and the study goes on. Every attempt has a wall-clock watchdog (`trial_timeout`, by
+default 3 x its budget in seconds + 60 s): it is killed and recorded `failed`. Ctrl-C and a full
+disk stop a launch cleanly (runners/scheduler.py). `checkpoint_minutes` makes each run save its
+training state now and then (runners/checkpoint.py), so that a killed or preempted run resumes
+from it.
 `resume=True` runs only the trials that have no complete or diverged attempt in the store yet,
 and none that another launcher is running right now; it refuses a plan that gives a trial other
 settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
 its study and index alone, so more trials, studies or seeds extend a study), and one that would
 mix other execution options or hardware into the study's finished runs unless
-`allow_mixed_execution` (runners/resume.py). Many launchers, on many machines, may write one store at once (workbench/store.py): each claims a trial in the
-store before starting it (Store.claim), so no trial runs twice at the same time. When a launch
-ends, the store's run index is refreshed (workbench/run_index.py).
+`allow_mixed_execution` (runners/resume.py). Many launchers, on many machines, may write one
+store at once (workbench/store.py): each claims a trial in the store before starting it
+(Store.claim), so no trial runs twice at the same time. When a launch ends, the store's run
+index is refreshed (workbench/run_index.py).
 
 Trial order: a study's trials run interleaved, never algorithm after algorithm (launch_order).
 A block holds the trials of one place (workload, study, trial index, seed), one per algorithm;
@@ -37,27 +40,26 @@ Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/w
 """
 from __future__ import annotations
 
+import contextlib
 import json
-import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from runners.processes import LaunchOptions
 from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
                             check_mix, check_same_plan)
-from runners.processes import LaunchOptions, LocalBackend
-from runners.scheduler import Scheduler, StudyResult
+from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
 from runners.tuning import ChosenSpace
-from runners.worker import run_job
 from workbench.catalog import get_workload
 from workbench.run_index import refresh_index
 from workbench.spec import RunConfig, StudySpec, stable_hash, to_plain
 from workbench.store import Store
 
 __all__ = ["choose_search_spaces", "plan_study", "describe_plan", "launch_order", "run_study",
-           "run_configs", "StudyResult", "StudyExistsError", "StudyChangedError",
-           "ExecutionChangedError",
+           "run_configs", "StudyResult", "StudyInterrupted", "StudyExistsError",
+           "StudyChangedError", "ExecutionChangedError",
            "EARLY_STOP_CHOICES"]
 
 EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estimator (none: off)
@@ -246,8 +248,8 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     early-stopping tuner's estimator (EARLY_STOP_CHOICES; "none" = off), halving rate `eta`;
     with it on, the study's summary (compute spent and saved, best trial) is written to the
     store (Store.write_study_summary) and returned in result.early_stop. `options`: the backend
-    and the fault handling (LaunchOptions; default: the local pool, no watchdog). `prune`: the
-    old name of `early_stop` (deprecated). `allow_mixed_execution`: see run_configs.
+    and the fault handling (LaunchOptions; default: the local pool, the default watchdog). `prune`:
+    the old name of `early_stop` (deprecated). `allow_mixed_execution`: see run_configs.
     """
     if prune is not None:
         warnings.warn("run_study(prune=...) is now early_stop=...", DeprecationWarning,
@@ -261,7 +263,7 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     result = run_configs(plan_study(spec, search_spaces, sources, chosen), store, spec.name,
                          workers, resume, data_dir, progress, hooks, options, chosen,
                          allow_mixed_execution)
-    if early_stop != "none":
+    if early_stop != "none" and not result.no_space:
         from workbench.early_stopping import write_study_summary
         result.early_stop = write_study_summary(
             store, spec.name, {"kind": "study", "early_stop": early_stop, "eta": eta,
@@ -305,22 +307,15 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     todo = [(c, place) for c, place in launch_order(configs, name)
             if c.trial_key not in done and same.get(c.trial_key) not in done]
     result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo))
-    t0 = time.perf_counter()
-    if todo:
-        backend = _make_backend(options, workers, max(c.execution.threads for c, _ in todo))
+    if todo:  # (a full disk or Ctrl-C: see runners/scheduler.py)
+        backend = make_backend(options, workers, max(c.execution.threads for c, _ in todo))
         try:
             Scheduler(store, backend, workers, data_dir, progress, hooks, options,
-                      chosen).run(todo, result)
+                      chosen).launch(todo, result)
         finally:
             backend.close()
+        with contextlib.suppress(OSError):  # derived data, rebuilt by readers (a full disk)
             refresh_index(store)
-    result.seconds = time.perf_counter() - t0
     return result
 
 
-def _make_backend(options: LaunchOptions, workers: int, threads: int):
-    """The backend `options` names; `threads`: the most torch threads one trial uses."""
-    if options.backend == "ray":
-        from runners.ray_backend import RayBackend
-        return RayBackend(options, workers, threads)
-    return LocalBackend(options, entry=run_job)

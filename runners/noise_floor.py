@@ -47,7 +47,8 @@ def run_seeds(store: Store, name: str, workload: str, algorithm: str,
                          algorithm_sha256=loader.sha256 if loader else None)
                for i, seed in enumerate(seeds)]
     configs = with_workload_source(configs)  # a plug-in workload: its runs record the source
-    run_configs(configs, store, name, workers, resume=True, data_dir=data_dir, progress=progress)
+    run_configs(configs, store, name, workers, resume=True, data_dir=data_dir,
+                progress=progress).check_space()
     keys = {c.trial_key for c in configs}
     runs = query.runs_frame(store)
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(DONE_STATUSES)]

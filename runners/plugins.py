@@ -89,10 +89,39 @@ def _import_file(path: Path) -> Any:
         sys.path.append(str(path.parent))  # its sibling files import
     try:
         spec.loader.exec_module(module)
-    except Exception as err:
+    except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
         del sys.modules[module_name]
-        raise PluginError(f"could not import {path}: {type(err).__name__}: {err}") from err
+        raise
+    except BaseException as err:  # anything its top level raises, SystemExit included
+        del sys.modules[module_name]
+        raise PluginError(f"could not import {path}: {_raised(err)}") from err
     return module
+
+
+def _raised(err: BaseException) -> str:
+    """What an import raised, in one line: 'SystemExit: 0', 'ValueError: bad value'."""
+    text = " ".join(str(err).split())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _import_module(where: str, spec: str) -> Any:
+    """The module `where` (of `spec`), imported; PluginError naming its file on any failure."""
+    try:
+        return importlib.import_module(where)
+    except ImportError as err:
+        raise PluginError(f"cannot import {where!r} for {spec!r}: {err} (is "
+                          f"{where.split('.')[0]!r} installed?)") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # its top level raised something else, SystemExit included
+        try:
+            origin = importlib.util.find_spec(where).origin
+        except BaseException:  # noqa: BLE001 - the file is a courtesy; the error is what counts
+            origin = None
+        where_from = f" ({origin})" if origin else ""
+        raise PluginError(f"could not import {where!r}{where_from} for {spec!r}: "
+                          f"{_raised(err)}") from err
 
 
 def import_object(spec: str, sha256: str | None = None) -> Any:
@@ -113,11 +142,7 @@ def import_object(spec: str, sha256: str | None = None) -> Any:
     else:
         if not all(part.isidentifier() for part in where.split(".")):
             raise PluginError(f"{where!r} (in {spec!r}) is neither a .py file nor a module path")
-        try:
-            module = importlib.import_module(where)
-        except ImportError as err:
-            raise PluginError(f"cannot import {where!r} for {spec!r}: {err} (is "
-                              f"{where.split('.')[0]!r} installed?)") from None
+        module = _import_module(where, spec)
     if not hasattr(module, name):
         raise PluginError(f"{where} has no {name!r}")
     return getattr(module, name)

@@ -18,13 +18,19 @@ Start methods of the local backend (LaunchOptions.start_method):
     under torchrun (nproc_per_node > 1) and by the Ray backend.
 Either way a worker dies with its launcher: by Linux's PR_SET_PDEATHSIG (spawn: the launcher is
 its parent), or by watching the launcher (forkserver: its parent is the fork server; see
-_die_with_launcher).
+_die_with_launcher). Each worker leads a process group of its own, which the processes it starts
+join: a terminal's Ctrl-C reaches the launcher alone, which stops its workers itself, and
+kill_tree ends a worker with everything it started (its group, and every descendant psutil
+finds); a worker's group is killed when the worker ends, so nothing a trial started outlives it.
+Out of reach: a process that started a session (or group) of its own and whose parent has died.
+A worker's output goes through a pipe into its capped log (runners/worker_log.py).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import json
+import math
 import multiprocessing
 import multiprocessing.context
 import os
@@ -36,15 +42,20 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from multiprocessing import forkserver, popen_forkserver, spawn
+from multiprocessing import forkserver, popen_forkserver, reduction, spawn
 from typing import Any, Callable, Mapping
+
+import psutil
+
+from runners.worker_log import LogPump
 
 __all__ = ["LaunchOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
            "worker_command", "write_job", "describe_exit", "die_with", "spawn_worker",
-           "name_process", "PRELOADED", "run_child"]
+           "kill_tree", "name_process", "PRELOADED", "run_child", "STOP_GRACE_S"]
 
 BACKENDS = ("local", "ray")
 START_METHODS = ("forkserver", "spawn")
+STOP_GRACE_S = 3.0  # a stopped worker's time to record its run after SIGTERM, before SIGKILL
 # What the fork server imports once, before it forks any worker: the training side, and what a
 # run imports on first use (torch's compiler stack, reached through the FLOP counter; scikit-
 # learn's datasets and SciPy for the digits data and the curve fits; Parquet for the seal).
@@ -63,7 +74,8 @@ class LaunchOptions:
     address: str | None = None          # Ray cluster address; None: start a local Ray instance
     nproc_per_node: int = 1             # > 1: each trial is a torchrun data-parallel run
     gpus_per_trial: float = 0.0         # Ray `num_gpus` of each trial's task
-    trial_timeout: float | None = None  # wall-clock seconds an attempt may take (watchdog)
+    trial_timeout: float | None = None  # wall-clock seconds an attempt may take (watchdog);
+                                        # None: 3 x its seconds budget + 60 s (runners/scheduler)
     checkpoint_minutes: float | None = None  # save training state this often (runners/checkpoint)
     start_method: str = "forkserver"    # START_METHODS: how the local pool starts a worker
 
@@ -80,8 +92,10 @@ class LaunchOptions:
             raise ValueError(f"--nproc-per-node must be >= 1, got {self.nproc_per_node}")
         if self.gpus_per_trial < 0:
             raise ValueError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial}")
-        if self.trial_timeout is not None and self.trial_timeout <= 0:
-            raise ValueError(f"--trial-timeout must be > 0 seconds, got {self.trial_timeout}")
+        if self.trial_timeout is not None and not (math.isfinite(self.trial_timeout)
+                                                   and self.trial_timeout > 0):
+            raise ValueError(f"--trial-timeout must be a finite number of seconds > 0, got "
+                             f"{self.trial_timeout}")
         if self.checkpoint_minutes is not None and self.checkpoint_minutes < 0:
             raise ValueError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
                              f"{self.checkpoint_minutes}")
@@ -96,6 +110,9 @@ class Outcome:
     pid: int | None = None
     host: str | None = None
     note: str = ""
+    status: str | None = None  # what its unsealed run is recorded as, when the launcher says
+                               # (the watchdog: "failed"); None: "interrupted"
+    output: str = ""  # the worker's last output (runners/worker_log.py), where the backend has it
 
 
 def describe_exit(returncode: int) -> str:
@@ -179,38 +196,90 @@ def name_process() -> None:
         prctl(15, ctypes.c_char_p(PROCESS_NAME), 0, 0, 0)  # 15 = PR_SET_NAME
 
 
-def spawn_worker(job_path: str | Path, nproc_per_node: int, log_path: Path) -> subprocess.Popen:
-    """Start the worker command of `job_path`, its output appended to `log_path`; it dies with
-    this process (and under torchrun its ranks die with the torchrun agent)."""
+def spawn_worker(job_path: str | Path, nproc_per_node: int, log_path: Path,
+                 echo: int | None = None) -> tuple[subprocess.Popen, LogPump]:
+    """Start the worker command of `job_path` in a process group of its own, its output going
+    to its capped log at `log_path` (and to the file descriptor `echo`, if given; finish the
+    LogPump once the worker has ended); it dies with this process (and under torchrun its ranks
+    die with the torchrun agent)."""
     _prctl()
     parent = os.getpid()
     env = {**os.environ, "PACEBENCH_PARENT_PID": str(parent)}
-    with open(log_path, "a") as log:
-        return subprocess.Popen(worker_command(job_path, nproc_per_node), stdout=log,
-                                stderr=subprocess.STDOUT, env=env,
-                                preexec_fn=functools.partial(die_with, parent))
+    pump = LogPump(log_path, echo=echo)
+    try:
+        return subprocess.Popen(worker_command(job_path, nproc_per_node), stdout=pump.write_fd,
+                                stderr=subprocess.STDOUT, env=env, process_group=0,
+                                preexec_fn=functools.partial(die_with, parent)), pump
+    except BaseException:
+        pump.finish(0.0)
+        raise
+    finally:
+        pump.started()
+
+
+def kill_tree(pid: int, reaped: bool = False) -> None:
+    """SIGKILL the worker `pid` and what it started: its process group (a worker leads one)
+    and every descendant psutil finds (one that left the group, too, while its parent lives).
+    `reaped`: the worker has ended and its pid may name another process now, so only its
+    group, whose id Linux does not reuse while a member lives, is killed."""
+    found = []
+    if not reaped:
+        try:
+            root = psutil.Process(pid)
+            found = [*root.children(recursive=True), root]  # listed before any dies
+        except psutil.Error:
+            pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass  # no such group (left, or not made yet)
+    for process in found:
+        try:
+            process.kill()  # (psutil checks the pid still names the process it listed)
+        except psutil.Error:
+            pass
 
 
 class _SpawnedWorker:
     """A worker started as its own interpreter (the worker command)."""
 
-    def __init__(self, job: Mapping[str, Any], log_path: Path, nproc_per_node: int) -> None:
+    def __init__(self, job: Mapping[str, Any], log_path: Path, nproc_per_node: int,
+                 echo: int | None = None) -> None:
         self.job_path = write_job(job)
-        self.proc = spawn_worker(self.job_path, nproc_per_node, log_path)
+        self.proc, self.pump = spawn_worker(self.job_path, nproc_per_node, log_path, echo)
+        self.ended = False
 
     def poll(self) -> Outcome | None:
         if self.proc.poll() is None:
             return None
-        Path(self.job_path).unlink(missing_ok=True)
-        return Outcome(self.proc.returncode, self.proc.pid, socket.gethostname())
+        self._end()
+        return Outcome(self.proc.returncode, self.proc.pid, socket.gethostname(),
+                       output=self.pump.recent_text())
+
+    def _end(self) -> None:
+        """The worker has ended: so does what it started, and its log is complete."""
+        if not self.ended:
+            self.ended = True
+            kill_tree(self.proc.pid, reaped=True)
+            self.pump.finish()
+            Path(self.job_path).unlink(missing_ok=True)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to the worker; SIGKILL goes to everything it started too."""
         if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+            if sig == signal.SIGKILL:
+                kill_tree(self.proc.pid)
+            else:
+                self.proc.send_signal(sig)
 
-    def wait(self) -> None:
-        self.proc.wait()
-        Path(self.job_path).unlink(missing_ok=True)
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds (None: no limit) for the worker to end; whether it has."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        self._end()
+        return True
 
 
 _LAUNCHING = threading.Lock()  # one worker launch at a time (see _WorkerPopen)
@@ -269,19 +338,34 @@ def _die_with_launcher() -> None:
     threading.Thread(target=watch, name="die-with-launcher", daemon=True).start()
 
 
+class _InheritedFd:
+    """A file descriptor handed to a forked worker (through the fork server, as multiprocessing
+    hands over its own pipes); it arrives as an int."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self):
+        return _inherited, (reduction.DupFd(self.fd),)
+
+
+def _inherited(dup) -> int:
+    return dup.detach()
+
+
 def _forked_main(entry: Callable[[Mapping[str, Any]], int], job: Mapping[str, Any],
-                 log_path: str, environ: Mapping[str, str], cwd: str) -> None:
-    """A forked worker's life: die with the launcher (and with the fork server), take the
-    launcher's environment, working directory and log file, then `entry(job)`, whose result
-    is the exit code."""
+                 output: int, environ: Mapping[str, str], cwd: str) -> None:
+    """A forked worker's life: lead a process group of its own, die with the launcher (and with
+    the fork server), take the launcher's environment and working directory and write to
+    `output` (its log's pipe), then `entry(job)`, whose result is the exit code."""
+    os.setpgid(0, 0)
     parent = os.getppid()
     die_with(parent if parent != 1 else -1)  # 1: the server is already gone (-1: exit now)
     _die_with_launcher()
     name_process()
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
     os.environ.clear()
     os.environ.update(environ)
     os.chdir(cwd)
@@ -295,46 +379,73 @@ class _ForkedWorker:
     """A worker forked from the fork server (see the module docstring)."""
 
     def __init__(self, entry: Callable[[Mapping[str, Any]], int], job: Mapping[str, Any],
-                 log_path: Path) -> None:
+                 log_path: Path, echo: int | None = None) -> None:
         _prctl()
+        self.pump, self.ended = LogPump(log_path, echo=echo), False
         self.proc = _WorkerProcess(
             target=_forked_main, name="pacebench-run",
-            args=(entry, dict(job), str(log_path), dict(os.environ), os.getcwd()))
-        self.proc.start()
+            args=(entry, dict(job), _InheritedFd(self.pump.write_fd), dict(os.environ),
+                  os.getcwd()))
+        try:
+            self.proc.start()
+        except BaseException:
+            self.pump.finish(0.0)
+            raise
+        finally:
+            self.pump.started()
 
     def poll(self) -> Outcome | None:
         code = self.proc.exitcode
         if code is None:
             return None
-        return Outcome(code, self.proc.pid, socket.gethostname())
+        self._end()
+        return Outcome(code, self.proc.pid, socket.gethostname(), output=self.pump.recent_text())
+
+    def _end(self) -> None:
+        """The worker has ended: so does what it started, and its log is complete."""
+        if not self.ended:
+            self.ended = True
+            kill_tree(self.proc.pid, reaped=True)
+            self.pump.finish()
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to the worker; SIGKILL goes to everything it started too."""
         if self.proc.exitcode is None:
+            if sig == signal.SIGKILL:
+                kill_tree(self.proc.pid)
+                return
             try:
                 os.kill(self.proc.pid, sig)
             except ProcessLookupError:
                 pass  # ended meanwhile
 
-    def wait(self) -> None:
-        self.proc.join()
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds (None: no limit) for the worker to end; whether it has."""
+        self.proc.join(timeout)
+        if self.proc.exitcode is None:
+            return False
+        self._end()
+        return True
 
 
 class LocalBackend:
     """The default backend: each trial a process on this machine, a descendant of the launcher.
     `entry`: what a forked worker runs on its job (runners.worker.run_job; the spawn method
-    runs the worker command instead)."""
+    runs the worker command instead); `echo`: a file descriptor that gets every worker's output
+    besides its log (`pacebench run` shows its run's output: 1)."""
 
     def __init__(self, options: LaunchOptions,
-                 entry: Callable[[Mapping[str, Any]], int] | None = None) -> None:
-        self.options, self.entry = options, entry
+                 entry: Callable[[Mapping[str, Any]], int] | None = None,
+                 echo: int | None = None) -> None:
+        self.options, self.entry, self.echo = options, entry, echo
         self.forked = entry is not None and options.start_method == "forkserver" \
             and options.nproc_per_node == 1 \
             and "forkserver" in multiprocessing.get_all_start_methods()
 
     def start(self, job: Mapping[str, Any], log_path: Path) -> _SpawnedWorker | _ForkedWorker:
         if self.forked:
-            return _ForkedWorker(self.entry, job, log_path)
-        return _SpawnedWorker(job, log_path, self.options.nproc_per_node)
+            return _ForkedWorker(self.entry, job, log_path, self.echo)
+        return _SpawnedWorker(job, log_path, self.options.nproc_per_node, self.echo)
 
     def close(self) -> None:
         pass

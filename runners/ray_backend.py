@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from runners.processes import LaunchOptions, Outcome, spawn_worker, write_job
+from runners.processes import (STOP_GRACE_S, LaunchOptions, Outcome, kill_tree, spawn_worker,
+                               write_job)
 from workbench.spec import RunConfig
 
 __all__ = ["RayBackend", "run_trial_task", "LocalRay"]
@@ -37,19 +38,29 @@ def run_trial_task(job: Mapping[str, Any], log_path: str, nproc_per_node: int,
 
     The worker runs at `niceness` (the launcher's) when this process runs at a lower one.
     Cancelled gently (KeyboardInterrupt in the task), it passes SIGTERM on to the worker, which
-    then records its run as `interrupted`.
+    then records its run as `interrupted`, and kills it with everything it started after half
+    of STOP_GRACE_S (before the launcher, after STOP_GRACE_S, cancels the task by force, which
+    would leave the worker's children to live on); whatever the worker started dies when it
+    ends (its process group).
     """
     if niceness > os.nice(0):
         os.nice(niceness - os.nice(0))  # this task's worker process only serves this trial
     job_path = write_job(job)
     try:
-        proc = spawn_worker(job_path, nproc_per_node, Path(log_path))
+        proc, pump = spawn_worker(job_path, nproc_per_node, Path(log_path))
         try:
             returncode = proc.wait()
         except KeyboardInterrupt:
             proc.send_signal(signal.SIGTERM)
-            proc.wait()
+            try:
+                proc.wait(STOP_GRACE_S / 2)
+            except subprocess.TimeoutExpired:
+                kill_tree(proc.pid)
+                proc.wait()
             raise
+        finally:
+            kill_tree(proc.pid, reaped=proc.poll() is not None)
+            pump.finish()
         return {"returncode": returncode, "pid": proc.pid, "host": socket.gethostname()}
     finally:
         os.unlink(job_path)
@@ -175,11 +186,10 @@ class _RayTask:
         self.killed = True
         self.ray.cancel(self.ref, force=sig == signal.SIGKILL)
 
-    def wait(self) -> None:
-        try:
-            self.ray.get(self.ref)
-        except self.ray.exceptions.RayError:
-            pass
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds (None: no limit) for the task to end; whether it has."""
+        ready, _ = self.ray.wait([self.ref], timeout=timeout)
+        return bool(ready)
 
 
 class RayBackend:

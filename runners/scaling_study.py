@@ -96,6 +96,8 @@ def run_scaling(spec: ScalingSpec, store: Store, workers: int = 1, resume: bool 
     store.write_study_summary(spec.name, doc)  # the goal is readable while the study runs
     result = run_configs(plan_scaling(spec), store, spec.name, workers, resume, data_dir,
                          progress, hooks, allow_mixed_execution=allow_mixed_execution)
+    if result.no_space:  # the summary is written by the --resume that completes the study
+        return result
     store.write_study_summary(spec.name, {**doc, "wall_seconds": result.seconds,
                                           "planned": result.planned, "ran": result.succeeded,
                                           "failed": len(result.failed)})

@@ -145,7 +145,8 @@ def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, m
                      name=name, max_steps=max_steps, stop_on_target=False,
                      execution=execution or ExecutionOptions())
     keys = {c.trial_key for c in plan_study(spec, sources=sources)}
-    run_study(spec, store, workers=workers, resume=True, data_dir=data_dir, sources=sources)
+    run_study(spec, store, workers=workers, resume=True, data_dir=data_dir,
+              sources=sources).check_space()
     runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(DONE_STATUSES)]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")

@@ -9,6 +9,12 @@ writes the trial's run folder; a failure is recorded there. Started as `python -
 JOB.json` (the "spawn" start method, torchrun's ranks, Ray tasks) or forked from the launcher's
 fork server, which calls run_job; see runners/processes.py.
 
+A job may also say who launched it ("launched_by": "run" for `pacebench run`, recorded) and ask
+for its eval lines on the output ("hooks": {"show_evals": true}, which `pacebench run` shows).
+A worker stopped by a full disk prints one line, NO_SPACE_LINE + the folder, and exits with
+NO_SPACE_EXIT: the launcher reads the line from the output it holds in memory, so the reason is
+known even where the log cannot be written.
+
 Hooks (the job's "hooks", applied through loop.run's `should_stop` and `measure`, off the clock):
   "early_stop" = {"estimator", "eta"}: the early-stopping tuner (runners/early_stop.py); the
       job files of earlier versions call it "prune";
@@ -28,9 +34,13 @@ from runners.processes import die_with, name_process
 from workbench.catalog import get_workload
 from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import RunConfig
-from workbench.store import Store
+from workbench.store import Store, full_path, no_space
 
-__all__ = ["worker_main", "run_job", "make_hooks", "GoalStop", "Hooks"]
+__all__ = ["worker_main", "run_job", "make_hooks", "show_eval", "GoalStop", "Hooks",
+           "NO_SPACE_LINE", "NO_SPACE_EXIT"]
+
+NO_SPACE_LINE = "pacebench: no space left on "  # + the folder: a worker's last words on a full disk
+NO_SPACE_EXIT = 75  # its exit status then (sysexits' EX_TEMPFAIL: try again later)
 
 
 class GoalStop:
@@ -111,11 +121,23 @@ def _algorithm(config: RunConfig, job: Mapping[str, Any]):
     return algorithm
 
 
+def show_eval(row: dict) -> None:
+    """Print an eval row as `pacebench run` shows it: step, training seconds, metrics."""
+    metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
+    print(f"step {row['step']:>6}  train {row['train_seconds']:8.2f}s  {metrics}", flush=True)
+
+
+def _stopped(signum, frame) -> None:
+    """SIGTERM in a worker: the run ends `interrupted`, saying why."""
+    raise KeyboardInterrupt("SIGTERM: the launcher stopped this run")
+
+
 def run_job(job: Mapping[str, Any]) -> int:
-    """Run the job's trial; 0 when it ended complete or diverged, else 1 (its record says why)."""
+    """Run the job's trial; 0 when it ended complete or diverged, NO_SPACE_EXIT when a full disk
+    stopped it, else 1 (its record says why)."""
     from runners.loop import run
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM -> `interrupted`
+    signal.signal(signal.SIGTERM, _stopped)  # SIGTERM -> `interrupted`
     config = RunConfig.from_dict(job["config"])
     store = Store(job["store"])
     parallel, extra = None, {}
@@ -134,12 +156,18 @@ def run_job(job: Mapping[str, Any]) -> int:
     should_stop = hooks.should_stop
     if parallel is not None and should_stop is not None:
         should_stop = parallel.agree(should_stop)
+    show = (job.get("hooks") or {}).get("show_evals")
     try:
         run_id = run(config, store, data_dir=job["data_dir"], should_stop=should_stop,
                      measure=hooks.measure, launch_order=job.get("launch_order"),
-                     algorithm=_algorithm(config, job), **extra)
-    except Exception:
+                     algorithm=_algorithm(config, job), on_eval=show_eval if show else None,
+                     launched_by=job.get("launched_by"), **extra)
+    except Exception as err:
         import traceback
+        full = no_space(err)
+        if full is not None:  # not the run's fault; the launcher records it (see the doc)
+            print(f"{NO_SPACE_LINE}{full_path(full, job['store'])}", flush=True)
+            return NO_SPACE_EXIT
         traceback.print_exc()
         return 1
     finally:
@@ -150,7 +178,8 @@ def run_job(job: Mapping[str, Any]) -> int:
     if hooks.early_stop is not None:
         hooks.early_stop.record_verdict(run_id)
     status = store.run_doc(run_id)["status"]
-    print(f"{run_id}: {status}", flush=True)
+    if job.get("launched_by") != "run":  # (`pacebench run` says it itself)
+        print(f"{run_id}: {status}", flush=True)
     return 0 if status in DONE_STATUSES else 1
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import panel as pn
 import pytest
 import xarray as xr
@@ -13,7 +14,7 @@ import xarray as xr
 from workbench import query
 from workbench import records as R
 from workbench import scoring
-from workbench.testing import live_run, make_store
+from workbench.testing import live_run, make_store, markdown_text
 from workbench.views.leaderboard import Leaderboard, ratio_styles, score_frame, times_frame
 from workbench.views.profiles import profile_plot
 from workbench.views.selection import Selection
@@ -44,7 +45,7 @@ def test_filters_offer_every_value_and_select_all_but_one_hardware(two_studies):
     assert sel.studies == ["second", "synthetic"]
     assert sel.param.hardware.objects == ["other machine", "synthetic CPU x1"]
     assert sel.hardware == ["synthetic CPU x1"]  # 16 runs, against 2 on the other machine
-    assert sel.rulesets == ["external"]
+    assert sel.ruleset == "external" and sel.param.ruleset.objects == ["external"]
     assert set(sel.runs["algorithm"]) == {"fast", "slow"}
     from workbench.report import _filters_text
     assert _filters_text(sel) == " Shown: hardware synthetic CPU x1."  # a report says so
@@ -328,3 +329,228 @@ def test_a_served_refresh_reaches_the_page_in_one_message(tmp_path):
         app._refresh(sel)
     assert sel.algorithms == ["fast"] and held == ["combine", "combine"]
     assert doc.callbacks.hold_value is None  # released: the held changes are sent
+
+
+# -- one set of numbers: the dashboard reads a store as Results does ---------------------------
+def assert_dashboard_equals_results(sel, res, compare_pairs=(), tol=1e-9, **scope):
+    """Scores, score intervals, speedups and their intervals of `sel` (every filter open) equal
+    those of `res` (workbench.results.Results) with the same scope; so do the comparisons of
+    `compare_pairs` (ratio, interval, p-value, verdict, verdict by steps)."""
+    from workbench.views.compare import comparison
+    from workbench.views.leaderboard import score_intervals
+    from workbench.views.speedups import speedup_frame
+
+    axis = {"train_seconds": "train", "wall_seconds": "wall", "step": "steps"}[sel.time_axis]
+    result = res.score_result(**scope, time_axis=axis)
+    expected = result.table.set_index("algorithm")
+    shown = score_intervals(sel).set_index("algorithm")
+    assert list(shown.index) == list(expected.index)  # the same algorithms, in the same order
+    for column in ("score", "exact_score", "low", "high"):
+        np.testing.assert_allclose(shown[column].astype(float), expected[column].astype(float),
+                                   rtol=0, atol=tol, err_msg=column)
+    assert list(shown["studies"]) == list(expected["studies"])
+    assert list(shown["interval"]) == list(expected["interval"])
+    frame, reference, _ = result.speedups
+    assert sel.reference == reference
+    speedups = speedup_frame(sel).set_index("algorithm").reindex(frame.index)
+    for column in ("faster_by", "time_ratio", "low", "high"):
+        np.testing.assert_allclose(speedups[column].astype(float), frame[column].astype(float),
+                                   rtol=0, atol=tol, err_msg=column)
+    assert list(speedups["studies"]) == list(frame["studies"])
+    for a, b in compare_pairs:
+        assert_same_comparison(comparison(sel, a, b),
+                               res.compare_result(a, b, **scope, time_axis=axis).comparison,
+                               tol)
+
+
+def assert_same_comparison(shown, expected, tol=1e-9):
+    assert shown is not None
+    for field in ("a", "b", "verdict", "verdict_by_steps", "withheld", "warnings",
+                  "studies_needed", "left_out", "method"):
+        assert getattr(shown, field) == getattr(expected, field), field
+    for field in ("speedup", "low", "high", "p_value", "p_value_b",
+                  "probability_of_improvement"):
+        assert getattr(shown, field) == pytest.approx(getattr(expected, field), abs=tol,
+                                                      nan_ok=True), field
+    assert [r.workload for r in shown.per_workload] == [r.workload for r in expected.per_workload]
+    for mine, theirs in zip(shown.per_workload, expected.per_workload):
+        for field in ("ratio", "low", "high", "probability_of_improvement"):
+            assert getattr(mine, field) == pytest.approx(getattr(theirs, field), abs=tol), field
+
+
+def test_the_dashboard_shows_the_numbers_of_results_on_the_imported_v05_logs(algoperf_v05):
+    import workbench
+
+    sel = Selection(store_path=str(algoperf_v05.path))
+    assert sel.scope.studies == () and not sel.with_adhoc
+    assert_dashboard_equals_results(sel, workbench.open(algoperf_v05.path),
+                                    [("shampoo_submission", "baseline")])
+
+
+@pytest.fixture(scope="module")
+def own_study(tmp_path_factory):
+    """A small study of our own: three algorithms, 3 studies x 3 trials on two workloads and a
+    variant, one interrupted and one failed-then-resumed trial."""
+    path = tmp_path_factory.mktemp("own") / "store"
+    make_store(path, algorithms=("adamw", "heavy_ball", "nadamw"),
+               workloads=("digits_mlp", "digits_cnn", "digits_mlp_tanh"), studies=3, trials=3,
+               interrupted=1, failed=1, seed=3)
+    return path
+
+
+@pytest.mark.parametrize("axis", ["train_seconds", "step", "wall_seconds"])
+def test_the_dashboard_shows_the_numbers_of_results_on_a_study_of_our_own(own_study, axis):
+    import workbench
+
+    sel = Selection(store_path=str(own_study))
+    sel.time_axis = axis
+    assert_dashboard_equals_results(sel, workbench.open(own_study),
+                                    [("adamw", "heavy_ball"), ("nadamw", "adamw")])
+    assert "interrupted" in sel.counts("status")  # shown in the status line, not scored
+    assert sel.n_shown == sel.n_runs + 2  # the interrupted run, the failed first attempt
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    from workbench.testing import make_mixed_store
+
+    path = tmp_path_factory.mktemp("mixed") / "store"
+    make_mixed_store(path)
+    return path
+
+
+def test_a_mixed_store_is_read_through_its_scope(mixed):
+    from workbench.views.status import ScopeNotes, scope_notes
+
+    sel = Selection(store_path=str(mixed))
+    assert sel.ruleset == "external" and sel.param.ruleset.objects == ["external", "self"]
+    assert sel.studies == ["main", "wide"] and not sel.with_adhoc  # "adhoc": with_adhoc's
+    assert sel.algorithms == ["adamw", "heavy_ball [main]", "heavy_ball [wide]"]
+    assert set(sel.runs["ruleset"]) == {"external"} and "run" not in set(sel.runs["launched_by"])
+    assert sel.counts("status") == {"complete": 35, "failed": 1}  # the status line's
+    notes = scope_notes(sel)
+    assert any("left out 6 runs of the self ruleset" in n and 'pick self under "Ruleset"' in n
+               for n in notes)
+    assert any('left out 3 ad-hoc runs' in n and 'tick "ad-hoc runs"' in n for n in notes)
+    assert any("shown apart as heavy_ball [main], heavy_ball [wide]" in n for n in notes)
+    assert "trials of adamw with no finished attempt: 1 on mnist1d_mlp" in notes
+    shown = ScopeNotes(selection=sel, live=True)._notes
+    assert shown.visible and md("heavy_ball [main]") in shown.object  # escaped
+    assert "heavy_ball [main]" in markdown_text(shown.object)  # and read as written
+    report = markdown_text(ScopeNotes(selection=sel)._notes.object)
+    assert "--with-adhoc takes them in" in report  # a report names the flags
+
+
+def test_ticking_ad_hoc_runs_adds_each_as_a_trial_and_rulesets_never_mix(mixed):
+    import workbench
+
+    res = workbench.open(mixed)
+    sel = Selection(store_path=str(mixed))
+    assert_dashboard_equals_results(sel, res, [("adamw", "heavy_ball [main]")])
+    sel.with_adhoc = True
+    assert "adamw [adhoc]" in sel.algorithms and "adamw [main]" in sel.algorithms
+    trials = sel.cube["reached"].sel(algorithm="adamw [adhoc]", workload="mnist1d_mlp")
+    assert int(trials.notnull().sum()) == 3 and int(trials.sum()) == 3  # three trials, all hit
+    assert sel.counts("launched_by")["run"] == 3
+    assert_dashboard_equals_results(sel, res, [("adamw [adhoc]", "adamw [main]")],
+                                    with_adhoc=True)
+    sel.ruleset = "self"
+    assert sel.studies == ["self"] and sel.algorithms == ["adamw", "heavy_ball"]
+    assert set(sel.runs["ruleset"]) == {"self"} and set(sel.full_runs()["ruleset"]) == {"self"}
+    assert_dashboard_equals_results(sel, res, ruleset="self", with_adhoc=True)
+    sel.ruleset = "external"
+    assert set(sel.full_runs()["ruleset"]) == {"external"}
+    sel.studies = ["wide"]  # one study name: heavy_ball is one algorithm again, ad-hoc runs too
+    assert sel.algorithms == ["adamw", "heavy_ball"]
+    assert set(sel.full_runs()["study_name"]) == {"wide", "adhoc"}
+    assert_dashboard_equals_results(sel, res, studies=("wide", "adhoc"), with_adhoc=True)
+    sel.studies = []
+    assert sel.n_runs == 0 and sel.scores().empty
+
+
+def test_the_sidebar_offers_the_scope_only_where_there_is_a_choice(mixed, two_studies):
+    sel = Selection(store_path=str(mixed))
+    filters = Filters(selection=sel)
+    shown = {name: column.visible for name, column in filters._choices.items()}
+    assert shown["ruleset"] and shown["studies"] and shown["with_adhoc"]
+    sel.ruleset = "self"  # one study name and no ad-hoc run under it
+    assert not filters._choices["studies"].visible and not filters._choices["with_adhoc"].visible
+    other = Filters(selection=Selection(store_path=str(two_studies)))
+    assert not other._choices["ruleset"].visible and not other._choices["with_adhoc"].visible
+
+
+# -- one set of numbers on every surface: the CLI's JSON, Results, the dashboard, the report ---
+def _cli_json(capsys, *argv: str) -> dict:
+    from runners.cli import main
+
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _interval(low, high):
+    """An interval as the JSON gives it (rounded; None when there is none)."""
+    return None if not np.isfinite(low) else [round(float(low), 6), round(float(high), 6)]
+
+
+def assert_every_surface_agrees(path, pairs, capsys, ruleset=None, with_adhoc=False):
+    """`pacebench score --json` and `compare --json` print what Results gives, and the numbers
+    they print are those of the dashboard's Leaderboard and Compare tabs (a Selection with the
+    sidebar set to the same scope) and of the report's (report_selection, drawn as a report
+    draws them): scores, studies, intervals, speedups, and each comparison of `pairs`."""
+    import workbench
+    from workbench.compare import comparison_table
+    from workbench.report import report_selection
+    from workbench.views.compare import Compare, comparison
+    from workbench.views.leaderboard import score_intervals
+    from workbench.views.speedups import speedup_frame
+
+    scope = {"ruleset": ruleset, "with_adhoc": with_adhoc}
+    argv = ["--store", str(path)] + (["--ruleset", ruleset] if ruleset else []) \
+        + (["--with-adhoc"] if with_adhoc else [])
+    res = workbench.open(path)
+    score = _cli_json(capsys, "score", *argv)
+    assert score == res.score(**scope)
+    compared = {}
+    for a, b in pairs:
+        compared[a, b] = _cli_json(capsys, "compare", "--algorithms", f"{a},{b}", *argv)
+        assert compared[a, b] == res.compare(a, b, **scope)
+    dashboard = Selection(store_path=str(path))
+    dashboard.param.update(**{k: v for k, v in scope.items() if v})
+    report = report_selection(path, **scope)
+    for sel, options in ((dashboard, {"keep_columns": True, "live": True}), (report, {})):
+        board = Leaderboard(selection=sel, **options)._scores.value.set_index("algorithm")
+        assert list(board.index) == list(score["scores"])  # best first, everywhere
+        assert {a: round(float(v), 6) for a, v in board["score"].items()} == score["scores"]
+        assert {a: int(v) for a, v in board["studies"].items()} == score["studies"]
+        shown = score_intervals(sel).set_index("algorithm")  # what the interval column says
+        assert {a: _interval(r.low, r.high) for a, r in shown.iterrows()} == score["intervals"]
+        speedups = speedup_frame(sel).set_index("algorithm")
+        assert sel.reference == score["speedups"]["reference"]
+        assert {a: None if not np.isfinite(v) else round(float(v), 6)
+                for a, v in speedups["faster_by"].items()} == score["speedups"]["faster_by"]
+        assert {a: _interval(r.low, r.high) for a, r in speedups.iterrows()} == \
+            score["speedups"]["intervals"]
+        for (a, b), expected in compared.items():
+            result = comparison(sel, a, b)
+            assert {k: expected[k] for k in result.to_json()} == result.to_json()
+        if sel is dashboard:  # the Compare tab, with A and B picked, shows that comparison
+            for a, b in pairs:
+                view = Compare(selection=sel, a=a, b=b, live=True)
+                assert view._text.object and (view.a, view.b) == (a, b)
+                pd.testing.assert_frame_equal(view._table.value, comparison_table(
+                    res.compare_result(a, b, **scope).comparison, names=False))
+
+
+def test_every_surface_shows_one_set_of_numbers_on_the_imported_v05_logs(algoperf_v05, capsys):
+    assert_every_surface_agrees(algoperf_v05.path, [("shampoo_submission", "baseline")],
+                                capsys)
+
+
+def test_every_surface_shows_one_set_of_numbers_on_a_study_of_our_own(own_study, capsys):
+    assert_every_surface_agrees(own_study, [("adamw", "heavy_ball")], capsys)
+
+
+def test_every_surface_shows_one_set_of_numbers_read_with_the_scope_flags(mixed, capsys):
+    assert_every_surface_agrees(mixed, [("heavy_ball", "adamw")], capsys, ruleset="self",
+                                with_adhoc=True)

@@ -13,10 +13,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 
 from runners.launch import run_configs
 from runners.processes import PROCESS_NAME, LaunchOptions
+from runners.scheduler import watchdog_seconds
 from workbench import query
 from workbench import records as R
 from workbench.catalog import get_workload
@@ -65,6 +67,45 @@ def test_resume_leaves_alone_a_trial_that_another_launcher_is_running(tmp_path):
 
 
 WATCHDOG_S = 8.0  # the quick trial takes about 1 s, the endless one would take hours
+HOSTILE = Path(__file__).parent / "fixtures" / "hostile_algorithms.py"  # plug-ins that misbehave
+
+
+def test_every_attempt_has_a_watchdog_of_three_budgets_and_a_minute_by_default():
+    config = RunConfig(workload="synthetic", algorithm="adamw")  # a budget of 30 s
+    assert watchdog_seconds(config, LaunchOptions()) == 3 * 30 + 60
+    longer = RunConfig(workload="synthetic", algorithm="adamw", budget_multiplier=2.0)
+    assert watchdog_seconds(longer, LaunchOptions()) == 3 * 60 + 60
+    assert watchdog_seconds(config, LaunchOptions(trial_timeout=7.0)) == 7.0
+    for bad in (float("nan"), float("inf"), 0.0, -1.0):
+        with pytest.raises(ValueError, match="--trial-timeout must be a finite number"):
+            LaunchOptions(trial_timeout=bad).check()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (gone, or a zombie waiting for its parent)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.slow
+def test_pacebench_run_trains_in_a_worker_that_its_watchdog_kills_with_what_it_started(
+        tmp_path, monkeypatch, capsys):
+    """A plug-in whose step() starts `sleep 1000` and sleeps forever: `pacebench run` is
+    bounded too (here by --trial-timeout 3), its run `failed` with the reason, and the
+    subprocess is gone with it."""
+    from runners.cli import main
+
+    monkeypatch.setenv("PACEBENCH_TEST_OUT", str(tmp_path))
+    assert main(["run", "--workload", "synthetic", "--algorithm", f"{HOSTILE}:Sleeper",
+                 "--trial-timeout", "3", "--store", str(tmp_path / "s"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert ": failed (watchdog: no result after 3 s wall clock, killed) in store" in err
+    (child,) = tmp_path.glob("child-*")
+    assert _gone(int(child.read_text()))
+    (run,) = query.runs_frame(open_store(tmp_path / "s")).itertuples()
+    assert (run.status, run.launched_by) == ("failed", "run")
 
 
 @pytest.mark.slow
@@ -82,7 +123,7 @@ def test_watchdog_kills_an_overlong_trial_and_the_study_goes_on(tmp_path):
     assert f"watchdog: no result after {WATCHDOG_S:g} s" in result.failed[0]
     runs = query.runs_frame(store).set_index("trial")
     assert runs.loc[0, "status"] == "complete"
-    assert runs.loc[1, "status"] == "interrupted"
+    assert runs.loc[1, "status"] == "failed"  # the run's doing: --resume runs it again
     assert runs.loc[1, "stop_reason"].startswith("watchdog")
     assert took < WATCHDOG_S + 30.0  # killed on time, not at the end of its budget
 
@@ -242,3 +283,103 @@ def test_one_study_launched_twice_at_once_runs_each_trial_once(tmp_path):
     assert set(runs.status) <= set(R.DONE_STATUSES)
     ran = [int(re.search(r"(\d+) ran", out).group(1)) for out in outputs]
     assert sum(ran) == trials, outputs  # shared between them, none twice
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_study_within_10_s_whatever_its_plug_ins_do(tmp_path):
+    """Three hostile plug-ins run at once: one sleeps in step() with a subprocess (`sleep
+    1000`) of its own, one catches every exception (KeyboardInterrupt and SystemExit too) in a
+    loop, one printed 50 MB first. A terminal's Ctrl-C (SIGINT to the launcher's process group)
+    ends the launcher within 10 s with a one-line summary; every run is `interrupted`, the
+    printer's log is capped, and no process is left (the fork server ends a moment after)."""
+    out, root = tmp_path / "out", tmp_path / "store"
+    out.mkdir()
+    plugins = ",".join(f"{name.lower()}={HOSTILE}:{name}" for name in ("Sleeper", "Stubborn",
+                                                                       "Loud"))
+    cmd = [sys.executable, "-m", "runners.cli", "study", "--workloads", "synthetic",
+           "--algorithms", plugins, "--ruleset", "self", "--workers", "3", "--name", "h",
+           "--store", str(root), "--quiet"]
+    launcher = subprocess.Popen(cmd, env={**os.environ, "PACEBENCH_TEST_OUT": str(out)},
+                                start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while len(list(out.glob("in-step-*"))) < 3:  # each plug-in is in its step()
+        assert launcher.poll() is None and time.monotonic() < deadline, launcher.stderr.read()
+        time.sleep(0.1)
+    descendants = [p.pid for p in psutil.Process(launcher.pid).children(recursive=True)]
+    t0 = time.monotonic()
+    os.killpg(launcher.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    assert launcher.wait(30) == 130
+    took = time.monotonic() - t0
+    err = launcher.stderr.read()
+    assert took < 10.0, f"{took:.1f} s"
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("3 trials planned, 0 already done, 0 ran, 0 failed, 3 interrupted, "
+                          "0 not started (stopped: interrupted by Ctrl-C or SIGTERM; "), err
+    runs = query.runs_frame(open_store(root))
+    assert sorted(runs.status) == ["interrupted"] * 3
+    (child,) = out.glob("child-*")
+    assert _gone(int(child.read_text()))  # the Sleeper's subprocess died with its worker
+    while not all(_gone(pid) for pid in descendants):
+        assert time.monotonic() - t0 < 30, [p for p in descendants if not _gone(p)]
+        time.sleep(0.1)
+    left_s = time.monotonic() - t0
+    (loud,) = [p for p in (root / "logs").iterdir() if p.stat().st_size > 1 << 20]
+    text = loud.read_bytes()
+    assert 4 << 20 < len(text) < (4 << 20) + 300  # 50 MB printed: the first and last 2 MiB
+    assert re.search(rb"\n\[pacebench: 4[0-9],[0-9,]+ bytes of this attempt's output dropped "
+                     rb"here; the log keeps its first 2 MiB and its last 2 MiB\]\n", text)
+    print(f"\nCtrl-C: the launcher exited {took:.1f} s after SIGINT, its last descendant was "
+          f"gone after {left_s:.1f} s")
+
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    """A 3 MB tmpfs (mounting needs root, else the test is skipped)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_mid_study_stops_it_cleanly_and_resume_completes_it(
+        small_disk, tmp_path, monkeypatch, capsys):
+    """A study on a 3 MB disk that one of its trials fills: the launch starts nothing more,
+    records that trial `interrupted` with "no space left on <store>", prints its summary and
+    exits 1 naming the store; relaunched while the disk is still full it fails in one line and
+    writes nothing; once space is freed, --resume completes every trial once."""
+    from runners.cli import main
+
+    root = small_disk / "store"
+    monkeypatch.setenv("PACEBENCH_TEST_OUT", str(tmp_path))
+    monkeypatch.setenv("PACEBENCH_TEST_FILL", str(small_disk / "filler"))
+    argv = ["study", "--workloads", "synthetic", "--algorithms",
+            f"sgd_nesterov,filler={HOSTILE}:Filler", "--ruleset", "self", "--studies", "2",
+            "--max-steps", "20", "--name", "full", "--store", str(root), "--quiet"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert f"(stopped: no space left on {root}; --resume runs them)" in out
+    assert err.startswith(f"error: no space left on {root}: ") and err.count("\n") == 1, err
+    runs = query.runs_frame(open_store(root))
+    filler = runs[runs.algorithm == "filler"]
+    assert list(filler.status) == ["interrupted"]
+    assert list(filler.stop_reason) == [f"no space left on {root}"]
+    assert not (set(runs.status) - {"complete", "interrupted"})
+    folders = sorted((root / "runs").iterdir())
+
+    assert main(argv + ["--resume"]) == 1  # still full: one line naming the store
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: no space left on the device of {root} "), err
+    assert err.count("\n") == 1 and sorted((root / "runs").iterdir()) == folders
+
+    (small_disk / "filler").unlink()
+    assert main(argv + ["--resume"]) == 0, capsys.readouterr()
+    runs = query.runs_frame(open_store(root))
+    done = runs[runs.status.isin(R.DONE_STATUSES)]
+    assert len(done) == done.trial_key.nunique() == 4
+    assert all(any(p.iterdir()) for p in (root / "runs").iterdir())  # no empty folders

@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
+import stat
 import warnings
 from pathlib import Path
 
@@ -132,7 +134,26 @@ CASES = {
     "meta a list": (lambda root: (trial(root, "mallory") / "meta_data_0.json").write_text(
         "[1, 2]"), "expected a JSON object"),
     "meta a folder": (lambda root: _folder(trial(root, "mallory") / "meta_data_0.json"),
-                      "meta_data_0.json: cannot be read"),
+                      "meta_data_0.json: not a regular file (a folder)"),
+    # Files that are no regular files: opening or reading one would block (a FIFO with no
+    # writer) or talk to a device; each is refused without being opened.
+    "hparams a FIFO": (lambda root: _special(trial(root, "mallory") / "hparams.json", "fifo"),
+                       "hparams.json: not a regular file (a FIFO)"),
+    "meta a FIFO": (lambda root: _special(trial(root, "mallory") / "meta_data_0.json", "fifo"),
+                    "meta_data_0.json: not a regular file (a FIFO)"),
+    "eval log a FIFO": (lambda root: _special(
+        trial(root, "mallory") / "eval_measurements.csv", "fifo"),
+        "eval_measurements.csv: not a regular file (a FIFO)"),
+    "eval log a link to a FIFO": (lambda root: _link(
+        _special(trial(root, "mallory") / "pipe", "fifo"),
+        root / "mallory/study_0/wa_jax/trial_1/eval_measurements.csv"),
+        "eval_measurements.csv: not a regular file (a FIFO)"),
+    "hparams a socket": (lambda root: _special(
+        trial(root, "mallory") / "hparams.json", "socket"),
+        "hparams.json: not a regular file (a socket)"),
+    "meta a character device": (lambda root: _special(
+        trial(root, "mallory") / "meta_data_0.json", "device"),
+        "meta_data_0.json: not a regular file (a character device)"),
     "hparams nested 5,000 deep": (lambda root: (trial(root, "mallory") / "hparams.json")
                                   .write_text(nested(5000)), "hparams.json"),
     "hparams nested 50 deep": (lambda root: (trial(root, "mallory") / "hparams.json")
@@ -148,12 +169,18 @@ CASES = {
     "meta a link out of the tree": (lambda root: _link(
         _outside_file(root), trial(root, "mallory") / "meta_data_0.json"),
         "link out of the log tree"),
+    # mallory_x (an exact name) is imported, "mallory x" (cleaned to it) refused
     "names that clean up alike": (lambda root: (trial(root, "mallory x"),
-                                                trial(root, "mallory_x")), "same run ids"),
+                                                trial(root, "mallory_x")),
+                                  "its name cleans to 'mallory_x', which the folder "
+                                  "'mallory_x' has"),
     "accented names that clean up alike": (lambda root: (trial(root, "mallöry"),
                                                          trial(root, "mallüry")), "same run ids"),
-    "a name the store holds for another submission": (lambda root: trial(root, "alpha x"),
-                                                      "which the store holds"),
+    "a name the store holds for another submission": (
+        lambda root: trial(root, "alpha x"),
+        "its name cleans to 'alpha_x', which the store's submission 'alpha_x' has"),
+    "a cleaned name the store holds, then its exact name": (
+        lambda root: trial(root, "alpha_y"), "which the store holds for submission 'alpha y'"),
     "trials disagreeing on the budget": (lambda root: trial(
         root, "mallory", meta={**META, "workload.max_allowed_runtime_sec": 5}),
         "trials disagree"),
@@ -163,6 +190,20 @@ CASES = {
 def _folder(path: Path) -> None:
     path.unlink()
     path.mkdir()
+
+
+def _special(path: Path, kind: str) -> Path:
+    """Make `path` a FIFO, a Unix socket or a character device (/dev/null's numbers)."""
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        os.mknod(path, 0o600 | stat.S_IFSOCK)
+    elif os.geteuid() == 0:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    else:
+        pytest.skip("making a device file needs root")
+    return path
 
 
 def _outside_trial(root: Path) -> Path:
@@ -182,6 +223,7 @@ def clean(tmp_path_factory):
     report = import_algoperf(root / "logs", root / "store", root / "targets.json")
     assert report.problems == [] and report.imported == 4
     trial(root / "logs2", "alpha_x")  # a run id for the case "alpha x" to clash with
+    trial(root / "logs2", "alpha y")  # ... and a cleaned name for "alpha_y"
     assert import_algoperf(root / "logs2", root / "store", root / "targets.json").problems == []
     return root, _scores(root / "store")
 
@@ -194,6 +236,7 @@ def _scores(store: Path) -> dict:
     return {a: (result["scores"][a], result["time_to_target"][a]) for a in ("alpha", "beta")}
 
 
+@pytest.mark.timeout(300, method="thread")  # a FIFO that blocks the import ends the session
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_hostile_trial_is_a_problem_and_moves_no_other_score(clean, tmp_path, case, capsys):
     root, scores = clean
@@ -253,3 +296,43 @@ def test_a_non_finite_metric_reads_as_nan_and_never_meets_a_target(clean, tmp_pa
     run = query.runs_frame(open_store(store)).set_index("algorithm").loc["mallory"]
     assert not run.reached_target and run.best_validation != float("-inf")
     assert _scores(store) == scores
+
+
+def test_a_cleaned_name_never_displaces_the_exact_one(clean, tmp_path, capsys):
+    """'gamma submission' beside the real 'gamma_submission' (both map to one run id): the
+    real one is imported and the other refused, naming it; every submission's score is what
+    it is without the stray folder (scores are relative to the pool, so a vanished
+    submission would move them all)."""
+    root, _ = clean
+    gamma = {"wa": [(1, 5.0, 0.5), (20, 30.0, 0.95)], "wb": [(1, 5.0, 0.9), (10, 70.0, 0.3)]}
+    stores = {}
+    for case, stray in (("alone", False), ("beside", True)):
+        store, logs = tmp_path / case / "store", tmp_path / case / "logs"
+        shutil.copytree(root / "store", store)
+        for workload, rows in gamma.items():
+            trial(logs, "gamma_submission", workload, rows)
+            if stray:
+                trial(logs, "gamma submission", workload, MISS[workload])
+        code = main(["import-algoperf", str(logs), "--store", str(store),
+                     "--targets", str(root / "targets.json")])
+        problems = [line for line in capsys.readouterr().err.splitlines()
+                    if line.startswith("problem: ")]
+        stores[case] = store
+        assert (code, len(problems)) == ((1, 1) if stray else (0, 0)), problems
+    assert problems[0].endswith("gamma submission: its name cleans to 'gamma_submission', "
+                                "which the folder 'gamma_submission' has; not imported: rename "
+                                "the folder so that its name differs in letters, digits, '.', "
+                                "'_' or '-'")
+    runs = query.runs_frame(open_store(stores["beside"]))
+    assert sorted(runs[runs.algorithm.str.startswith("gamma")].algorithm) == \
+        ["gamma_submission"] * 2
+    out = io.StringIO()
+    scores = {}
+    for case, store in stores.items():
+        with contextlib.redirect_stdout(out):
+            assert main(["score", "--store", str(store), "--json"]) == 0
+        scores[case] = json.loads(out.getvalue())
+        out.truncate(0), out.seek(0)
+    assert scores["beside"]["scores"] == scores["alone"]["scores"]
+    assert set(scores["beside"]["scores"]) == {"alpha", "alpha_x", "alpha y", "beta",
+                                               "gamma_submission"}

@@ -118,3 +118,50 @@ def test_the_cli_says_what_a_bad_plugin_is_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code != 0 and "plug-in file not found" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+class _Quit(BaseException):
+    """What a plug-in's top level may raise that is no Exception."""
+
+
+RAISING = {  # the plug-in file's top level, and what its one line must name
+    "sys.exit(0)": ("import sys\nsys.exit(0)\n", "SystemExit"),
+    "SystemExit('bye')": ("raise SystemExit('bye')\n", "SystemExit: bye"),
+    "a BaseException": ("import test_plugins\nraise test_plugins._Quit('quit')\n",
+                        "_Quit: quit"),
+}
+
+
+@pytest.mark.parametrize("top", list(RAISING))
+@pytest.mark.parametrize("how", ["study --algorithms FILE", "run --algorithm FILE",
+                                 "study --workloads FILE", "run --algorithm MODULE",
+                                 "run --algoperf-submission FILE"])
+def test_a_plugin_whose_import_raises_anything_is_one_line_and_exit_2(tmp_path, monkeypatch,
+                                                                     capsys, top, how):
+    """A plug-in file whose top level raises SystemExit (sys.exit(0) included) or another
+    BaseException stops the command with one line naming the file and what it raised, exit
+    status 2, before anything runs."""
+    source, named = RAISING[top]
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # `import test_plugins` above
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / f"quitter_{abs(hash((top, how)))}.py"
+    path.write_text(source)
+    store = tmp_path / "store"
+    spec = {"FILE": f"{path}:Opt", "MODULE": f"{path.stem}:Opt"}
+    command, flag, what = how.split()
+    argv = [command, flag, str(path) if "algoperf" in flag else spec[what]]
+    argv += ["--workload" if command == "run" else "--workloads", "synthetic"] \
+        if "workload" not in flag else ["--algorithms", "adamw"]
+    code = main([*argv, "--max-steps", "5", "--quiet", "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert named in err and path.name in err
+    assert not (store / "runs").exists() or not any((store / "runs").iterdir())
+
+
+def test_ctrl_c_while_a_plugin_imports_still_stops_the_command(tmp_path):
+    path = tmp_path / "interrupted.py"
+    path.write_text("raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        plugins.import_object(f"{path}:Opt")

@@ -58,7 +58,8 @@ def test_filters_narrow_the_selection(store):
 @pytest.mark.parametrize("filters, wrong, valid", [
     ({"algorithms": "alg_fast,adamw"}, "'adamw'", "alg_fast, alg_mid, alg_slow"),
     ({"workloads": ["cifar"]}, "'cifar'", "digits_cnn, digits_mlp"),
-    ({"rulesets": "selff"}, "'selff'", "external"),
+    ({"ruleset": "selff"}, "'selff'", "external"),
+    ({"studies": "nope"}, "'nope'", "synthetic"),
     ({"algorithms": []}, "(none given)", "alg_fast, alg_mid, alg_slow"),
 ])
 def test_a_bad_filter_value_names_the_valid_ones(store, tmp_path, filters, wrong, valid):
@@ -82,6 +83,51 @@ def test_cli_rejects_a_bad_filter(store, tmp_path, capsys):
     assert main(["report", "--store", str(store), "--out", str(tmp_path / "r.html"),
                  "--algorithms", "alg_fast,nope"]) == 2
     assert "unknown algorithms 'nope'" in capsys.readouterr().err
+
+
+def test_the_report_reads_the_ruleset_studies_and_ad_hoc_runs_asked_for(tmp_path):
+    from workbench.report import _filters_text
+    from workbench.testing import make_mixed_store
+
+    make_mixed_store(tmp_path / "mixed")
+    default = report_selection(tmp_path / "mixed")  # as every analysis reads it by default
+    assert (default.ruleset, default.studies, default.with_adhoc) == ("external",
+                                                                       ["main", "wide"], False)
+    assert "launched_by" in default.runs and "run" not in set(default.runs["launched_by"])
+    assert _filters_text(default) == " Shown: ruleset external."
+    own = report_selection(tmp_path / "mixed", ruleset="self")
+    assert set(own.full_runs()["ruleset"]) == {"self"} and own.algorithms == ["adamw",
+                                                                              "heavy_ball"]
+    wide = report_selection(tmp_path / "mixed", studies="wide", with_adhoc=True)
+    assert set(wide.full_runs()["study_name"]) == {"wide", "adhoc"}
+    assert "studies wide" in _filters_text(wide) and "ad-hoc runs taken in" in _filters_text(wide)
+    with pytest.raises(ValueError, match="adhoc: ad-hoc runs, not a study: take them in with "
+                                         "with_adhoc"):
+        report_selection(tmp_path / "mixed", studies="adhoc")
+    with pytest.warns(FutureWarning, match="rulesets= is deprecated"):
+        assert report_selection(tmp_path / "mixed", rulesets="self").ruleset == "self"
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="reads one ruleset"):
+        report_selection(tmp_path / "mixed", rulesets="external,self")
+
+
+def test_cli_report_passes_the_scope_flags_and_maps_the_old_rulesets_flag(store, tmp_path,
+                                                                          capsys, monkeypatch):
+    import workbench.report
+
+    asked = []
+    monkeypatch.setattr(workbench.report, "write_report",
+                        lambda store, out, **kwargs: asked.append(kwargs) or out)
+    out = ["report", "--store", str(store), "--out", str(tmp_path / "r.html")]
+    assert main([*out, "--ruleset", "self", "--study", "a", "--study", "b", "--with-adhoc"]) == 0
+    assert {k: asked[-1][k] for k in ("ruleset", "studies", "with_adhoc")} == {
+        "ruleset": "self", "studies": ["a", "b"], "with_adhoc": True}
+    assert main(out) == 0 and asked[-1]["studies"] is None and not asked[-1]["with_adhoc"]
+    capsys.readouterr()
+    assert main([*out, "--rulesets", "external"]) == 0 and asked[-1]["ruleset"] == "external"
+    assert "warning: --rulesets is deprecated and goes in the next release; use --ruleset" in \
+        capsys.readouterr().err
+    assert main([*out, "--rulesets", "external,self"]) == 2
+    assert "a report reads one ruleset" in capsys.readouterr().err and len(asked) == 3
 
 
 # -- figures ---------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The results store: layout, crash-safe writes, attempts, sealing and liveness."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -273,3 +274,136 @@ def test_study_documents_and_other_files_live_where_the_store_says(tmp_path):
     assert store.early_stop_docs("none") == []
     for path in (store.log_path("../up", "k1"), store.checkpoint_path("k1")):
         assert tmp_path in path.parents  # a hostile study name stays inside the store
+
+
+class _FakeProcess:
+    """psutil.Process over a table {pid: (seconds after boot it started, status)}."""
+
+    table: dict[int, tuple[float, str]] = {}
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+        if pid not in self.table:
+            raise psutil.NoSuchProcess(pid)
+        self.pid = pid
+
+    def create_time(self) -> float:
+        return 1_000_000.0 + self.table[self.pid][0]  # boot at 1e6 s after the epoch
+
+    def status(self) -> str:
+        return self.table[self.pid][1]
+
+
+def test_the_liveness_of_a_local_run_is_what_psutil_says(tmp_path, monkeypatch):
+    """A `running` run of this host is alive while psutil shows its process, started when the
+    run document says; a reused pid, a zombie or no process at all reads `interrupted`."""
+    import psutil
+
+    import workbench.store as store_module
+    monkeypatch.setattr(store_module.psutil, "Process", _FakeProcess)
+    monkeypatch.setattr(store_module.psutil, "boot_time", lambda: 1_000_000.0)
+    pid = os.getpid()
+    monkeypatch.setattr(_FakeProcess, "table", {pid: (12.5, psutil.STATUS_RUNNING)})
+    store = open_store(tmp_path, create=True)
+    run_id = store.new_run(_doc()).run_id
+    assert store.run_doc(run_id)["status"] == "running"
+    # the clock was set back an hour: wall-clock start and boot time move together
+    monkeypatch.setattr(store_module.psutil, "boot_time", lambda: 1_000_000.0 - 3600.0)
+    monkeypatch.setattr(_FakeProcess, "create_time",
+                        lambda self: 1_000_000.0 - 3600.0 + self.table[self.pid][0])
+    assert store.run_doc(run_id)["status"] == "running"
+    for now in ({pid: (99.0, psutil.STATUS_RUNNING)},  # the pid now names another process
+                {pid: (12.5, psutil.STATUS_ZOMBIE)},   # ended, not yet reaped
+                {}):                                   # gone
+        monkeypatch.setattr(_FakeProcess, "table", now)
+        assert store.run_doc(run_id)["status"] == "interrupted", now
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_a_running_document_of_an_earlier_version_still_reads_alive(tmp_path):
+    """Run documents written before psutil recorded the start in clock ticks (/proc)."""
+    store = open_store(tmp_path, create=True)
+    writer = store.new_run(_doc())
+    ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    doc = json.loads((store.runs_dir / writer.run_id / R.RUN_DOC).read_text())
+    doc["process"] = {"host": doc["process"]["host"], "pid": os.getpid(), "start_ticks": ticks}
+    atomic_write_json(store.runs_dir / writer.run_id / R.RUN_DOC, doc)
+    assert store.run_doc(writer.run_id)["status"] == "running"
+    doc["process"]["start_ticks"] = ticks + 1000  # another process of this pid
+    atomic_write_json(store.runs_dir / writer.run_id / R.RUN_DOC, doc)
+    assert store.run_doc(writer.run_id)["status"] == "interrupted"
+
+
+def test_sealing_makes_the_parquet_file_durable_before_it_drops_the_rows(tmp_path, monkeypatch):
+    """Sealing writes the Parquet file, fsyncs it and its folder, and only then removes the
+    JSON-lines rows: a crash at any moment leaves the rows in one file or the other."""
+    import workbench.store as store_module
+
+    store = open_store(tmp_path, create=True)
+    writer = store.new_run(_doc())
+    writer.append_eval(_eval(0, 0.5))
+    run_dir = store.runs_dir / writer.run_id
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace, real_unlink = os.fsync, os.replace, Path.unlink
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))))
+        real_fsync(fd)
+
+    def replace(src, dst) -> None:
+        events.append(("replace", os.path.basename(dst)))
+        real_replace(src, dst)
+
+    def unlink(path: Path, missing_ok: bool = False) -> None:
+        events.append(("unlink", path.name))
+        real_unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(store_module.os, "fsync", fsync)
+    monkeypatch.setattr(store_module.os, "replace", replace)
+    monkeypatch.setattr(Path, "unlink", unlink)
+    writer.finish("complete")
+    monkeypatch.undo()
+    live = events.index(("unlink", R.EVALS_LIVE))
+    before = events[:live]
+    sealed = before.index(("replace", R.EVALS_SEALED))
+    assert any(kind == "fsync" and name.startswith(f".{R.EVALS_SEALED}")
+               for kind, name in before[:sealed]), events  # the file, before its rename
+    assert ("fsync", run_dir.name) in before[sealed:], events  # its folder, after the rename
+    assert pq.read_table(run_dir / R.EVALS_SEALED).num_rows == 1
+
+
+def _full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_store_with_no_room_for_the_reserve_is_refused_naming_it(tmp_path, monkeypatch):
+    """A launcher takes its space reserve first: on a full disk it fails naming the store,
+    before anything is written, and the reserve leaves no file behind either way."""
+    store = open_store(tmp_path / "s", create=True)
+    before = sorted(store.root.iterdir())
+    reserve = store.reserve_space(4096)
+    assert sorted(store.root.iterdir()) == before and reserve.release()
+    assert not reserve.release()  # once
+    monkeypatch.setattr(os, "write", _full)
+    with pytest.raises(OSError) as err:
+        store.reserve_space()
+    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, str(store.root))
+    assert sorted(store.root.iterdir()) == before
+
+
+def test_a_run_stopped_by_a_full_disk_is_interrupted_and_leaves_no_empty_folder(tmp_path,
+                                                                                 monkeypatch):
+    store = open_store(tmp_path / "s", create=True)
+    with pytest.raises(RuntimeError):
+        with store.new_run(_doc("k1")):
+            try:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            except OSError:
+                raise RuntimeError("a write failed")  # raised while handling it: still seen
+    (doc,) = store.documents()
+    assert (doc["status"], doc["stop_reason"]) == ("interrupted",
+                                                   f"no space left on {store.root}")
+    monkeypatch.setattr("workbench.store.atomic_write_json", _full)
+    with pytest.raises(OSError):
+        store.new_run(_doc("k2"))
+    assert [p.name for p in store.runs_dir.iterdir()] == [doc["run_id"]]

@@ -384,11 +384,11 @@ def test_curve_rows_are_read_once_for_every_setting_of_the_algorithms(imported, 
     from workbench import query
     import workbench.views.curves as curves_module
 
-    import workbench.views.selection as selection_module
+    import workbench.views.reading as reading_module
     from workbench.views.cache import SharedCache
 
     monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 3)  # wa: one run per algorithm
-    monkeypatch.setattr(selection_module, "SHARED", SharedCache())  # nothing computed yet
+    monkeypatch.setattr(reading_module, "SHARED", SharedCache())  # nothing computed yet
     reads = []
 
     def counted(read):
@@ -522,3 +522,112 @@ def test_live_plots_redraw_in_place_with_step_corners_and_stacked_areas():
     losses.draw([("a", "red", [1, 2], [1.0, 1e-4])], "loss", yticks=[1e-4, 0.01, 1.0])
     assert losses.figure.yaxis[0].major_label_overrides == {1e-4: "0.0001", 0.01: "0.01",
                                                              1.0: "1"}
+
+
+# -- a dashboard that cannot draw says why on the page ---------------------------------------
+class _Broken(Leaderboard):
+    """A view whose drawing raises (with markup in its message, as a store's name could)."""
+
+    def _update(self) -> None:
+        raise RuntimeError("cube <b>exploded</b>\nsecond line")
+
+
+def test_a_view_that_raises_shows_one_line_why_and_logs_the_traceback(selection, caplog,
+                                                                      monkeypatch):
+    from workbench.views.registry import with_csv_download
+
+    monkeypatch.delenv("PACEBENCH_DEBUG", raising=False)
+    with caplog.at_level("ERROR", logger="workbench.views"):
+        view = _Broken(selection=selection)
+    assert view.failure.visible and view.failure.alert_type == "danger"
+    text = markdown_text(view.failure.object)
+    assert text.startswith("The _Broken view could not be drawn: RuntimeError: cube "
+                           "<b>exploded</b>. Try other filters") and "\n" not in text
+    assert "second line" not in text and "Traceback" not in text
+    assert "<b>" not in view.failure.object  # the message is escaped
+    assert "Traceback" in caplog.text and "_Broken could not be drawn" in caplog.text
+    assert any(a is view.failure for a in
+               with_csv_download("Broken", view, embed=False).select(pn.pane.Alert))
+    monkeypatch.setenv("PACEBENCH_DEBUG", "1")
+    view = _Broken(selection=selection)
+    assert "Traceback (most recent call last)" in view.failure.object
+    assert "&lt;b&gt;exploded" in view.failure.object
+
+
+def test_a_view_that_cannot_be_made_leaves_the_other_tabs(selection, monkeypatch, caplog):
+    from workbench.views import registry
+
+    def broken(**_):
+        raise ValueError("no such thing")
+    entries = list(registry.VIEWS)
+    entries[1] = registry.ViewEntry("studies", "Studies", broken)
+    monkeypatch.setattr(registry, "VIEWS", tuple(entries))
+    with caplog.at_level("ERROR", logger="workbench.views"):
+        tabs = registry.view_tabs(selection)  # a report: every view made now
+    alert = tabs[1]
+    assert isinstance(alert, pn.pane.Alert)
+    assert markdown_text(alert.object).startswith(
+        "The Studies view could not be drawn: ValueError: no such thing.")
+    assert tabs[0].select(pn.widgets.Tabulator)  # the leaderboard drew
+    dynamic = registry.view_tabs(selection, dynamic=True)
+    dynamic.active = 1  # opening the tab shows the alert; going back still works
+    assert isinstance(dynamic[1].objects[0], pn.pane.Alert)
+    dynamic.active = 0
+    assert "ValueError: no such thing" in caplog.text
+
+
+def test_a_page_that_cannot_be_built_is_an_alert_not_a_blank_page(store_path, monkeypatch,
+                                                                  caplog):
+    import workbench.app as app
+
+    def fail(*_args, **_kwargs):
+        raise KeyError("algorithm")
+    monkeypatch.setattr(app, "Selection", fail)
+    with caplog.at_level("ERROR", logger="workbench.views"):
+        page = app.serve_page(store_path)
+    alert = page.select(pn.pane.Alert)[0]
+    text = markdown_text(alert.object)
+    assert text.startswith(f"The dashboard over {store_path} could not be drawn: KeyError: "
+                           "'algorithm'.") and f"pacebench score --store {store_path}" in text
+    assert "Traceback" in caplog.text
+
+
+# -- a view in a notebook ----------------------------------------------------------------------
+def test_a_notebook_view_carries_a_static_copy_of_its_tables_and_plots(tmp_path):
+    import workbench
+    from workbench.testing import hostile, make_hostile_store
+
+    make_hostile_store(tmp_path / "h", workloads=("digits_mlp",), studies=1, trials=2)
+    res = workbench.open(tmp_path / "h")
+    view = res.view("Leaderboard")
+    data, metadata = view._repr_mimebundle_()
+    page = data["text/html"]
+    assert "application/vnd.holoviews_exec.v0+json" in data  # still live in JupyterLab
+    static = page[page.index('class="pb-static"'):]
+    name = html.escape(hostile("algorithm-fast"), quote=False)
+    assert f"<td>{name}</td>" in static and "<img src=x" not in static  # escaped everywhere
+    assert "<table" in static
+    profiles = res.view("profiles", time_axis="steps")._repr_mimebundle_()[0]["text/html"]
+    assert "data:image/png;base64," in profiles  # the plot, drawn by Matplotlib
+    with pytest.raises(ValueError, match="unknown view 'Leader': valid are 'Leaderboard'"):
+        res.view("Leader")
+    with pytest.raises(TypeError, match="unknown filter colour: valid are ruleset"):
+        res.view("Leaderboard", colour="red")
+    with pytest.raises(ValueError, match="unknown algorithms 'nope'"):
+        res.view("Leaderboard", algorithms="nope")
+
+
+def test_every_view_opens_in_a_notebook_by_its_title_or_key(store_path):
+    from workbench.views.registry import VIEWS, find_view, notebook_view
+
+    for entry in VIEWS:  # made as a report makes them; the static copy is drawn on display
+        view = notebook_view(store_path, entry.title, algorithms="fast", time_axis="wall")
+        failures = [a.object for a in view.layout.select(pn.pane.Alert)
+                    if a.visible and a.alert_type == "danger"]
+        assert not failures, (entry.title, failures)
+        assert find_view(entry.key.upper()) is find_view(f" {entry.title.lower()} ") is entry
+    with pytest.raises(ValueError) as err:
+        notebook_view(store_path, "Leaderbord")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("unknown view 'Leaderbord': valid are")
+    assert all(repr(entry.title) in message and entry.key in message for entry in VIEWS)

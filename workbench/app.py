@@ -6,25 +6,29 @@ The dashboard shows a store to this machine only: a page requested from another 
 notice instead, unless PACEBENCH_ALLOW_REMOTE=1 (which `pacebench serve --address <non-loopback>`
 sets), so a `panel serve` started without `--address`, which listens on every interface, still
 shows nothing to the network.
+
+A dashboard that cannot draw says why on the page: a view that raises shows a one-line alert in
+its place (workbench/views/base.py), and a page that cannot be built at all shows one alert
+(`serve_page`); the traceback goes to the server log (with PACEBENCH_DEBUG=1 to the page too).
 """
 from __future__ import annotations
 
 import ipaddress
 import os
-from functools import partial
 from pathlib import Path
 
 import panel as pn
 from bokeh.models import ImportedStyleSheet
 
+from workbench.views.base import LOG, failure_text
 from workbench.views.formats import md
 from workbench.views.registry import view_tabs
 from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters, StoreNotice
-from workbench.views.status import RunStatus
+from workbench.views.status import RunStatus, ScopeNotes
 
-__all__ = ["build_app", "store_from_env", "REFRESH_MS", "remote_allowed", "ALLOW_REMOTE",
-           "PageDesign"]
+__all__ = ["build_app", "serve_page", "store_from_env", "REFRESH_MS", "remote_allowed",
+           "ALLOW_REMOTE", "PageDesign"]
 
 REFRESH_MS = 5000  # how often a served dashboard re-reads the store for new or growing runs
 
@@ -105,15 +109,6 @@ def _address(sheet) -> str | None:
         return None
 
 
-def _refresh(selection: Selection) -> None:
-    """Re-read the store, and send all that changed in one message: unheld, the sidebar's boxes
-    got their names (shown) in one message and their ticks in a later one, after every view had
-    redrawn, so that for a moment (seconds on a busy machine) a shown algorithm's box read
-    unticked, and a click on it then was undone by the late ticks."""
-    with pn.io.hold():
-        selection.refresh()
-
-
 def store_from_env() -> Path:
     """The store the dashboard shows: $PACEBENCH_STORE, else `results`."""
     return Path(os.environ.get("PACEBENCH_STORE", "results"))
@@ -131,15 +126,49 @@ def build_app(store_path: str | os.PathLike,
     # served: `panel serve` runs this file as a module named bokeh_app_... (what
     # pn.state.served finds out from inspect.stack(), which costs 0.1 s of a first page)
     if __name__.startswith("bokeh_app"):
-        pn.state.add_periodic_callback(partial(_refresh, selection), period=REFRESH_MS)
+        pn.state.add_periodic_callback(lambda: _refresh(selection), period=REFRESH_MS)
+    status, notes = RunStatus(selection=selection, live=True), ScopeNotes(selection=selection,
+                                                                         live=True)
     return pn.template.BootstrapTemplate(
         title="Pacebench",
         sidebar=[pn.pane.Markdown(f"**Store** {md(store_path)}"), Filters(selection=selection)],
-        main=[pn.Column(StoreNotice(selection=selection), RunStatus(selection=selection), tabs,
-                        sizing_mode="stretch_width")],
+        main=[pn.Column(StoreNotice(selection=selection), status.failure, status,
+                        notes.failure, notes, tabs, sizing_mode="stretch_width")],
         header_background="#1f4e79", design=PageDesign,
     )
 
 
+def _refresh(selection: Selection) -> None:
+    """The periodic re-read: a failure is logged and said on the page, and the next try goes
+    on (an exception would only reach the log, every REFRESH_MS). All that changed is sent in
+    one message: unheld, the sidebar's boxes got their names (shown) in one message and their
+    ticks in a later one, after every view had redrawn, so that for a moment (seconds on a busy
+    machine) a shown algorithm's box read unticked, and a click on it then was undone by the
+    late ticks."""
+    try:
+        with pn.io.hold():
+            selection.refresh()
+    except Exception as exc:
+        LOG.error("re-reading the store %s failed", selection.store_path, exc_info=exc)
+        first = (str(exc).splitlines() or [""])[0]
+        selection.message = (f"Could not re-read the store ({type(exc).__name__}: {first}); "
+                             "what is shown is its last read. The server log has the traceback.")
+
+
+def serve_page(store_path: str | os.PathLike) -> pn.viewable.Viewable:
+    """The page `panel serve` shows: the dashboard (build_app), or, when it cannot be built,
+    an alert saying in one line what failed and what to do (the traceback in the server log),
+    never a blank page."""
+    try:
+        return build_app(store_path)
+    except Exception as exc:
+        LOG.error("the dashboard over %s could not be built", store_path, exc_info=exc)
+        todo = (f"*pacebench score --store {md(store_path)}* reads the store the same way "
+                "and may say more; report it")
+        return pn.Column(pn.pane.Markdown("### Pacebench"), pn.pane.Alert(
+            failure_text(f"The dashboard over {store_path}", exc, todo), alert_type="danger",
+            css_classes=["pb-failure"]), sizing_mode="stretch_width")
+
+
 if __name__.startswith("bokeh"):
-    (build_app(store_from_env()) if remote_allowed(_remote_ip()) else refusal()).servable()
+    (serve_page(store_from_env()) if remote_allowed(_remote_ip()) else refusal()).servable()

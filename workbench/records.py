@@ -33,7 +33,7 @@ __all__ = [
     "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
-    "INDEX_PART_PREFIX", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
+    "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
@@ -97,6 +97,10 @@ EARLY_STOP_DIR = "pruning"
 # a trial at the same time. The lock dies with its process; the empty files stay (removing a lock
 # file while another process may hold it open would let two claims pass).
 CLAIMS_DIR = "claims"
+# A launcher's space reserve (Store.reserve_space): <store>/.space-reserve-*, removed from the
+# folder as soon as it is made (its blocks stay allocated while the launcher holds it open).
+RESERVE_PREFIX = ".space-reserve-"
+RESERVE_BYTES = 256 << 10  # room to record a launch's end on a full disk (about 16 run documents)
 # Study summaries (compute spent and saved by early stopping, a scaling study's spec, ...):
 # <store>/studies/<study_name>.json
 STUDIES_DIR = "studies"

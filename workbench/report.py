@@ -2,8 +2,10 @@
 optionally each view's plots as PNG and SVG figures for papers (`workbench.figures`).
 
 Bokeh's and Panel's JavaScript and CSS are inlined, so the file opens from disk with no network.
-The report can be narrowed to some rulesets, workloads and algorithms; each value must be one the
-store holds.
+The report reads the store as every analysis does (workbench/scope.py: one ruleset, the study
+names asked for, ad-hoc runs only when asked) and says what that left out; it can be narrowed to
+some workloads and algorithms. Each value must be one the store holds. Its numbers are the
+dashboard's, which are `pacebench score`'s and `pacebench compare`'s (workbench/views/).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import contextlib
 import datetime as _dt
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -25,10 +28,13 @@ from panel.io.resources import CDN_DIST, DIST_DIR
 from workbench.figures import FORMATS, check_formats, write_figures
 from workbench.views.formats import md
 from workbench.views.registry import view_tabs
+from workbench.views.narrowed import names, selection_of
 from workbench.views.selection import Selection
 from workbench.views.sidebar import StoreNotice
+from workbench.views.status import ScopeNotes
 
-__all__ = ["write_report", "save_report", "report_selection", "report_layout", "names"]
+__all__ = ["write_report", "save_report", "report_selection", "report_layout", "names",
+           "one_ruleset"]
 
 # Panel's page template links its favicon from a CDN; an inline icon keeps the file offline.
 _FAVICON = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
@@ -72,59 +78,63 @@ def _inline_stylesheets(root: Model) -> None:
                 model.stylesheets = [local(sheet) for sheet in model.stylesheets]
 
 
-def names(value: str | Iterable[str] | None) -> list[str] | None:
-    """A filter value as a list of names: "a,b" (CLI flags, papermill -p) or a list; None: all."""
-    if value is None:
-        return None
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return [str(item).strip() for item in items if str(item).strip()]
-
-
-def report_selection(store_path: str | os.PathLike,
-                     rulesets: str | Iterable[str] | None = None,
+def report_selection(store_path: str | os.PathLike, ruleset: str | None = None,
+                     studies: str | Iterable[str] | None = None, with_adhoc: bool = False,
                      workloads: str | Iterable[str] | None = None,
-                     algorithms: str | Iterable[str] | None = None) -> Selection:
-    """The selection of the store narrowed to the given names (None: all the store holds).
+                     algorithms: str | Iterable[str] | None = None, *,
+                     rulesets: str | Iterable[str] | None = None) -> Selection:
+    """The selection of the store read with `ruleset`, `studies` and `with_adhoc`
+    (workbench/scope.py; None, None, False: the store's default ruleset, every study, no ad-hoc
+    run) and narrowed to the given workloads and algorithms (None: all).
 
     A name the store does not hold is an error that lists the ones it does; so is a filter
-    that leaves nothing (say, an empty list).
+    that leaves nothing (say, an empty list). `rulesets`: the deprecated spelling of `ruleset`
+    (one name), kept for one release.
     """
-    selection = Selection(store_path=str(store_path))
-    if selection.message:
-        raise ValueError(f"nothing to report: {selection.message}")
-    chosen = {"rulesets": names(rulesets), "workloads": names(workloads),
-              "algorithms": names(algorithms)}
-    update = {}
-    for name, values in chosen.items():
-        if values is None:
-            continue
-        if name not in selection.param:
-            raise ValueError(f"this version of the selection has no {name} filter")
-        valid = list(selection.param[name].objects)
-        unknown = [v for v in values if v not in valid]
-        if unknown or not values:
-            raise ValueError(f"unknown {name} {', '.join(map(repr, unknown)) or '(none given)'}: "
-                             f"the store at {store_path} holds {', '.join(valid)}")
-        update[name] = [v for v in valid if v in values]  # the store's order
-    selection.param.update(**update)
-    return selection
+    if rulesets is not None:
+        warnings.warn("rulesets= is deprecated and goes in the next release; use ruleset= (one "
+                      "ruleset: rulesets never share a score)", FutureWarning, stacklevel=2)
+        ruleset = one_ruleset(rulesets, ruleset)
+    try:
+        return selection_of(store_path, ruleset=ruleset, studies=studies, with_adhoc=with_adhoc,
+                            workloads=workloads, algorithms=algorithms)
+    except ValueError as exc:
+        if str(exc).startswith("nothing to show: "):
+            raise ValueError(f"nothing to report: {str(exc)[len('nothing to show: '):]}") \
+                from None
+        raise
+
+
+def one_ruleset(rulesets: str | Iterable[str], ruleset: str | None = None) -> str:
+    """The one ruleset that the deprecated `rulesets` (--rulesets) names; ValueError for
+    several, none, or one other than `ruleset` (rulesets never share a score)."""
+    given = names(rulesets) or []
+    if len(given) != 1 or (ruleset is not None and ruleset != given[0]):
+        raise ValueError(f"rulesets {', '.join(map(repr, given)) or '(none given)'}: a report "
+                         "reads one ruleset (rulesets never share a score); give ruleset= "
+                         "(--ruleset) one of external, self")
+    return given[0]
 
 
 def _filters_text(selection: Selection) -> str:
-    """"Shown: algorithms a, b." for each narrowed filter; empty when everything is shown (a
-    store of several machines shows the one with the most runs: Selection.refresh)."""
+    """"Shown: algorithms a, b." for each narrowed filter, and the ruleset and studies read;
+    empty when everything is shown (a store of several machines shows the one with the most
+    runs: Selection.refresh)."""
     parts = []
-    for name in ("rulesets", "workloads", "algorithms", "hardware"):
-        if name in selection.param:
-            chosen, known = getattr(selection, name), selection.param[name].objects
-            if len(chosen) < len(known):
-                parts.append(f"{name} {', '.join(map(md, chosen))}")
+    if len(selection.param.ruleset.objects) > 1:
+        parts.append(f"ruleset {md(selection.ruleset)}")
+    for name in ("studies", "workloads", "algorithms", "hardware"):
+        chosen, known = getattr(selection, name), selection.param[name].objects
+        if len(chosen) < len(known):
+            parts.append(f"{name} {', '.join(map(md, chosen))}")
+    if selection.with_adhoc:
+        parts.append("ad-hoc runs taken in")
     return f" Shown: {'; '.join(parts)}." if parts else ""
 
 
 def _summary(selection: Selection, title: str) -> str:
     runs = selection.runs
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # runs: any status
     text = (f"# {md(title)}\nStore {md(selection.store_path)}, written {stamp}: {len(runs)} runs of "
             f"{runs['algorithm'].nunique()} algorithms on {runs['workload'].nunique()} workloads."
             f"{_filters_text(selection)}")
@@ -134,10 +144,12 @@ def _summary(selection: Selection, title: str) -> str:
 
 
 def report_layout(selection: Selection, title: str) -> pn.Column:
-    """The report page: a summary line, any store notice, and the views in tabs."""
+    """The report page: a summary line, any store notice, what the scope left out (its notes)
+    and the views in tabs."""
+    notes = ScopeNotes(selection=selection)
     return pn.Column(
         pn.pane.Markdown(_summary(selection, title)),
-        StoreNotice(selection=selection),
+        StoreNotice(selection=selection), notes.failure, notes,
         view_tabs(selection),
         sizing_mode="stretch_width", styles={"padding": "0 1.5em"},
     )
@@ -166,16 +178,21 @@ def save_report(selection: Selection, out_path: str | os.PathLike, title: str | 
 
 
 def write_report(store_path: str | os.PathLike, out_path: str | os.PathLike,
-                 title: str | None = None, rulesets: str | Iterable[str] | None = None,
+                 title: str | None = None, ruleset: str | None = None,
+                 studies: str | Iterable[str] | None = None, with_adhoc: bool = False,
                  workloads: str | Iterable[str] | None = None,
                  algorithms: str | Iterable[str] | None = None,
                  figures: str | os.PathLike | None = None,
-                 formats: str | Iterable[str] = FORMATS) -> Path:
+                 formats: str | Iterable[str] = FORMATS,
+                 rulesets: str | Iterable[str] | None = None) -> Path:
     """Write the report of the store at `store_path` to `out_path` (HTML); returns its path.
 
-    rulesets, workloads, algorithms: show only these (names, or "a,b"; None: all), each one the
-    store holds. figures: a folder that also receives each view's plots as files of `formats`.
+    ruleset, studies, with_adhoc: what is read (workbench/scope.py: the store's default
+    ruleset, every study, no ad-hoc run). workloads, algorithms: show only these (names, or
+    "a,b"; None: all), each one the store holds. figures: a folder that also receives each
+    view's plots as files of `formats`. rulesets: deprecated, one release: use ruleset.
     """
     check_formats(formats)  # before the store is read: a typo fails fast
-    selection = report_selection(store_path, rulesets, workloads, algorithms)
+    selection = report_selection(store_path, ruleset, studies, with_adhoc, workloads,
+                                 algorithms, rulesets=rulesets)
     return save_report(selection, out_path, title, figures, formats)

@@ -41,9 +41,12 @@ from workbench.store import Store, open_store
 __all__ = ["open", "Results", "ScoreResult", "CompareResult", "BudgetResult", "scored_names",
            "BOOTSTRAP_DRAWS", "COMPARE_DRAWS", "INTERVAL_LEVEL"]
 
-BOOTSTRAP_DRAWS = 1000   # resamplings of the studies behind score and speedup intervals, seed 0
-COMPARE_DRAWS = C.BOOTSTRAP_REPLICATES  # behind a head-to-head's ratio intervals, seed 0
-INTERVAL_LEVEL = 0.9     # of the score and speedup intervals
+# The draws every surface makes (seed 0); owned by scoring and compare, which the dashboard's
+# views import (they cannot import this module: it loads them for `view` and `report`).
+BOOTSTRAP_DRAWS = scoring.BOOTSTRAP_DRAWS  # resamplings of the studies behind score and
+                                           # speedup intervals
+COMPARE_DRAWS = C.BOOTSTRAP_REPLICATES  # behind a head-to-head's ratio intervals
+INTERVAL_LEVEL = scoring.INTERVAL_LEVEL  # of the score and speedup intervals
 
 _SCOPE_OPTIONS = ("ruleset", "studies", "with_adhoc", "time_axis", "exclude_compile")
 
@@ -173,8 +176,14 @@ class Results:
         return write_report(self.store.root, Path(path), title=title, **options)
 
     def view(self, name: str, **filters):
-        """The dashboard's view `name` (its tab title, e.g. "Leaderboard") over this store, a
-        Panel object that renders inline in JupyterLab and in an exported notebook."""
+        """The dashboard's view `name` (its tab title, e.g. "Leaderboard", or its key, e.g.
+        "early_ranking") over this store, a Panel object that renders inline in JupyterLab and,
+        as a static copy of its tables and plots, in an exported notebook (nbconvert HTML).
+
+        filters: ruleset, studies, with_adhoc (what is read, as in score), workloads,
+        algorithms, time_axis ("train", "wall" or "steps"). An unknown view is a ValueError
+        naming the valid ones; so is a name the store does not hold.
+        """
         from workbench.views.registry import notebook_view
         return notebook_view(self.store.root, name, **filters)
 
@@ -197,13 +206,7 @@ def _check_compared(name: str, scoped: Scoped, cube: xr.Dataset) -> None:
     raise ValueError(f"unknown algorithm {name!r}: the algorithms are {', '.join(present)}")
 
 
-def scored_names(config: scoring.ScoringConfig | None, cube: xr.Dataset) -> list[str]:
-    """The scored workloads that have runs: the benchmark's base workloads when its rules name
-    them, else the cube's base workloads."""
-    names = [str(w) for w in cube["workload"].values]
-    bases = config.base_workloads if config and config.base_workloads else \
-        scoring.scored_workloads(cube)
-    return [w for w in bases if w in names]
+scored_names = scoring.scored_names  # the scored workloads that have runs (scoring owns it)
 
 
 def _axis_json(scope: Scope) -> dict[str, Any]:
@@ -223,20 +226,11 @@ def _speedups(cube, times, config, reference: str | None, table, axis: str,
     if reference not in names:
         raise ValueError(f"unknown --reference {reference!r}: the store's algorithms are "
                          f"{', '.join(names)}")
-    ruleset = ruleset or "external"
-    speedup = scoring.speedup_table(times, reference, config, ruleset, axis)
-    frame = speedup.set_index("algorithm")
     study = scoring.study_times(cube)
-    bounds = scoring.speedup_interval(scoring.bootstrap_medians(study, BOOTSTRAP_DRAWS),
-                                      reference, config, ruleset, axis,
-                                      INTERVAL_LEVEL).set_index("algorithm")
-    studies = scoring.studies_per_algorithm(study)
-    fewer = studies.clip(upper=studies.get(reference, 0))  # the fewer of its and the reference's
-    enough = fewer >= scoring.MIN_STUDIES_FOR_INTERVAL
-    frame["low"] = bounds["low"].where(enough.reindex(bounds.index, fill_value=False))
-    frame["high"] = bounds["high"].where(enough.reindex(bounds.index, fill_value=False))
-    frame["studies"] = fewer.reindex(frame.index).fillna(0).astype(int)
-    return frame, reference, speedup.attrs["budgets"]
+    frame = scoring.speedup_table_with_intervals(
+        times, study, scoring.bootstrap_medians(study, BOOTSTRAP_DRAWS), reference, config,
+        ruleset or "external", axis, INTERVAL_LEVEL)
+    return frame, reference, frame.attrs["budgets"]
 
 
 def _number(value: float) -> float | None:

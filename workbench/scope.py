@@ -84,7 +84,7 @@ def is_ad_hoc(runs: pd.DataFrame) -> np.ndarray:
 def _one_ruleset(runs: pd.DataFrame, wanted: str | None, notes: list[str]
                  ) -> tuple[pd.DataFrame, str | None]:
     present = [r for r in RULESETS_ORDER if (runs["ruleset"] == r).any()]
-    present += sorted(set(runs["ruleset"].dropna()) - set(present))
+    present += sorted(set(runs["ruleset"].dropna().unique()) - set(present))  # no Arrow loop
     if wanted is not None:
         if wanted not in present:
             raise ValueError(f"--ruleset {wanted}: the store's runs are under "

@@ -42,9 +42,11 @@ __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies
            "performance_ratios", "performance_profile", "benchmark_scores", "exact_scores",
            "score_table", "score_table_of_times", "workload_roles", "bootstrap_scores", "bootstrap_medians",
            "bootstrap_interval", "studies_per_algorithm", "interval_text",
-           "score_table_with_intervals", "all_zero_reason",
-           "MIN_STUDIES_FOR_INTERVAL", "speedups", "algoperf_speedups", "uses_budgets",
-           "speedup_table", "ruleset_of", "default_reference", "rank_scores", "TAU_MAX", "NUM_TAUS",
+           "score_table_with_intervals", "with_score_intervals", "all_zero_reason",
+           "MIN_STUDIES_FOR_INTERVAL", "BOOTSTRAP_DRAWS", "INTERVAL_LEVEL", "scored_names",
+           "speedups", "algoperf_speedups", "uses_budgets",
+           "speedup_table", "speedup_table_with_intervals", "ruleset_of", "default_reference",
+           "rank_scores", "TAU_MAX", "NUM_TAUS",
            "SCORE_COLUMNS", "SPEEDUP_COLUMNS"]
 
 TAU_MAX = 4.0   # ratios above this earn nothing; also the cut-off factor on times
@@ -205,6 +207,15 @@ def workload_roles(names: list[str], scored: list[str],
     held_out = [w for w in names if config and w in config.held_out and w not in scored]
     other = [w for w in names if w not in scored and w not in held_out]
     return {"scored": scored, "held_out": held_out, "other": other}
+
+
+def scored_names(config: ScoringConfig | None, cube: xr.Dataset) -> list[str]:
+    """The scored workloads that have runs: the benchmark's base workloads when its rules name
+    them, else the cube's base workloads (in that order: a comparison draws in it)."""
+    names = [str(w) for w in cube["workload"].values]
+    bases = config.base_workloads if config and config.base_workloads else \
+        scored_workloads(cube)
+    return [w for w in bases if w in names]
 
 
 def scored_workloads(cube: xr.Dataset | xr.DataArray) -> list[str]:
@@ -466,6 +477,10 @@ def bootstrap_interval(replicas: xr.DataArray, level: float = 0.9,
 
 
 MIN_STUDIES_FOR_INTERVAL = 3  # below this a bootstrap over studies is degenerate or nearly so
+# The score and speedup intervals of every surface (workbench.results, `pacebench score`, the
+# dashboard, the report): BOOTSTRAP_DRAWS resamplings of the studies, seed 0, INTERVAL_LEVEL.
+BOOTSTRAP_DRAWS = 1000
+INTERVAL_LEVEL = 0.9
 
 
 def studies_per_algorithm(times: xr.DataArray) -> pd.Series:
@@ -508,8 +523,18 @@ def score_table_with_intervals(cube: xr.Dataset, config: ScoringConfig | None = 
     table = score_table_of_times(median_over_studies(times), config)
     if table.empty:
         return table.assign(studies=[], low=[], high=[], interval=[])
+    return with_score_intervals(table, times, bootstrap_medians(times, n, seed), config, level)
+
+
+def with_score_intervals(table: pd.DataFrame, times: xr.DataArray, replicas: xr.DataArray,
+                         config: ScoringConfig | None = None, level: float = 0.9
+                         ) -> pd.DataFrame:
+    """A score table (score_table_of_times of `times`' medians, non-empty) with each algorithm's
+    studies, the `level` interval of its score over `replicas` (bootstrap_medians of the study
+    times `times`; low, high: NaN below MIN_STUDIES_FOR_INTERVAL studies) and that interval as
+    text. score_table_with_intervals and the dashboard's leaderboard both make theirs here."""
     studies = studies_per_algorithm(times).reindex(table.algorithm).fillna(0).astype(int).values
-    bounds = bootstrap_interval(bootstrap_medians(times, n, seed), level, config)
+    bounds = bootstrap_interval(replicas, level, config)
     low, high = (bounds.set_index("algorithm")[k].reindex(table.algorithm).values
                  for k in ("low", "high"))
     enough = studies >= MIN_STUDIES_FOR_INTERVAL
@@ -688,6 +713,31 @@ def speedup_interval(replicas: xr.DataArray, reference: str, config: ScoringConf
     low, high = np.quantile(faster, [tail, 1.0 - tail], axis=0, method="inverted_cdf")
     return pd.DataFrame({"algorithm": [str(a) for a in replicas["algorithm"].values],
                          "low": low, "high": high})
+
+
+def speedup_table_with_intervals(times: xr.DataArray, study: xr.DataArray,
+                                 replicas: xr.DataArray, reference: str,
+                                 config: ScoringConfig | None = None, ruleset: str = "external",
+                                 axis: str = "train_seconds", level: float = 0.9
+                                 ) -> pd.DataFrame:
+    """speedup_table over `reference` indexed by algorithm (faster_by, time_ratio), with the
+    `level` bootstrap interval of faster_by over `replicas` (bootstrap_medians of the study
+    times `study`; low, high: NaN below MIN_STUDIES_FOR_INTERVAL studies of the algorithm or of
+    the reference) and `studies`, the fewer of the two. `times`: median_over_studies(study).
+    `attrs["budgets"]`: whether misses cost the budget (speedup_table). What `pacebench score`
+    and the dashboard's speedups both show."""
+    speedup = speedup_table(times, reference, config, ruleset, axis)
+    frame = speedup.set_index("algorithm")
+    bounds = speedup_interval(replicas, reference, config, ruleset, axis,
+                              level).set_index("algorithm")
+    studies = studies_per_algorithm(study)
+    fewer = studies.clip(upper=studies.get(reference, 0))  # the fewer of its and the reference's
+    enough = (fewer >= MIN_STUDIES_FOR_INTERVAL).reindex(bounds.index, fill_value=False)
+    frame["low"] = bounds["low"].where(enough)
+    frame["high"] = bounds["high"].where(enough)
+    frame["studies"] = fewer.reindex(frame.index).fillna(0).astype(int)
+    frame.attrs["budgets"] = speedup.attrs["budgets"]
+    return frame
 
 
 def ruleset_of(rulesets) -> str:

@@ -21,7 +21,8 @@ into paths)::
 Each attempt at a trial gets its own folder, created with an atomic mkdir, so many processes on
 many machines can write one store at once and nothing written is ever overwritten by another run.
 A run killed at any moment keeps every row it flushed; its document still says `running`, and
-readers show it as `interrupted` once its process is gone (same host) or its heartbeat is stale.
+readers show it as `interrupted` once its process is gone (same host: psutil finds no process of
+its pid that started when the document says) or its heartbeat is stale (another host).
 Nothing is pickled: documents are JSON, rows are JSON lines and Parquet.
 
 Importers add finished runs in one step with Store.write_sealed_run: the folder is built and
@@ -35,6 +36,7 @@ workbench.query's, which reads the files this module lists.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fcntl
 import glob
 import json
@@ -43,6 +45,7 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -50,10 +53,13 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+import psutil
+
 from workbench import records as R
 
-__all__ = ["Store", "RunWriter", "TrialClaim", "open_store", "StoreError", "atomic_write_json",
-           "utc_now", "read_jsonl", "ROW_KINDS"]
+__all__ = ["Store", "RunWriter", "TrialClaim", "SpaceReserve", "open_store", "StoreError",
+           "atomic_write_json", "utc_now", "read_jsonl", "no_space", "full_path", "NO_SPACE_ERRNOS",
+           "ROW_KINDS"]
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
@@ -64,6 +70,29 @@ _FIXED = frozenset(R.IDENTITY_FIELDS) | {"run_id", "schema_version", "attempt", 
 
 HEARTBEAT_EVERY_S = 10.0   # a live run touches its heartbeat file this often
 STALE_AFTER_S = 120.0      # a `running` run on another host with an older heartbeat is interrupted
+
+
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or a full quota
+
+
+def no_space(err: BaseException | None) -> OSError | None:
+    """The full-disk (or full-quota) error that `err` is or was raised while handling (its
+    causes and contexts), or None."""
+    seen = 0
+    while err is not None and seen < 20:
+        if isinstance(err, OSError) and err.errno in NO_SPACE_ERRNOS:
+            return err
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return None
+
+
+def full_path(err: OSError, root: str | os.PathLike) -> str:
+    """The folder to name for a full disk: the store at `root` when the write that failed was
+    in it (or named no file), else the file's path."""
+    name = err.filename
+    if not name or Path(os.path.abspath(name)).is_relative_to(os.path.abspath(root)):
+        return str(root)
+    return str(name)
 
 
 class StoreError(RuntimeError):
@@ -100,24 +129,43 @@ def atomic_write_json(path: Path, doc: Mapping[str, Any]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _proc_start_ticks(pid: int) -> int | None:
-    """Start time of a live process `pid` in clock ticks since boot (Linux), to tell a reused pid
-    apart; None when there is no such process or it is dead (a zombie nobody has reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return None if fields[0] in ("Z", "X", "x") else int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
+def _started_after_boot(pid: int) -> float | None:
+    """When the live process `pid` started, in seconds after the machine booted (psutil), to tell
+    a reused pid apart; None when there is no such process or it is dead (a zombie nobody has
+    reaped yet). Seconds after boot, not after the epoch: a wall-clock start moves when the
+    clock is set, and so does the boot time; their difference does not."""
+    for _ in range(3):  # the boot time read twice alike: the clock was not set in between
+        try:
+            process, boot = psutil.Process(pid), psutil.boot_time()
+            started = process.create_time() - boot
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return None
+        except (psutil.Error, OSError, ValueError):
+            return None
+        if psutil.boot_time() == boot:
+            return started
+    return None
+
+
+def _same_start(process: Mapping[str, Any], started: float) -> bool:
+    """Whether a run document's `process` entry names the process that started `started`
+    seconds after boot. Documents written before psutil was used give clock ticks after boot
+    (`start_ticks`, read from Linux's /proc)."""
+    recorded = process.get("started_after_boot")
+    if recorded is None and process.get("start_ticks") is not None and hasattr(os, "sysconf"):
+        recorded = process["start_ticks"] / os.sysconf("SC_CLK_TCK")
+    # the kernel counts the start in clock ticks (10 ms); psutil's float sum rounds below that
+    return isinstance(recorded, (int, float)) and abs(recorded - started) < 0.005
 
 
 def _process_alive(process: Mapping[str, Any] | None, heartbeat: Path) -> bool:
-    """Is the process that wrote a `running` document still alive?"""
+    """Is the process that wrote a `running` document still alive? On this host psutil says
+    (its pid, started when the document says); on another, the heartbeat's age."""
     if not process:
         return False
-    if process.get("host") == socket.gethostname() and Path("/proc").is_dir():
-        ticks = _proc_start_ticks(int(process.get("pid") or -1))
-        return ticks is not None and ticks == process.get("start_ticks")
+    if process.get("host") == socket.gethostname():
+        started = _started_after_boot(int(process.get("pid") or -1))
+        return started is not None and _same_start(process, started)
     try:
         return time.time() - heartbeat.stat().st_mtime < STALE_AFTER_S
     except OSError:
@@ -145,6 +193,22 @@ def _write_parquet(table: "pa.Table", path: Path, durable: bool = True) -> None:
 def _slug(text: str) -> str:
     """A short plain part of a run folder's name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:40] or "x"
+
+
+class SpaceReserve:
+    """Disk space held by a launcher (Store.reserve_space): an open file with no name, whose
+    blocks are freed by release() or by the process's end."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> bool:
+        """Free the space; whether there was any to free."""
+        if self._fd is None:
+            return False
+        os.close(self._fd)
+        self._fd = None
+        return True
 
 
 class TrialClaim:
@@ -234,8 +298,12 @@ class RunWriter:
         if exc is not None:
             import traceback
             text = "".join(traceback.format_exception(exc_type, exc, tb))
-            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-            self.finish(reason, stop_reason=f"{exc_type.__name__}: {exc}"[:500], error=text)
+            reason = f"{exc_type.__name__}: {exc}"[:500]
+            full = no_space(exc)  # not the run's fault: `interrupted`, and --resume runs it again
+            if full is not None:
+                reason = f"no space left on {full_path(full, self.path.parent.parent)}"
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) or full else "failed"
+            self.finish(status, stop_reason=reason, error=text)
         else:
             self.finish("complete")
 
@@ -253,10 +321,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _seal(live: Path, sealed: Path) -> list[dict[str, Any]]:
-    """JSON lines -> Parquet (atomic), then drop the JSON lines; returns the rows sealed. Rows
-    are never lost on the way."""
+    """JSON lines -> Parquet, then drop the JSON lines; returns the rows sealed. Rows are never
+    lost on the way: the Parquet file is written under a temporary name and fsynced, renamed
+    into place and its folder fsynced (the new name is durable), and only then is the live file
+    removed. A crash in between leaves both files, and readers take the sealed one."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if not live.exists():
         return []
@@ -266,8 +335,13 @@ def _seal(live: Path, sealed: Path) -> list[dict[str, Any]]:
         keys = list(dict.fromkeys(k for row in rows for k in row))
         table = pa.Table.from_pydict({k: [row.get(k) for row in rows] for k in keys})
         tmp = sealed.with_name(f".{sealed.name}.tmp")
-        pq.write_table(table, tmp)
+        try:
+            _write_parquet(table, tmp)  # fsynced
+        except BaseException:  # e.g. a full disk: no half-written file left behind
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, sealed)
+        _fsync_path(sealed.parent)
     live.unlink()
     return rows
 
@@ -347,8 +421,12 @@ class Store:
         doc.update(schema_version=R.SCHEMA_VERSION, run_id=path.name, status="running",
                    started_at=utc_now(), ended_at=None,
                    process={"host": socket.gethostname(), "pid": os.getpid(),
-                            "start_ticks": _proc_start_ticks(os.getpid())})
-        atomic_write_json(path / R.RUN_DOC, doc)
+                            "started_after_boot": _started_after_boot(os.getpid())})
+        try:
+            atomic_write_json(path / R.RUN_DOC, doc)
+        except BaseException:  # e.g. a full disk: leave no empty attempt folder behind
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         return RunWriter(path, doc)
 
     def write_sealed_run(self, doc: Mapping[str, Any], evals: "pa.Table | None",  # noqa: F821
@@ -678,13 +756,39 @@ class Store:
         atomic_write_json(path, doc)
         return doc
 
-    def mark_interrupted(self, run_id: str, reason: str) -> None:
-        """Record that a run's process died (called by the launcher that saw it die)."""
+    def mark_interrupted(self, run_id: str, reason: str, status: str = "interrupted") -> None:
+        """Record that a run's process died (called by the launcher that saw it die), as
+        `status`: interrupted, or failed when the launcher killed it for the run's own doing
+        (the watchdog)."""
         path = self.runs_dir / run_id / R.RUN_DOC
         doc = json.loads(path.read_text())
         if doc.get("status") == "running":
-            doc.update(status="interrupted", stop_reason=reason, ended_at=utc_now())
+            doc.update(status=status, stop_reason=reason, ended_at=utc_now())
             atomic_write_json(path, doc)
+
+    def reserve_space(self, nbytes: int = R.RESERVE_BYTES) -> "SpaceReserve":
+        """Hold `nbytes` of the store's disk for this process (SpaceReserve): a launcher takes
+        it before it starts anything, so a store with no room fails at once (OSError ENOSPC
+        naming the store, nothing written), and releases it when the disk fills up, to record
+        how its launch ended."""
+        self.ensure()
+        fd, path = tempfile.mkstemp(prefix=R.RESERVE_PREFIX, dir=self.root)
+        os.unlink(path)  # nothing left behind, whatever happens: the blocks live while fd does
+        try:
+            written = 0
+            while written < nbytes:  # random bytes: a compressing file system stores them all
+                written += os.write(fd, os.urandom(min(1 << 16, nbytes - written)))
+            os.fsync(fd)
+        except OSError as err:
+            os.close(fd)
+            if err.errno in NO_SPACE_ERRNOS:
+                raise OSError(err.errno, err.strerror, str(self.root)) from None
+            raise
+        return SpaceReserve(fd)
+
+    def no_space_path(self, err: OSError) -> str:
+        """What to name for the full disk of `err`: the store, or a file outside it."""
+        return full_path(err, self.root)
 
     # -- study-level documents --------------------------------------------------------------
     def _early_stop_folder(self, study_name: str) -> Path:

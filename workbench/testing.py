@@ -28,7 +28,8 @@ from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import RunWriter, Store, atomic_write_json, open_store
 
-__all__ = ["make_store", "make_timing_store", "make_planned_store", "algorithm_after_algorithm",
+__all__ = ["make_store", "make_timing_store", "make_planned_store", "make_mixed_store",
+           "algorithm_after_algorithm",
            "timing_trials",
            "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
            "SyntheticRun", "tiny_cube", "tiny_times", "runs_table", "dead_process"]
@@ -100,8 +101,8 @@ def dead_process() -> dict[str, Any]:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     pid = child.pid
-    # start_ticks -1 never matches a live process, even if the pid has been reused since
-    return {"host": socket.gethostname(), "pid": pid, "start_ticks": -1}
+    # a start before the boot never matches a live process, even if the pid has been reused since
+    return {"host": socket.gethostname(), "pid": pid, "started_after_boot": -1.0}
 
 
 def _document(config: RunConfig, attempt: int, index: int) -> dict[str, Any]:
@@ -312,10 +313,11 @@ def algorithm_after_algorithm(configs: Sequence[RunConfig]) -> list[tuple[RunCon
 
 
 def make_planned_store(path: str | os.PathLike,
-                       plan: Mapping[tuple[str, str, int, int], Mapping[str, Any]],
+                       plan: Mapping[tuple, Mapping[str, Any]],
                        n_evals: int = 10, study_name: str = "planned") -> Store:
-    """A store of one complete run per (algorithm, workload, study, trial) of `plan`, each on
-    the curve planned for it, so that golden cases on every time axis are computed by hand.
+    """A store of one run per (algorithm, workload, study, trial) of `plan` (a fifth element of
+    a key names its study, else `study_name`), each on the curve planned for it, so that golden
+    cases on every time axis are computed by hand.
 
     A plan's keys (all optional): `hit`, the first eval (0-based) meeting the validation target
     (None, the default: a miss over all `n_evals`); `seconds` training s per eval (default 1);
@@ -324,20 +326,64 @@ def make_planned_store(path: str | os.PathLike,
     (default None: not recorded). Eval k (0-based) is at step steps (k + 1), train_seconds compile + seconds (k + 1)
     and wall_seconds train_seconds + eval_seconds (k + 1): a run that hits at eval h has time to
     target compile + seconds (h + 1) s and step_to_target steps (h + 1).
+    Where a run came from (records.py): `ruleset` (default external), `launched_by` ("study",
+    "run" for an ad-hoc run; default None), `design` (default None), `hparams` (default a
+    learning rate of 0.01), and `status` (default complete; failed: half its evals, sealed,
+    with a traceback).
     """
     store = open_store(path, create=True)
     process = dead_process()
-    for i, ((a, w, study, trial), planned) in enumerate(plan.items()):
-        config = RunConfig(workload=w, algorithm=a, seed=0, study_name=study_name, study=study,
-                           trial=trial, hparams={"learning_rate": 0.01})
+    for i, (key, planned) in enumerate(plan.items()):
+        a, w, study, trial = key[:4]
+        config = RunConfig(workload=w, algorithm=a, seed=0,
+                           study_name=key[4] if len(key) > 4 else study_name, study=study,
+                           trial=trial, ruleset=planned.get("ruleset", "external"),
+                           design=planned.get("design"),
+                           hparams=planned.get("hparams", {"learning_rate": 0.01}))
         hit = planned.get("hit")
         evals, train = _planned_rows(get_workload(w), planned, n_evals)
         run = SyntheticRun(hit, float(planned.get("seconds", 1.0)), evals, train)
         doc = {**_document(config, 1, i), "compile_seconds": planned.get("compile_seconds"),
                "probe_seconds": planned.get("probe_seconds"),
-               "launch_position": planned.get("launch_position")}
-        _write_sealed(store, doc, run, n_evals, "complete", "planned", None, process)
+               "launch_position": planned.get("launch_position"),
+               "launched_by": planned.get("launched_by"), "design": planned.get("design")}
+        if planned.get("status", "complete") == "failed":
+            _write_sealed(store, doc, run, n_evals // 2, "failed", "RuntimeError: planned",
+                          "Traceback (most recent call last):\nRuntimeError: planned\n", process)
+        else:
+            _write_sealed(store, doc, run, n_evals, planned.get("status", "complete"),
+                          "planned", None, process)
     return store
+
+
+def make_mixed_store(path: str | os.PathLike) -> Store:
+    """A store as everyday use leaves it (make_planned_store, mnist1d_mlp and mnist1d_cnn):
+    study "main" (launched by `pacebench study`, one design per algorithm): adamw and
+    heavy_ball, 3 studies x 2 trials on both workloads, adamw's trial 1 of study 0 on
+    mnist1d_mlp failed; study "wide" of heavy_ball with another design (4 trials per study, 3
+    studies, mnist1d_mlp); three ad-hoc runs of adamw (`pacebench run`, study name "adhoc")
+    with learning rates 0.001, 0.003 and 0.01 on mnist1d_mlp; and a self-tuning study "self"
+    of adamw and heavy_ball (3 studies x 1 trial, mnist1d_mlp). Times are planned so that no
+    two algorithms tie."""
+    plan: dict[tuple, dict[str, Any]] = {}
+    for study in range(3):
+        for w in ("mnist1d_mlp", "mnist1d_cnn"):
+            for trial in range(2):
+                for a, hit in (("adamw", 3 + study + trial), ("heavy_ball", 5 + study)):
+                    plan[(a, w, study, trial, "main")] = {
+                        "hit": hit, "launched_by": "study", "design": f"main-{a}",
+                        **({"status": "failed"} if (a, w, study, trial) ==
+                           ("adamw", "mnist1d_mlp", 0, 1) else {})}
+        for trial in range(4):
+            plan[("heavy_ball", "mnist1d_mlp", study, trial, "wide")] = {
+                "hit": 2 + study + trial, "launched_by": "study", "design": "wide-heavy_ball"}
+        for a, hit in (("adamw", 4 + study), ("heavy_ball", 6 + study)):
+            plan[(a, "mnist1d_mlp", study, 0, "self")] = {
+                "hit": hit, "ruleset": "self", "launched_by": "study", "design": f"self-{a}"}
+    for trial, lr in enumerate((0.001, 0.003, 0.01)):
+        plan[("adamw", "mnist1d_mlp", 0, trial, "adhoc")] = {
+            "hit": 2 + trial, "launched_by": "run", "hparams": {"learning_rate": lr}}
+    return make_planned_store(path, plan)
 
 
 def _planned_rows(spec, planned: Mapping[str, Any], n_evals: int) -> tuple[list, list]:

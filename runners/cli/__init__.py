@@ -51,7 +51,8 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 def main(argv: list[str] | None = None) -> int:
     """Run a `pacebench` command; its exit status: 0 done, 2 bad input (one line, nothing
-    written), 1 an environment problem or an internal error (see _failure)."""
+    written), 1 an environment problem or an internal error (see _failure), 130 stopped by
+    Ctrl-C (one line; a launch says what it did)."""
     args = build_parser().parse_args(argv)
     if not os.environ.get("PACEBENCH_DEBUG"):  # e.g. "warning: skipped run X: ..." in one line
         warnings.showwarning = _one_line_warning
@@ -62,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`pacebench score | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt as stop:  # Ctrl-C: a launch has stopped its workers by now
+        if os.environ.get("PACEBENCH_DEBUG"):
+            raise
+        result = getattr(stop, "result", None)  # runners.scheduler.StudyInterrupted
+        print(result.summary().splitlines()[0] if result is not None else "interrupted",
+              file=sys.stderr)
+        return 130  # as a shell reports a command ended by SIGINT
     except (Exception, SystemExit) as err:  # noqa: BLE001 - sorted into whose fault it is
         if os.environ.get("PACEBENCH_DEBUG"):
             raise

@@ -186,7 +186,8 @@ def check_names_against_store(sources: dict, store) -> None:
 
 def launch_and_report(launch, next_step: str) -> int:
     """Run a study launcher; print its summary and what to do next. Exit 2 if the study exists
-    (and --resume was not given), 1 if any trial failed."""
+    (and --resume was not given), 1 if any trial failed or a full disk stopped the launch (one
+    line naming the folder). (Ctrl-C: StudyInterrupted, which main reports.)"""
     from runners.launch import StudyExistsError
 
     try:
@@ -195,6 +196,11 @@ def launch_and_report(launch, next_step: str) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(result.summary())
+    if result.stopped:
+        print(f"error: {result.stopped}: {result.not_started} trials not started and "
+              f"{len(result.interrupted)} interrupted; free some space, then run the same "
+              "command with --resume", file=sys.stderr)
+        return 1
     print(next_step)
     return 0 if not result.failed else 1
 

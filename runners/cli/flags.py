@@ -8,8 +8,9 @@ import math
 from runners.cli_types import floats as _floats, ints as _ints
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
-           "launch_flags", "scaling_flags", "scope_flags", "check_numbers", "SCALING_DEFAULTS",
-           "WORKLOAD_HELP", "ALGORITHM_HELP", "ITEM_RULE"]
+           "launch_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
+           "check_numbers",
+           "SCALING_DEFAULTS", "WORKLOAD_HELP", "ALGORITHM_HELP", "ITEM_RULE"]
 
 
 # --- flags shared by several commands ----------------------------------------------------------
@@ -76,12 +77,17 @@ def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
                         "processes (gloo on CPU, NCCL on GPUs); the batch is global")
     g.add_argument("--gpus-per-trial", type=float,
                    help="--backend ray: GPUs each trial's task asks for (num_gpus)")
-    g.add_argument("--trial-timeout", type=float, metavar="SECONDS",
-                   help="watchdog: kill an attempt after this much wall clock (it is recorded "
-                        "as interrupted; --resume runs it again)")
+    trial_timeout_flag(g)
     g.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
                    help="save each run's training state this often, so that --resume "
                         "continues a killed or preempted run with its accumulated time")
+
+
+def trial_timeout_flag(p) -> None:
+    p.add_argument("--trial-timeout", type=float, metavar="SECONDS",
+                   help="watchdog: kill an attempt (with all it started) after this much wall "
+                        "clock; it is recorded as failed, and --resume runs it again (default: "
+                        "3 x its budget in seconds + 60 s)")
 
 
 # The scaling flags' defaults: `study` parses them with no default (None: not given), so that
@@ -144,6 +150,7 @@ _NUMBERS = {
     "nproc_per_node": ("an integer >= 1", lambda v: v >= 1),
     "gpus_per_trial": ("a finite number >= 0", lambda v: v >= 0),
     "checkpoint_every": ("a finite number of minutes > 0", lambda v: v > 0),
+    "trial_timeout": ("a finite number of seconds > 0", lambda v: v > 0),
     "eta": ("an integer >= 2 (the share of trials kept at a rung is 1/eta)", lambda v: v >= 2),
     "reach_quantile": ("a number in (0, 1]", lambda v: 0 < v <= 1),
     "horizon": ("a number in (0, 1]", lambda v: 0 < v <= 1),
@@ -173,7 +180,19 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def scope_flags(p: argparse.ArgumentParser) -> None:
     """The flags of what part of a store an analysis reads, and on which clock
-    (workbench/scope.py: score, compare, budget, report)."""
+    (workbench/scope.py: score, compare, budget)."""
+    read_flags(p)
+    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
+                   help="what time to target is counted in: train (training seconds, the "
+                        "default), wall (wall seconds, evals included) or steps")
+    p.add_argument("--exclude-compile", action="store_true",
+                   help="take each run's compilation seconds off its training and wall "
+                        "seconds (no effect on steps)")
+
+
+def read_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of what part of a store is read (workbench/scope.py): --ruleset, --study,
+    --with-adhoc (the analysis commands and `pacebench report`)."""
     p.add_argument("--ruleset", choices=("external", "self"),
                    help="the tuning ruleset to read (rulesets never share a score; default: "
                         "the store's only one, else external)")
@@ -182,9 +201,3 @@ def scope_flags(p: argparse.ArgumentParser) -> None:
                         "study of the store)")
     p.add_argument("--with-adhoc", action="store_true",
                    help="take in the ad-hoc runs of `pacebench run` (left out by default)")
-    p.add_argument("--time-axis", choices=("train", "wall", "steps"), default="train",
-                   help="what time to target is counted in: train (training seconds, the "
-                        "default), wall (wall seconds, evals included) or steps")
-    p.add_argument("--exclude-compile", action="store_true",
-                   help="take each run's compilation seconds off its training and wall "
-                        "seconds (no effect on steps)")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 search_spaces, store_for_writing, store_path, submission_name,
                                 workload_names)
 from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
-                               launch_flags, scaling_flags, training_flags)
+                               launch_flags, scaling_flags, training_flags, trial_timeout_flag)
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -36,6 +35,7 @@ def _add_run(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int)
     p.add_argument("--name", default="adhoc", help="study name the run is filed under")
+    trial_timeout_flag(p)
     training_flags(p)
     p.set_defaults(func=run)
 
@@ -117,9 +117,7 @@ def _study_or_scale(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """`pacebench run`: train one run and record it."""
     from runners.algorithms import get_algorithm
-    from runners.loop import run as train
     from workbench.catalog import get_workload
-    from workbench.records import DONE_STATUSES
     from workbench.spec import RunConfig
     from workbench.store import open_store
 
@@ -151,28 +149,35 @@ def run(args: argparse.Namespace) -> int:
                       config.algorithm_sha256)
     store = open_store(store_path(args), create=True)
     config = ad_hoc_trial(store, config)
+    return _train_and_report(config, store, args)
 
-    def show(row: dict) -> None:
-        metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
-        print(f"step {row['step']:>6}  train {row['train_seconds']:8.2f}s  {metrics}", flush=True)
 
-    try:
-        run_id = train(config, store, data_dir=args.data_dir,
-                       on_eval=None if args.quiet else show, launched_by="run")
-    except (Exception, KeyboardInterrupt):  # recorded in the store as failed / interrupted
-        if os.environ.get("PACEBENCH_DEBUG"):
-            raise
-        attempts = store.attempts(config.trial_key)
-        doc = max(attempts, key=lambda d: d.get("started_at") or "") if attempts else None
-        if doc is None or doc.get("status") not in ("failed", "interrupted"):
-            raise  # not a training failure: the CLI reports it
-        print(f"run {doc['run_id']}: {doc['status']} ({doc.get('stop_reason')}) in store "
-              f"{store.root}; its run document holds the traceback", file=sys.stderr)
+def _train_and_report(config, store, args: argparse.Namespace) -> int:
+    """Train `config` in a worker process, as a study's trials are (watchdog, Ctrl-C and a full
+    disk alike; runners/scheduler.py run_one), showing its eval lines unless --quiet; say how
+    it ended. Exit 0 for a finished run (target met or not), 130 after Ctrl-C, else 1."""
+    from runners.processes import LaunchOptions
+    from runners.scheduler import INTERRUPTED, run_one
+    from workbench.records import DONE_STATUSES
+
+    options = LaunchOptions(trial_timeout=args.trial_timeout)
+    options.check()
+    result, doc = run_one(config, store, args.data_dir, options, show=not args.quiet)
+    if doc is None:  # no record of it: another launcher runs it now, or the disk is full
+        busy = (f"another `pacebench run` of this run (trial {config.trial} of {config.study_name}"
+                ") is running right now: wait for it to end") if result.skipped else None
+        what = (result.failed + result.interrupted + [result.stopped or busy or "no run was "
+                                                      "recorded"])[0]
+        print(f"error: {what}", file=sys.stderr)
         return 1
-    doc = store.run_doc(run_id)
-    print(f"run {run_id}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}")
-    print(_target_line(store, run_id))
-    return 0 if doc["status"] in DONE_STATUSES else 1  # finished, target met or not
+    line = f"run {doc['run_id']}: {doc['status']} ({doc.get('stop_reason')}) in store {store.root}"
+    if doc["status"] in DONE_STATUSES:  # finished, target met or not
+        print(line)
+        print(_target_line(store, doc["run_id"]))
+        return 0
+    print(f"{line}; its run document holds the traceback" if doc.get("error") else line,
+          file=sys.stderr)
+    return 130 if result.stopped == INTERRUPTED else 1
 
 
 def ad_hoc_trial(store, config):

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from runners.cli.common import store_path
-from runners.cli.flags import store_flag
-from runners.cli_types import csv as _csv
+from runners.cli.flags import read_flags, store_flag
+from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 
 __all__ = ["add", "report", "serve"]
 
@@ -18,7 +18,10 @@ def add(sub) -> None:
     p = sub.add_parser("report", help="write a self-contained HTML report (and figures)")
     p.add_argument("--out", required=True, help="the HTML file to write")
     p.add_argument("--title")
-    p.add_argument("--rulesets", help="show only these tuning rulesets, comma-separated")
+    read_flags(p)
+    # the old flag, for one release: one ruleset name (report.one_ruleset)
+    p.add_argument("--rulesets", action=_Deprecated, instead="--ruleset (one ruleset: "
+                   "rulesets never share a score)", help=argparse.SUPPRESS)
     p.add_argument("--workloads", help="show only these workloads, comma-separated")
     p.add_argument("--algorithms", help="show only these algorithms, comma-separated")
     p.add_argument("--figures", metavar="DIR",
@@ -37,10 +40,12 @@ def add(sub) -> None:
 
 def report(args: argparse.Namespace) -> int:
     """`pacebench report`: a self-contained HTML report (and figures)."""
-    from workbench.report import write_report
+    from workbench.report import one_ruleset, write_report
 
+    ruleset = args.ruleset if args.rulesets is None else one_ruleset(args.rulesets, args.ruleset)
     out = write_report(store_path(args), Path(args.out), title=args.title,
-                       rulesets=args.rulesets, workloads=args.workloads,
+                       ruleset=ruleset, studies=args.studies or None,
+                       with_adhoc=args.with_adhoc, workloads=args.workloads,
                        algorithms=args.algorithms, figures=args.figures,
                        formats=args.formats)
     print(f"report written to {out} (self-contained; open it in a browser)")

@@ -18,8 +18,11 @@ Foreign logs are checked before anything is written. A trial whose files cannot 
 a check is reported (file and reason, one line) and left out; the rest is imported. The checks:
 metric columns lower case and distinct in more than case (records.check_row_columns); steps and
 times finite, >= 0 and non-decreasing along the log; meta files typed (_check_meta); JSON nested
-at most MAX_DEPTH levels; no file read through a link out of the log folder; submission names
-that map to the same run ids refused (_clashes, _existing). `inf` metric values read as NaN.
+at most MAX_DEPTH levels; no file read through a link out of the log folder; only regular files
+opened (a FIFO, socket or device is a problem, never opened: _read_regular); among submission
+folders whose names map to the same run ids, the one whose name needs no cleaning imported and
+the others refused, and a name that cleans to one the store holds refused (_clashes, _existing).
+`inf` metric values read as NaN.
 Budgets are recomputed from every imported trial of the store at the end of each import
 (_budgets), so importing again repairs an import that was killed.
 
@@ -38,6 +41,7 @@ import json
 import math
 import os
 import re
+import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -131,11 +135,14 @@ def load_targets(path: str | os.PathLike) -> AlgoPerfTargets:
     """Read an AlgoPerf targets file (scoring/workload_targets*.json) and check its shape."""
     path = Path(path)
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(_read_regular(path))
     except FileNotFoundError:
         raise FileNotFoundError(f"no targets file {path}: pass AlgoPerf's "
                                 "scoring/workload_targets_v05.json (or another version's)") from None
-    except json.JSONDecodeError as e:
+    except _BadFile as e:
+        raise ValueError(f"targets file {e}; pass AlgoPerf's scoring/workload_targets_v05.json "
+                         "(or another version's)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"targets file {path} is not valid JSON: {e}") from None
     need = ("benchmark_version", "base_workloads", "held_out_workloads", "workloads")
     missing = [k for k in need if k not in doc] if isinstance(doc, dict) else list(need)
@@ -233,6 +240,47 @@ class _BadFile(ValueError):
     """A file of a trial that cannot be read; the message names the file and the reason."""
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_regular(path, mode: int) -> str | None:
+    """'<path>: not a regular file (a FIFO)' when `mode` is no regular file's, else None."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((words for test, words in _KINDS if test(mode)), "of an unknown kind")
+    return f"{path}: not a regular file ({kind})"
+
+
+def _read_regular(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file at `path` (links followed). Anything else (a FIFO, a
+    socket, a device, a folder) is refused before it is opened: opening a FIFO blocks until a
+    writer comes, a device may do anything. It is opened without blocking and checked again,
+    in case another file was swapped in between. FileNotFoundError when there is no file;
+    _BadFile naming the file otherwise."""
+    try:
+        problem = _not_regular(path, os.stat(path).st_mode)
+        if problem:
+            raise _BadFile(problem)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, _BadFile):
+        raise
+    except OSError as e:  # unreadable, a link loop, ...
+        raise _BadFile(f"{path}: cannot be read ({_short(e)})") from None
+    try:
+        problem = _not_regular(path, os.fstat(fd).st_mode)
+        if problem:
+            raise _BadFile(problem)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as e:
+        raise _BadFile(f"{path}: cannot be read ({_short(e)})") from None
+    finally:
+        os.close(fd)
+
+
 def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
     """An eval_measurements.csv as eval rows: records.EVAL_COLUMNS (less run_id) + metrics.
 
@@ -246,7 +294,12 @@ def read_evals(path: str | os.PathLike) -> "pa.Table":  # noqa: F821
     import pyarrow.csv as pcsv
 
     try:
-        raw = pcsv.read_csv(path, read_options=pcsv.ReadOptions(use_threads=False))
+        data = _read_regular(path)
+    except FileNotFoundError:
+        raise _BadFile(f"{path}: missing") from None
+    try:
+        raw = pcsv.read_csv(pa.BufferReader(data),
+                            read_options=pcsv.ReadOptions(use_threads=False))
     except (pa.ArrowInvalid, OSError) as e:
         raise _BadFile(f"{path}: not a readable CSV ({_short(e)})") from None
     missing = [c for c in _REQUIRED if c not in raw.column_names]
@@ -314,15 +367,15 @@ def _short(error: Exception) -> str:
 def _read_json(path: Path, required: bool) -> dict[str, Any] | None:
     """A JSON object file; None when it is absent and not required."""
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(_read_regular(path))
     except FileNotFoundError:
         if required:
             raise _BadFile(f"{path}: missing") from None
         return None
     except (ValueError, RecursionError) as e:  # JSON, Unicode, or nested past Python's stack
+        if isinstance(e, _BadFile):
+            raise
         raise _BadFile(f"{path}: not valid JSON ({_short(e)})") from None
-    except OSError as e:  # a folder, unreadable, ...
-        raise _BadFile(f"{path}: cannot be read ({_short(e)})") from None
     if not isinstance(doc, dict):
         raise _BadFile(f"{path}: expected a JSON object, got {type(doc).__name__}")
     if _depth(doc) > MAX_DEPTH:
@@ -472,10 +525,9 @@ def _import_trial(store: Store, log: TrialLog, targets: AlgoPerfTargets, ruleset
     Nothing outside the log tree `root` is read. A run of the same id already in the store must
     be this submission's (the same folder name), else the trial is refused.
     """
-    eval_file = log.path / EVAL_FILE
-    if not eval_file.is_file():
+    eval_file = _inside(log.path / EVAL_FILE, root)
+    if not os.path.exists(eval_file):  # (a link to nothing, too)
         return "without_evals"
-    _inside(eval_file, root)
     hparams = _read_json(_inside(log.path / HPARAMS_FILE, root), required=False)
     ruleset = ruleset or ("external" if hparams is not None else "self")
     study_name = f"algoperf-v{targets.version}-{ruleset}"
@@ -505,21 +557,55 @@ def _existing(store: Store, run_id: str, log: TrialLog) -> str:
     return "existing"
 
 
-def _clashes(submissions: list[Path]) -> dict[Path, str]:
-    """Submission folders whose names map to one run-id prefix (e.g. 'shampoo submission' and
-    'shampoo_submission', or two folders of one name), each with a problem naming the others."""
+def _clashes(submissions: list[Path], store: Store, version: str) -> dict[Path, str]:
+    """Submission folders not to import, each with its problem: among folders whose names map
+    to one run-id prefix (e.g. 'shampoo submission' and 'shampoo_submission'), the one whose
+    name needs no cleaning is imported and the others are refused, naming it; so is a folder
+    whose name cleans to the name of a submission that the store holds. Where no name is exact
+    (e.g. 'mallöry' and 'mallüry', or two folders of one name) all are refused."""
     by_id: dict[str, list[Path]] = {}
     for folder in submissions:
         by_id.setdefault(_folder_name(folder.name), []).append(folder)
+    held = _held_names(store, version, {c for c, fs in by_id.items()
+                                        if all(f.name != c for f in fs)})
     out = {}
-    for folders in by_id.values():
-        if len(folders) > 1:
-            for folder in folders:
+    for clean, folders in by_id.items():
+        exact = [f for f in folders if f.name == clean]
+        owner = (f"the folder {clean!r}" if len(exact) == 1 else
+                 f"the store's submission {clean!r}" if not exact and clean in held else None)
+        for folder in folders:
+            if owner and folder.name != clean:
+                out[folder] = (f"{folder}: its name cleans to {clean!r}, which {owner} has; "
+                               "not imported: rename the folder so that its name differs in "
+                               "letters, digits, '.', '_' or '-'")
+            elif not owner and len(folders) > 1:
                 others = ", ".join(repr(str(f)) for f in folders if f != folder)
                 out[folder] = (f"{folder}: submission {folder.name!r} maps to the same run ids as "
                                f"{others}; not imported: rename the folders so that their names "
                                "differ in letters, digits, '.', '_' or '-'")
     return out
+
+
+def _held_names(store: Store, version: str, wanted: set[str]) -> set[str]:
+    """Those of the run-id parts `wanted` that the store's runs imported from this version's
+    logs give to a submission of exactly that name (one listing of the store, and one run
+    document per part found)."""
+    if not wanted:
+        return set()
+    pattern = re.compile(rf"algoperf-v{re.escape(version)}-(?:external|self)--"
+                         r"([A-Za-z0-9_.-]+?)--study_\d+--")
+    first: dict[str, str] = {}  # run-id part -> one run id holding it
+    for name in store.run_names() or ():
+        if (match := pattern.match(name)) and match.group(1) in wanted:
+            first.setdefault(match.group(1), name)
+    names = set()
+    for clean, run_id in first.items():
+        try:
+            if store.run_doc(run_id).get("algorithm") == clean:
+                names.add(clean)
+        except (KeyError, ValueError, OSError):
+            continue  # unreadable: the store's readers report it
+    return names
 
 
 def _budgets(store: Store, targets: AlgoPerfTargets,
@@ -597,7 +683,7 @@ def import_algoperf(logdir: str | os.PathLike, store: Store | str | os.PathLike,
     store.ensure()
     report = ImportReport()
     _check_version(store, targets)  # fails early on a store of another version
-    clashes = _clashes(submissions)
+    clashes = _clashes(submissions, store, targets.version)
     jobs = []
     for submission in submissions:
         report.submissions.append(submission.name)

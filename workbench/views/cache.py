@@ -12,9 +12,12 @@ Shared values are never modified in place.
 A value is keyed by its name, the data read it comes from, and the filters it depends on: its
 LEVEL. The levels, from the broadest to the narrowest:
 
-  READ     once per data read (e.g. a run-table column's codes): no filter matters.
-  SCOPE    once per ruleset, study and hardware filter: values "over every algorithm and
-           workload" (the full cube, the full runs), from which the shown ones are cut.
+  READ     once per data read (e.g. the rulesets the store holds): no filter matters.
+  LABELLED once per scope: ruleset, studies and with_adhoc, what workbench/scope.py reads (the
+           labelled run table, its columns' codes).
+  SCOPE    LABELLED and the hardware filter: values "over every algorithm and workload" (the
+           finished runs and notes of the scope, the full cube), from which the shown ones are
+           cut.
   AXIS     SCOPE and the time axis (values over every algorithm and workload that measure time,
            e.g. study times, bootstrap draws).
   SHOWN    every filter, the runs picked for the curves and the time axis (the default).
@@ -37,16 +40,17 @@ from workbench import query, records as R, scoring
 from workbench.store import Store, StoreError, open_store
 
 __all__ = ["SharedCache", "SHARED", "StoreRead", "read_store", "LEVELS", "CACHE_SIZE", "READ",
-           "SCOPE", "AXIS", "SHOWN"]
+           "LABELLED", "SCOPE", "AXIS", "SHOWN"]
 
 CACHE_SIZE = 64  # cubes and frames kept for recent filter settings (switching back is instant)
 
 # The filters each level depends on (Selection parameter names).
 READ: tuple[str, ...] = ()
-SCOPE = ("rulesets", "studies", "hardware")
+LABELLED = ("ruleset", "studies", "with_adhoc")
+SCOPE = (*LABELLED, "hardware")
 AXIS = (*SCOPE, "time_axis")
-SHOWN = ("workloads", "algorithms", "rulesets", "studies", "hardware", "curve_runs", "time_axis")
-LEVELS = {"read": READ, "scope": SCOPE, "axis": AXIS, "shown": SHOWN}
+SHOWN = ("workloads", "algorithms", *SCOPE, "curve_runs", "time_axis")
+LEVELS = {"read": READ, "labelled": LABELLED, "scope": SCOPE, "axis": AXIS, "shown": SHOWN}
 
 
 class SharedCache:

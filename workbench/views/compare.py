@@ -2,13 +2,15 @@
 
 Per scored workload, the ratio of B's median study time to A's with its interval, drawn as a
 forest plot (log axis, 1 = equal), the overall speedup with its interval beneath, and the verdict
-in words with its p-value, the probability of improvement and the studies a verdict would need.
-A and B are picked in the view (default: the top scorer and the sidebar's reference); the report
-has one section per algorithm against the reference.
+in words with its p-value, the probability of improvement and the studies a verdict would need;
+the verdict by steps to target beside the one on the time axis, and the machine-speed check's
+warning with the reason a verdict in seconds was withheld. The comparison is
+`workbench.compare.compare_runs` over the selection's finished runs with COMPARE_DRAWS draws,
+as `pacebench compare` and `Results.compare()` make it. A and B are picked in the view (default:
+the top scorer and the sidebar's reference); the report has one section per algorithm against
+the reference.
 """
 from __future__ import annotations
-
-from dataclasses import replace
 
 import pandas as pd
 import panel as pn
@@ -16,14 +18,17 @@ import param
 
 from workbench import compare as C
 from workbench.catalog import noise_floor_of
-from workbench.cubes import axis_name
+from workbench.cubes import AXIS_LABELS, axis_column
+from workbench.compare import BOOTSTRAP_REPLICATES as COMPARE_DRAWS  # = results.COMPARE_DRAWS
+from workbench.scoring import scored_names
 from workbench.views.base import FILTERS, View
 from workbench.views.formats import TABLE_CSS, md
 from workbench.views.live import LivePlot
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
-__all__ = ["Compare", "comparison", "forest_data", "forest_plot", "default_pair", "figures", "OVERALL"]
+__all__ = ["Compare", "comparison", "cautions", "forest_data", "forest_plot", "default_pair",
+           "figures", "OVERALL"]
 
 OVERALL = "overall (geometric mean)"
 
@@ -38,24 +43,25 @@ def default_pair(selection: Selection) -> tuple[str | None, str | None]:
 
 
 def comparison(selection: Selection, a: str, b: str) -> C.Comparison | None:
-    """workbench.compare.compare of `a` and `b` over the shown scored workloads (cached); None
-    when either is not shown or no workload is scored."""
-    shown = [x for x in selection.param.algorithms.objects if x in selection.algorithms]
-    scored = selection.workload_groups()["scored"]
-    if a not in shown or b not in shown or a == b or not scored or not selection.n_runs:
+    """workbench.compare.compare_runs of `a` and `b` over the shown scored workloads (cached),
+    as Results.compare_result makes it: the scope's finished runs of every algorithm (a miss
+    counts as the longest any run trained on a workload), the store's rules, the workloads'
+    noise floors, COMPARE_DRAWS draws; with the verdict by steps and the machine-speed check.
+    None when either is not shown with a finished run, or no workload is scored."""
+    finished = selection.finished_algorithms()
+    shown = set(selection.workload_groups()["scored"])
+    if a not in finished or b not in finished or a == b or not shown or not selection.n_runs:
         return None
 
     def make() -> C.Comparison:
-        times = selection.study_times()
-        present = [w for w in scored if w in set(map(str, times["workload"].values))]
-        # a miss counts as the longest any run trained on the axis shown, as in the CLI
-        budgets = C.miss_budgets(selection.runs_where(
-            ["workload", "train_seconds", "wall_seconds", "steps"]), selection.time_axis,
-            selection.scoring_config)
-        floors = {w: f.cov for w in present if (f := noise_floor_of(w)) is not None}
-        result = C.compare(times, a, b, present, budgets=budgets, noise_cov=floors,
-                           replicates=1000)
-        return replace(result, time_axis=axis_name(selection.time_axis))
+        cube = selection.full_cube("train_seconds")
+        names = [str(w) for w in cube["workload"].values]
+        workloads = [w for w in scored_names(selection.store_config, cube) if w in shown]
+        floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
+        return C.compare_runs(selection.full_runs(), cube, a, b,
+                              time_axis=selection.time_axis, workloads=workloads,
+                              config=selection.store_config, noise_cov=floors,
+                              replicates=COMPARE_DRAWS)
     return selection.cached(f"compare:{a}\x00{b}", make)
 
 
@@ -137,18 +143,36 @@ def _draw_forest(plot: LivePlot, data: dict) -> None:
 def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
     if result is None:
         return ("Pick two different shown algorithms; a comparison needs at least one scored "
-                "workload with studies of both.")
-    text = f"A = **{md(result.a)}**, B = **{md(result.b)}**.\n\n**{md(result.sentence())}**"
+                "workload with finished studies of both.")
+    text = (f"A = **{md(result.a)}**, B = **{md(result.b)}**.\n\n"
+            f"**Verdict in {AXIS_LABELS[axis_column(result.time_axis)]}: "
+            f"{md(result.verdict)}.** Verdict by steps to target: "
+            f"**{md(result.verdict_by_steps or 'n/a')}**.\n\n{md(result.sentence())}")
     if result.left_out:
         text += "\n\nLeft out: " + "; ".join(f"{md(w)} ({md(why)})"
                                              for w, why in result.left_out.items())
     return text + (
         "\n\nA study's time is its fastest trial's (AlgoPerf's rule). The ratio is B's median "
-        "study time over A's; its interval redraws each side's studies (bootstrap); a miss "
-        "counts as the workload's budget there, so ratios with misses are bounds towards 1. "
-        "The verdict is an exact permutation test on ranks (a miss ranks last), two-sided at "
+        "study time over A's; its interval redraws each side's studies (bootstrap, "
+        f"{COMPARE_DRAWS:,} draws, as `pacebench compare`); a miss counts as the workload's "
+        "budget there, so ratios with misses are bounds towards 1. The verdict is an exact "
+        "permutation test on ranks (a miss ranks last), two-sided at "
         f"{result.confidence:.0%}: with no true difference it is wrong at most "
-        f"{1 - result.confidence:.0%} of the time.")
+        f"{1 - result.confidence:.0%} of the time. The verdict by steps is the same test on "
+        "steps to target, which the machine's speed does not change.")
+
+
+def cautions(result: C.Comparison | None) -> str:
+    """The machine-speed check's warnings and why a verdict in seconds was withheld (Markdown,
+    escaped); empty when there are none."""
+    if result is None or not (result.warnings or result.withheld):
+        return ""
+    lines = [f"**Warning:** {md(w)}" for w in result.warnings]
+    if result.withheld:
+        lines.append(f"**Verdict withheld:** {md(result.withheld)} (the times measured: "
+                     f"{md(result.measured_verdict or 'n/a')}); rerun with the interleaved "
+                     "order or compare by steps.")
+    return "\n\n".join(lines)
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:
@@ -190,6 +214,8 @@ class Compare(View):
         # children while the page lays them out races in the browser); the report builds its
         # sections once.
         self._text = pn.pane.Markdown(sizing_mode="stretch_width")
+        self._caution = pn.pane.Alert(alert_type="warning", sizing_mode="stretch_width",
+                                      visible=False, css_classes=["pb-compare-caution"])
         self._forest = LivePlot(xlabel="", ylabel="", height=180, x_log=True, x_range=(0.5, 2),
                                 y_range=(0, 1), points=True, legend=False,
                                 hover=("ratio", "", "interval"))
@@ -201,7 +227,7 @@ class Compare(View):
                                            layout="fit_data_stretch", stylesheets=[TABLE_CSS],
                                            sizing_mode="stretch_width")
         self._body = pn.Column(*([] if self.against_reference else
-                                 [self._text, self._plot, self._table]),
+                                 [self._text, self._caution, self._plot, self._table]),
                                sizing_mode="stretch_width")
         self._choosing = False  # set while _choices updates the pickers: not a user's pick
         self.param.watch(lambda *_: None if self._choosing else self._selection_changed(),
@@ -225,6 +251,9 @@ class Compare(View):
         result = comparison(self.selection, a, b) if a and b else None
         plot = forest_plot(result) if result is not None else None
         parts = [pn.pane.Markdown(_about(result, a, b), sizing_mode="stretch_width")]
+        if caution := cautions(result):
+            parts.append(pn.pane.Alert(caution, alert_type="warning",
+                                       sizing_mode="stretch_width"))
         if plot is not None:
             parts.append(pn.pane.HoloViews(plot, sizing_mode="stretch_width",
                                            min_height=140 + 36 * len(result.per_workload)))
@@ -240,6 +269,8 @@ class Compare(View):
             result = comparison(self.selection, self.a, self.b) if self.a and self.b else None
             data = forest_data(result)
             self._text.object = _about(result, self.a, self.b)
+            caution = cautions(result)
+            self._caution.param.update(object=caution, visible=bool(caution))
             if data is not None:
                 _draw_forest(self._forest, data)
             self._plot.visible = data is not None

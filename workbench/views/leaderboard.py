@@ -2,7 +2,9 @@
 
 Both tables come from `workbench.scoring` over the selection's final cube and scoring rules (the
 store's ScoringConfig when it records one, e.g. an AlgoPerf import); this view only orders,
-labels and formats them.
+labels and formats them. The score intervals are those of `pacebench score` and
+`workbench.results.Results.score()`: scoring.with_score_intervals over the same
+BOOTSTRAP_DRAWS draws (seed 0) at INTERVAL_LEVEL.
 """
 from __future__ import annotations
 
@@ -14,19 +16,20 @@ from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import scoring
 from workbench.catalog import noise_floor_of
+from workbench.scoring import BOOTSTRAP_DRAWS, INTERVAL_LEVEL
 from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, md, percent, ratio_color,
                                      unit_for, wrap_title)
 from workbench.views.speedups import interval_label, speedup_frame
 from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
 
-__all__ = ["Leaderboard", "score_frame", "times_frame", "workload_time_table", "ratio_styles",
+__all__ = ["Leaderboard", "score_frame", "score_intervals", "times_frame", "workload_time_table", "ratio_styles",
            "noise_row", "NOISE_LABEL",
            "TABLE_CSS", "GROUP_TITLES",
            "wrap_title", "MISS", "NO_RUNS"]
 
 SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)", "studies": "Studies",
-                "interval": "90 % interval",
+                "interval": f"{100 * INTERVAL_LEVEL:.0f} % interval",
                 "exact_score": "Score (exact)", "workloads_reached": "Reached",
                 "workloads_scored": "Scored", "speedup": "Speedup"}
 GROUP_TITLES = {
@@ -34,31 +37,34 @@ GROUP_TITLES = {
     "held_out": "Held-out variants (inputs of their base workload's score, not scored alone)",
     "other": "Other variants (not scored)",
 }
-BOOTSTRAP_REPLICATES = 200  # resamplings of the studies behind the score interval
-BOOTSTRAP_LEVEL = 0.9
+
+
+def score_intervals(selection: Selection) -> pd.DataFrame:
+    """The selection's score table (Selection.scores, best first) with each algorithm's
+    studies and its score interval (low, high; NaN below scoring.MIN_STUDIES_FOR_INTERVAL
+    studies; interval as text): scoring.with_score_intervals over BOOTSTRAP_DRAWS draws of the
+    studies at INTERVAL_LEVEL, as `Results.score()` makes them (cached); empty when nothing
+    is scored."""
+    def make() -> pd.DataFrame:
+        scores = selection.scores()
+        if scores.empty:
+            return scores.assign(studies=[], low=[], high=[], interval=[])
+        return scoring.with_score_intervals(scores, selection.study_times(),
+                                            selection.bootstrap_medians(BOOTSTRAP_DRAWS),
+                                            selection.scoring_config, INTERVAL_LEVEL)
+    return selection.cached("score_intervals", make)
 
 
 def score_frame(selection: Selection) -> pd.DataFrame:
-    """The selection's score table (Selection.scores, best first) with each algorithm's number
-    of studies, a bootstrap interval ('0.612 to 0.701': studies resampled,
-    scoring.bootstrap_scores; 'n/a (2 studies)' below scoring.MIN_STUDIES_FOR_INTERVAL) and the
+    """The selection's score table (score_intervals, best first) with the interval as text
+    ('0.612 to 0.701'; 'n/a (2 studies)' below scoring.MIN_STUDIES_FOR_INTERVAL) and the
     speedup over the reference (speedups.speedup_frame, '+27.9 %'); empty when nothing is
     scored."""
-    scores = selection.scores()
+    scores = score_intervals(selection)
     if scores.empty:
         return pd.DataFrame(columns=list(SCORE_TITLES))
-
-    def interval() -> pd.DataFrame:
-        return scoring.bootstrap_interval(selection.bootstrap_medians(BOOTSTRAP_REPLICATES),
-                                          BOOTSTRAP_LEVEL, selection.scoring_config)
-    bounds = selection.cached("score_interval", interval).set_index("algorithm")
-    low, high = (bounds[k].reindex(scores["algorithm"]) for k in ("low", "high"))
-    studies = scoring.studies_per_algorithm(selection.study_times()).reindex(
-        scores["algorithm"]).fillna(0).astype(int)
     speedups = speedup_frame(selection).set_index("algorithm")
     return scores.assign(
-        studies=studies.values,
-        interval=[scoring.interval_text(lo, hi, k) for lo, hi, k in zip(low, high, studies)],
         speedup=[_speedup_text(speedups, a, selection.reference) for a in scores["algorithm"]],
     )[list(SCORE_TITLES)]
 
@@ -76,7 +82,7 @@ def workload_time_table(selection: Selection, order: list[str],
 
 
 def _speedup_text(speedups: pd.DataFrame, algorithm: str, reference: str | None) -> str:
-    """'+27.9 % (+24.3 to +30.9)': the speedup over the reference and its 90 % interval (in
+    """'+27.9 % (+24.3 to +30.9)': the speedup over the reference and its interval (in
     percent too, the signs left out there so that the column stays narrow)."""
     if algorithm not in speedups.index:
         return "n/a"
@@ -247,9 +253,10 @@ class Leaderboard(View):
             pn.pane.Markdown(
                 "### Benchmark score\nAlgoPerf score: area under the performance profile for "
                 "tau in [1, 4], divided by 3 (1 = fastest on every workload). *Grid* uses the "
-                "official 100 evenly spaced tau; *exact* integrates the step function. *90 % "
-                f"interval*: of the grid score when each algorithm's studies are resampled "
-                f"({BOOTSTRAP_REPLICATES} bootstrap draws); with fewer than "
+                "official 100 evenly spaced tau; *exact* integrates the step function. "
+                f"*{100 * INTERVAL_LEVEL:.0f} % interval*: of the grid score when each "
+                f"algorithm's studies are resampled ({BOOTSTRAP_DRAWS:,} bootstrap draws, as "
+                "`pacebench score`); with fewer than "
                 f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies it reads *n/a*: resampling one or "
                 "two studies gives them back, not an uncertainty (run more `--studies`). "
                 "*Studies*: the algorithm's studies with a run on a shown workload. "

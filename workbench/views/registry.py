@@ -5,6 +5,10 @@ A new view is one entry in VIEWS: its key, its tab title, its class, and (if it 
 function giving them by name. `dashboard` and `report` are options of the view's class that
 differ between the served dashboard (a view draws when its tab opens; big stores show one
 workload or one study group at a time) and the static report (every view draws up front).
+`notebook_view` gives one view for a notebook (`workbench.results.Results.view`).
+
+A view that cannot be made or drawn shows why in an alert in its place (views/base.py), and the
+others still draw.
 """
 from __future__ import annotations
 
@@ -18,11 +22,14 @@ import panel as pn
 from workbench.csvout import to_csv
 from workbench.views import (budget, compare, costs, curves, early_ranking, hparams,
                              leaderboard, profiles, robustness, scaling, speedups, studies)
-from workbench.views.base import View
+from workbench.views.base import LOG, View, failure_text
+from workbench.views.narrowed import selection_of
+from workbench.views.notebook import NotebookView
 from workbench.views.selection import Selection
 
-__all__ = ["ViewEntry", "VIEWS", "view_entry", "make_views", "view_tabs", "tables_csv",
-           "with_csv_download"]
+__all__ = ["ViewEntry", "VIEWS", "view_entry", "find_view", "make_views", "view_tabs",
+           "tables_csv", "with_csv_download", "notebook_view", "NotebookView",
+           "NOTEBOOK_FILTERS"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,10 @@ VIEWS: tuple[ViewEntry, ...] = (
 )
 
 
+# What notebook_view (Results.view) narrows a view by: workbench.views.narrowed.selection_of's.
+NOTEBOOK_FILTERS = ("ruleset", "studies", "with_adhoc", "workloads", "algorithms", "time_axis")
+
+
 def tables_csv(layout: pn.viewable.Viewable) -> str:
     """Every visible table (Tabulator) of a view's layout, as it shows it, as CSV
     (workbench.csvout: formula-safe); tables after the first are preceded by an empty line."""
@@ -69,8 +80,9 @@ def tables_csv(layout: pn.viewable.Viewable) -> str:
 def with_csv_download(title: str, view: View, embed: bool) -> pn.viewable.Viewable:
     """The view's layout, with a button under it that downloads its tables (tables_csv) when it
     has any. `embed` (a report, read without a server): the file goes into the page as it is
-    drawn; else (served) it is made on each click, from the tables as they are then."""
-    layout = pn.panel(view)
+    drawn; else (served) it is made on each click, from the tables as they are then. The
+    view's failure alert (hidden while it draws) sits above it."""
+    layout = pn.Column(view.failure, pn.panel(view), sizing_mode="stretch_width")
     if not layout.select(pn.widgets.Tabulator):
         return layout
     name = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
@@ -89,6 +101,18 @@ def view_entry(key: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
     raise KeyError(f"unknown view {key!r}: valid are {', '.join(e.key for e in views)}")
 
 
+def find_view(name: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
+    """The entry whose key or tab title is `name` (any case); ValueError naming the valid
+    ones."""
+    wanted = name.strip().lower()
+    for entry in views:
+        if wanted in (entry.key, entry.title.lower()):
+            return entry
+    raise ValueError(f"unknown view {name!r}: valid are "
+                     f"{', '.join(repr(e.title) for e in views)} (or their keys: "
+                     f"{', '.join(e.key for e in views)})")
+
+
 def _made(entry: ViewEntry, selection: Selection, dynamic: bool) -> View:
     """The view of `entry` over `selection`, shown (drawn now), with its `dashboard` options
     when `dynamic`, else its `report` options."""
@@ -102,6 +126,20 @@ def make_views(selection: Selection) -> list[tuple[str, View]]:
     return [(entry.title, _made(entry, selection, dynamic=False)) for entry in VIEWS]
 
 
+def _laid_out(entry: ViewEntry, selection: Selection, dynamic: bool
+              ) -> tuple[pn.viewable.Viewable, View | None]:
+    """(the view of `entry` with its CSV button (with_csv_download), the view); when the view
+    cannot even be made, (an alert saying why, None), the traceback logged."""
+    try:
+        view = _made(entry, selection, dynamic)
+        return with_csv_download(entry.title, view, embed=not dynamic), view
+    except Exception as exc:  # one view's bug must not blank the page
+        LOG.error("the %s view could not be made (store %s)", entry.title,
+                  selection.store_path, exc_info=exc)
+        return pn.pane.Alert(failure_text(f"The {entry.title} view", exc), alert_type="danger",
+                             sizing_mode="stretch_width", css_classes=["pb-failure"]), None
+
+
 # The tab titles wrap onto a second line where the page is too narrow for all twelve (Bokeh
 # keeps them on one line and cuts off the last: "Scalin" at 1500 px with the sidebar open).
 TABS_CSS = ".bk-headers-wrapper { flex-wrap: wrap; }"
@@ -113,18 +151,19 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
     draws only while its tab is open (filter changes redraw the open one; the others when next
     opened), so a new page costs the first tab's models only."""
     if not dynamic:
-        return pn.Tabs(*[(title, with_csv_download(title, view, embed=True))
-                         for title, view in make_views(selection)], sizing_mode="stretch_width",
+        return pn.Tabs(*[(entry.title, _laid_out(entry, selection, dynamic=False)[0])
+                         for entry in VIEWS], sizing_mode="stretch_width",
                        stylesheets=[TABS_CSS])
     # Every tab keeps its models once made (Panel's dynamic tabs re-render a tab on each visit,
     # and lost updates that raced with the re-rendering): a tab holds an empty column until it
     # is first opened, then its view's layout for good.
     slots = [pn.Column(sizing_mode="stretch_width") for _ in VIEWS]
-    views: dict[int, View] = {}
+    views: dict[int, View | None] = {}  # None: a view that could not be made
 
     def show(index: int) -> None:
         for i, view in views.items():
-            view.shown = i == index
+            if view is not None:
+                view.shown = i == index
         if index not in views and 0 <= index < len(VIEWS):
             entry = VIEWS[index]
             # Made without a design of their own, as the first page's parts are: the template
@@ -132,12 +171,43 @@ def view_tabs(selection: Selection, dynamic: bool = False) -> pn.Tabs:
             # template's design for itself, and with it the theme's whole stylesheet: headings
             # at twice their size, wider table text).
             with pn.config.set(design=None):
-                views[index] = _made(entry, selection, dynamic=True)
-                slots[index].objects = [with_csv_download(entry.title, views[index],
-                                                          embed=False)]
+                layout, views[index] = _laid_out(entry, selection, dynamic=True)
+                slots[index].objects = [layout]
 
     show(0)
     tabs = pn.Tabs(*[(entry.title, slot) for entry, slot in zip(VIEWS, slots)],
                    sizing_mode="stretch_width", stylesheets=[TABS_CSS])
     tabs.param.watch(lambda event: show(event.new), "active")
     return tabs
+
+
+def notebook_view(store_root, name: str, **filters) -> NotebookView:
+    """The dashboard's view `name` (its tab title or key, any case) over the store at
+    `store_root`, for a notebook: drawn with its report options (a static design: no sidebar)
+    and shown live in JupyterLab, with a static copy that an exported notebook keeps
+    (workbench/views/notebook.py).
+
+    filters: ruleset, studies, with_adhoc (what is read, workbench/scope.py), workloads,
+    algorithms, time_axis (train, wall or steps); an unknown name or value is an error that
+    lists the valid ones.
+    """
+    unknown = sorted(set(filters) - set(NOTEBOOK_FILTERS))
+    if unknown:
+        raise TypeError(f"unknown filter {', '.join(unknown)}: valid are "
+                        f"{', '.join(NOTEBOOK_FILTERS)}")
+    entry = find_view(name)
+    selection = selection_of(store_root, **filters)
+    _load_panel()
+    layout, view = _laid_out(entry, selection, dynamic=False)
+    figures = None if entry.figures is None or view is None else \
+        (lambda: entry.figures(selection))
+    return NotebookView(layout, figures)
+
+
+def _load_panel() -> None:
+    """Panel's notebook extension with Tabulator's scripts, loaded once per kernel: each load
+    writes its scripts (about 50 kB) into the cell's output again. Where Panel no longer keeps
+    what it loaded (private attributes), it is loaded each time."""
+    loaded = getattr(pn.extension, "_loaded", False)
+    if not (loaded and "tabulator" in getattr(pn.extension, "_loaded_extensions", ())):
+        pn.extension("tabulator")

@@ -1,15 +1,21 @@
 """The one selection object of the dashboard: the store, the filters, and the data they leave.
 
 No widget (those are workbench/views/sidebar.py); what it computes is cached in the shared cache
-(workbench/views/cache.py explains the levels). It reads the store's runs and scoring rules once
-per refresh and filters them; eval rows are read only for the runs on the learning curves. It
-computes no metric: the cube comes from `workbench.cubes`, scores from `workbench.scoring`. A
-store that records a ScoringConfig (an AlgoPerf import) is scored by it, restricted to the shown
-workloads; a held-out variant's runs stay in the scored cube while its base is shown.
+(workbench/views/cache.py explains the levels). It reads the store through the scope as every
+analysis does (workbench/views/reading.py: one ruleset, the study names asked for, ad-hoc runs
+only when asked) and filters what that leaves; eval rows are read only for the runs on the
+learning curves.
+
+Two tables come out of it. `runs` (and runs_where, counts, n_shown) are the scope's labelled
+runs (every status: the status line and the curves show failed and running runs too) passing
+the algorithm, workload and hardware filters. The cube and everything scored come from
+`scoped()`, the finished trials only (scope.finished_runs), so that with every filter open the
+dashboard counts what `workbench.results.Results.score()` counts. It computes no metric: the
+cube comes from `workbench.cubes`, scores from `workbench.scoring`. A store that records a
+ScoringConfig (an AlgoPerf import) is scored by it, restricted to the shown workloads; a
+held-out variant's runs stay in the scored cube while its base is shown.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,43 +23,33 @@ import param
 import xarray as xr
 from bokeh.palettes import Category20_20
 
-from workbench import cubes, query, scoring
-from workbench import records as R
-from workbench.views.cache import LEVELS, SHARED, StoreRead, read_store
+from workbench import cubes, scoring
+from workbench.scope import Scoped, finished_runs
+from workbench.views.reading import SCOPE_PARAMETERS, ScopedRead, keep_and_add
 
-__all__ = ["Selection", "TIME_AXES", "PALETTE", "FILTER_COLUMNS", "TIME_TO_TARGET"]
+__all__ = ["Selection", "TIME_AXES", "PALETTE", "FILTER_COLUMNS", "SCOPE_PARAMETERS",
+           "TIME_TO_TARGET"]
 
 # Time axes of the learning curves: eval-row column -> axis label.
 TIME_AXES = {"train_seconds": "train seconds", "wall_seconds": "wall seconds", "step": "steps"}
 # 20 distinct colours, the strong ten first: 11 AlgoPerf submissions get 11 colours.
 PALETTE = tuple(Category20_20[0::2] + Category20_20[1::2])
-# Filters over the run table: Selection parameter -> run-table column.
-FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "rulesets": "ruleset",
-                  "studies": "study_name", "hardware": "hardware"}
+# Filters over the scope's labelled run table: Selection parameter -> run-table column.
+FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "hardware": "hardware"}
 # The final cube's variable that time to target is read from, per time axis (cubes owns it).
 TIME_TO_TARGET = cubes.TIME_TO_TARGET
 # The cut of a full value to the shown algorithms and workloads depends on these filters.
-_CUT = ("algorithms", "workloads", "rulesets", "studies", "hardware")
+_CUT = ("algorithms", "workloads", *SCOPE_PARAMETERS, "hardware")
 
 
-def _frozen(value):
-    return tuple(value) if isinstance(value, list) else value
+class Selection(ScopedRead):
+    """Owns the store path, the scope (ScopedRead) and the filters; serves the filtered runs,
+    the final cube and curves."""
 
-
-def _keep_and_add(selected: list[str], known: list[str], names: list[str]) -> list[str]:
-    """New selection after a reload: keep what was selected, and select names not seen before."""
-    return [n for n in names if n in selected or n not in known]
-
-
-class Selection(param.Parameterized):
-    """Owns the store path and the filters; serves the filtered runs, the final cube and curves."""
-
-    store_path = param.String(default="results", doc="Directory of the results store.")
     workloads = param.ListSelector(default=[], objects=[], doc="Workloads shown.")
-    algorithms = param.ListSelector(default=[], objects=[], doc="Algorithms shown.")
-    rulesets = param.ListSelector(default=[], objects=[],
-                                  doc="AlgoPerf tuning rulesets shown (external, self).")
-    studies = param.ListSelector(default=[], objects=[], doc="Study names shown.")
+    algorithms = param.ListSelector(default=[], objects=[], doc=(
+        "Algorithms shown, as the scope labels them ('<algorithm> [<study name>]' for an "
+        "algorithm whose study names ran different designs)."))
     hardware = param.ListSelector(default=[], objects=[],
                                   doc="Hardware shown (the key runs record their time on).")
     time_axis = param.Selector(default="train_seconds", objects=list(TIME_AXES),
@@ -63,44 +59,48 @@ class Selection(param.Parameterized):
                                     "curves besides the default (views.curves.shown_curve_runs).")
     reference = param.Selector(default=None, objects=[], allow_None=True,
                                doc="Algorithm the speedups are measured against.")
-    message = param.String(default="", doc="Why there is nothing to show; empty when all is well.")
-    version = param.Integer(default=0, doc="Bumped each time a refresh read new data.")
 
-    def __init__(self, **params) -> None:
-        super().__init__(**params)
-        self._read: StoreRead | None = None  # the data shown (workbench/views/cache.py)
-        self._data_key = 0  # identifies the data read (the same in every session that read it)
-        self.refresh()
-
-    # -- loading --------------------------------------------------------------------------
-    def refresh(self) -> bool:
-        """Re-read the store if anything in it changed; returns whether new data was read."""
-        read = read_store(self.store_path, self._read)
-        if read is None:
-            return False
-        self._read = read
-        self._data_key = hash((str(Path(self.store_path).resolve()), read.signature))
+    def _dependants(self, ruleset, studies, with_adhoc: bool) -> dict:
+        """The algorithms, workloads and hardware of the scope's labelled runs (the shown ones
+        kept, new ones shown) and the curve runs still among them; sets the parameters'
+        objects, returns their values."""
+        table = self._labelled_for(ruleset, studies, with_adhoc).runs
         new = {}
         for name, column in FILTER_COLUMNS.items():
-            names = sorted(self._runs[column].dropna().unique())
-            new[name] = _keep_and_add(getattr(self, name), self.param[name].objects, names)
+            names = sorted(table[column].dropna().unique())
+            new[name] = keep_and_add(getattr(self, name), self.param[name].objects, names)
             self.param[name].objects = names
-        # hardware: what was selected, else the one with the most runs (ties: the first name),
-        # so that times of two machines pool only when asked for (a new one is not selected)
-        counts = self._runs["hardware"].value_counts()
+        # hardware: what was shown, else the one with the most runs (ties: the first name), so
+        # that times of two machines pool only when asked for (a new one is not selected)
+        counts = table["hardware"].value_counts()
         new["hardware"] = [h for h in self.param.hardware.objects if h in self.hardware] or \
             sorted(counts.index, key=lambda h: (-counts[h], h))[:1]
-        self.param.curve_runs.objects = self._runs["run_id"].tolist()  # not a loop over Arrow
-        curve_runs = [r for r in self.curve_runs if r in self.param.curve_runs.objects]
-        self.param.update(**new, curve_runs=curve_runs, message=read.message,
-                          version=self.version + 1)
+        self.param.curve_runs.objects = table["run_id"].tolist()  # not a loop over Arrow
+        known = set(self.param.curve_runs.objects)
+        new["curve_runs"] = [r for r in self.curve_runs if r in known]
+        return new
+
+    def _after_scope(self) -> None:
         self._choose_reference()
-        return True
 
     @property
-    def _runs(self) -> pd.DataFrame:
-        """Every run of the store as read (records.RUN_COLUMNS)."""
-        return self._read.runs
+    def _table(self) -> pd.DataFrame:
+        """The scope's labelled runs, every status (scope.labelled_runs): what the algorithm,
+        workload and hardware filters mask."""
+        return self.labelled().runs
+
+    def scoped(self) -> Scoped:
+        """What the cube and every score are made of: scope.finished_runs of the labelled runs
+        on the shown hardware (each trial's finished attempts; trials without one counted in
+        `failed`; studies under half finished dropped), with every note of the scope."""
+        def make() -> Scoped:
+            labelled = self.labelled()
+            if len(self.hardware) < len(self.param.hardware.objects):
+                keep = labelled.runs["hardware"].isin(self.hardware).to_numpy(bool)
+                labelled = Scoped(labelled.runs[keep], labelled.ruleset, labelled.notes, {},
+                                  labelled.shown_apart)
+            return finished_runs(labelled)
+        return self.full_value("scoped", make, time_axis=False)
 
     # -- filtered data --------------------------------------------------------------------
     @property
@@ -112,23 +112,22 @@ class Selection(param.Parameterized):
             ranked = [a for a in self.scores()["algorithm"] if a in names]
             order = ranked + sorted(a for a in names if a not in ranked)
             return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(order)}
-        return self.cached("colors", make, "read")
+        return self.cached("colors", make, "labelled")
 
-    def _keep(self, workloads: list[str], algorithms: bool = True) -> np.ndarray:
-        """Which rows of the run table pass every filter, with `workloads` in place of the
-        workload filter (and every algorithm unless `algorithms`)."""
-        keep = np.array(self._runs["workload"].isin(workloads), dtype=bool)
+    def _keep(self, table: pd.DataFrame) -> np.ndarray:
+        """Which rows of `table` (the labelled runs, or the finished ones) pass the algorithm,
+        workload and hardware filters."""
+        keep = np.ones(len(table), dtype=bool)
         for name, column in FILTER_COLUMNS.items():
-            if name == "workloads" or (name == "algorithms" and not algorithms):
-                continue
             if len(getattr(self, name)) < len(self.param[name].objects):
-                keep &= np.asarray(self._runs[column].isin(getattr(self, name)), dtype=bool)
+                keep &= np.asarray(table[column].isin(getattr(self, name)), dtype=bool)
         return keep
 
     @property
     def runs(self) -> pd.DataFrame:
-        """Run attempts passing the filters (records.RUN_COLUMNS)."""
-        return self.cached("runs", lambda: self._runs[self.shown_rows()])
+        """The scope's labelled run attempts passing the filters, every status
+        (records.RUN_COLUMNS; `algorithm` as the scope labels it)."""
+        return self.cached("runs", lambda: self._table[self.shown_rows()])
 
     def runs_where(self, columns: list[str] | None = None, **equals) -> pd.DataFrame:
         """The filtered runs whose run-table columns equal the values given (`status="running"`;
@@ -138,23 +137,23 @@ class Selection(param.Parameterized):
             codes, values = self._codes(column)
             match = values.isin(value) if isinstance(value, list) else values == value
             rows = rows & np.isin(codes, np.flatnonzero(np.asarray(match, dtype=bool)))
-        return self._runs.loc[rows, list(columns) if columns is not None else slice(None)]
+        return self._table.loc[rows, list(columns) if columns is not None else slice(None)]
 
     def shown_rows(self) -> np.ndarray:
-        """The boolean mask of the run table's rows that pass the filters (cached)."""
-        return self.cached("shown_rows", lambda: self._keep(self.workloads))
+        """The boolean mask of the labelled table's rows that pass the filters (cached)."""
+        return self.cached("shown_rows", lambda: self._keep(self._table))
 
     def run_rows(self, run_ids: list[str]) -> pd.DataFrame:
-        """The store's rows of `run_ids` (one each, in that order), whatever the filters."""
-        index = self.cached("run_ids", lambda: pd.Index(self._runs["run_id"]), "read")
+        """The scope's rows of `run_ids` (one each, in that order), whatever the filters."""
+        index = self.cached("run_ids", lambda: pd.Index(self._table["run_id"]), "labelled")
         found = index.get_indexer_for(run_ids)  # a table re-indexed by id cost 0.1 s
-        return self._runs.iloc[found[found >= 0]].reset_index(drop=True)
+        return self._table.iloc[found[found >= 0]].reset_index(drop=True)
 
     def recent_runs(self, limit: int) -> list[str]:
         """Ids of the `limit` most recently started runs that pass the filters."""
-        order = self.cached("recent_order", lambda: self._runs["started_at"].fillna(
-            "nan").argsort(kind="stable").to_numpy()[::-1], level="read")  # nan: newest
-        ids = self._runs["run_id"].to_numpy(object)
+        order = self.cached("recent_order", lambda: self._table["started_at"].fillna(
+            "nan").argsort(kind="stable").to_numpy()[::-1], level="labelled")  # nan: newest
+        ids = self._table["run_id"].to_numpy(object)
         return ids[order[self.shown_rows()[order]][:limit]].tolist()
 
     def variant_workloads(self) -> frozenset:
@@ -166,20 +165,31 @@ class Selection(param.Parameterized):
         return self.cached("variant_workloads", make, level="read")
 
     @property
-    def skipped(self) -> dict[str, str]:
-        """Runs of the store left out of the read because their files cannot be read: why."""
-        return dict(self._runs.attrs.get("skipped", {}))
+    def n_runs(self) -> int:
+        """How many finished run attempts pass the filters: what the cube is made of (0:
+        nothing to score or draw). No copy of a run table."""
+        return self.cached("n_runs", lambda: int(self._finished_rows().sum()))
+
+    def _finished_rows(self) -> np.ndarray:
+        """The mask of full_runs' rows that pass the filters (cached)."""
+        return self.cached("finished_rows", lambda: self._keep(self.full_runs()))
+
+    def finished_algorithms(self) -> frozenset:
+        """The shown algorithms with a finished run passing the filters: those the cube, the
+        scores and the speedups hold."""
+        return self.cached("finished_algorithms", lambda: frozenset(
+            self.full_runs().loc[self._finished_rows(), "algorithm"].unique().tolist()))
 
     @property
-    def n_runs(self) -> int:
-        """How many run attempts pass the filters (no copy of the run table)."""
-        return self.cached("n_runs", lambda: int(self.shown_rows().sum()))
+    def n_shown(self) -> int:
+        """How many run attempts of the scope pass the filters, of every status (`runs`)."""
+        return self.cached("n_shown", lambda: int(self.shown_rows().sum()))
 
     def _codes(self, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """`pd.factorize` of a run-table column, once per read: (codes, distinct values);
-        code -1 for a null."""
-        return self.cached(f"codes:{column}", lambda: pd.factorize(self._runs[column]),
-                           level="read")
+        """`pd.factorize` of a column of the labelled table, once per scope: (codes, distinct
+        values); code -1 for a null."""
+        return self.cached(f"codes:{column}", lambda: pd.factorize(self._table[column]),
+                           level="labelled")
 
     def counts(self, column: str, nulls: bool = False) -> dict:
         """Filtered runs per distinct value of a run-table column, in order of first
@@ -199,31 +209,12 @@ class Selection(param.Parameterized):
         return frozenset(self.counts(column, nulls))
 
     @property
-    def store(self):
-        """The open Store once a read succeeded, else None."""
-        return self._read.store
-
-    @property
-    def store_config(self) -> scoring.ScoringConfig | None:
-        """The scoring rules the store records (an AlgoPerf import), None for our own studies."""
-        return self._read.config
-
-    @property
     def scoring_config(self) -> scoring.ScoringConfig | None:
         """The store's rules restricted to the shown workloads (ScoringConfig.restricted;
         None: the plain rules)."""
         config = self._read.config
         return None if config is None else \
             config.restricted(self.workloads, self.param.workloads.objects)
-
-    def cached(self, name: str, make, level: str | tuple[str, ...] = "shown"):
-        """`make()`, computed once per (name, data read, `level`) and shared by the sessions of
-        this server process (workbench/views/cache.py). `level`: "read", "scope", "axis" or
-        "shown" (the default: every filter), or the tuple of filters the value depends on.
-        Never modify the value in place."""
-        names = LEVELS[level] if isinstance(level, str) else level
-        key = (name, self._data_key, *((n, _frozen(getattr(self, n))) for n in names))
-        return SHARED.value(key, make)
 
     @property
     def cube(self):
@@ -262,10 +253,9 @@ class Selection(param.Parameterized):
         return self.cached(f"full:{name}", make, "axis" if time_axis else "scope")
 
     def full_runs(self) -> pd.DataFrame:
-        """Run attempts passing the ruleset, study and hardware filters, of every algorithm
-        and workload (what full_cube is built from)."""
-        return self.full_value("runs", lambda: self._runs[self._keep(
-            self.param.workloads.objects, algorithms=False)], time_axis=False)
+        """The finished run attempts of the scope on the shown hardware, of every algorithm
+        and workload (scoped().runs: what full_cube is built from)."""
+        return self.scoped().runs
 
     def full_cube(self, time_axis: str | None = None):
         """The final cube of full_runs, its time_to_target on `time_axis` (default: the
@@ -333,8 +323,9 @@ class Selection(param.Parameterized):
 
     def _choose_reference(self) -> None:
         """Reference for speedups: kept while shown, else scoring.default_reference ("baseline",
-        else the top scorer) among the shown algorithms (with runs that pass the filters)."""
-        present = self.present("algorithm")
+        else the top scorer) among the shown algorithms (with finished runs that pass the
+        filters)."""
+        present = self.finished_algorithms()
         shown = [a for a in self.param.algorithms.objects if a in present]
         self.param.reference.objects = shown
         if self.reference in shown or not shown:
@@ -342,6 +333,8 @@ class Selection(param.Parameterized):
             return
         self.reference = scoring.default_reference(shown, self.scores())
 
-    @param.depends("algorithms", "workloads", "rulesets", "studies", "hardware", watch=True)
+    @param.depends("algorithms", "workloads", "hardware", watch=True)
     def _filters_changed(self) -> None:
+        # an internal watcher: it runs before the views', so that they draw once, with the
+        # reference of the new filters
         self._choose_reference()

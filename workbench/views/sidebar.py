@@ -23,9 +23,11 @@ def _title(text: str) -> pn.pane.Markdown:
 
 
 class Filters(pn.viewable.Viewer):
-    """Sidebar widgets bound to a Selection's filters. Workloads come as two lists, the base
-    workloads and their variants, that together set `selection.workloads`. A filter is hidden
-    while it offers no choice (ruleset, study, hardware: fewer than two values)."""
+    """Sidebar widgets bound to a Selection's scope and filters. What is read: the ruleset, the
+    study names, the ad-hoc runs (workbench/scope.py); what is shown of it: algorithms,
+    workloads (two lists, the base workloads and their variants, that together set
+    `selection.workloads`) and hardware. A control is hidden while it offers no choice
+    (ruleset, study, hardware: fewer than two values; ad-hoc runs: none in the ruleset)."""
 
     selection = param.ClassSelector(class_=Selection)
 
@@ -44,10 +46,12 @@ class Filters(pn.viewable.Viewer):
                                     pn.widgets.CheckBoxGroup.from_param(sel.algorithms, name="")),
             "workloads": pn.Column(_title("Workloads"), self._bases),
             "variants": pn.Column(_title("Variants"), self._variants),
-            "rulesets": pn.Column(_title("Ruleset"),
-                                  pn.widgets.CheckBoxGroup.from_param(sel.rulesets, name="")),
-            "studies": pn.Column(_title("Studies"),
-                                 pn.widgets.CheckBoxGroup.from_param(sel.studies, name="")),
+            "ruleset": pn.Column(_title("Ruleset"), pn.widgets.RadioButtonGroup.from_param(
+                sel.ruleset, name="", color="light", css_classes=["pb-ruleset"])),
+            "studies": pn.Column(_title("Studies"), pn.widgets.CheckBoxGroup.from_param(
+                sel.studies, name="", css_classes=["pb-studies-filter"])),
+            "with_adhoc": pn.Column(pn.widgets.Checkbox.from_param(
+                sel.with_adhoc, name="ad-hoc runs", css_classes=["pb-with-adhoc"])),
             "hardware": pn.Column(_title("Hardware"),
                                   pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
             "curve_runs": pn.Column(_title("Runs on the curves"), self._runs_picker),
@@ -65,7 +69,7 @@ class Filters(pn.viewable.Viewer):
         variant = self.selection.variant_workloads()
         return [w for w in names if w not in variant], [w for w in names if w in variant]
 
-    @param.depends("selection.version", "selection.workloads", watch=True)
+    @param.depends("selection.version", "selection.workloads", "selection.ruleset", watch=True)
     def _show_filled(self) -> None:
         bases, variants = self._split()
         shown = set(self.selection.workloads)
@@ -81,13 +85,15 @@ class Filters(pn.viewable.Viewer):
                 column.visible = bool(variants)
             elif name == "workloads":
                 column.visible = bool(bases)
+            elif name == "with_adhoc":
+                column.visible = self.selection.ad_hoc_count() > 0
             else:
-                least = 2 if name in ("rulesets", "studies", "hardware") else 1
+                least = 2 if name in ("ruleset", "studies", "hardware") else 1
                 column.visible = len(self.selection.param[name].objects) >= least
 
     @param.depends("selection.version", "selection.workloads", "selection.algorithms",
-                   "selection.rulesets", "selection.studies", "selection.hardware",
-                   "selection.curve_runs", watch=True)
+                   "selection.ruleset", "selection.studies", "selection.with_adhoc",
+                   "selection.hardware", "selection.curve_runs", watch=True)
     def _offer_runs(self) -> None:
         """The picker offers the filtered runs, the most recent MAX_PICKABLE of them (a list of
         100,000 ids would weigh on the page), plus the ones picked."""
@@ -119,9 +125,10 @@ class Filters(pn.viewable.Viewer):
             self.selection.param.time_axis, name="", color="light",
             options={label: column for column, label in TIME_AXES.items()})
         c = self._choices
-        return pn.Column(c["reference"], _title("Time axis"), time_axis, c["algorithms"],
-                         c["workloads"], c["variants"], c["rulesets"], c["studies"],
-                         c["hardware"], c["curve_runs"], sizing_mode="stretch_width")
+        return pn.Column(c["ruleset"], c["studies"], c["with_adhoc"], c["reference"],
+                         _title("Time axis"), time_axis, c["algorithms"], c["workloads"],
+                         c["variants"], c["hardware"], c["curve_runs"],
+                         sizing_mode="stretch_width")
 
 
 class StoreNotice(pn.viewable.Viewer):

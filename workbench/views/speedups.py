@@ -2,10 +2,11 @@
 time an algorithm needs, 1 - geometric mean over the scored workloads of t(algorithm) /
 t(reference).
 
-The numbers come from `scoring.speedup_table`, the one speedup policy (`pacebench score` prints
-the same): with the budgets an AlgoPerf import records, a miss costs the workload's budget + 1 s,
-as the official compute_speedups does; without budgets, workloads that one of the two has no
-result on are left out. This view only picks, orders and formats.
+The numbers come from `scoring.speedup_table_with_intervals`, the one speedup policy, with the
+same bootstrap draws (`workbench.results.BOOTSTRAP_DRAWS`, seed 0) as `pacebench score`: with
+the budgets an AlgoPerf import records, a miss costs the workload's budget + 1 s, as the
+official compute_speedups does; without budgets, workloads that one of the two has no result on
+are left out. This view only picks, orders and formats.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pandas as pd
 import panel as pn
 
 from workbench import scoring
+from workbench.scoring import BOOTSTRAP_DRAWS, INTERVAL_LEVEL
 from workbench.views.formats import TABLE_CSS, md, percent
 from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
@@ -23,9 +25,9 @@ from workbench.views.selection import Selection
 __all__ = ["Speedups", "speedup_frame", "uses_budgets", "interval_label"]
 
 TITLES = {"algorithm": "Algorithm", "faster_by": "Less time than the reference",
-          "interval": "90 % interval", "time_ratio": "Time ratio (geometric mean)"}
-BOOTSTRAP_REPLICATES = 200  # resamplings of the studies behind the interval (as the scores')
-BOOTSTRAP_LEVEL = 0.9
+          "interval": f"{100 * INTERVAL_LEVEL:.0f} % interval",
+          "time_ratio": "Time ratio (geometric mean)"}
+_COLUMNS = ["algorithm", "faster_by", "time_ratio", "low", "high", "studies"]
 
 
 def uses_budgets(selection: Selection) -> bool:
@@ -35,43 +37,27 @@ def uses_budgets(selection: Selection) -> bool:
 
 
 def speedup_frame(selection: Selection) -> pd.DataFrame:
-    """algorithm, faster_by (1 - time_ratio), time_ratio (scoring.speedup_table); in
-    leaderboard order, the reference first. Empty when there is no reference or no scored
-    workload."""
-    if (selection.reference not in selection.present("algorithm")
-            or not selection.workload_groups()["scored"]):
-        return pd.DataFrame(columns=["algorithm", "faster_by", "time_ratio", "low", "high",
-                                     "studies"])
-    table = scoring.speedup_table(selection.workload_times(), selection.reference,
-                                  selection.scoring_config,
-                                  scoring.ruleset_of(selection.present("ruleset")),
-                                  selection.time_axis)
-    ratios = table.set_index("algorithm")["time_ratio"]
-    order = [selection.reference] + [a for a in selection.scores()["algorithm"]
-                                     if a != selection.reference and a in ratios.index]
-    ratios = ratios.reindex(order)
-    bounds = _interval(selection).reindex(order)
-    return pd.DataFrame({"algorithm": order, "faster_by": (1.0 - ratios).to_numpy(),
-                         "time_ratio": ratios.to_numpy(), "low": bounds["low"].to_numpy(),
-                         "high": bounds["high"].to_numpy(),
-                         "studies": bounds["studies"].to_numpy()})
+    """algorithm, faster_by (1 - time_ratio), time_ratio, and the INTERVAL_LEVEL bootstrap
+    interval of faster_by (low, high: NaN below scoring.MIN_STUDIES_FOR_INTERVAL studies of the
+    algorithm or the reference) with those studies (the fewer of the two):
+    scoring.speedup_table_with_intervals over BOOTSTRAP_DRAWS draws of the studies, as
+    `Results.score()` makes them. In leaderboard order, the reference first. Empty when there
+    is no reference or no scored workload."""
+    if (selection.reference not in selection.finished_algorithms()
+            or not selection.workload_groups()["scored"] or not selection.n_runs):
+        return pd.DataFrame(columns=_COLUMNS)
+    reference = selection.reference
 
-
-def _interval(selection: Selection) -> pd.DataFrame:
-    """Per algorithm: the 90 % bootstrap interval of faster_by (low, high; NaN for the reference
-    and below scoring.MIN_STUDIES_FOR_INTERVAL studies of it or the reference) and those
-    studies (the fewer of the two)."""
     def make() -> pd.DataFrame:
-        reference = selection.reference
-        bounds = scoring.speedup_interval(
-            selection.bootstrap_medians(BOOTSTRAP_REPLICATES), reference,
-            selection.scoring_config, scoring.ruleset_of(selection.present("ruleset")),
-            selection.time_axis, BOOTSTRAP_LEVEL).set_index("algorithm")
-        studies = scoring.studies_per_algorithm(selection.study_times())
-        studies = studies.clip(upper=studies.get(reference, 0)).reindex(bounds.index).fillna(0)
-        keep = (studies >= scoring.MIN_STUDIES_FOR_INTERVAL) & (bounds.index != reference)
-        return bounds.where(keep, np.nan).assign(studies=studies.astype(int))
-    return selection.cached(f"speedup_interval:{selection.reference}", make)
+        return scoring.speedup_table_with_intervals(
+            selection.workload_times(), selection.study_times(),
+            selection.bootstrap_medians(BOOTSTRAP_DRAWS), reference,
+            selection.scoring_config, selection.ruleset or "external", selection.time_axis,
+            INTERVAL_LEVEL)
+    table = selection.cached(f"speedups:{reference}", make)
+    order = [reference] + [a for a in selection.scores()["algorithm"]
+                           if a != reference and a in table.index]
+    return table.reindex(order).rename_axis("algorithm").reset_index()[_COLUMNS]
 
 
 def interval_label(algorithm: str, reference: str | None, low: float, high: float,
@@ -127,7 +113,11 @@ class Speedups(View):
         pick = " (pick another in the sidebar)" if self.live else ""
         return (f"Against **{md(reference)}**{pick}: *less time* = 1 - "
                 f"the geometric mean over the shown scored workloads of t(algorithm) / "
-                f"t({md(reference)}); +27.9 % means 27.9 % less training time. {how}.")
+                f"t({md(reference)}); +27.9 % means 27.9 % less training time. {how}. "
+                f"*{100 * INTERVAL_LEVEL:.0f} % interval*: of the speedup when each "
+                f"algorithm's studies are resampled ({BOOTSTRAP_DRAWS:,} bootstrap draws, as "
+                f"`pacebench score`); *n/a* below {scoring.MIN_STUDIES_FOR_INTERVAL} studies "
+                "of it or of the reference.")
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(pn.pane.Markdown("### Speedups"), self._about, self._table,

@@ -1,12 +1,16 @@
-"""What the store's runs are doing: counts by status, and the latest eval of each running trial.
+"""What the store's runs are doing: counts by status, and the latest eval of each running trial;
+and what the scope left out of the numbers.
 
 Shown above the tabs of the live dashboard, so that a study in progress is visible at a glance:
 the counts change as runs start and end, and a running trial's row follows its evals (the
-selection re-reads the store every few seconds).
+selection re-reads the store every few seconds). Beneath, the scope's notes (workbench/scope.py):
+runs of the other ruleset and ad-hoc runs left out, study names pooled or shown apart, trials
+with no finished attempt, studies under half finished dropped.
 """
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import panel as pn
@@ -16,7 +20,7 @@ from workbench import records as R
 from workbench.views.base import View
 from workbench.views.formats import TABLE_CSS, duration, md
 
-__all__ = ["RunStatus", "status_counts", "running_frame"]
+__all__ = ["RunStatus", "ScopeNotes", "status_counts", "running_frame", "scope_notes"]
 
 RUNNING_TITLES = {"run_id": "Run", "algorithm": "Algorithm", "workload": "Workload",
                   "study": "Study", "trial": "Trial", "step": "Step",
@@ -83,7 +87,7 @@ class RunStatus(View):
         self._first_draw()
 
     def _update(self) -> None:
-        shown, skipped = self.selection.n_runs, self.selection.skipped
+        shown, skipped = self.selection.n_shown, self.selection.skipped
         if not shown and not skipped:
             self._line.object, self._table.visible = "", False
             return
@@ -96,3 +100,49 @@ class RunStatus(View):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(self._line, self._table, sizing_mode="stretch_width")
+
+
+# The scope's notes name the command line's flags; the dashboard's sidebar has a control each.
+_SIDEBAR_WORDS = (
+    (re.compile(r"--with-adhoc takes them in"), 'tick "ad-hoc runs" in the sidebar to take them '
+                                                "in"),
+    (re.compile(r"--ruleset (\S+) reads them"), r'pick \1 under "Ruleset" to read them'),
+    (re.compile(r"--study NAME reads one"), 'tick one under "Studies" to read one'),
+)
+
+
+def scope_notes(selection, live: bool = True) -> list[str]:
+    """What the selection's scope left out or changed, one plain-text line each (Scoped.notes,
+    then the trials with no finished attempt per algorithm and workload); `live`: the flags
+    the notes name become the sidebar's controls."""
+    scoped = selection.scoped()
+    lines = list(scoped.notes)
+    if live:
+        for pattern, words in _SIDEBAR_WORDS:
+            lines = [pattern.sub(words, line) for line in lines]
+    for algorithm, workloads in scoped.failed.items():
+        lines.append(f"trials of {algorithm} with no finished attempt: " + ", ".join(
+            f"{n} on {w}" for w, n in workloads.items()))
+    return lines
+
+
+class ScopeNotes(View):
+    """The scope's notes (scope_notes) as a list under the status line; hidden when there are
+    none. Every name in them is escaped (formats.md)."""
+
+    WATCHES = ("version", "ruleset", "studies", "with_adhoc", "hardware")
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._notes = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10),
+                                       css_classes=["pb-scope-notes"], visible=False)
+        self._first_draw()
+
+    def _update(self) -> None:
+        lines = scope_notes(self.selection, live=self.live)
+        text = "\n".join(["**Scope of the numbers:**", ""] +
+                          [f"- {md(line)}" for line in lines])
+        self._notes.param.update(object=text if lines else "", visible=bool(lines))
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self._notes

@@ -53,10 +53,10 @@ STATUS_TABLE = {
     "diverged": ("a non-finite loss or validation metric", "a miss", "done: not run again"),
     "stalled": ("no progress (runners/stall.py): stopped between 10 % and 50 % of its budget",
                 "a miss", "done: not run again"),
-    "failed": ("a set-up error or a crash (its traceback recorded)",
+    "failed": ("a set-up error, a crash (its traceback recorded), or a watchdog kill",
                "neither a time nor a miss: left out, counted per algorithm and workload",
                "run again"),
-    "interrupted": ("Ctrl-C, SIGTERM, preemption, a lost worker, the watchdog",
+    "interrupted": ("Ctrl-C, SIGTERM, preemption, a lost worker, a full disk",
                     "neither a time nor a miss: left out", "run again (from its checkpoint)"),
     "running": ("training now", "left out until it ends", "left alone"),
 }

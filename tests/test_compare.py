@@ -566,3 +566,26 @@ def test_the_machine_speed_check_warns_and_withholds_the_time_verdict(probes_b, 
                               replicates=200)
     assert by_steps.warnings == r.warnings and by_steps.withheld is None
     assert by_steps.verdict == "a faster"  # a verdict in steps is never withheld
+
+
+def test_the_forest_plots_log_axis_labels_ticks_below_one_half():
+    """Bokeh's log ticker on an axis spanning less than two decades labels 0.5, 1, 1.5, 2
+    only: intervals reaching 0.15 ended in unlabelled space (and Matplotlib's labelled every
+    digit, overlapping). The axis gets labelled ticks over its whole range."""
+    from workbench.views.compare import _draw_forest, forest_data, forest_plot
+    from workbench.views.plotting import hv
+    from workbench.views.live import LivePlot
+
+    rows = [C.WorkloadComparison("w1", 0.25, 0.15, 0.6, 3, 3, 0, 0, 0.2),
+            C.WorkloadComparison("w2", 1.7, 1.2, 2.1, 3, 3, 0, 0, 0.8)]
+    result = C.Comparison("A", "B", "no difference shown", 0.95, 0.65, 0.3, 1.8, 0.4, 0.6,
+                          0.5, 30, 1.25, rows)
+    data = forest_data(result)
+    plot = LivePlot(xlabel="", ylabel="", x_log=True, x_range=(0.5, 2), points=True)
+    _draw_forest(plot, data)
+    ticks = plot.figure.xaxis[0].ticker.ticks
+    labels = plot.figure.xaxis[0].major_label_overrides
+    assert [t for t in ticks if t < 0.5] and all(labels[t] for t in ticks)
+    assert min(ticks) <= 0.2 and max(ticks) >= 2 and data["xlim"][0] <= 0.15
+    assert hv.Store.lookup_options("bokeh", forest_plot(result), "plot").kwargs["xticks"][0] \
+        == (min(ticks), f"{min(ticks):g}")

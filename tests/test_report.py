@@ -9,7 +9,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import holoviews as hv
+import numpy as np
 import nbformat
+import pandas as pd
 import papermill as pm
 import pytest
 
@@ -265,3 +267,87 @@ def test_matplotlib_options_set_by_a_view_win(store):
     assert hv.Store.lookup_options("matplotlib", mpl, "style").kwargs["color"] == "blue"
     options = hv.Store.lookup_options("matplotlib", mpl, "plot").kwargs
     assert options["fig_inches"] == (9, 4) and options["title"] == "bokeh title"
+
+
+def test_every_figure_written_without_a_note_about_views_that_draw_none(store, tmp_path, caplog,
+                                                                       monkeypatch):
+    """`pacebench report --figures` printed "figures: view leaderboard has no figures, skipped"
+    (and the same of studies and speedups) on every store: a line nobody can act on."""
+    from workbench import figures
+    from workbench.views.registry import view_entry
+
+    monkeypatch.setattr(figures, "VIEWS", [view_entry("leaderboard"), view_entry("profiles")])
+    caplog.set_level(logging.INFO, logger="workbench.figures")
+    written = write_figures(Selection(store_path=str(store)), tmp_path, "svg")
+    assert list(written) == ["profiles"] and caplog.records == []
+
+
+def _drawn(obj, tmp_path, monkeypatch):
+    """The Matplotlib figure that save_figure draws of `obj` and writes as a PNG (kept open)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from workbench.views import mpl
+
+    kept = []
+    with monkeypatch.context() as patch:
+        patch.setattr(mpl.plt, "close", kept.append)
+        save_figure(obj, tmp_path / "figure", "png")
+    figure = kept[-1]  # (HoloViews closes figures of its own before)
+    if not hasattr(figure.canvas, "get_renderer"):
+        FigureCanvasAgg(figure)
+    figure.canvas.draw()
+    return figure
+
+
+def _ticks_in_view(axis) -> list:
+    """The tick labels Matplotlib draws: those of ticks inside the axis's view (the others
+    keep stale positions)."""
+    low, high = sorted(axis.get_view_interval())
+    return [label for which, locs in (("major", axis.get_majorticklocs()),
+                                      ("minor", axis.get_minorticklocs()))
+            for loc, label in zip(locs, axis.get_ticklabels(which=which))
+            if low <= loc <= high]
+
+
+def _overlapping_texts(figure) -> list[tuple[str, str]]:
+    """Pairs of tick labels of one axis, or of texts inside one plot, drawn over each other
+    (labels turned by some degrees are left out: their boxes overlap where their letters do
+    not)."""
+    import matplotlib.pyplot as plt
+
+    renderer = figure.canvas.get_renderer()
+    out = []
+    for axes in figure.axes:
+        groups = [[t for t in _ticks_in_view(axis) if t.get_visible() and t.get_text().strip()
+                   and t.get_rotation() == 0] for axis in (axes.xaxis, axes.yaxis)]
+        groups.append([t for t in axes.texts if t.get_text()])
+        for texts in groups:
+            boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+            out += [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1:]
+                    if box.overlaps(other)]
+    plt.close(figure)
+    return out
+
+
+def test_paper_figures_draw_no_tick_label_over_another(store, tmp_path, monkeypatch):
+    """Measured on the demo store's figures: a log axis under two decades (the Compare forest
+    plot, the hyperparameter scatters) labelled every minor tick as 2x10^-1, 3x10^-1, ...
+    overlapping; a cost axis in dollars (0.00002 steps) ran its labels together; the parallel
+    coordinates of 7 hyperparameters (the v0.5 store) ran each axis's value labels into the
+    next axis's."""
+    from workbench.views import hparams
+
+    log_axis = hv.Scatter([(0.15, 1.0), (6.5, 2.0)]).opts(logx=True)
+    dollars = hv.Scatter([(0.0, 0.66), (1.2e-4, 0.79)])
+    for plot in (log_axis, dollars):  # (as in the demo store's figures)
+        assert _overlapping_texts(_drawn(plot, tmp_path, monkeypatch)) == []
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"run_id": [f"r{i}" for i in range(20)], "algorithm": "a",
+                          "workload": "w", "study": 0, "trial": range(20), "seed": 0,
+                          "status": "complete", "reached": True, "best_validation": 0.9,
+                          "time_to_target": rng.uniform(7208, 7229, 20),
+                          **{f"hparams/p{k}": rng.uniform(0.0008, 0.005, 20) for k in range(7)}})
+    monkeypatch.setattr(hparams, "trials_for", lambda *_: frame)
+    monkeypatch.setattr(hparams, "_metric", lambda *_: "accuracy")
+    parallel = collect(Selection(store_path=str(store)), ["hparams"])["hparams_parallel"]
+    assert _overlapping_texts(_drawn(parallel, tmp_path, monkeypatch)) == []

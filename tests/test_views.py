@@ -88,6 +88,15 @@ def test_leaderboard_matches_scoring(selection):
     assert list(view._scores.value["algorithm"]) == ["slow"]
 
 
+def test_leaderboard_count_columns_say_what_they_count():
+    """'Reached' / 'Scored' read as runs or studies; the columns count scored workloads, and
+    one counts those within the 4x cut-off of the fastest time."""
+    from workbench.views.leaderboard import SCORE_TITLES
+
+    assert SCORE_TITLES["workloads_reached"] == "Workloads within 4x of the fastest"
+    assert SCORE_TITLES["workloads_scored"] == "Workloads scored"
+
+
 def test_profile_plot_is_a_step_line_per_algorithm(selection):
     plot = profile_plot(selection)
     curves = plot.values()
@@ -125,6 +134,31 @@ def test_curves_mark_targets_and_follow_the_time_axis(selection):
     selection.time_axis = "wall_seconds"  # training rows have no wall clock: train seconds
     assert loss_plot(selection, "digits_mlp").values()[0].kdims[0].name == "train_seconds"
     _renders(Curves(selection=selection))
+
+
+def test_a_diverged_run_leaves_every_curve_plot_finite_and_zoomed_on_the_race(tmp_path):
+    """A run whose loss blew up to inf (a loss metric's validation value too) made the
+    validation range (-inf, inf) and the loss plot's automatic range infinite: blank plots
+    whose zoom did nothing. Its finite rows are drawn; the range is the other runs'."""
+    from workbench.views.curves import Curves, loss_data, validation_data
+
+    make_store(tmp_path / "s", workloads=("digits_mlp", "synthetic"), studies=1, trials=3,
+               diverged=1)  # the last trial: synthetic (target metric: loss), slow
+    selection = Selection(store_path=str(tmp_path / "s"))
+    assert (selection.runs["status"] == "diverged").sum() == 1
+    for workload in ("digits_mlp", "synthetic"):
+        data = validation_data(selection, workload)
+        assert np.isfinite(data["ylim"]).all(), (workload, data["ylim"])
+        assert np.isfinite(data["evals"][data["y"]]).all()
+        loss = loss_data(selection, workload)
+        assert np.isfinite(loss["rows"]["loss"]).all() and loss["log"]
+    low, high = validation_data(selection, "synthetic")["ylim"]
+    assert high < 3  # the race to a loss target of about 0.1, not the blow-up
+    view = Curves(selection=selection, one_workload=True)
+    view.workload = "synthetic"
+    for plot in (view._validation, *view._losses.values()):
+        if plot._figure is not None:
+            assert all(not np.isinf(ys).any() for ys in plot.source.data["ys"])
 
 
 def test_run_labels_name_algorithm_study_trial_and_the_varying_hyperparameters():

@@ -74,13 +74,17 @@ def write_figures(selection: Selection, folder: str | os.PathLike,
                   views: Iterable[str | ViewEntry] | None = None) -> dict[str, list[Path]]:
     """Write every view's figures of `selection` into `folder`; returns {name: paths written}.
 
-    `views`: registry keys or entries (None: every view). A view or a figure that fails does
-    not stop the others: once all are tried, FigureError names each failure and its cause.
+    `views`: registry keys or entries (None: every view with figures, the others passed over
+    without a note: a leaderboard draws no plots, and nobody asked for its figures). A view or
+    a figure that fails does not stop the others: once all are tried, FigureError names each
+    failure and its cause.
     """
     formats = check_formats(formats)
     folder = Path(folder)
     written, failed = {}, []
     for entry in _entries(views):
+        if views is None and entry.figures is None:
+            continue
         try:
             figures = collect(selection, [entry])
         except Exception as exc:  # noqa: BLE001 -- reported below, with the view's name

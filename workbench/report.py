@@ -26,6 +26,7 @@ from bokeh.resources import INLINE
 from panel.io.resources import CDN_DIST, DIST_DIR
 
 from workbench.figures import FORMATS, check_formats, write_figures
+from workbench.lazy_tabs import defer_tabs, outer_tabs
 from workbench.views.formats import md
 from workbench.views.registry import view_tabs
 from workbench.views.narrowed import names, selection_of
@@ -118,11 +119,12 @@ def one_ruleset(rulesets: str | Iterable[str], ruleset: str | None = None) -> st
 
 def _filters_text(selection: Selection) -> str:
     """"Shown: algorithms a, b." for each narrowed filter, and the ruleset and studies read;
-    empty when everything is shown."""
+    empty when everything is shown (a store of several machines shows the one with the most
+    runs: Selection.refresh)."""
     parts = []
     if len(selection.param.ruleset.objects) > 1:
         parts.append(f"ruleset {md(selection.ruleset)}")
-    for name in ("studies", "workloads", "algorithms"):
+    for name in ("studies", "workloads", "algorithms", "hardware"):
         chosen, known = getattr(selection, name), selection.param[name].objects
         if len(chosen) < len(known):
             parts.append(f"{name} {', '.join(map(md, chosen))}")
@@ -169,6 +171,10 @@ def save_report(selection: Selection, out_path: str | os.PathLike, title: str | 
     root = layout.get_root(doc)
     doc.add_root(root)
     _inline_stylesheets(root)
+    # later tabs are built by the browser when first opened (workbench.lazy_tabs): the first
+    # shows in seconds, not after every plot of the report is drawn
+    if (tabs := outer_tabs(root)) is not None:
+        defer_tabs(doc, tabs)
     pn.io.save.save(doc, out, title=title, resources=INLINE,
                     template_variables={"app_favicon": _FAVICON, "apple_icon": ""})
     if figures is not None:  # after the HTML: a figure that fails leaves the report written

@@ -292,7 +292,9 @@ class ScoreResult:
                  self.table.drop(columns=["low", "high"]).to_string(
                      index=False, float_format=lambda v: f"{v:.4f}"),
                  f"(interval: {100 * INTERVAL_LEVEL:.0f} % bootstrap over each algorithm's "
-                 f"studies; n/a below {scoring.MIN_STUDIES_FOR_INTERVAL} studies)",
+                 f"studies; n/a below {scoring.MIN_STUDIES_FOR_INTERVAL} studies)\n"
+                 "(workloads_reached: of the workloads_scored, those where the median study "
+                 "reached the target within 4x of the fastest time, after the rules)",
                  f"\nmedian {AXIS_LABELS[column]} to target (inf = not reached):",
                  self.times.to_pandas().to_string(float_format=lambda v: f"{v:.2f}")]
         floors = {str(w): f for w in self.times.workload.values

@@ -207,14 +207,17 @@ def make_hostile_store(path: str | os.PathLike, **kwargs: Any) -> Store:
 def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "slow"),
                workloads: Iterable[str] = ("digits_mlp", "digits_cnn"), studies: int = 2,
                trials: int = 3, seeds: Iterable[int] = (0,), n_evals: int = 20, seed: int = 0,
-               interrupted: int = 0, failed: int = 0, study_name: str = "synthetic") -> Store:
+               interrupted: int = 0, failed: int = 0, diverged: int = 0,
+               study_name: str = "synthetic") -> Store:
     """A synthetic store: workloads x algorithms x studies x trials x seeds, one trial each.
 
     Curves follow `synthetic_run` (the first algorithm is fastest). The last `interrupted` trials
     have one attempt killed half-way (live JSON lines with a torn last line, a dead process: it
     reads `interrupted`); the `failed` trials before them have a failed first attempt (half its
-    rows, sealed, with a traceback) and a complete second one. Every planned curve is kept in
-    each document under `synthetic` ({"hit_index", "seconds_per_eval"}) for checks.
+    rows, sealed, with a traceback) and a complete second one; the `diverged` trials before
+    those diverge half-way, as the runner leaves a run whose loss blew up (_diverge: its last
+    rows' losses +inf, its validation metric NaN). Every planned curve is kept in each
+    document under `synthetic` ({"hit_index", "seconds_per_eval"}) for checks.
     """
     store = open_store(path, create=True)
     rng = np.random.default_rng(seed)
@@ -222,12 +225,13 @@ def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "sl
                          trial=t, hparams=_hparams(rng))
                for w in workloads for a in algorithms for st in range(studies)
                for t in range(trials) for s in seeds]
-    if interrupted + failed > len(configs):
-        raise ValueError(f"interrupted + failed = {interrupted + failed} exceeds the "
-                         f"{len(configs)} trials of this store")
+    if interrupted + failed + diverged > len(configs):
+        raise ValueError(f"interrupted + failed + diverged = {interrupted + failed + diverged} "
+                         f"exceeds the {len(configs)} trials of this store")
     algo_index = {a: i for i, a in enumerate(dict.fromkeys(algorithms))}
     process = dead_process()
     first_failed, first_interrupted = len(configs) - interrupted - failed, len(configs) - interrupted
+    first_diverged = first_failed - diverged
     for i, config in enumerate(configs):
         run = synthetic_run(config.workload, algo_index[config.algorithm], config.trial, n_evals, rng)
         doc = _document(config, 1, i)
@@ -235,6 +239,13 @@ def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "sl
         half = n_evals // 2
         if i >= first_interrupted:
             _write_interrupted(store, doc, run, half, process)
+            continue
+        if first_diverged <= i < first_failed:
+            run = _diverge(run, half)
+            doc["synthetic"]["hit_index"] = run.hit_index
+            _write_sealed(store, doc, run, half + 1, "diverged",
+                          f"non-finite training loss at step {run.evals[half]['step']}", None,
+                          process)
             continue
         if i >= first_failed:
             _write_sealed(store, doc, run, half, "failed", "RuntimeError: synthetic failure",
@@ -244,6 +255,19 @@ def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "sl
         _write_sealed(store, doc, run, n_evals, "complete",
                       f"step budget of {STEPS_PER_EVAL * n_evals} steps used", None, process)
     return store
+
+
+def _diverge(run: SyntheticRun, at: int) -> SyntheticRun:
+    """`run` blown up at eval `at`: from there on every loss is +inf (training rows and eval
+    columns) and every other metric NaN; no target met from there on."""
+    def blown(row: dict) -> dict:
+        return {k: (math.inf if k == "loss" or k.endswith("loss") else math.nan)
+                if k == "loss" or "/" in k else v for k, v in row.items()}
+    hit = run.hit_index if run.hit_index is not None and run.hit_index < at else None
+    return SyntheticRun(hit, run.seconds_per_eval,
+                        run.evals[:at] + [blown(r) for r in run.evals[at:]],
+                        run.train[:at] + [blown(r) for r in run.train[at:]],
+                        run.inference_seconds)
 
 
 def timing_trials(rng: np.random.Generator, factors: Mapping[str, float],

@@ -22,7 +22,7 @@ from workbench.cubes import AXIS_LABELS, axis_column
 from workbench.compare import BOOTSTRAP_REPLICATES as COMPARE_DRAWS  # = results.COMPARE_DRAWS
 from workbench.scoring import scored_names
 from workbench.views.base import FILTERS, View
-from workbench.views.formats import TABLE_CSS, md
+from workbench.views.formats import TABLE_CSS, log_ticks, md
 from workbench.views.live import LivePlot
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
@@ -89,8 +89,11 @@ def forest_data(result: C.Comparison | None) -> dict | None:
     frame = _rows(result)
     bars = frame.dropna(subset=["low", "high"])
     values = pd.concat([frame["ratio"], bars["low"], bars["high"]]).astype(float)
-    return {"rows": frame, "bars": bars, "height": 140 + 36 * len(frame),
-            "xlim": (min(values.min(), 1.0) / 1.15, max(values.max(), 1.0) * 1.15),
+    xlim = (min(values.min(), 1.0) / 1.15, max(values.max(), 1.0) * 1.15)
+    return {"rows": frame, "bars": bars, "height": 140 + 36 * len(frame), "xlim": xlim,
+            # labelled ticks over the whole axis: Bokeh's and Matplotlib's own log ticks on a
+            # range under a decade or two label nothing below 0.5, or every digit, overlapping
+            "xticks": log_ticks(pd.Series(xlim)),
             "ylim": (-0.7, len(frame) - 0.3),
             "xlabel": f"t({result.b}) / t({result.a}): median study times (> 1: "
                       f"{result.a} faster), {result.confidence:.0%} intervals",
@@ -115,6 +118,7 @@ def forest_plot(result: C.Comparison) -> hv.Overlay | None:
     return (segments * points * overall * hv.VLine(1.0).opts(color="gray", line_dash="dashed")
             ).opts(hv.opts.Overlay(
                 logx=True, xlim=data["xlim"], ylim=data["ylim"],
+                xticks=[(t, f"{t:g}") for t in data["xticks"]],
                 yticks=list(zip(frame["y"], frame["label"])), responsive=True,
                 min_height=data["height"], show_grid=True, show_legend=False,
                 xlabel=data["xlabel"], ylabel="", title=data["title"]))
@@ -137,7 +141,7 @@ def _draw_forest(plot: LivePlot, data: dict) -> None:
                     frame["label"], frame["ratio"].astype(float), frame["y"], frame["interval"],
                     frame["studies"], frame["misses"], overall)],
         vline=(1.0, "dashed"), xlim=data["xlim"], ylim=data["ylim"], xlabel=data["xlabel"],
-        yticks=list(frame["y"]), ytick_labels=list(frame["label"]))
+        xticks=data["xticks"], yticks=list(frame["y"]), ytick_labels=list(frame["label"]))
 
 
 def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:

@@ -244,17 +244,23 @@ def _target(run: pd.Series) -> tuple[float | None, str]:
     return float(value), f"target {float(value):g}, {run['target_direction']}"
 
 
-def _y_range(evals: pd.DataFrame, x: str, y: str, target: float,
-             full: bool = False) -> tuple[float, float] | tuple[None, None]:
+def _y_range(evals: pd.DataFrame, x: str, y: str, target: float, full: bool = False,
+             direction: str = "max") -> tuple[float, float] | tuple[None, None]:
     """Where the race is: the values of the second half of each run (by `x`) and the target,
-    from their 5th percentile up; with `full`, the bulk of every value (2nd to 98th percentile),
-    so that a few early evals far from the target do not squash every curve against it."""
-    values = evals[y].dropna()
+    from their 5th percentile up to the best (`direction` "max") or from the best up to their
+    95th percentile ("min"): a run that blew up (a loss of 1e6 before it diverged) does not
+    squash the race against the axis; with `full`, the bulk of every value (2nd to 98th
+    percentile), so that a few early evals far from the target do not squash every curve
+    against it. Non-finite values are left out (a diverged run's inf would make the range
+    infinite, and the plot blank)."""
+    evals = evals[np.isfinite(evals[y].astype(float))]
+    values = evals[y]
     if not full and len(values):
         position = evals.groupby("run_id")[x].rank(pct=True)
-        late = evals.loc[position >= 0.5, y].dropna()
+        late = evals.loc[position >= 0.5, y]
         values = late if len(late) else values
-        low, high = values.quantile(0.05), values.max()
+        low, high = ((values.quantile(0.05), values.max()) if direction != "min" else
+                     (values.min(), values.quantile(0.95)))
     elif not len(values):
         return (None, None)
     else:
@@ -274,13 +280,16 @@ def validation_data(selection: Selection, workload: str, full_range: bool = Fals
     x, metric = selection.time_axis, runs.iloc[0]["target_metric"]
     y = R.metric_column("validation", metric)
     evals = curve_evals(selection, workload).merge(runs[["run_id", "algorithm"]], on="run_id")
-    evals = evals.dropna(subset=[y]) if y in evals else evals.assign(**{y: float("nan")})
+    # a diverged run's last value may be +-inf: not drawable, and no zoom survives it
+    evals = evals[np.isfinite(evals[y].astype(float))] if y in evals else \
+        evals.assign(**{y: float("nan")})
     target, about = _target(runs.iloc[0])
     labels = run_labels(runs)
     return {"evals": evals, "x": x, "y": y, "labels": labels, "target": target,
             "hits": _target_points(runs, evals, x, y, labels),
             "misses": _missed_points(runs, evals, x, y, labels),
-            "ylim": _y_range(evals, x, y, runs.iloc[0]["target_validation"], full_range),
+            "ylim": _y_range(evals, x, y, runs.iloc[0]["target_validation"], full_range,
+                             runs.iloc[0]["target_direction"]),
             # the drawn algorithms' colours only: a filtered report names no algorithm it
             # leaves out
             "colors": {a: c for a, c in selection.colors.items()
@@ -382,6 +391,7 @@ def loss_data(selection: Selection, workload: str) -> dict:
     whether its y axis is logarithmic (every loss positive) and its ticks, title."""
     runs = shown_curve_runs(selection).query("workload == @workload")
     train, x, what = _loss_rows(selection, runs, workload)
+    train = train[np.isfinite(train["loss"].astype(float))]  # a diverged run's inf: undrawable
     log = bool(len(train)) and bool((train["loss"] > 0).all())
     return {"rows": train, "x": x, "labels": run_labels(runs), "log": log,
             "yticks": log_ticks(train["loss"]) if log else None, "xlabel": TIME_AXES[x],
@@ -423,15 +433,6 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
             if _has_lines(plot):
                 out[name] = plot
     return out
-
-
-def _pane(plot: hv.Overlay, workload: str, css_class: str) -> pn.viewable.Viewable:
-    """The plot, or a line saying there is nothing to draw (Bokeh cannot draw an empty plot)."""
-    if not _has_lines(plot):
-        what = "training loss" if css_class == "pb-loss" else "validation metric"
-        return pn.pane.Markdown(f"*{md(workload)}: no {what} recorded for the drawn runs.*",
-                                sizing_mode="stretch_width")
-    return pn.pane.HoloViews(plot, sizing_mode="stretch_width", css_classes=[css_class])
 
 
 class Curves(View):
@@ -513,17 +514,33 @@ class Curves(View):
         return sorted(w for w in runs["workload"].unique() if not self.only_scored or w in scored)
 
     def plots(self) -> pn.Column:
-        """One row per drawn workload: its validation plot and its loss plot."""
+        """One row per drawn workload: its validation plot and its loss plot, drawn once as
+        the dashboard draws them (views.live: a multi-line of whole runs; HoloViews cuts a
+        line with hover into a glyph per segment, which made the v0.5 report's Curves tab
+        18,000 arrays, 3.8 MB, and slow to open)."""
         runs = shown_curve_runs(self.selection)
         drawn = self._drawn(runs)
         if not drawn:
             return pn.Column(pn.pane.Markdown("No runs to draw with the current selection."))
-        return pn.Column(*[
-            pn.Row(_pane(validation_plot(self.selection, w, self.full_range, legend=False), w,
-                         "pb-curve"),
-                   _pane(loss_plot(self.selection, w), w, "pb-loss"), sizing_mode="stretch_width")
-            for w in drawn
-        ], sizing_mode="stretch_width")
+        return pn.Column(*[self._static_row(w) for w in drawn], sizing_mode="stretch_width")
+
+    def _static_row(self, workload: str) -> pn.Row:
+        """The report's plots of `workload`, or a note in place of one with nothing to draw."""
+        colors = self.selection.colors
+        validation = LivePlot(xlabel="", ylabel="", height=400, y_range=(0, 1), legend=False,
+                              points=True, hover=("at", "validation", "run"),
+                              css_classes=["pb-curve"])
+        loss = loss_data(self.selection, workload)
+        losses = LivePlot(xlabel="", ylabel="loss", height=400, y_log=loss["log"], legend=False,
+                          hover=("at", "loss", ""), css_classes=["pb-loss"])
+        drawn = (_draw_validation(validation, validation_data(
+            self.selection, workload, self.full_range), colors), _draw_loss(losses, loss, colors))
+        notes = ("validation metric", "training loss")
+        return pn.Row(*[plot.pane if ok else pn.pane.Markdown(
+            f"*{md(workload)}: no {what} recorded for the drawn runs.*",
+            sizing_mode="stretch_width") for plot, ok, what in zip((validation, losses), drawn,
+                                                                      notes)],
+            sizing_mode="stretch_width")
 
     def __panel__(self) -> pn.viewable.Viewable:
         live = self.one_workload  # the served dashboard: a sidebar and widgets that work

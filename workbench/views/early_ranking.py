@@ -216,4 +216,4 @@ class EarlyRanking(View):
             "fraction of the step budget and the final validation metric (+1: perfect ranking). "
             "All estimators are 'lower predicts better'; LCGA is the fitted loss at the full "
             "budget, LCGA-D1N's sign is uncalibrated."), self._picker, self._body, self._saved,
-            sizing_mode="stretch_width")
+            sizing_mode="stretch_width", css_classes=["pb-early-ranking"])

@@ -213,8 +213,13 @@ def figures(selection: Selection, workload: str | None = None,
         return {}
     frame = H.sample_trials(trials_for(selection, workload, algorithm), MAX_TRIALS)
     metric = _metric(selection, workload)
+    parallel = parallel_plot(frame, algorithm, "time_to_target", metric)
+    if parallel is not None:  # an inch per axis (and the colour bar): each axis's value labels
+        # start at its line and run right, into the next axis's at the default 5 inches
+        width = 1.1 * (len(H.numeric_axes(frame)) + 1) + 1.5
+        parallel = parallel.opts(backend="matplotlib", fig_inches=(max(5.0, width), 3.6))
     out = {"hparams_scatter": scatter_plots(frame, algorithm, "time_to_target", metric),
-           "hparams_parallel": parallel_plot(frame, algorithm, "time_to_target", metric)}
+           "hparams_parallel": parallel}
     return {name: plot for name, plot in out.items() if plot is not None}
 
 

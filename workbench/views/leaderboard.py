@@ -30,8 +30,9 @@ __all__ = ["Leaderboard", "score_frame", "score_intervals", "times_frame", "work
 
 SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)", "studies": "Studies",
                 "interval": f"{100 * INTERVAL_LEVEL:.0f} % interval",
-                "exact_score": "Score (exact)", "workloads_reached": "Reached",
-                "workloads_scored": "Scored", "speedup": "Speedup"}
+                "exact_score": "Score (exact)",
+                "workloads_reached": "Workloads within 4x of the fastest",
+                "workloads_scored": "Workloads scored", "speedup": "Speedup"}
 GROUP_TITLES = {
     "scored": "Scored workloads",
     "held_out": "Held-out variants (inputs of their base workload's score, not scored alone)",
@@ -145,7 +146,7 @@ def _table(css_class: str, layout: str = "fit_data_stretch", **options) -> pn.wi
 ALGORITHM_WIDTH = 210  # pixels of the score table's algorithm column; a longer name wraps
 # the score table's columns but the last (pixels): Speedup, with its interval, gets the rest
 SCORE_WIDTHS = {"algorithm": ALGORITHM_WIDTH, "score": 110, "studies": 100, "interval": 130,
-                "exact_score": 120, "workloads_reached": 100, "workloads_scored": 95}
+                "exact_score": 120, "workloads_reached": 125, "workloads_scored": 125}
 
 
 class Leaderboard(View):
@@ -260,7 +261,10 @@ class Leaderboard(View):
                 f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies it reads *n/a*: resampling one or "
                 "two studies gives them back, not an uncertainty (run more `--studies`). "
                 "*Studies*: the algorithm's studies with a run on a shown workload. "
-                "*Reached* / *Scored*: workloads with a time after the rules, of those scored. "
+                "*Workloads within 4x of the fastest*: of the *workloads scored*, those "
+                "where the algorithm's median study reached the target in at most 4x the "
+                "fastest algorithm's time (after the held-out rule, where the store's rules "
+                "have one): the workloads that earn it score. "
                 "*Speedup*: less time than the reference algorithm ("
                 + ("picked in the sidebar" if self.live else
                    f"here {md(self.selection.reference or 'none')}")

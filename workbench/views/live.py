@@ -142,13 +142,14 @@ class LivePlot:
         lines, points = list(lines), list(points)
         self._made()
         self.source.data = {
-            "xs": [np.asarray(x, dtype=float) for _, _, x, _ in lines],
-            "ys": [np.asarray(y, dtype=float) for _, _, _, y in lines],
+            "xs": [_drawable(x) for _, _, x, _ in lines],
+            "ys": [_drawable(y) for _, _, _, y in lines],
             "label": [str(label) for label, _, _, _ in lines],
             "color": [color for _, color, _, _ in lines],
             "width": list(widths) if widths is not None else [LINE_WIDTH] * len(lines),
             "alpha": list(alphas) if alphas is not None else [1.0] * len(lines)}
         points = [p if len(p) == 8 else (*p, *_DOT, p[1]) for p in points]
+        points = [p for p in points if np.isfinite(p[2]) and np.isfinite(p[3])]
         self.points.data = {key: [p[i] for p in points] for i, key in enumerate(_POINT_KEYS)}
         self.marks.data = {"x": list(marks[0]), "y": list(marks[1])}
         self.background.data = {"x": np.asarray(background[0], dtype=float),
@@ -253,6 +254,13 @@ class LiveHeatMap:
 
 
 _CELL_KEYS = ("column", "row", "value", "text", "ink", "row_name", "column_name")
+
+
+def _drawable(values: Sequence[float]) -> np.ndarray:
+    """`values` as floats, +-inf as NaN: a line breaks there instead of the plot's automatic
+    range becoming infinite (a blank plot whose zoom no longer works: a diverged run's loss)."""
+    values = np.asarray(values, dtype=float)
+    return np.where(np.isinf(values), np.nan, values)
 
 
 def _tooltips(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -21,9 +21,11 @@ from typing import Iterable
 import holoviews as hv
 import matplotlib
 import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.ticker import FixedFormatter, FixedLocator, Formatter, LogFormatter, NullFormatter
 
 __all__ = ["FORMATS", "DPI", "SCREEN_DPI", "FIG_INCHES", "PANEL_INCHES", "check_formats",
-           "to_matplotlib", "save_figure", "png_bytes"]
+           "to_matplotlib", "save_figure", "png_bytes", "tidy_tick_labels"]
 
 FORMATS = ("png", "svg")     # what save_figure writes
 DPI = 300                    # PNG resolution (print quality)
@@ -180,9 +182,102 @@ def _drawn(obj):
             for axes in figure.axes:  # grid and ticks behind the data (HoloViews' zorder: 0, 1..)
                 axes.xaxis.set_zorder(-1)
                 axes.yaxis.set_zorder(-1)
+            tidy_tick_labels(figure)
             yield figure
         finally:
             plt.close(figure)
+
+
+class _PlainLog(Formatter):
+    """The ticks a log formatter labels, labelled 0.2, 3, 1e+04 instead of 2x10^-1 (mathtext
+    four times as wide, which ran into each other on an axis under two decades)."""
+
+    def __init__(self, inner: LogFormatter) -> None:
+        self.inner = inner
+
+    def set_axis(self, axis) -> None:
+        super().set_axis(axis)
+        self.inner.set_axis(axis)
+
+    def set_locs(self, locs) -> None:
+        self.inner.set_locs(locs)
+
+    def __call__(self, x, pos=None) -> str:
+        return f"{x:g}" if self.inner(x, pos) else ""
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text.replace("\N{MINUS SIGN}", "-").strip("$"))
+        return True
+    except ValueError:
+        return False
+
+
+def _in_view(axis, which: str = "major") -> list[tuple[float, object]]:
+    """(tick value, its label) of the `which` ticks of `axis` inside the axis's view, whose
+    label shows some text, in the order they are drawn."""
+    low, high = sorted(axis.get_view_interval())
+    locs = axis.get_majorticklocs() if which == "major" else axis.get_minorticklocs()
+    pairs = zip(locs, axis.get_ticklabels(which=which))
+    span = (high - low) * 1e-9
+    return [(loc, label) for loc, label in pairs if low - span <= loc <= high + span
+            and label.get_visible() and label.get_text().strip()]
+
+
+def _overlapping(labels: list, renderer) -> bool:
+    boxes = [label.get_window_extent(renderer) for label in labels]
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def _thin(axis, renderer) -> None:
+    """Blank each numeric tick label (major or minor) that would run into the one kept before
+    it, in drawing order (the ticks stay): a figure at paper size has room for fewer labels
+    than Matplotlib places."""
+    shown = {which: _in_view(axis, which) for which in ("major", "minor")}
+    every = sorted(((label.get_window_extent(renderer), loc) for pairs in shown.values()
+                    for loc, label in pairs),
+                   key=lambda item: item[0].x0 if axis.axis_name == "x" else item[0].y0)
+    kept, last = set(), None
+    for box, loc in every:
+        if last is None or not box.overlaps(last):
+            kept.add(loc)
+            last = box
+    for which, pairs in shown.items():
+        locs = [loc for loc, _ in pairs]
+        getattr(axis, f"set_{which}_locator")(FixedLocator(locs))
+        getattr(axis, f"set_{which}_formatter")(FixedFormatter(
+            [label.get_text() if loc in kept else "" for loc, label in pairs]))
+
+
+def tidy_tick_labels(figure) -> None:
+    """No tick label of `figure` drawn over another: log axes labelled as plain numbers, their
+    minor ticks left unlabelled where two major ticks are labelled; overlapping numbers
+    thinned (_thin); overlapping names on an x axis (a parallel-coordinates plot's
+    hyperparameters) turned to 30 degrees."""
+    if not hasattr(figure.canvas, "get_renderer"):
+        FigureCanvasAgg(figure)  # HoloViews leaves a canvas that cannot measure text
+    every_axis = [axis for axes in figure.axes for axis in (axes.xaxis, axes.yaxis)]
+    for axis in every_axis:
+        for which in ("major", "minor"):
+            formatter = getattr(axis, f"get_{which}_formatter")()
+            if isinstance(formatter, LogFormatter):
+                getattr(axis, f"set_{which}_formatter")(_PlainLog(formatter))
+    figure.canvas.draw()
+    for axis in every_axis:
+        if len(_in_view(axis)) >= 2:
+            axis.set_minor_formatter(NullFormatter())
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    for axis in every_axis:
+        labels = [label for which in ("major", "minor") for _, label in _in_view(axis, which)]
+        if not _overlapping(labels, renderer):
+            continue
+        if all(_number(label.get_text()) for label in labels):
+            _thin(axis, renderer)
+        elif axis.axis_name == "x":
+            for label in axis.get_ticklabels():
+                label.set(rotation=30, horizontalalignment="right", rotation_mode="anchor")
 
 
 def check_formats(formats: str | Iterable[str]) -> tuple[str, ...]:

@@ -242,7 +242,8 @@ class Robustness(View):
             sizing_mode="stretch_width", css_classes=["pb-held-out"], stylesheets=[TABLE_CSS],
             titles={"algorithm": "Algorithm", "score_without": "Score without the rule",
                     "score_with": "Score with the rule", "change": "Change",
-                    "reached_without": "Reached without", "reached_with": "Reached with"},
+                    "reached_without": "Workloads within 4x, without the rule",
+                    "reached_with": "Workloads within 4x, with the rule"},
             formatters={"score_without": number, "score_with": number,
                         "change": NumberFormatter(format="+0.0000")})
         self._summary = pn.widgets.Tabulator(
@@ -261,9 +262,11 @@ class Robustness(View):
             xlabel="variant workload", palette=interp_palette(RdBu[11], 256),
             low=RATIO_RANGE[0], high=RATIO_RANGE[1], colorbar_title="variant / base",
             hover=("algorithm", "variant", "variant / base"), css_classes=["pb-ratios"])
-        self._heat = self._ratios.pane
         self._rule = pn.pane.Markdown(sizing_mode="stretch_width")
         self._empty = pn.pane.Markdown(sizing_mode="stretch_width")
+        # the heat map where there is one, else why not: never an empty layout (Bokeh warns
+        # of one, W-1002, in every report of a store without variants)
+        self._heat = pn.Column(self._empty, sizing_mode="stretch_width")
         self.param.watch(lambda _: self._selection_changed(), "held_out")
         self._first_draw()
 
@@ -290,7 +293,9 @@ class Robustness(View):
             self._ratios.draw({**{c: cells[c] for c in ("column", "row", "text", "ink")},
                                "value": cells["ratio"]}, drawn["rows"], drawn["columns"],
                               RATIO_TITLE)
-        self._heat.visible = drawn is not None
+        shown = self._empty if drawn is None else self._ratios.pane
+        if self._heat.objects != [shown]:  # a layout set anew rebuilds its page models
+            self._heat.objects = [shown]
         self._empty.object = "" if len(pairs) else (
             "No variant workload is shown together with its base workload: show a base and "
             "its variants (e.g. digits_mlp with digits_mlp_tanh)"
@@ -332,7 +337,8 @@ class Robustness(View):
                 "reaches its held-out variant's target within 4x of the fastest on that variant "
                 "(fastest among those that reached the base); otherwise the base counts as a "
                 "miss. Both scores below use the shown scored workloads and the 4x cut-off; "
-                "*reached*: scored workloads with a time after the rules."),
+                "*workloads within 4x*: the scored workloads where the algorithm's median "
+                "study reached the target in at most 4x the fastest time, after the rules."),
             self._rule, self._scores, toggle,
             pn.pane.Markdown(
                 "#### Robustness per algorithm\n*Variants reached*: of the variants the "
@@ -341,7 +347,7 @@ class Robustness(View):
                 "time on the variant / time on the base, over the n variants where both were "
                 "reached (below 1: the variant was faster). In the heat map a grey cell has no "
                 "ratio: *miss* (variant missed), *base miss*, or blank (no runs)."),
-            self._summary, self._empty, self._heat,
+            self._summary, self._heat,
             pn.pane.Markdown(
                 f"#### Base and variant, per algorithm\nMedian time to target over studies "
                 f"(the chosen trial per study, as on the leaderboard). *{MISS}*: the variant's "

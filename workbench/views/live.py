@@ -43,13 +43,14 @@ class LivePlot:
                  x_range: tuple[float, float] | None = None, areas: bool = False,
                  points: bool = False, x_log: bool = False, y_log: bool = False,
                  legend: bool = True, hover: tuple[str, str, str] | None = None,
-                 css_classes: Iterable[str] = ()) -> None:
+                 dashes: bool = False, css_classes: Iterable[str] = ()) -> None:
         """`hover`: what the hover names x, y and a point's note (default: the axis labels
-        and "run"); an empty name leaves its line out. The figure is made at the first draw
+        and "run"); an empty name leaves its line out. `dashes`: each line has its own dash
+        pattern (draw's `dashes`). The figure is made at the first draw
         (or use of `figure`): a dashboard holds a dozen, most in tabs never opened."""
         self._options = dict(xlabel=xlabel, ylabel=ylabel, height=height, y_range=y_range,
                              x_range=x_range, areas=areas, points=points, x_log=x_log,
-                             y_log=y_log, legend=legend, hover=hover)
+                             y_log=y_log, legend=legend, hover=hover, dashes=dashes)
         self._figure: figure | None = None
         self._ticks: dict[str, FixedTicker] = {}
         # in a Column, which is what a view shows and hides: Panel's Bokeh pane re-reads the
@@ -75,7 +76,7 @@ class LivePlot:
         return self._figure
 
     def _make(self, *, xlabel, ylabel, height, y_range, x_range, areas, points, x_log, y_log,
-              legend, hover) -> figure:
+              legend, hover, dashes) -> figure:
         """The figure and its data sources (self.source, .points, .marks, .background)."""
         fig = figure(height=height, sizing_mode="stretch_width", title="",
                      x_axis_type="log" if x_log else "linear",
@@ -92,14 +93,16 @@ class LivePlot:
         self.background = ColumnDataSource({"x": [], "y": []})
         fig.line("x", "y", source=self.background, color="gray", alpha=0.35, line_width=1)
         self.source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": [],
-                                        "width": [], "alpha": []})
+                                        "width": [], "alpha": [], "dash": []})
         legend_of = (lambda field: {"legend_field": field}) if legend else (lambda _: {})
         if areas:
             fig.patches("xs", "ys", source=self.source, fill_color="color", fill_alpha=0.85,
                         line_width=0, **legend_of("label"))
         else:
             lines = fig.multi_line("xs", "ys", source=self.source, line_color="color",
-                                   line_width="width", line_alpha="alpha", **legend_of("label"))
+                                   line_width="width", line_alpha="alpha",
+                                   **({"line_dash": "dash"} if dashes else {}),
+                                   **legend_of("label"))
             fig.add_tools(HoverTool(renderers=[lines], tooltips=_tooltips(
                 [("", "@label"), (x_name, "$x{0,0.[0000]}"), (y_name, "$y{0,0.[0000]}")])))
         # "group", not "label": legend items of two glyphs on one field would merge into one
@@ -127,7 +130,7 @@ class LivePlot:
              yticks: Sequence[float] | None = None, ytick_labels: Sequence[str] | None = None,
              xlabel: str | None = None, ylabel: str | None = None,
              widths: Sequence[float] | None = None, alphas: Sequence[float] | None = None,
-             xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
+             dashes: Sequence[str] | None = None, xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
              points: Iterable[Point] = (), marks: tuple[Sequence, Sequence] = ((), ()),
              background: tuple[Sequence, Sequence] = ((), ()), hline: Rule | None = None,
              vline: Rule | None = None, flip_x: bool = False) -> None:
@@ -135,7 +138,8 @@ class LivePlot:
 
         `xticks`, `yticks`: ticks at exactly these values (default: Bokeh's), the y ones
         named `ytick_labels` if given (drawn as text, never markup); `xlabel`, `ylabel`: new
-        axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH, opaque); `xlim`,
+        axis labels; `widths`, `alphas`, `dashes`: each line's (default LINE_WIDTH, opaque, solid; dashes
+        drawn by a plot made with `dashes`); `xlim`,
         `ylim`: the ranges of a plot made with them; `marks`: (x, y) of points ringed in
         black; `background`: (x, y) of one thin grey line (NaN breaks it); `hline`, `vline`:
         black rules; `flip_x`: the x axis runs right to left."""
@@ -147,7 +151,8 @@ class LivePlot:
             "label": [str(label) for label, _, _, _ in lines],
             "color": [color for _, color, _, _ in lines],
             "width": list(widths) if widths is not None else [LINE_WIDTH] * len(lines),
-            "alpha": list(alphas) if alphas is not None else [1.0] * len(lines)}
+            "alpha": list(alphas) if alphas is not None else [1.0] * len(lines),
+            "dash": list(dashes) if dashes is not None else ["solid"] * len(lines)}
         points = [p if len(p) == 8 else (*p, *_DOT, p[1]) for p in points]
         points = [p for p in points if np.isfinite(p[2]) and np.isfinite(p[3])]
         self.points.data = {key: [p[i] for p in points] for i, key in enumerate(_POINT_KEYS)}

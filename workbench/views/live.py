@@ -145,20 +145,20 @@ class LivePlot:
         black rules; `flip_x`: the x axis runs right to left."""
         lines, points = list(lines), list(points)
         self._made()
-        self.source.data = {
+        _assign(self.source, {
             "xs": [_drawable(x) for _, _, x, _ in lines],
             "ys": [_drawable(y) for _, _, _, y in lines],
             "label": [str(label) for label, _, _, _ in lines],
             "color": [color for _, color, _, _ in lines],
             "width": list(widths) if widths is not None else [LINE_WIDTH] * len(lines),
             "alpha": list(alphas) if alphas is not None else [1.0] * len(lines),
-            "dash": list(dashes) if dashes is not None else ["solid"] * len(lines)}
+            "dash": list(dashes) if dashes is not None else ["solid"] * len(lines)})
         points = [p if len(p) == 8 else (*p, *_DOT, p[1]) for p in points]
         points = [p for p in points if np.isfinite(p[2]) and np.isfinite(p[3])]
-        self.points.data = {key: [p[i] for p in points] for i, key in enumerate(_POINT_KEYS)}
-        self.marks.data = {"x": list(marks[0]), "y": list(marks[1])}
-        self.background.data = {"x": np.asarray(background[0], dtype=float),
-                                "y": np.asarray(background[1], dtype=float)}
+        _assign(self.points, {key: [p[i] for p in points] for i, key in enumerate(_POINT_KEYS)})
+        _assign(self.marks, {"x": list(marks[0]), "y": list(marks[1])})
+        _assign(self.background, {"x": np.asarray(background[0], dtype=float),
+                                  "y": np.asarray(background[1], dtype=float)})
         for rule, given in ((self._rules["width"], hline), (self._rules["height"], vline)):
             if given is not None:
                 rule.update(location=float(given[0]), line_dash=given[1])
@@ -259,6 +259,42 @@ class LiveHeatMap:
 
 
 _CELL_KEYS = ("column", "row", "value", "text", "ink", "row_name", "column_name")
+
+
+def _assign(source: ColumnDataSource, data: dict) -> None:
+    """Give `source` `data`, unless it holds that already: every assignment is sent to the
+    browser, which redraws the plot (a filter change that leaves a plot as it was, or an empty
+    layer empty, costs nothing)."""
+    if not _same_data(source.data, data):
+        source.data = data
+
+
+def _same_data(old: dict, new: dict) -> bool:
+    """Whether two data-source columns dicts hold the same values (NaN equal to NaN)."""
+    if old.keys() != new.keys():
+        return False
+    for key, values in new.items():
+        before = old[key]
+        if len(before) != len(values):
+            return False
+        if len(values) and isinstance(values[0], (list, tuple, np.ndarray)):  # multi-line
+            if not all(_same_column(a, b) for a, b in zip(before, values)):
+                return False
+        elif not _same_column(before, values):
+            return False
+    return True
+
+
+def _same_column(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind == "f" and b.dtype.kind == "f":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    try:
+        return bool(np.array_equal(a, b))
+    except (TypeError, ValueError):
+        return False
 
 
 def _drawable(values: Sequence[float]) -> np.ndarray:

@@ -128,7 +128,14 @@ def build_app(store_path: str | os.PathLike,
     # served: `panel serve` runs this file as a module named bokeh_app_... (what
     # pn.state.served finds out from inspect.stack(), which costs 0.1 s of a first page)
     if __name__.startswith("bokeh_app"):
-        pn.state.add_periodic_callback(lambda: _refresh(selection), period=REFRESH_MS)
+        refresh = pn.state.add_periodic_callback(lambda: _refresh(selection),
+                                                 period=REFRESH_MS, start=False)
+        # in the background: Panel turns the page's busy spinner on and off around every
+        # periodic callback, which told the page (and benchmarks/dashboard_tabs.py, which waits
+        # for it) that the server was busy up to REFRESH_MS after a filter change, for a
+        # re-read that finds nothing new. The spinner is for what the user asked.
+        refresh._background = True  # Panel 1.9's PeriodicCallback(background=True)
+        refresh.start()
         # once the page is up, not while the first page is still being built and sent
         pn.state.onload(lambda: warm_up(store_path))
     status, notes = RunStatus(selection=selection, live=True), ScopeNotes(selection=selection,

@@ -153,8 +153,8 @@ def _group_liveplots() -> tuple[LivePlot, LivePlot]:
     ranking = LivePlot(xlabel="fraction of the step budget", ylabel="Spearman rho vs final",
                        height=380, y_range=(-1.05, 1.05), x_log=True,
                        hover=("fraction", "Spearman rho", ""))
-    prediction = LivePlot(xlabel="step", ylabel="loss", height=380, y_log=True, dashes=True,
-                          hover=("step", "loss", ""))
+    prediction = LivePlot(xlabel="step", ylabel="loss", height=460, y_log=True, dashes=True,
+                          legend_below=True, hover=("step", "loss", ""))
     return ranking, prediction
 
 

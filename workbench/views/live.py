@@ -43,14 +43,17 @@ class LivePlot:
                  x_range: tuple[float, float] | None = None, areas: bool = False,
                  points: bool = False, x_log: bool = False, y_log: bool = False,
                  legend: bool = True, hover: tuple[str, str, str] | None = None,
-                 dashes: bool = False, css_classes: Iterable[str] = ()) -> None:
+                 dashes: bool = False, legend_below: bool = False,
+                 css_classes: Iterable[str] = ()) -> None:
         """`hover`: what the hover names x, y and a point's note (default: the axis labels
         and "run"); an empty name leaves its line out. `dashes`: each line has its own dash
-        pattern (draw's `dashes`). The figure is made at the first draw
+        pattern (draw's `dashes`). `legend_below`: the legend under the plot, not at its right
+        (for long labels, which would narrow the plot). The figure is made at the first draw
         (or use of `figure`): a dashboard holds a dozen, most in tabs never opened."""
         self._options = dict(xlabel=xlabel, ylabel=ylabel, height=height, y_range=y_range,
                              x_range=x_range, areas=areas, points=points, x_log=x_log,
-                             y_log=y_log, legend=legend, hover=hover, dashes=dashes)
+                             y_log=y_log, legend=legend, hover=hover, dashes=dashes,
+                             legend_below=legend_below)
         self._figure: figure | None = None
         self._ticks: dict[str, FixedTicker] = {}
         # in a Column, which is what a view shows and hides: Panel's Bokeh pane re-reads the
@@ -76,7 +79,7 @@ class LivePlot:
         return self._figure
 
     def _make(self, *, xlabel, ylabel, height, y_range, x_range, areas, points, x_log, y_log,
-              legend, hover, dashes) -> figure:
+              legend, hover, dashes, legend_below) -> figure:
         """The figure and its data sources (self.source, .points, .marks, .background)."""
         fig = figure(height=height, sizing_mode="stretch_width", title="",
                      x_axis_type="log" if x_log else "linear",
@@ -123,7 +126,7 @@ class LivePlot:
             fig.add_layout(rule)
         if legend:
             fig.legend[0].label_text_font_size = "11px"
-            fig.add_layout(fig.legend[0], "right")
+            fig.add_layout(fig.legend[0], "below" if legend_below else "right")
         return fig
 
     def draw(self, lines: Iterable[Line], title: str, *, xticks: Sequence[float] | None = None,

@@ -52,7 +52,13 @@ class Workload(abc.ABC):
 
     @property
     def num_train_examples(self) -> int:
-        return 0
+        """Examples in the training set (one epoch). Pruning at initialisation, the gradient-noise
+        probe and AlgoPerf submissions use it, so a workload that does not say it is refused where
+        it is asked for, never read as 0 (TensorWorkload counts its training split)."""
+        raise NotImplementedError(
+            f"workload {self.spec.name!r} ({type(self).__name__}) does not give "
+            "num_train_examples: define the property (the size of its training set), or "
+            "subclass runners.workloads.common.TensorWorkload, which counts it")
 
 
 class Algorithm(abc.ABC):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -10,7 +11,10 @@ __all__ = ["csv", "ints", "floats", "hparams", "Deprecated"]
 
 
 def csv(text: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
+    """The items of a comma-separated list; a comma written '\\,' belongs to its item (a path
+    holding a comma: --algorithms 'dir\\,1/algo.py:Algo,adamw')."""
+    parts = re.split(r"(?<!\\),", text)
+    items = [t.strip().replace("\\,", ",") for t in parts if t.strip()]
     if not items:
         raise argparse.ArgumentTypeError("expected a comma-separated list, e.g. a,b")
     return items

@@ -17,10 +17,12 @@ from it.
 `resume=True` runs only the trials that have no complete or diverged attempt in the store yet,
 and none that another launcher is running right now; it refuses a plan that gives a trial other
 settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
-its study and index alone, so more trials, studies or seeds extend a study). Many launchers, on
-many machines, may write one store at once (workbench/store.py): each claims a trial in the
-store before starting it (Store.claim), so no trial runs twice at the same time. When a launch
-ends, the store's run index is refreshed (workbench/run_index.py).
+its study and index alone, so more trials, studies or seeds extend a study), and one that would
+mix other execution options or hardware into the study's finished runs unless
+`allow_mixed_execution` (runners/resume.py). Many launchers, on many machines, may write one
+store at once (workbench/store.py): each claims a trial in the store before starting it
+(Store.claim), so no trial runs twice at the same time. When a launch ends, the store's run
+index is refreshed (workbench/run_index.py).
 
 Trial order: a study's trials run interleaved, never algorithm after algorithm (launch_order).
 A block holds the trials of one place (workload, study, trial index, seed), one per algorithm;
@@ -41,10 +43,13 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from runners.processes import LaunchOptions
+from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
+                            check_mix, check_same_plan)
 from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
 from runners.tuning import ChosenSpace
 from workbench.catalog import get_workload
@@ -54,19 +59,10 @@ from workbench.store import Store
 
 __all__ = ["choose_search_spaces", "plan_study", "describe_plan", "launch_order", "run_study",
            "run_configs", "StudyResult", "StudyInterrupted", "StudyExistsError",
-           "StudyChangedError",
+           "StudyChangedError", "ExecutionChangedError",
            "EARLY_STOP_CHOICES"]
 
 EARLY_STOP_CHOICES = ("none", "lcga", "tse")  # --early-stop: the tuner's estimator (none: off)
-
-
-class StudyExistsError(RuntimeError):
-    """The store already holds runs of a study with this name and resume was not asked for."""
-
-
-class StudyChangedError(StudyExistsError):
-    """--resume of a study whose plan gives some trial other settings than its runs in the store
-    have (another search space, budget, batch size...): resuming would mix two studies."""
 
 
 def choose_search_spaces(spec: StudySpec,
@@ -244,15 +240,16 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
               search_spaces: Mapping[str, str | Path] | None = None,
               early_stop: str = "none", eta: int = 3,
               options: LaunchOptions | None = None, prune: str | None = None,
-              sources: Mapping[str, Any] | None = None) -> StudyResult:
+              sources: Mapping[str, Any] | None = None,
+              allow_mixed_execution: bool = False) -> StudyResult:
     """Run every planned trial that is not done yet, `workers` processes at a time.
 
     `search_spaces` and `sources`: as in plan_study. `early_stop`: the
     early-stopping tuner's estimator (EARLY_STOP_CHOICES; "none" = off), halving rate `eta`;
     with it on, the study's summary (compute spent and saved, best trial) is written to the
     store (Store.write_study_summary) and returned in result.early_stop. `options`: the backend
-    and the fault handling (LaunchOptions; default: the local pool, the default watchdog). `prune`: the
-    old name of `early_stop` (deprecated).
+    and the fault handling (LaunchOptions; default: the local pool, the default watchdog). `prune`:
+    the old name of `early_stop` (deprecated). `allow_mixed_execution`: see run_configs.
     """
     if prune is not None:
         warnings.warn("run_study(prune=...) is now early_stop=...", DeprecationWarning,
@@ -264,7 +261,8 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     hooks = {"early_stop": {"estimator": early_stop, "eta": eta}} if early_stop != "none" else {}
     chosen = choose_search_spaces(spec, search_spaces, sources)
     result = run_configs(plan_study(spec, search_spaces, sources, chosen), store, spec.name,
-                         workers, resume, data_dir, progress, hooks, options, chosen)
+                         workers, resume, data_dir, progress, hooks, options, chosen,
+                         allow_mixed_execution)
     if early_stop != "none" and not result.no_space:
         from workbench.early_stopping import write_study_summary
         result.early_stop = write_study_summary(
@@ -277,10 +275,13 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
                 resume: bool = False, data_dir: str | Path | None = None, progress: bool = True,
                 hooks: Mapping[str, Any] | None = None,
                 options: LaunchOptions | None = None,
-                chosen: Mapping[str, ChosenSpace] | None = None) -> StudyResult:
+                chosen: Mapping[str, ChosenSpace] | None = None,
+                allow_mixed_execution: bool = False) -> StudyResult:
     """Run the `configs` of study `name` not done yet (resume), with the workers' `hooks`,
     `workers` trials at a time on the backend that `options` names (default: the local pool);
     each run records the search space that `chosen` gives its algorithm (choose_search_spaces).
+    A resume that would mix other execution options or hardware into the study's finished runs
+    is refused (runners/resume.py ExecutionChangedError) unless `allow_mixed_execution`.
     Refreshes the store's run index at the end."""
     from runners.plugins import with_workload_source
 
@@ -290,16 +291,21 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     store.ensure()
-    existing = sum(1 for _ in store.documents(study_name=name))
-    if existing and not resume:
+    docs = list(store.documents(study_name=name))
+    if docs and not resume:
         raise StudyExistsError(
-            f"store {store.root} already has {existing} runs of study {name!r}: pass "
+            f"store {store.root} already has {len(docs)} runs of study {name!r}: pass "
             "--resume to run only the missing trials, or --name to start a new study")
-    if existing:
-        _check_same_plan(store, name, configs)
+    same = {}  # planned trial key -> the key of its place's trial, differing in execution only
+    if docs:
+        mixed = check_mix(docs, name, configs, allow_mixed_execution, options.backend != "ray")
+        same = check_same_plan(store.root, name, configs, docs, allow_mixed_execution)
+        if mixed:
+            configs = [replace(c, mixed_execution=mixed) for c in configs]
     # resume: not the trials already done, nor those another launcher is running right now
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
-    todo = [(c, place) for c, place in launch_order(configs, name) if c.trial_key not in done]
+    todo = [(c, place) for c, place in launch_order(configs, name)
+            if c.trial_key not in done and same.get(c.trial_key) not in done]
     result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo))
     if todo:  # (a full disk or Ctrl-C: see runners/scheduler.py)
         backend = make_backend(options, workers, max(c.execution.threads for c, _ in todo))
@@ -312,29 +318,4 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
             refresh_index(store)
     return result
 
-
-_PLACE = ("workload", "algorithm", "ruleset", "study", "trial", "seed")  # a trial's place
-
-
-def _check_same_plan(store: Store, name: str, configs: list[RunConfig]) -> None:
-    """StudyChangedError when a planned trial of study `name` has other settings than the
-    store's runs in its place, naming what differs; new places (more trials, studies or seeds)
-    are welcome. Runs that are not ours (e.g. imported logs) have no plan to differ from."""
-    recorded = {}
-    for doc in store.documents(study_name=name):
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            old = RunConfig.from_dict(doc["config"])
-            recorded.setdefault(tuple(getattr(old, k) for k in _PLACE), old)
-    changed = [(config, old) for config in configs
-               if (old := recorded.get(tuple(getattr(config, k) for k in _PLACE))) is not None
-               and old.trial_key != config.trial_key]
-    if changed:
-        config, old = changed[0]
-        where = ", ".join(f"{k} {getattr(config, k)}" for k in _PLACE)
-        what = "; ".join(f"{field}: {stored!r} in the store, {planned!r} now"
-                         for field, stored, planned in old.differences(config))
-        raise StudyChangedError(
-            f"study {name!r} in {store.root} was planned with other settings: at {where}, "
-            f"{what} ({len(changed)} trials differ). Resume with the study's own settings "
-            "(more --trials, --studies or --seeds are fine), or use --name for a new study")
 

@@ -129,6 +129,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "launch_order": dict(launch_order) if launch_order else None,
         "launched_by": launched_by or ("study" if launch_order else None),
         "design": c.design,
+        "execution": c.execution.label(str(p.device)), "mixed_execution": c.mixed_execution,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,
         **p.accelerator.document(),

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 __all__ = ["PluginError", "ALGORITHM_GROUP", "WORKLOAD_GROUP", "entry_points", "is_file_spec",
-           "sha256_of", "import_object", "WorkloadSource", "resolve_workloads", "load_workloads",
-           "use_workload_source", "with_workload_source"]
+           "named_item", "sha256_of", "import_object", "WorkloadSource", "resolve_workloads",
+           "load_workloads", "use_workload_source", "with_workload_source"]
 
 ALGORITHM_GROUP = "pacebench.algorithms"
 WORKLOAD_GROUP = "pacebench.workloads"
@@ -58,6 +58,20 @@ def entry_points(group: str) -> dict[str, str]:
 def is_file_spec(where: str) -> bool:
     """Whether the part before ':' of a spec names a file (else a module)."""
     return where.endswith(".py") or "/" in where or "\\" in where
+
+
+def named_item(text: str) -> tuple[str, str]:
+    """(name, spec) of an item of `--algorithms` or `--workloads`: `name=<spec>`, or `<spec>`
+    alone (name ""). The text is split at its first '=' unless the part before it holds '/',
+    '\\' or ':' (the '=' is then inside a path or a spec), or the whole text names an existing
+    file (dir=1/algo.py:Class): a path holding '=' is read whole, and NAME=<path> always works."""
+    head, sep, rest = text.partition("=")
+    if not sep or any(c in head for c in "/\\:"):
+        return "", text
+    where = text.rpartition(":")[0] if ":" in text else text
+    if is_file_spec(where) and Path(where).expanduser().is_file():
+        return "", text
+    return head, rest
 
 
 def sha256_of(path: Path) -> str:
@@ -187,7 +201,7 @@ def resolve_workloads(items: Iterable[str]) -> list[str]:
 
     names: list[str] = []
     for item in items:
-        chosen, _, spec = item.partition("=") if "=" in item.split(":")[0] else ("", "", item)
+        chosen, spec = named_item(item)
         installed = entry_points(WORKLOAD_GROUP)
         if spec in workload_names() and not chosen:
             found = [spec]

@@ -85,15 +85,17 @@ def plan_scaling(spec: ScalingSpec) -> list[RunConfig]:
 
 
 def run_scaling(spec: ScalingSpec, store: Store, workers: int = 1, resume: bool = False,
-                data_dir=None, progress: bool = True) -> StudyResult:
+                data_dir=None, progress: bool = True,
+                allow_mixed_execution: bool = False) -> StudyResult:
     """Run the scaling study's missing runs; returns the launch's StudyResult (and writes the
-    study's summary document with the spec and wall time)."""
+    study's summary document with the spec and wall time). `allow_mixed_execution`: as in
+    runners.launch.run_configs."""
     hooks = {"goal": spec.goal, "noise_every": spec.noise_every}
     doc = {"study_name": spec.name, "kind": "scaling", "spec": to_plain(spec)}
     store.ensure()
     store.write_study_summary(spec.name, doc)  # the goal is readable while the study runs
     result = run_configs(plan_scaling(spec), store, spec.name, workers, resume, data_dir,
-                         progress, hooks)
+                         progress, hooks, allow_mixed_execution=allow_mixed_execution)
     if result.no_space:  # the summary is written by the --resume that completes the study
         return result
     store.write_study_summary(spec.name, {**doc, "wall_seconds": result.seconds,

@@ -9,7 +9,7 @@
    reaches it reliably and every algorithm has at least twice the steps the baseline needed. (AlgoPerf
    v0.5 gave 4/3, horizon 0.75; on our CPU workloads that put the target so near the best value
    any run reaches that a 5-trial study of AdamW or heavy-ball missed it in most studies, and
-   who reached it was luck; see the README. AlgoPerf's own rule, the median of the reruns' best
+   who reached it was luck; see docs/workloads.md. AlgoPerf's own rule, the median of the reruns' best
    values over the whole run, which the baseline itself misses half the time, stays available
    as reach_quantile=None, horizon=1.) Test target = the worst test value, among the reruns
    that reach the validation target, taken at the eval where that rerun first reached it.

@@ -3,6 +3,7 @@ under display names, with the source recorded and never two sources under one na
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -256,3 +257,35 @@ def test_eight_pytorch_optimizers_run_a_study_by_import_path_alone(tmp_path, cap
     assert set(runs.status) == {"complete"} and set(runs.steps) == {30}
     docs = list(open_store(store).documents())
     assert {d["search_space_origin"] for d in docs} == {"signature"}
+
+
+def test_a_path_holding_equals_signs_and_commas_is_one_algorithm(tmp_path):
+    """--algorithms reads a path with '=' and ',' in it whole (a comma written '\\,'), named or
+    not, beside other items (runners/cli/flags.py ITEM_RULE)."""
+    from runners.algorithms.sources import parse_algorithms
+    from runners.cli import build_parser
+
+    folder = tmp_path / "lr=3e-4,wd=0.1"
+    folder.mkdir()
+    path = _file(folder, "lion=v2.py", LION_OPTIMIZER)
+    escaped = str(path).replace(",", "\\,")
+    args = build_parser().parse_args(["study", "--workloads", "digits_mlp", "--algorithms",
+                                      f"{escaped}:Lion,mine={escaped}:Lion,adamw"])
+    assert args.algorithms == [f"{path}:Lion", f"mine={path}:Lion", "adamw"]
+    sources = parse_algorithms(args.algorithms, algorithm_names())
+    assert list(sources) == ["Lion", "mine", "adamw"]
+    assert sources["Lion"].spec == sources["mine"].spec == f"{path.resolve()}:Lion"
+    from runners.cli.common import search_spaces
+    space = folder / "space=b.json"
+    space.write_text("{}")
+    assert search_spaces([str(space)], ["Lion"]) == {"Lion": str(space)}
+    assert search_spaces([f"mine={space}"], ["Lion", "mine"]) == {"mine": str(space)}
+    relative = tmp_path / "x=1.py"  # '=' before any '/': read whole because the file exists
+    relative.write_text(LION_OPTIMIZER)
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert parse_algorithm("x=1.py:Lion").name == "Lion"
+        assert parse_algorithm("n=x=1.py:Lion").name == "n"
+    finally:
+        os.chdir(cwd)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -150,22 +151,15 @@ def _leaderboard_algorithms(page, timeout_ms: int | None = None) -> list[str]:
     return [text.strip() for text in cells.all_inner_texts()]
 
 
-def _uncheck_until(page, name: str, expected: list[str]) -> None:
-    """Untick a filter and wait for the leaderboard to follow. Under load, a click that lands
-    while the page is still syncing with the server can be lost (seen in 2 of about 6 runs on a
-    loaded machine); the change is then sent again rather than the test failing."""
+def _untick(page, name: str) -> None:
+    """Untick an algorithm's box in the sidebar. The box must read ticked first:
+    unticking a box that reads unticked sends nothing (Playwright's uncheck() returns). (A
+    refresh once sent a box's name and its tick in two messages, seconds apart on a busy machine:
+    a test that unticked in between sent nothing, and read it as a lost click; app.py now sends
+    a refresh in one message.)"""
     box = page.get_by_role("checkbox", name=name, exact=True)
+    playwright_api.expect(box).to_be_checked()
     box.uncheck()
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
-    retry_at = time.monotonic() + 5
-    while _leaderboard_algorithms(page) != expected:
-        assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
-        if time.monotonic() > retry_at:  # no effect after 5 s: send the change again
-            if not box.is_checked():
-                box.check()
-            box.uncheck()
-            retry_at = time.monotonic() + 5
-        page.wait_for_timeout(250)
 
 
 def _wait_rows(page, expected: list[str], timeout_ms: int | None = None) -> None:
@@ -197,6 +191,12 @@ def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, t
         for run in foreign.runs_dir.iterdir():  # as another machine's launcher would add them
             shutil.copytree(run, path / run.relative_to(foreign.root))
         later = hostile("algorithm-later")
+        # their hardware is another machine's: offered, not ticked (its times are not pooled
+        # with this machine's unless asked for); ticked, its runs join the leaderboard
+        other = page.get_by_role("checkbox", name=hostile("hardware-synthetic CPU x1"))
+        other.wait_for()
+        assert not other.is_checked() and _leaderboard_algorithms(page) == ["fast"]
+        other.check()
         deadline = time.monotonic() + TIMEOUT_MS / 1000
         while sorted(_leaderboard_algorithms(page)) != sorted(["fast", later]):
             assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
@@ -204,7 +204,8 @@ def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, t
         shown = _leaderboard_algorithms(page)  # in score order
         playwright_api.expect(page.get_by_role("checkbox", name=later)).to_be_checked()
         page.screenshot(path=SHOTS / "app-leaderboard.png", full_page=True)
-        _uncheck_until(page, "fast", [later])  # a filter on the first tab shown recomputes
+        _untick(page, "fast")  # a filter on the first tab shown recomputes
+        _wait_rows(page, [later])
         page.screenshot(path=SHOTS / "app-filtered.png", full_page=True)
         page.get_by_role("checkbox", name="fast", exact=True).check()
         _wait_rows(page, shown)
@@ -322,7 +323,7 @@ def test_dashboard_on_the_imported_algoperf_v05_logs(page, algoperf_store):
         faster.first.wait_for()
         assert faster.all_inner_texts()[1].strip() == "+27.9 %"  # shampoo over the baseline
         _open_tab(page, "Leaderboard")
-        page.get_by_role("checkbox", name="shampoo_submission").uncheck()  # scores recompute
+        _untick(page, "shampoo_submission")  # scores recompute
         deadline = time.monotonic() + TIMEOUT_MS / 1000
         while _leaderboard_algorithms(page)[:1] != ["schedule_free_adamw"]:
             assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
@@ -396,18 +397,16 @@ def test_every_view_of_our_own_study_with_filters(page, own_study):
         _shoot_tabs(page, "own", {k: v for k, v in VIEW_READY.items() if k != "Speedups"})
         steps_button = page.locator(".bk-btn", has_text="steps").first  # the time axis
         steps_button.click()
+        playwright_api.expect(steps_button).to_have_class(re.compile(r"\bbk-active\b"))
         deadline = time.monotonic() + TIMEOUT_MS / 1000
-        retry_at = time.monotonic() + 5
         while _time_cell(page, algorithm, "digits_mlp") != steps:
             assert time.monotonic() < deadline, _time_cell(page, algorithm, "digits_mlp")
-            if time.monotonic() > retry_at:  # a click lost while the page synced: again
-                steps_button.click()
-                retry_at = time.monotonic() + 5
             page.wait_for_timeout(250)
         _open_tab(page, "Profiles")  # a hidden view redraws when opened, on the new axis
         page.locator(".pb-profiles canvas").first.wait_for()
         _open_tab(page, "Leaderboard")
-        _uncheck_until(page, other, [algorithm])  # back from other tabs: still recomputes
+        _untick(page, other)  # back from other tabs: still recomputes
+        _wait_rows(page, [algorithm])
         page.screenshot(path=SHOTS / "own-filtered-steps.png", full_page=True)
         # after the filter changes every tab draws again, with its axes, legends and columns
         _shoot_tabs(page, "own-filtered", {k: v for k, v in VIEW_READY.items()

@@ -38,16 +38,24 @@ def two_studies(tmp_path_factory):
     return path
 
 
-def test_filters_offer_every_value_and_select_all(two_studies):
+def test_filters_offer_every_value_and_select_all_but_one_hardware(two_studies):
+    """Every filter starts on all its values but the hardware, which starts on the machine with
+    the most runs: times measured on two machines are pooled only when asked for."""
     sel = Selection(store_path=str(two_studies))
     assert sel.studies == ["second", "synthetic"]
-    assert sel.hardware == ["other machine", "synthetic CPU x1"]
+    assert sel.param.hardware.objects == ["other machine", "synthetic CPU x1"]
+    assert sel.hardware == ["synthetic CPU x1"]  # 16 runs, against 2 on the other machine
     assert sel.ruleset == "external" and sel.param.ruleset.objects == ["external"]
+    assert set(sel.runs["algorithm"]) == {"fast", "slow"}
+    from workbench.report import _filters_text
+    assert _filters_text(sel) == " Shown: hardware synthetic CPU x1."  # a report says so
+    sel.hardware = ["other machine", "synthetic CPU x1"]  # both, when asked for
     assert set(sel.runs["algorithm"]) == {"fast", "slow", "other"}
 
 
 def test_study_and_hardware_filters_select_runs(two_studies):
     sel = Selection(store_path=str(two_studies))
+    sel.hardware = ["other machine", "synthetic CPU x1"]  # both machines ticked
     sel.studies = ["second"]
     assert set(sel.runs["study_name"]) == {"second"} and set(sel.runs["algorithm"]) == {"other"}
     assert list(sel.cube["algorithm"].values) == ["other"]
@@ -215,7 +223,8 @@ def test_values_cut_from_the_full_grid_equal_those_computed_on_the_shown_cube(tw
     algorithm and workload and cut to the shown ones: the cut must be what the shown cube
     gives directly, and the counts must be those of the filtered run table."""
     sel = Selection(store_path=str(two_studies))
-    sel.param.update(algorithms=["fast", "other"], workloads=["digits_mlp"], time_axis="step")
+    sel.param.update(algorithms=["fast", "other"], workloads=["digits_mlp"], time_axis="step",
+                     hardware=["other machine", "synthetic CPU x1"])  # both machines ticked
     cube = sel.cube
     assert list(cube["algorithm"].values) == ["fast", "other"]
     xr.testing.assert_identical(sel.study_times(), scoring.study_times(cube))
@@ -297,6 +306,29 @@ def test_the_times_tables_end_with_each_workloads_noise_floor():
     assert row["mnist1d_mlp"] == f"{100 * noise_floor_of('mnist1d_mlp').cov:.1f} %"
     assert row["criteo1tb"] == row["mnist_cnn"] == "not measured"  # imported; published target
     assert noise_row(["criteo1tb", "ogbg"]) is None  # an AlgoPerf store: no row at all
+
+
+def test_a_served_refresh_reaches_the_page_in_one_message(tmp_path):
+    """The dashboard re-reads its store holding the page's document (app._refresh): a box's
+    name and its tick, the filters' visibility and the views' new data reach the browser
+    together, so a shown algorithm's box never reads unticked for a moment (a click then is
+    undone by the late tick, and Playwright's uncheck() of a box that reads unticked sends
+    nothing: the browser tests' "lost clicks")."""
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    from workbench import app
+
+    sel = Selection(store_path=str(tmp_path / "s"))
+    make_store(tmp_path / "s", algorithms=("fast",), workloads=("digits_mlp",), studies=1,
+               trials=2)
+    doc, held = Document(), []
+    for name in ("algorithms", "version"):
+        sel.param.watch(lambda _: held.append(doc.callbacks.hold_value), name)
+    with set_curdoc(doc):
+        app._refresh(sel)
+    assert sel.algorithms == ["fast"] and held == ["combine", "combine"]
+    assert doc.callbacks.hold_value is None  # released: the held changes are sent
 
 
 # -- one set of numbers: the dashboard reads a store as Results does ---------------------------

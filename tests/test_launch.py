@@ -459,3 +459,51 @@ def test_a_failed_trial_gives_its_errors_last_line_in_the_summary(tmp_path):
            "(worker exited with code 1); log " in result.summary()
     assert "trial 1 seed 0: ImportError: cannot import name 'Foo' (worker exited with code " \
            "1); log " in result.failed[1]
+
+
+def test_a_resume_with_other_threads_is_refused_unless_the_mix_is_allowed_and_recorded(
+        tmp_path, capsys):
+    """--resume compares execution options (and the hardware class) with the study's finished
+    runs: other --threads is refused in one line naming them; with --allow-mixed-execution the
+    new runs record the mix, and score says that it pools two set-ups."""
+    store = tmp_path / "s"
+    argv = ["study", "--workloads", "synthetic", "--algorithms", "adamw", "--max-steps", "5",
+            "--name", "mix", "--store", str(store), "--quiet"]
+    assert main(argv + ["--trials", "1"]) == 0
+    capsys.readouterr()
+    more = argv + ["--trials", "2", "--resume", "--threads", "2"]
+    assert main(more) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "threads: 1 in the store, 2 now" in err
+    assert "--allow-mixed-execution" in err and "precision" not in err
+    assert sum(1 for _ in open_store(store).documents(study_name="mix")) == 1  # nothing ran
+    assert main(more + ["--allow-mixed-execution"]) == 0
+    runs = query.runs_frame(open_store(store)).set_index("trial").sort_index()
+    assert runs["mixed_execution"].isna()[0]  # the first run mixed nothing: null
+    assert runs.loc[1, "mixed_execution"] == "threads: 1 in the store, 2 now"
+    assert list(runs["execution"]) == ["cpu, fp32, 1 thread", "cpu, fp32, 2 threads"]
+    capsys.readouterr()
+    main(["score", "--store", str(store)])
+    out = capsys.readouterr()
+    assert "pooled runs of 2 different execution options or hardware" in out.out + out.err
+    assert main(argv + ["--trials", "2", "--allow-mixed-execution"]) == 2  # without --resume
+    assert "goes with --resume" in capsys.readouterr().err
+
+
+def test_a_resume_on_other_hardware_or_precision_names_what_differs():
+    from runners.resume import ExecutionChangedError, check_mix, hardware_class_here
+    from workbench.spec import ExecutionOptions, RunConfig
+
+    old = RunConfig("synthetic", "adamw", study_name="m")
+    docs = [{"status": "complete", "config": old.to_dict(),
+             "environment": {"device": "cpu", "cpu": "Other CPU"}},
+            {"status": "failed", "config": old.to_dict(),  # failed runs count nowhere
+             "environment": {"device": "cpu", "cpu": "Third CPU"}}]
+    here = hardware_class_here("cpu")
+    with pytest.raises(ExecutionChangedError, match=f"hardware: cpu: Other CPU in the store, "
+                                                    f"{here} now"):
+        check_mix(docs, "m", [old], allow=False)
+    assert check_mix(docs, "m", [old], allow=False, compare_hardware=False) is None  # Ray
+    bf16 = dataclasses.replace(old, execution=ExecutionOptions(precision="bf16"))
+    assert check_mix(docs, "m", [bf16], allow=True, compare_hardware=False) == \
+        "precision: fp32 in the store, bf16 now"

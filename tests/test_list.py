@@ -79,11 +79,11 @@ def test_list_json_and_markdown_are_exclusive(flags, capsys):
     assert exit_.value.code == 2
 
 
-def test_the_readme_catalog_table_is_what_list_markdown_prints(capsys):
-    """The README's catalog table (targets, reach rates, noise floors, median times and steps to
+def test_the_docs_catalog_table_is_what_list_markdown_prints(capsys):
+    """The catalog table of docs/workloads.md (targets, reach rates, noise floors, median times and steps to
     target, cadences) is the command's output, so its numbers are the records'."""
     assert main(["list", "--markdown"]) == 0
     table = capsys.readouterr().out.strip()
     assert "| median steps to target | eval every |" in table.splitlines()[0]
     assert "| 684.5 (10 of 10) | 25 steps |" in table  # mnist1d_mlp's row
-    assert table in (ROOT / "README.md").read_text()
+    assert table in (ROOT / "docs" / "workloads.md").read_text()

@@ -97,3 +97,19 @@ def test_a_failed_trial_is_neither_a_time_nor_a_miss_and_a_half_failed_study_is_
                     trial_key=r["trial_key"] + "m") for r in _study()]
     scoped = scoped_runs(runs_table(_study() + crashed))
     assert set(scoped.runs["algorithm"]) == {"adamw"} and scoped.failed == {"muon": {W: 6}}
+
+
+def test_runs_of_different_execution_options_or_hardware_are_pooled_with_a_note():
+    one = "cpu, fp32, 1 thread"
+    alike = runs_table(_study(execution=one, hardware="cpu: X (1 thread)"))
+    assert scoped_runs(alike).notes == []
+    mixed = runs_table(_study(trials=2, execution=one, hardware="cpu: X (1 thread)")
+                       + _study(name="s2", studies=1, trials=1, execution="cpu, fp32, 2 threads",
+                                hardware="cpu: X (2 threads)"))
+    assert scoped_runs(mixed).notes[-1] == (
+        "pooled runs of 2 different execution options or hardware (4 runs cpu, fp32, 1 thread "
+        "on cpu: X (1 thread); 1 run cpu, fp32, 2 threads on cpu: X (2 threads)): their times "
+        "were not measured alike")
+    # runs recorded before `execution`: their device and precision, and their hardware
+    older = runs_table(_study(hardware="GPU A x1") + _study(name="s2", hardware="GPU B x1"))
+    assert "2 different execution options or hardware" in scoped_runs(older).notes[-1]

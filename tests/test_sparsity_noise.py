@@ -2,6 +2,8 @@
 (runners/worker.py) and the scaling plan (runners/scaling_study.py), and the loop's hooks."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -86,3 +88,42 @@ def test_goal_stop_and_scaling_plan():
     assert len({(c.study, c.trial) for c in configs}) == 12       # distinct identities
     assert not configs[0].stop_on_target and configs[0].eval_every == 5
     assert np.isclose(lr_factor(64, 64, "sqrt"), 1.0)
+
+
+def test_a_workload_that_does_not_give_its_training_set_size_is_refused_not_read_as_0():
+    """Workload.num_train_examples has no default of 0: a plug-in without it is refused, naming
+    it, where pruning, the noise probe or an AlgoPerf submission asks (never batch size 0)."""
+    from types import SimpleNamespace
+
+    from runners.algoperf_workload import AlgoPerfWorkload
+    from runners.api import Workload
+    from runners.sparsity import prune_scores
+    from workbench.catalog import get_workload
+
+    asked = []
+
+    class Bare(Workload):  # a plug-in that implements only the abstract methods
+        def init_model(self, seed):
+            return torch.nn.Linear(2, 2)
+
+        def train_batches(self, batch_size, seed):
+            asked.append(batch_size)
+            while True:
+                yield {"inputs": torch.zeros(max(batch_size, 1), 2),
+                       "targets": torch.zeros(max(batch_size, 1), dtype=torch.long)}
+
+        def loss(self, model, batch):
+            return torch.nn.functional.cross_entropy(model(batch["inputs"]), batch["targets"])
+
+        def evaluate(self, model, split):
+            return {}
+
+    bare = Bare(get_workload("synthetic"), torch.device("cpu"))
+    message = re.escape("workload 'synthetic' (Bare) does not give num_train_examples")
+    with pytest.raises(NotImplementedError, match=message):
+        prune_scores(bare.init_model(0), bare, "snip", 0)
+    with pytest.raises(NotImplementedError, match=message):
+        NoiseProbe(16, every=1, seed=0)(bare.init_model(0), bare, 5)
+    with pytest.raises(NotImplementedError, match=message):
+        AlgoPerfWorkload.num_train_examples.fget(SimpleNamespace(workload=bare))  # a submission's
+    assert asked == []  # no batch of size 0 was ever asked for

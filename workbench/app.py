@@ -183,9 +183,14 @@ def warm_up(store_path: str | os.PathLike, modules: tuple[str, ...] = WARM_MODUL
 
 def _refresh(selection: Selection) -> None:
     """The periodic re-read: a failure is logged and said on the page, and the next try goes
-    on (an exception would only reach the log, every REFRESH_MS)."""
+    on (an exception would only reach the log, every REFRESH_MS). All that changed is sent in
+    one message: unheld, the sidebar's boxes got their names (shown) in one message and their
+    ticks in a later one, after every view had redrawn, so that for a moment (seconds on a busy
+    machine) a shown algorithm's box read unticked, and a click on it then was undone by the
+    late ticks."""
     try:
-        selection.refresh()
+        with pn.io.hold():
+            selection.refresh()
     except Exception as exc:
         LOG.error("re-reading the store %s failed", selection.store_path, exc_info=exc)
         first = (str(exc).splitlines() or [""])[0]

@@ -53,10 +53,10 @@ STATUS_TABLE = {
     "diverged": ("a non-finite loss or validation metric", "a miss", "done: not run again"),
     "stalled": ("no progress (runners/stall.py): stopped between 10 % and 50 % of its budget",
                 "a miss", "done: not run again"),
-    "failed": ("a set-up error or a crash (its traceback recorded)",
+    "failed": ("a set-up error, a crash (its traceback recorded), or a watchdog kill",
                "neither a time nor a miss: left out, counted per algorithm and workload",
                "run again"),
-    "interrupted": ("Ctrl-C, SIGTERM, preemption, a lost worker, the watchdog",
+    "interrupted": ("Ctrl-C, SIGTERM, preemption, a lost worker, a full disk",
                     "neither a time nor a miss: left out", "run again (from its checkpoint)"),
     "running": ("training now", "left out until it ends", "left alone"),
 }
@@ -83,7 +83,7 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
 # Its version changes with RUN_COLUMNS, not with the run document.
 INDEX_DIR = "index"
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
@@ -136,15 +136,21 @@ RUN_COLUMNS = (
     "wall_to_target", "eval_index_to_target", "best_validation", "inference_seconds",
     "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
     "compile_seconds", "compile_cache", "probe_seconds", "launch_position", "stalled_at_step",
-    "launched_by", "design", "started_at", "ended_at", "error",
+    "launched_by", "design", "execution", "mixed_execution", "started_at", "ended_at", "error",
 )
 
-# Top-level run-document fields of where a run came from (schema 3; null in older documents):
+# Top-level run-document fields of where a run came from and how it ran (schema 3; null in older
+# documents):
 #   "launched_by": "study" (a launcher: study, noise, set-targets, scale; their runs carry a
 #       launch order) | "run" (`pacebench run`: an ad-hoc run) | null (a library call, an import)
 #   "design": RunConfig.design, the hash of its study's design for its algorithm (trials per study,
 #       search space, execution options); workbench/scope.py pools two study names' runs of one
 #       algorithm only when their designs match
+#   "execution": ExecutionOptions.label of how it ran, its device resolved ("cpu, fp32, 1 thread",
+#       "cuda:0, bf16, 1 thread, compile"); null in documents written before it (readers then
+#       take `device` and `precision`)
+#   "mixed_execution": RunConfig.mixed_execution: what --allow-mixed-execution let this run
+#       differ in from its study's finished runs (runners/resume.py); null when nothing was mixed
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
 # AD_HOC_NAME (the name `pacebench run` gave its runs before).
 AD_HOC_NAME = "adhoc"

@@ -119,11 +119,12 @@ def one_ruleset(rulesets: str | Iterable[str], ruleset: str | None = None) -> st
 
 def _filters_text(selection: Selection) -> str:
     """"Shown: algorithms a, b." for each narrowed filter, and the ruleset and studies read;
-    empty when everything is shown."""
+    empty when everything is shown (a store of several machines shows the one with the most
+    runs: Selection.refresh)."""
     parts = []
     if len(selection.param.ruleset.objects) > 1:
         parts.append(f"ruleset {md(selection.ruleset)}")
-    for name in ("studies", "workloads", "algorithms"):
+    for name in ("studies", "workloads", "algorithms", "hardware"):
         chosen, known = getattr(selection, name), selection.param[name].objects
         if len(chosen) < len(known):
             parts.append(f"{name} {', '.join(map(md, chosen))}")

@@ -17,6 +17,10 @@ analysis can read, and says in `notes` what it left out or changed, one line eac
   diverged, stalled: records.DONE_STATUSES); a trial with none (failed, interrupted, running)
   is neither a time nor a miss: it is left out and counted in `failed` per algorithm and
   workload. A study with fewer than half of its trials finished is dropped (a note says which).
+- **Mixed set-ups.** When the runs read ran with different execution options (records.py
+  `execution`: device, precision, threads, compile, channels-last) or on different hardware
+  (`hardware`), a note says so and counts the runs of each (a study resumed with
+  --allow-mixed-execution, or studies run on two machines): their times were not measured alike.
 - `exclude_compile` takes each run's compile seconds off its times (cubes.excluding_compile).
 
 Pure functions of the run table (records.RUN_COLUMNS); no store access.
@@ -205,6 +209,26 @@ def _finished_only(runs: pd.DataFrame, notes: list[str],
     return kept
 
 
+def _mixed_setups(runs: pd.DataFrame, notes: list[str]) -> None:
+    """A note when `runs` ran with different execution options or on different hardware, with
+    the number of runs of each set-up (the three largest)."""
+    if runs.empty:
+        return
+    how = runs["execution"].astype(object)
+    if how.isna().any():  # runs recorded before `execution`: their device and precision
+        how = (runs["device"].astype(object).fillna("?").astype(str) + ", "
+               + runs["precision"].astype(object).fillna("?").astype(str))
+    where = runs["hardware"].astype(object).fillna("unrecorded hardware").astype(str)
+    setups = pd.Series(how.fillna("?").astype(str) + " on " + where).value_counts()
+    if len(setups) < 2:
+        return
+    shown = "; ".join(f"{n} run{'s' if n != 1 else ''} {setup}"
+                      for setup, n in setups.iloc[:3].items())
+    notes.append(f"pooled runs of {len(setups)} different execution options or hardware "
+                 f"({shown}{'; ...' if len(setups) > 3 else ''}): their times were not "
+                 "measured alike")
+
+
 def labelled_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
     """Every attempt (any status) of the runs `scope` reads: one ruleset, the study names asked
     for, ad-hoc runs only when asked, an algorithm's study names pooled or shown apart (see the
@@ -224,6 +248,7 @@ def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
     compile seconds taken off the times if asked."""
     notes, failed = list(labelled.notes), {}
     runs = _finished_only(labelled.runs, notes, failed)
+    _mixed_setups(runs, notes)
     if exclude_compile:
         runs = excluding_compile(runs)
     return Scoped(runs.reset_index(drop=True), labelled.ruleset, notes, failed,

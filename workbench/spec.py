@@ -214,6 +214,14 @@ class ExecutionOptions:
         if self.threads < 1:
             raise SpecError(f"threads must be >= 1, got {self.threads}")
 
+    def label(self, device: str | None = None) -> str:
+        """A short text of the options, e.g. "cpu, fp32, 1 thread, compile" (the run table's
+        `execution` column); `device`: the device it resolved to, if known."""
+        parts = [device or self.device, self.precision,
+                 f"{self.threads} thread{'s' if self.threads != 1 else ''}"]
+        return ", ".join(parts + ["compile"] * self.compile
+                         + ["channels-last"] * self.channels_last)
+
     def identity(self) -> dict[str, Any]:
         """The identity fields that differ from their defaults (for RunConfig.trial_key)."""
         return {f.name: getattr(self, f.name) for f in fields(self)
@@ -259,6 +267,9 @@ class RunConfig:
                                             # study, search space, execution options), hashed by
                                             # runners.launch.plan_study: studies of two names
                                             # pool only when it matches (not the trial's identity)
+    mixed_execution: str | None = None      # what --allow-mixed-execution let this run differ in
+                                            # from its study's finished runs (runners/resume.py),
+                                            # e.g. "threads: 1 in the store, 2 now"; not identity
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
@@ -315,7 +326,8 @@ class RunConfig:
             return {**d, **{f"execution.{f.name}": execution[f.name]
                             for f in fields(ExecutionOptions) if f.metadata.get("identity")}}
         ours, theirs = flat(self), flat(other)
-        return [(k, ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]]
+        return [(k, ours[k], theirs[k]) for k in ours
+                if ours[k] != theirs[k] and k != "mixed_execution"]
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunConfig":

@@ -40,7 +40,7 @@ from runners.algorithms.base import OptimizerAlgorithm
 from runners.algorithms.wrapper import derived_search_space, wrap_optimizer
 from runners.api import Algorithm
 from runners.plugins import (ALGORITHM_GROUP, PluginError, entry_points, import_object,
-                             is_file_spec, sha256_of)
+                             is_file_spec, named_item, sha256_of)
 from runners.tuning import ChosenSpace
 
 __all__ = ["AlgorithmSource", "parse_algorithm", "parse_algorithms", "load_class", "SourceError",
@@ -72,7 +72,8 @@ class AlgorithmSource:
 def _check_name(name: str, text: str) -> str:
     if not _NAME.fullmatch(name):
         raise SourceError(f"algorithm name {name!r} (in {text!r}) must be 1 to 80 letters, "
-                          "digits, '_', '.' or '-'")
+                          "digits, '_', '.' or '-' (a path holding '=' is read whole when the "
+                          "file exists; else give it as NAME=<path>)")
     return name
 
 
@@ -83,7 +84,7 @@ def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
 
     known = list(builtins)
 
-    name, _, spec = text.partition("=") if "=" in text.split(":")[0] else ("", "", text)
+    name, spec = named_item(text)
     spec = spec.strip()
     if spec in known:
         return AlgorithmSource(_check_name(name or spec, text), spec, "builtin")

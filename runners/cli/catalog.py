@@ -1,5 +1,5 @@
 """`pacebench list`: the workloads (built in and installed) and the algorithms, as text, as the
-README's Markdown table, or as JSON."""
+Markdown table of docs/workloads.md, or as JSON."""
 from __future__ import annotations
 
 import argparse

@@ -135,9 +135,9 @@ def search_spaces(items: list[str], algorithms) -> dict[str, str]:
     when the study has one algorithm)."""
     algorithms, spaces = list(algorithms), {}
     for item in items:
-        name, sep, path = item.rpartition("=")
-        if not sep and len(algorithms) == 1:
-            name = algorithms[0]
+        name, sep, path = item.partition("=")  # a path may hold '=' (not a NAME)
+        if len(algorithms) == 1 and (not sep or (name not in algorithms and Path(item).is_file())):
+            name, path = algorithms[0], item
         if name not in algorithms:
             raise ValueError(f"--search-space {item}: give NAME=FILE.json with NAME one of the "
                              f"study's algorithms ({', '.join(algorithms)})")

@@ -10,7 +10,7 @@ from runners.cli_types import floats as _floats, ints as _ints
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
            "launch_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
            "check_numbers",
-           "SCALING_DEFAULTS", "WORKLOAD_HELP", "ALGORITHM_HELP"]
+           "SCALING_DEFAULTS", "WORKLOAD_HELP", "ALGORITHM_HELP", "ITEM_RULE"]
 
 
 # --- flags shared by several commands ----------------------------------------------------------
@@ -56,6 +56,11 @@ def algoperf_flags(p: argparse.ArgumentParser, run: bool, which=None) -> None:
 def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
     p.add_argument("--workers", type=int, default=1, help="trials run at once, one process each")
     p.add_argument("--resume", action="store_true", help="run only trials not yet done")
+    p.add_argument("--allow-mixed-execution", action="store_true",
+                   help="with --resume: let the new runs differ from the study's finished ones "
+                        "in --device, --precision, --compile, --channels-last, --threads or "
+                        "the hardware (refused otherwise); the new runs record it, and score "
+                        "and compare note the pooled mix")
     if not faults:
         return
     g = p.add_argument_group("where trials run, and faults")
@@ -113,13 +118,20 @@ def scaling_flags(p: argparse.ArgumentParser, required: bool, defaults: bool = T
 
 
 # --- the commands ------------------------------------------------------------------------------
+# How an item of --workloads and --algorithms is read (cli_types.csv, plugins.named_item).
+ITEM_RULE = ("Items are separated by commas; a comma inside a path is written \\, (quoted: "
+             "'dir\\,1/a.py:A'). NAME= is read up to the first '=' when no '/' or ':' comes "
+             "before it and the whole item is not an existing file: a path holding '=' is "
+             "read whole if it exists, and NAME=<path> always works")
+
 WORKLOAD_HELP = ("catalog names (pacebench list), installed plug-ins, path/file.py:Factory or "
-                 "pkg.module:Factory (runners/plugins.py), or entry=<factory> for one entry")
+                 "pkg.module:Factory (runners/plugins.py), or entry=<factory> for one entry. "
+                 + ITEM_RULE)
 
 
 ALGORITHM_HELP = ("built-ins, installed plug-ins, path/file.py:Class, pkg.module:Class (e.g. "
                   "torch.optim:RAdam), algoperf:path/submission.py, each optionally as "
-                  "name=<spec>")
+                  "NAME=<spec>. " + ITEM_RULE)
 
 
 # Every numeric option, by its dest: what a valid value is (each element of a list option).

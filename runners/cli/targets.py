@@ -54,7 +54,7 @@ def add(sub) -> None:
     p = sub.add_parser("list", help="list workloads and algorithms")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true",
-                      help="the README's workload catalog table")
+                      help="the workload catalog table of docs/workloads.md")
     form.add_argument("--json", action="store_true",
                       help="workloads (targets, eval cadence, median steps and time to target, "
                            "eval fraction) and algorithms as JSON")

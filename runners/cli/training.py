@@ -233,6 +233,7 @@ def study(args: argparse.Namespace) -> int:
     from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
     from workbench.spec import StudySpec
 
+    _check_mix_flag(args)
     submission = submission_name(args)
     sources = algorithm_sources(args.algorithms or [], existing_store(args))
     algorithms = [*sources, *([submission] if submission else [])]
@@ -256,8 +257,14 @@ def study(args: argparse.Namespace) -> int:
     return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
                                      search_spaces=spaces, early_stop=args.early_stop,
-                                     eta=args.eta or 3, options=options, sources=sources),
+                                     eta=args.eta or 3, options=options, sources=sources,
+                                     allow_mixed_execution=args.allow_mixed_execution),
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
+
+
+def _check_mix_flag(args: argparse.Namespace) -> None:
+    if args.allow_mixed_execution and not args.resume:
+        raise ValueError("--allow-mixed-execution goes with --resume (a new study mixes nothing)")
 
 
 def scale(args: argparse.Namespace) -> int:
@@ -265,6 +272,7 @@ def scale(args: argparse.Namespace) -> int:
     from runners.scaling_study import run_scaling
     from workbench.spec import ScalingSpec
 
+    _check_mix_flag(args)
     spec = ScalingSpec(workloads=workload_names(args.workloads), algorithms=args.algorithms,
                        batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
                        prune_method=args.prune_method, trials=args.trials, goal=args.goal,
@@ -274,5 +282,6 @@ def scale(args: argparse.Namespace) -> int:
                        execution=execution_options(args))
     store = store_for_writing(args)
     return launch_and_report(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
-                                       data_dir=args.data_dir, progress=not args.quiet),
+                                       data_dir=args.data_dir, progress=not args.quiet,
+                                       allow_mixed_execution=args.allow_mixed_execution),
                    f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")

@@ -70,6 +70,11 @@ class Selection(ScopedRead):
             names = sorted(table[column].dropna().unique())
             new[name] = keep_and_add(getattr(self, name), self.param[name].objects, names)
             self.param[name].objects = names
+        # hardware: what was shown, else the one with the most runs (ties: the first name), so
+        # that times of two machines pool only when asked for (a new one is not selected)
+        counts = table["hardware"].value_counts()
+        new["hardware"] = [h for h in self.param.hardware.objects if h in self.hardware] or \
+            sorted(counts.index, key=lambda h: (-counts[h], h))[:1]
         self.param.curve_runs.objects = table["run_id"].tolist()  # not a loop over Arrow
         known = set(self.param.curve_runs.objects)
         new["curve_runs"] = [r for r in self.curve_runs if r in known]

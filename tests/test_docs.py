@@ -1,0 +1,26 @@
+"""The docs say what the code says: the statuses table, and links between the docs."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from workbench.records import STATUS_TABLE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_statuses_table_in_the_docs_is_the_code_s():
+    text = (ROOT / "docs" / "reference.md").read_text()
+    rows = {m.group(1): tuple(c.strip() for c in m.group(2).split(" | "))
+            for m in re.finditer(r"^\| `(\w+)` \| (.+) \|$", text, re.MULTILINE)
+            if m.group(1) in STATUS_TABLE}
+    assert rows == {k: tuple(v) for k, v in STATUS_TABLE.items()}
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves():
+    broken = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken

@@ -190,10 +190,11 @@ def test_view_picks_bounds_and_renders(store_path, monkeypatch):
     drawn = pd.concat(s.dframe() for s in _segments(view._parallel.object))
     assert drawn["run_id"].nunique() == 3
     view.outcome = "best_validation"
-    panes = view._scatter.objects  # one fixed-size pane per hyperparameter
-    assert len(panes) == 2 and {(p.min_width, p.height) for p in panes} == {V.SCATTER_SIZE}
-    assert "best validation accuracy" in str(panes[0].object.traverse(
-        lambda e: e, [hv.Scatter])[0].vdims[0].label)
+    panes = view._scatter.objects  # one pane per hyperparameter, of a LivePlot made once
+    plots = [p for p in view._scatters.values() if p.pane in panes]
+    assert len(panes) == 2 and {(p.pane.min_width, p.figure.height) for p in plots} == {
+        V.SCATTER_SIZE}
+    assert "best validation accuracy" in plots[0].figure.yaxis[0].axis_label
     # the toggle drives the parallel plot too: its last axis and colours are the outcome
     assert view._parallel.object.opts.get().kwargs["xticks"][-1] == (
         2, "best validation accuracy")
@@ -201,3 +202,16 @@ def test_view_picks_bounds_and_renders(store_path, monkeypatch):
     sel.algorithms = []  # nothing left to show
     assert view.algorithm is None and "No runs" in view._about.object
     assert V.figures(sel) == {}
+
+
+def test_scatter_points_put_a_miss_above_the_slowest_hit(store_path):
+    frame = V.trials_for(Selection(store_path=str(store_path)), "digits_mlp", "adamw")
+    frame.loc[frame.index[0], "time_to_target"] = np.inf
+    (lr, _wd) = V.scatter_points(frame, "adamw")
+    assert lr["name"] == "learning_rate" and lr["x_log"]
+    misses = [p for p in lr["points"] if p[0] == "miss"]
+    hits = [p for p in lr["points"] if p[0] == "reached"]
+    assert len(misses) == 1 and len(hits) == len(frame) - 1
+    slowest = max(p[3] for p in hits)
+    assert misses[0][3] == pytest.approx(slowest * (1.5 if lr["y_log"] else 1.1))
+    assert misses[0][5] == "x" and frame["run_id"].iloc[0] in misses[0][4]

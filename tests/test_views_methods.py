@@ -73,10 +73,10 @@ def test_early_ranking_view_draws_the_picked_group_in_the_dashboard(tmp_path):
                                         "synthetic / digits_mlp / slow"]
     assert view.group == "synthetic / digits_mlp / fast" and view._picker.visible
     (group,) = view._body.objects
-    assert "fast (3 runs)" in str(group.objects[0].object.opts.get().kwargs["title"])
-    view.group = "synthetic / digits_mlp / slow"
-    assert "slow (3 runs)" in str(view._body.objects[0].objects[0].object.opts.get()
-                                  .kwargs["title"])
+    ranking = view._pairs[0][0]
+    assert "fast (3 runs)" in ranking.figure.title.text
+    view.group = "synthetic / digits_mlp / slow"  # redrawn in place
+    assert view._body.objects == [group] and "slow (3 runs)" in ranking.figure.title.text
     selection.algorithms = ["fast"]  # the picked group is filtered out: the first one left
     assert view.param.group.objects == ["synthetic / digits_mlp / fast"]
     assert view.group == "synthetic / digits_mlp / fast"
@@ -134,3 +134,22 @@ def test_scaling_figures_leave_out_a_group_that_reached_nothing(scaling_store, m
         pd.concat([fits, fits.assign(algorithm="never")])))
     names = list(view.figures(selection))
     assert names and all(name.endswith("_fast") for name in names)
+
+
+def test_warm_up_fills_the_cache_the_early_ranking_tab_first_reads(tmp_path):
+    from workbench import app
+    from workbench.views import early_ranking
+
+    path = tmp_path / "store"
+    make_store(path, algorithms=("fast",), workloads=("digits_mlp",), studies=1, trials=3)
+    made = []
+    original = early_ranking.group_data
+    early_ranking.group_data = lambda *a: made.append(a[1]) or original(*a)
+    try:
+        app.warm_up(path).join()
+        assert made == [("synthetic", "digits_mlp", "fast")]
+        assert app.warm_up(path) is None  # once per store and process
+        view = EarlyRanking(selection=Selection(store_path=str(path)), one_group=True)
+        assert len(made) == 1 and "fast (3 runs)" in view._pairs[0][0].figure.title.text
+    finally:
+        early_ranking.group_data = original

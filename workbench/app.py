@@ -13,8 +13,10 @@ its place (workbench/views/base.py), and a page that cannot be built at all show
 """
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import os
+import threading
 from pathlib import Path
 
 import panel as pn
@@ -22,13 +24,13 @@ from bokeh.models import ImportedStyleSheet
 
 from workbench.views.base import LOG, failure_text
 from workbench.views.formats import md
-from workbench.views.registry import view_tabs
+from workbench.views.registry import WARM_UPS, view_tabs
 from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters, StoreNotice
 from workbench.views.status import RunStatus, ScopeNotes
 
 __all__ = ["build_app", "serve_page", "store_from_env", "REFRESH_MS", "remote_allowed",
-           "ALLOW_REMOTE", "PageDesign"]
+           "ALLOW_REMOTE", "PageDesign", "warm_up", "WARM_MODULES"]
 
 REFRESH_MS = 5000  # how often a served dashboard re-reads the store for new or growing runs
 
@@ -126,7 +128,16 @@ def build_app(store_path: str | os.PathLike,
     # served: `panel serve` runs this file as a module named bokeh_app_... (what
     # pn.state.served finds out from inspect.stack(), which costs 0.1 s of a first page)
     if __name__.startswith("bokeh_app"):
-        pn.state.add_periodic_callback(lambda: _refresh(selection), period=REFRESH_MS)
+        refresh = pn.state.add_periodic_callback(lambda: _refresh(selection),
+                                                 period=REFRESH_MS, start=False)
+        # in the background: Panel turns the page's busy spinner on and off around every
+        # periodic callback, which told the page (and benchmarks/dashboard_tabs.py, which waits
+        # for it) that the server was busy up to REFRESH_MS after a filter change, for a
+        # re-read that finds nothing new. The spinner is for what the user asked.
+        refresh._background = True  # Panel 1.9's PeriodicCallback(background=True)
+        refresh.start()
+        # once the page is up, not while the first page is still being built and sent
+        pn.state.onload(lambda: warm_up(store_path))
     status, notes = RunStatus(selection=selection, live=True), ScopeNotes(selection=selection,
                                                                          live=True)
     return pn.template.BootstrapTemplate(
@@ -136,6 +147,38 @@ def build_app(store_path: str | os.PathLike,
                         notes.failure, notes, tabs, sizing_mode="stretch_width")],
         header_background="#1f4e79", design=PageDesign,
     )
+
+
+# Imported by a tab's first drawing, not by the first page: scipy's fits and rank correlations
+# (Early ranking; 1.7 s to import on a busy 2-core machine, which the tab's first opening paid).
+WARM_MODULES = ("scipy.optimize", "scipy.stats")
+_WARMED: set[str] = set()  # stores warmed up by this server process
+
+
+def warm_up(store_path: str | os.PathLike, modules: tuple[str, ...] = WARM_MODULES,
+            work=WARM_UPS) -> threading.Thread | None:
+    """In a background thread, once per server process and store: import `modules` and do the
+    views' warm-up `work` (registry.WARM_UPS: each fills the shared cache with what its tab
+    first shows), so that no tab's first opening waits for them; None when done already. A
+    tab opened meanwhile waits for an import in progress (Python's import lock) or makes a
+    value itself (views/cache.py), never longer than it would have. A failure is logged."""
+    key = str(Path(store_path).resolve())
+    if key in _WARMED:
+        return None
+    _WARMED.add(key)
+
+    def run() -> None:
+        try:
+            for module in modules:
+                importlib.import_module(module)
+            for step in work:
+                step(key)
+        except Exception as exc:  # the tab will do it (and say what fails) when opened
+            LOG.warning("warming up the dashboard over %s failed", key, exc_info=exc)
+
+    thread = threading.Thread(target=run, name="pacebench-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _refresh(selection: Selection) -> None:

@@ -9,6 +9,7 @@ Pure NumPy/SciPy: no torch, no plotting.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -143,8 +144,23 @@ def fit_lcga(steps: Sequence[float], losses: Sequence[float], normalise: bool = 
     `steps` (n,) are the step indices k (>= 1), `losses` (n,) the minibatch training losses.
     With `normalise`, y = loss / M with M = max loss is fitted from p0 = (1, 1, 1) (scipy's TRF
     under bounds, maxfev 2000), then mapped back: b1/M, b2/M, M*b3. Failures give NaN params.
+    The last FIT_MEMO fits are remembered by their inputs' values (a fit takes about 10 ms, and
+    the dashboard fits the same runs again for each session and filter setting); a fit is a
+    frozen value, so sharing it changes nothing.
     """
     k, y = np.asarray(steps, float), np.asarray(losses, float)
+    return _fit_memo(k.tobytes(), y.tobytes(), bool(normalise))
+
+
+FIT_MEMO = 4096  # fits remembered (each keeps its inputs: 16 bytes a point)
+
+
+@functools.lru_cache(maxsize=FIT_MEMO)
+def _fit_memo(k: bytes, y: bytes, normalise: bool) -> LCGAFit:
+    return _fit_lcga(np.frombuffer(k), np.frombuffer(y), normalise)
+
+
+def _fit_lcga(k: np.ndarray, y: np.ndarray, normalise: bool) -> LCGAFit:
     good = np.isfinite(k) & np.isfinite(y)
     k, y = k[good], y[good]
     if k.size < MIN_FIT_POINTS or good.size != int(good.sum()):

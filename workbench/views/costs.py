@@ -535,11 +535,15 @@ class Costs(View):
 
     def _show_prices(self) -> None:
         prices = self.prices
-        self._applying = True
-        try:
-            self._prices.value = price_frame(self.selection, prices)
-        finally:
-            self._applying = False
+        frame = price_frame(self.selection, prices)
+        # unchanged by most filter changes (it lists the shown hardware): a table set anew is
+        # sent and rendered again by the browser (Tabulator), the most of a change's time there
+        if self._prices.value is None or not frame.equals(self._prices.value):
+            self._applying = True
+            try:
+                self._prices.value = frame
+            finally:
+                self._applying = False
         note = missing_prices_note(self.selection, prices)
         self._notice.param.update(object=note, visible=bool(note))
 

@@ -19,11 +19,13 @@ from workbench.early_stopping import (GROUP_KEYS, MIN_RUNS, RANKED, final_values
 from workbench.store import open_store
 from workbench.views.base import View
 from workbench.views.formats import run_labels
+from workbench.views.live import LivePlot
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
 
-__all__ = ["EarlyRanking", "ranking_plot", "prediction_plot", "group_plots", "figures",
+__all__ = ["EarlyRanking", "ranking_plot", "prediction_plot", "prediction_lines", "group_plots",
+           "group_data", "cached_group_data", "offered_groups", "warm", "figures",
            "PREDICT_FRACTION"]
 
 PREDICT_FRACTION = 0.2  # the LCGA fit of the prediction plot uses the first 20 % of the budget
@@ -45,29 +47,50 @@ def ranking_plot(table: pd.DataFrame, title: str) -> hv.Overlay:
 RUN_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
-def prediction_plot(train: pd.DataFrame, finals: pd.Series, budget: float,
-                    fraction: float = PREDICT_FRACTION,
-                    labels: dict[str, str] | None = None) -> hv.Overlay:
-    """Actual training loss (solid) vs the LCGA fit on the first `fraction` (dashed, same colour),
-    for the best SHOWN_PREDICTIONS runs by final metric (`finals` sorted best first). `labels`:
-    run id -> legend text (default: the trial's place by final metric); a run's two lines share
-    one legend entry."""
-    cutoff, parts = fraction * budget, []
+def prediction_lines(train: pd.DataFrame, finals: pd.Series, budget: float,
+                     fraction: float = PREDICT_FRACTION, labels: dict[str, str] | None = None
+                     ) -> list[tuple[str, str, pd.DataFrame, np.ndarray, np.ndarray]]:
+    """(legend text, colour, the run's training-loss rows by step, fit steps, fitted loss) of
+    the best SHOWN_PREDICTIONS runs by final metric (`finals` sorted best first), the LCGA fit
+    on the first `fraction` of `budget` steps. `labels`: run id -> legend text (default: the
+    trial's place by final metric)."""
+    cutoff, out = fraction * budget, []
     grid = np.linspace(1.0, budget, 200)
     for i, run_id in enumerate(finals.index[:SHOWN_PREDICTIONS]):
         rows = train[train["run_id"] == run_id].sort_values("step")
         seen = rows[rows["step"] <= cutoff]
         fit = curves.fit_lcga(seen["step"], seen["loss"])
         label = (labels or {}).get(run_id, f"run {i + 1} by final metric")
-        color = RUN_COLORS[i % len(RUN_COLORS)]
+        out.append((label, RUN_COLORS[i % len(RUN_COLORS)], rows, grid, fit.predict(grid)))
+    return out
+
+
+def prediction_title(fraction: float = PREDICT_FRACTION) -> str:
+    return f"Loss (solid), LCGA fit on the first {fraction:.0%} (dashed)"
+
+
+def prediction_plot(train: pd.DataFrame, finals: pd.Series, budget: float,
+                    fraction: float = PREDICT_FRACTION,
+                    labels: dict[str, str] | None = None) -> hv.Overlay:
+    """Actual training loss (solid) vs the LCGA fit on the first `fraction` (dashed, same colour),
+    for the best SHOWN_PREDICTIONS runs by final metric (prediction_lines); a run's two lines
+    share one legend entry."""
+    return _prediction_overlay(prediction_lines(train, finals, budget, fraction, labels),
+                               fraction * budget, fraction)
+
+
+def _prediction_overlay(lines: list, cutoff: float, fraction: float = PREDICT_FRACTION
+                        ) -> hv.Overlay:
+    parts = []
+    for label, color, rows, grid, fitted in lines:
         parts.append(hv.Curve(rows, "step", "loss", label=label).opts(
             color=color, line_width=1, alpha=0.6))
-        parts.append(hv.Curve((grid, fit.predict(grid)), "step", "loss", label=label)
+        parts.append(hv.Curve((grid, fitted), "step", "loss", label=label)
                      .opts(color=color, line_dash="dashed", line_width=2.5))
     parts.append(hv.VLine(cutoff).opts(color="gray", line_dash="dotted"))
     return hv.Overlay(parts).opts(hv.opts.Overlay(
         responsive=True, min_height=380, logy=True, show_grid=True, legend_position="bottom",
-        legend_cols=1, title=f"Loss (solid), LCGA fit on the first {fraction:.0%} (dashed)"))
+        legend_cols=1, title=prediction_title(fraction)))
 
 
 def _trial_labels(group: pd.DataFrame, algorithm: str) -> dict[str, str]:
@@ -83,18 +106,28 @@ def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.O
     return {key: _plots(store, key, group) for key, group in ranked_groups(runs)}
 
 
-def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overlay]:
-    """(ranking_plot, prediction_plot) of one group's complete runs."""
+def group_data(store, key: tuple, runs: pd.DataFrame) -> dict:
+    """What the plots of one group's complete runs show: "title", "table" (ranking_table),
+    "lines" (prediction_lines) and "cutoff" (the last step the LCGA fits saw)."""
     study, workload, algorithm = key
     group = runs[runs["status"] == "complete"]
     ids = list(group["run_id"])
     evals, train = query.evals_frame(store, ids), query.train_frame(store, ids)
     finals = final_values(group, evals).sort_values(
         ascending=group["target_direction"].iloc[0] == "min")
-    title = f"{study}: {workload} / {algorithm} ({len(group)} runs)"
-    return (ranking_plot(ranking_table(group, evals, train), title),
-            prediction_plot(train, finals, float(group["budget_steps"].max()),
-                            labels=_trial_labels(group, algorithm)))
+    budget = float(group["budget_steps"].max())
+    return {"title": f"{study}: {workload} / {algorithm} ({len(group)} runs)",
+            "table": ranking_table(group, evals, train),
+            "lines": prediction_lines(train, finals, budget,
+                                      labels=_trial_labels(group, algorithm)),
+            "cutoff": PREDICT_FRACTION * budget}
+
+
+def _plots(store, key: tuple, runs: pd.DataFrame) -> tuple[hv.Overlay, hv.Overlay]:
+    """(ranking_plot, prediction_plot) of one group's complete runs."""
+    data = group_data(store, key, runs)
+    return ranking_plot(data["table"], data["title"]), _prediction_overlay(data["lines"],
+                                                                          data["cutoff"])
 
 
 def figures(selection: Selection) -> dict[str, hv.Overlay]:
@@ -109,6 +142,73 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
             out[f"early_ranking_{study}_{workload}_{algorithm}"] = ranking
         out[f"early_prediction_{study}_{workload}_{algorithm}"] = prediction
     return out
+
+
+# the estimators' colours on the ranking plot, in curves.ESTIMATORS order
+ESTIMATOR_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+def _group_liveplots() -> tuple[LivePlot, LivePlot]:
+    """The dashboard's two plots of a group (made once, redrawn in place: views/live.py)."""
+    ranking = LivePlot(xlabel="fraction of the step budget", ylabel="Spearman rho vs final",
+                       height=380, y_range=(-1.05, 1.05), x_log=True,
+                       hover=("fraction", "Spearman rho", ""))
+    prediction = LivePlot(xlabel="step", ylabel="loss", height=460, y_log=True, dashes=True,
+                          legend_below=True, hover=("step", "loss", ""))
+    return ranking, prediction
+
+
+def _draw_group(ranking: LivePlot, prediction: LivePlot, data: dict) -> None:
+    """Draw group_data `data` on the group's two plots."""
+    table = data["table"].sort_values("fraction")
+    names = [n for n in curves.ESTIMATORS if n in set(table["estimator"])]
+    ranking.draw([(name, ESTIMATOR_COLORS[i % len(ESTIMATOR_COLORS)],
+                   table.loc[table["estimator"] == name, "fraction"].to_numpy(float),
+                   table.loc[table["estimator"] == name, "spearman"].to_numpy(float))
+                  for i, name in enumerate(names)], data["title"],
+                 xticks=sorted(table["fraction"].unique()))
+    lines, widths, alphas, dashes = [], [], [], []
+    for label, color, rows, grid, fitted in data["lines"]:
+        lines += [(label, color, rows["step"].to_numpy(float), rows["loss"].to_numpy(float)),
+                  (label, color, grid, fitted)]
+        widths += [1.0, 2.5]
+        alphas += [0.6, 1.0]
+        dashes += ["solid", "dashed"]
+    prediction.draw(lines, prediction_title(), widths=widths, alphas=alphas, dashes=dashes,
+                    vline=(data["cutoff"], "dotted"))
+
+
+def offered_groups(selection: Selection) -> dict[str, tuple]:
+    """Label -> key of the shown runs' groups with MIN_RUNS or more complete runs."""
+    def make() -> dict[str, tuple]:
+        done = selection.runs_where(columns=GROUP_KEYS, **RANKED)
+        sizes = done.value_counts(sort=False)
+        return {_label(k): k for k in sorted(sizes[sizes >= MIN_RUNS].index)}
+    return selection.cached("early_ranking:groups", make)
+
+
+def cached_group_data(selection: Selection, key: tuple) -> dict:
+    """group_data of one group, computed once per data and ruleset, study and hardware filter
+    (the algorithm and workload filters only say whether it is offered), shared by the
+    server's sessions (views/cache.py)."""
+    def make():
+        runs = selection.full_runs()
+        study, workload, algorithm = key
+        group = runs[(runs["study_name"] == study) & (runs["workload"] == workload)
+                     & (runs["algorithm"] == algorithm) & (runs["source"] == RANKED["source"])]
+        return group_data(selection.store, key, group)
+    return selection.full_value(f"early_ranking:{_label(key)}", make, time_axis=False)
+
+
+def warm(store_path: str) -> None:
+    """Compute what the dashboard's tab first shows (the first group's data: its LCGA fits
+    take about a second) into the server's shared cache, in a Selection of its own with the
+    default filters, which a new session's are (workbench.app runs it in the background once
+    a page is up)."""
+    selection = Selection(store_path=str(store_path))
+    groups = offered_groups(selection)
+    if groups:
+        cached_group_data(selection, next(iter(groups.values())))
 
 
 def _same(these: list, those: list) -> bool:
@@ -140,18 +240,15 @@ class EarlyRanking(View):
         # never childless: Bokeh warns (EMPTY_LAYOUT) on every report with an empty layout
         self._saved = pn.Column(pn.Spacer(height=0), sizing_mode="stretch_width")
         self._offering = False  # True while _update sets the picker: no second draw
-        self._drawn_plots: list = []  # the (cached) plot pairs shown
+        self._drawn_plots: list = []  # the (cached) group data shown
+        self._pairs: list[tuple[LivePlot, LivePlot]] = []  # per group drawn: its two plots
+        self._columns: list[pn.Column] = []  # per group drawn: its plots, one above the other
         self._drawn_saved: list = []  # the (cached) compute-saved frame shown
         self.param.watch(self._picked, "group")
         self._first_draw()
 
     def _groups(self) -> dict[str, tuple]:
-        """Label -> key of the shown runs' groups with MIN_RUNS or more complete runs."""
-        def make() -> dict[str, tuple]:
-            done = self.selection.runs_where(columns=GROUP_KEYS, **RANKED)
-            sizes = done.value_counts(sort=False)
-            return {_label(k): k for k in sorted(sizes[sizes >= MIN_RUNS].index)}
-        return self.selection.cached("early_ranking:groups", make)
+        return offered_groups(self.selection)
 
     def _picked(self, _event) -> None:
         if not self._offering:
@@ -174,16 +271,13 @@ class EarlyRanking(View):
                 "runner only: imported logs have no per-step training loss).")]
         else:
             keys = [groups[self.group]] if self.one_group else list(groups.values())
-            plots = [self._group_plots(key) for key in keys]
-            if not _same(plots, self._drawn_plots):  # the cached plots: no layout update
-                self._drawn_plots = plots
-                # a group's two plots one above the other, each the full width: the
-                # prediction plot's legend names runs by their hyperparameters, and it was cut
-                # off at the right of half a row ("one_minus_beta1=0.03" at 1500 px)
-                self._body.objects = [pn.Column(*(pn.pane.HoloViews(plot,
-                                                                    sizing_mode="stretch_width")
-                                                  for plot in pair), sizing_mode="stretch_width")
-                                      for pair in plots]
+            data = [self._group_data(key) for key in keys]
+            if not _same(data, self._drawn_plots):  # the cached data: nothing to redraw
+                self._drawn_plots = data
+                for i, group in enumerate(data):
+                    _draw_group(*self._pair(i), group)
+                if not _same(self._body.objects, self._columns[:len(data)]):
+                    self._body.objects = self._columns[:len(data)]
         saved = self._saved_frame()
         if not _same([saved], self._drawn_saved):
             self._drawn_saved = [saved]
@@ -192,16 +286,20 @@ class EarlyRanking(View):
                 pn.pane.DataFrame(saved.round(2), index=False)] if len(saved) else [
                 pn.Spacer(height=0)]
 
-    def _group_plots(self, key: tuple) -> tuple[hv.Overlay, hv.Overlay]:
-        """The plots of one group, computed once per data and ruleset, study and hardware
-        filter (the algorithm and workload filters only say whether it is offered)."""
-        def make():
-            runs = self.selection.full_runs()
-            study, workload, algorithm = key
-            group = runs[(runs["study_name"] == study) & (runs["workload"] == workload)
-                         & (runs["algorithm"] == algorithm) & (runs["source"] == RANKED["source"])]
-            return _plots(self.selection.store, key, group)
-        return self.selection.full_value(f"early_ranking:{_label(key)}", make, time_axis=False)
+    def _pair(self, i: int) -> tuple[LivePlot, LivePlot]:
+        """The i-th group's (ranking, prediction) plots, made once: the dashboard redraws
+        its one pair in place when another group is picked."""
+        while len(self._pairs) <= i:
+            pair = _group_liveplots()
+            self._pairs.append(pair)
+            # a group's two plots one above the other, each the full width: the prediction
+            # plot's legend names runs by their hyperparameters, and it was cut off at the
+            # right of half a row ("one_minus_beta1=0.03" at 1500 px)
+            self._columns.append(pn.Column(*(p.pane for p in pair), sizing_mode="stretch_width"))
+        return self._pairs[i]
+
+    def _group_data(self, key: tuple) -> dict:
+        return cached_group_data(self.selection, key)
 
     def _saved_frame(self) -> pd.DataFrame:
         names = sorted(self.selection.present("study_name"))

@@ -17,11 +17,13 @@ from bokeh.models import BasicTickFormatter
 from workbench import hparams as H
 from workbench.views.base import View
 from workbench.views.formats import log_ticks, md
+from workbench.views.live import LivePlot
 from workbench.views.selection import Selection
 from workbench.views.plotting import hv
 
 
 __all__ = ["Hyperparameters", "figures", "trials_for", "scatter_plots", "scatter_list",
+           "scatter_points",
            "parallel_plot",
            "MAX_TRIALS", "OUTCOMES"]
 
@@ -102,6 +104,37 @@ def scatter_list(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_ta
                             **_log_ticks_of("yticks", finite, logy),
                             **_log_ticks_of("xticks", data[name], logs[column]))))
     return plots
+
+
+def scatter_points(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_target",
+                   metric: str = "target metric") -> list[dict]:
+    """What the dashboard's scatters draw (scatter_list's plots, for LivePlots): per varying
+    numeric hyperparameter, "name", "x_log", "y_log", "y_label", "points" (views/live.py Point:
+    a hit a blue dot, a miss a grey cross at 1.1x the slowest hit, 1.5x on a log axis) and the
+    log axes' "xticks", "yticks" (None: Bokeh's)."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
+    axes = H.numeric_axes(frame)
+    if not axes or not len(frame):
+        return []
+    logs = H.log_axes(frame, algorithm, axes)
+    values = frame[outcome].astype(float).to_numpy()
+    finite = values[np.isfinite(values)]
+    logy = H.infer_log(pd.Series(finite))
+    miss_y = (finite.max() * (1.5 if logy else 1.1)) if len(finite) else 1.0
+    notes = [f"{r} (study {s}, trial {t})" for r, s, t in
+             zip(frame["run_id"], frame["study"], frame["trial"])]
+    out = []
+    for column in axes:
+        x = frame[column].astype(float).to_numpy()
+        points = [("reached", "#1f77b4", xi, yi, note, "circle", 7, "#1f77b4")
+                  if np.isfinite(yi) else ("miss", MISS_COLOR, xi, miss_y, note, "x", 9, MISS_COLOR)
+                  for xi, yi, note in zip(x, values, notes) if not np.isnan(yi)]
+        out.append({"name": H.hparam_name(column), "x_log": bool(logs[column]), "y_log": logy,
+                    "y_label": _outcome_label(frame, outcome, metric), "points": points,
+                    "xticks": log_ticks(pd.Series(x)) if logs[column] else None,
+                    "yticks": log_ticks(pd.Series(finite)) if logy else None})
+    return out
 
 
 def _log_ticks_of(option: str, values: pd.Series, log: bool) -> dict:
@@ -254,6 +287,7 @@ class Hyperparameters(View):
                                    sizing_mode="stretch_width")
         self._parallel = pn.pane.HoloViews(sizing_mode="stretch_width", linked_axes=False,
                                            css_classes=["pb-hparams-parallel"])
+        self._scatters: dict[tuple, LivePlot] = {}  # (place, x log, y log) -> its scatter
         self._offering = False  # True while _offer sets the pickers: no redraw per assignment
         self._drawn: tuple | None = None  # what the plots show (see _update)
         self.param.watch(self._pick_changed, ["workload", "algorithm", "outcome"])
@@ -300,15 +334,30 @@ class Hyperparameters(View):
                      frame.drop(columns=H.hparam_columns(frame)), index=False).sum())
         if drawn != self._drawn:
             metric = _metric(self.selection, self.workload)
-            scatters = scatter_list(frame, self.algorithm, self.outcome, metric)
+            scatters = scatter_points(frame, self.algorithm, self.outcome, metric)
             parallel = parallel_plot(frame, self.algorithm, self.outcome, metric)
-            self._scatter.objects = [pn.pane.HoloViews(
-                plot, sizing_mode="stretch_width", min_width=SCATTER_SIZE[0],
-                height=SCATTER_SIZE[1], linked_axes=False) for plot in scatters]
+            panes = [self._draw_scatter(i, plot) for i, plot in enumerate(scatters)]
+            if [id(p) for p in panes] != [id(p) for p in self._scatter.objects]:
+                self._scatter.objects = panes
             self._scatter.visible = bool(scatters)
             self._parallel.param.update(object=parallel, visible=parallel is not None)
             self._drawn = drawn
         self._about.object = self._text(full, frame)
+
+    def _draw_scatter(self, i: int, data: dict) -> pn.Column:
+        """Draw scatter_points' `data` on the i-th scatter (a LivePlot per place and pair of
+        axis scales, made once and redrawn in place: views/live.py); its pane."""
+        key = (i, data["x_log"], data["y_log"])
+        if key not in self._scatters:
+            plot = LivePlot(xlabel="", ylabel="", height=SCATTER_SIZE[1], points=True,
+                            legend=False, x_log=data["x_log"], y_log=data["y_log"],
+                            hover=(data["name"], "outcome", "run"))
+            plot.pane.min_width = SCATTER_SIZE[0]
+            self._scatters[key] = plot
+        plot = self._scatters[key]
+        plot.draw([], data["name"], points=data["points"], xlabel=data["name"],
+                  ylabel=data["y_label"], xticks=data["xticks"], yticks=data["yticks"])
+        return plot.pane
 
     def _text(self, full: pd.DataFrame, frame: pd.DataFrame) -> str:
         n, reached = len(full), int(full["reached"].sum()) if len(full) else 0

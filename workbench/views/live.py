@@ -43,13 +43,17 @@ class LivePlot:
                  x_range: tuple[float, float] | None = None, areas: bool = False,
                  points: bool = False, x_log: bool = False, y_log: bool = False,
                  legend: bool = True, hover: tuple[str, str, str] | None = None,
+                 dashes: bool = False, legend_below: bool = False,
                  css_classes: Iterable[str] = ()) -> None:
         """`hover`: what the hover names x, y and a point's note (default: the axis labels
-        and "run"); an empty name leaves its line out. The figure is made at the first draw
+        and "run"); an empty name leaves its line out. `dashes`: each line has its own dash
+        pattern (draw's `dashes`). `legend_below`: the legend under the plot, not at its right
+        (for long labels, which would narrow the plot). The figure is made at the first draw
         (or use of `figure`): a dashboard holds a dozen, most in tabs never opened."""
         self._options = dict(xlabel=xlabel, ylabel=ylabel, height=height, y_range=y_range,
                              x_range=x_range, areas=areas, points=points, x_log=x_log,
-                             y_log=y_log, legend=legend, hover=hover)
+                             y_log=y_log, legend=legend, hover=hover, dashes=dashes,
+                             legend_below=legend_below)
         self._figure: figure | None = None
         self._ticks: dict[str, FixedTicker] = {}
         # in a Column, which is what a view shows and hides: Panel's Bokeh pane re-reads the
@@ -75,7 +79,7 @@ class LivePlot:
         return self._figure
 
     def _make(self, *, xlabel, ylabel, height, y_range, x_range, areas, points, x_log, y_log,
-              legend, hover) -> figure:
+              legend, hover, dashes, legend_below) -> figure:
         """The figure and its data sources (self.source, .points, .marks, .background)."""
         fig = figure(height=height, sizing_mode="stretch_width", title="",
                      x_axis_type="log" if x_log else "linear",
@@ -92,14 +96,16 @@ class LivePlot:
         self.background = ColumnDataSource({"x": [], "y": []})
         fig.line("x", "y", source=self.background, color="gray", alpha=0.35, line_width=1)
         self.source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": [],
-                                        "width": [], "alpha": []})
+                                        "width": [], "alpha": [], "dash": []})
         legend_of = (lambda field: {"legend_field": field}) if legend else (lambda _: {})
         if areas:
             fig.patches("xs", "ys", source=self.source, fill_color="color", fill_alpha=0.85,
                         line_width=0, **legend_of("label"))
         else:
             lines = fig.multi_line("xs", "ys", source=self.source, line_color="color",
-                                   line_width="width", line_alpha="alpha", **legend_of("label"))
+                                   line_width="width", line_alpha="alpha",
+                                   **({"line_dash": "dash"} if dashes else {}),
+                                   **legend_of("label"))
             fig.add_tools(HoverTool(renderers=[lines], tooltips=_tooltips(
                 [("", "@label"), (x_name, "$x{0,0.[0000]}"), (y_name, "$y{0,0.[0000]}")])))
         # "group", not "label": legend items of two glyphs on one field would merge into one
@@ -120,14 +126,14 @@ class LivePlot:
             fig.add_layout(rule)
         if legend:
             fig.legend[0].label_text_font_size = "11px"
-            fig.add_layout(fig.legend[0], "right")
+            fig.add_layout(fig.legend[0], "below" if legend_below else "right")
         return fig
 
     def draw(self, lines: Iterable[Line], title: str, *, xticks: Sequence[float] | None = None,
              yticks: Sequence[float] | None = None, ytick_labels: Sequence[str] | None = None,
              xlabel: str | None = None, ylabel: str | None = None,
              widths: Sequence[float] | None = None, alphas: Sequence[float] | None = None,
-             xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
+             dashes: Sequence[str] | None = None, xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
              points: Iterable[Point] = (), marks: tuple[Sequence, Sequence] = ((), ()),
              background: tuple[Sequence, Sequence] = ((), ()), hline: Rule | None = None,
              vline: Rule | None = None, flip_x: bool = False) -> None:
@@ -135,25 +141,27 @@ class LivePlot:
 
         `xticks`, `yticks`: ticks at exactly these values (default: Bokeh's), the y ones
         named `ytick_labels` if given (drawn as text, never markup); `xlabel`, `ylabel`: new
-        axis labels; `widths`, `alphas`: each line's (default LINE_WIDTH, opaque); `xlim`,
+        axis labels; `widths`, `alphas`, `dashes`: each line's (default LINE_WIDTH, opaque, solid; dashes
+        drawn by a plot made with `dashes`); `xlim`,
         `ylim`: the ranges of a plot made with them; `marks`: (x, y) of points ringed in
         black; `background`: (x, y) of one thin grey line (NaN breaks it); `hline`, `vline`:
         black rules; `flip_x`: the x axis runs right to left."""
         lines, points = list(lines), list(points)
         self._made()
-        self.source.data = {
+        _assign(self.source, {
             "xs": [_drawable(x) for _, _, x, _ in lines],
             "ys": [_drawable(y) for _, _, _, y in lines],
             "label": [str(label) for label, _, _, _ in lines],
             "color": [color for _, color, _, _ in lines],
             "width": list(widths) if widths is not None else [LINE_WIDTH] * len(lines),
-            "alpha": list(alphas) if alphas is not None else [1.0] * len(lines)}
+            "alpha": list(alphas) if alphas is not None else [1.0] * len(lines),
+            "dash": list(dashes) if dashes is not None else ["solid"] * len(lines)})
         points = [p if len(p) == 8 else (*p, *_DOT, p[1]) for p in points]
         points = [p for p in points if np.isfinite(p[2]) and np.isfinite(p[3])]
-        self.points.data = {key: [p[i] for p in points] for i, key in enumerate(_POINT_KEYS)}
-        self.marks.data = {"x": list(marks[0]), "y": list(marks[1])}
-        self.background.data = {"x": np.asarray(background[0], dtype=float),
-                                "y": np.asarray(background[1], dtype=float)}
+        _assign(self.points, {key: [p[i] for p in points] for i, key in enumerate(_POINT_KEYS)})
+        _assign(self.marks, {"x": list(marks[0]), "y": list(marks[1])})
+        _assign(self.background, {"x": np.asarray(background[0], dtype=float),
+                                  "y": np.asarray(background[1], dtype=float)})
         for rule, given in ((self._rules["width"], hline), (self._rules["height"], vline)):
             if given is not None:
                 rule.update(location=float(given[0]), line_dash=given[1])
@@ -254,6 +262,42 @@ class LiveHeatMap:
 
 
 _CELL_KEYS = ("column", "row", "value", "text", "ink", "row_name", "column_name")
+
+
+def _assign(source: ColumnDataSource, data: dict) -> None:
+    """Give `source` `data`, unless it holds that already: every assignment is sent to the
+    browser, which redraws the plot (a filter change that leaves a plot as it was, or an empty
+    layer empty, costs nothing)."""
+    if not _same_data(source.data, data):
+        source.data = data
+
+
+def _same_data(old: dict, new: dict) -> bool:
+    """Whether two data-source columns dicts hold the same values (NaN equal to NaN)."""
+    if old.keys() != new.keys():
+        return False
+    for key, values in new.items():
+        before = old[key]
+        if len(before) != len(values):
+            return False
+        if len(values) and isinstance(values[0], (list, tuple, np.ndarray)):  # multi-line
+            if not all(_same_column(a, b) for a, b in zip(before, values)):
+                return False
+        elif not _same_column(before, values):
+            return False
+    return True
+
+
+def _same_column(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind == "f" and b.dtype.kind == "f":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    try:
+        return bool(np.array_equal(a, b))
+    except (TypeError, ValueError):
+        return False
 
 
 def _drawable(values: Sequence[float]) -> np.ndarray:

@@ -28,7 +28,7 @@ from workbench.views.notebook import NotebookView
 from workbench.views.selection import Selection
 
 __all__ = ["ViewEntry", "VIEWS", "view_entry", "find_view", "make_views", "view_tabs",
-           "tables_csv", "with_csv_download", "notebook_view", "NotebookView",
+           "tables_csv", "with_csv_download", "notebook_view", "NotebookView", "WARM_UPS",
            "NOTEBOOK_FILTERS"]
 
 
@@ -63,6 +63,11 @@ VIEWS: tuple[ViewEntry, ...] = (
               early_ranking.figures, dashboard={"one_group": True}),
     ViewEntry("scaling", "Scaling", scaling.Scaling, scaling.figures),
 )
+
+
+# Work a served dashboard does in the background once a page is up, each given the store's path:
+# what a tab's first opening would otherwise wait for (workbench.app.warm_up).
+WARM_UPS: tuple[Callable[[str], None], ...] = (early_ranking.warm,)
 
 
 # What notebook_view (Results.view) narrows a view by: workbench.views.narrowed.selection_of's.

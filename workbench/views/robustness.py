@@ -244,6 +244,8 @@ class Robustness(View):
                     "score_with": "Score with the rule", "change": "Change",
                     "reached_without": "Workloads within 4x, without the rule",
                     "reached_with": "Workloads within 4x, with the rule"},
+            widths={"score_without": 120, "score_with": 120, "change": 90,  # titles wrap
+                    "reached_without": 150, "reached_with": 150},
             formatters={"score_without": number, "score_with": number,
                         "change": NumberFormatter(format="+0.0000")})
         self._summary = pn.widgets.Tabulator(

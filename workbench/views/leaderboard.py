@@ -145,7 +145,7 @@ def _table(css_class: str, layout: str = "fit_data_stretch", **options) -> pn.wi
 
 ALGORITHM_WIDTH = 210  # pixels of the score table's algorithm column; a longer name wraps
 # the score table's columns but the last (pixels): Speedup, with its interval, gets the rest
-SCORE_WIDTHS = {"algorithm": ALGORITHM_WIDTH, "score": 90, "studies": 85, "interval": 130,
+SCORE_WIDTHS = {"algorithm": ALGORITHM_WIDTH, "score": 90, "studies": 95, "interval": 130,
                 "exact_score": 95, "workloads_reached": 120, "workloads_scored": 120}
 
 

@@ -63,22 +63,34 @@ def scatter_plots(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_t
     return hv.Layout(plots).cols(3).opts(shared_axes=False) if plots else None
 
 
+def _scatter_scales(frame: pd.DataFrame, algorithm: str, outcome: str):
+    """What both scatter builders share: the varying numeric axes, which are log, the outcome's
+    values (an array) and its finite ones, whether the outcome axis is log, and the height of the
+    misses' line (1.1x the slowest hit, 1.5x on a log axis); None when nothing varies."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
+    axes = H.numeric_axes(frame)
+    if not axes or not len(frame):
+        return None
+    logs = H.log_axes(frame, algorithm, axes)
+    values = frame[outcome].astype(float).to_numpy()
+    finite = values[np.isfinite(values)]
+    logy = H.infer_log(pd.Series(finite))
+    miss_y = (finite.max() * (1.5 if logy else 1.1)) if len(finite) else 1.0
+    return axes, logs, values, finite, logy, miss_y
+
+
 def scatter_list(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_target",
                  metric: str = "target metric") -> list[hv.Overlay]:
     """One scatter per varying numeric hyperparameter: the outcome against it (log x where
     `hparams.log_axes` says so). Time to target: a miss is a grey cross on a line above the
     slowest hit (1.1x its time, 1.5x on a log axis). Empty when no hyperparameter varies."""
-    if outcome not in OUTCOMES:
-        raise ValueError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
-    axes = H.numeric_axes(frame)
-    if not axes or not len(frame):
+    scales = _scatter_scales(frame, algorithm, outcome)
+    if scales is None:
         return []
-    logs = H.log_axes(frame, algorithm, axes)
+    axes, logs, values, finite, logy, miss_y = scales
+    values = pd.Series(values, index=frame.index)
     y_label = _outcome_label(frame, outcome, metric)
-    values = frame[outcome].astype(float)
-    finite = values[np.isfinite(values)]
-    logy = H.infer_log(finite)
-    miss_y = (finite.max() * (1.5 if logy else 1.1)) if len(finite) else 1.0
     plots = []
     for column in axes:
         name = H.hparam_name(column)
@@ -112,16 +124,10 @@ def scatter_points(frame: pd.DataFrame, algorithm: str, outcome: str = "time_to_
     numeric hyperparameter, "name", "x_log", "y_log", "y_label", "points" (views/live.py Point:
     a hit a blue dot, a miss a grey cross at 1.1x the slowest hit, 1.5x on a log axis) and the
     log axes' "xticks", "yticks" (None: Bokeh's)."""
-    if outcome not in OUTCOMES:
-        raise ValueError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
-    axes = H.numeric_axes(frame)
-    if not axes or not len(frame):
+    scales = _scatter_scales(frame, algorithm, outcome)
+    if scales is None:
         return []
-    logs = H.log_axes(frame, algorithm, axes)
-    values = frame[outcome].astype(float).to_numpy()
-    finite = values[np.isfinite(values)]
-    logy = H.infer_log(pd.Series(finite))
-    miss_y = (finite.max() * (1.5 if logy else 1.1)) if len(finite) else 1.0
+    axes, logs, values, finite, logy, miss_y = scales
     notes = [f"{r} (study {s}, trial {t})" for r, s, t in
              zip(frame["run_id"], frame["study"], frame["trial"])]
     out = []

@@ -67,5 +67,5 @@ def test_ray_watchdog_kills_an_overlong_trial_and_records_why(tmp_path, local_ra
     assert result.succeeded == 0 and len(result.failed) == 1
     assert "watchdog" in result.failed[0]
     runs = query.runs_frame(store)
-    assert list(runs.status) == ["interrupted"]
+    assert list(runs.status) == ["failed"]  # a watchdog kill is failed (records.STATUS_TABLE)
     assert "watchdog" in runs.stop_reason.iloc[0]

@@ -135,19 +135,21 @@ ALGORITHM_HELP = ("built-ins, installed plug-ins, path/file.py:Class, pkg.module
 
 
 # Every numeric option, by its dest: what a valid value is (each element of a list option).
+_POSITIVE_INT = ("an integer >= 1", lambda v: v >= 1)
+_NATURAL = ("an integer >= 0", lambda v: v >= 0)
 _NUMBERS = {
-    "workers": ("an integer >= 1", lambda v: v >= 1),
-    "trials": ("an integer >= 1", lambda v: v >= 1),
-    "studies": ("an integer >= 1", lambda v: v >= 1),
+    "workers": _POSITIVE_INT,
+    "trials": _POSITIVE_INT,
+    "studies": _POSITIVE_INT,
     "reruns": ("an integer >= 2 (a spread needs two runs)", lambda v: v >= 2),
-    "seed": ("an integer >= 0", lambda v: v >= 0),
-    "seeds": ("an integer >= 0", lambda v: v >= 0),
-    "first_seed": ("an integer >= 0", lambda v: v >= 0),
-    "max_steps": ("an integer >= 1", lambda v: v >= 1),
-    "batch_size": ("an integer >= 1", lambda v: v >= 1),
+    "seed": _NATURAL,
+    "seeds": _NATURAL,
+    "first_seed": _NATURAL,
+    "max_steps": _POSITIVE_INT,
+    "batch_size": _POSITIVE_INT,
     "batch_sizes": ("integers >= 1", lambda v: v >= 1),
-    "threads": ("an integer >= 1", lambda v: v >= 1),
-    "nproc_per_node": ("an integer >= 1", lambda v: v >= 1),
+    "threads": _POSITIVE_INT,
+    "nproc_per_node": _POSITIVE_INT,
     "gpus_per_trial": ("a finite number >= 0", lambda v: v >= 0),
     "checkpoint_every": ("a finite number of minutes > 0", lambda v: v > 0),
     "trial_timeout": ("a finite number of seconds > 0", lambda v: v > 0),
@@ -157,8 +159,8 @@ _NUMBERS = {
     "confidence": ("a number in (0, 1), e.g. 0.95", lambda v: 0 < v < 1),
     "detect": ("a speedup > 1, e.g. 1.25", lambda v: v > 1),
     "goal": ("a finite number", lambda v: True),
-    "eval_every": ("an integer >= 1", lambda v: v >= 1),
-    "noise_every": ("an integer >= 0", lambda v: v >= 0),
+    "eval_every": _POSITIVE_INT,
+    "noise_every": _NATURAL,
     "sparsities": ("numbers in [0, 1)", lambda v: 0 <= v < 1),
     "fractions": ("numbers in (0, 1]", lambda v: 0 < v <= 1),
     "port": ("a port number in 1..65535", lambda v: 1 <= v <= 65535),

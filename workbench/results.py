@@ -11,7 +11,8 @@
     res.view("Leaderboard")            # a dashboard view, inline in JupyterLab (Panel)
 
 Every analysis method takes the scope options (workbench/scope.py): `ruleset`, `studies`,
-`with_adhoc`, `time_axis` ("train", "wall" or "steps") and `exclude_compile`, with the CLI's
+`with_adhoc`, `time_axis` ("train", "wall" or "steps"), `exclude_compile` and `relax_targets`
+(R in [0, 1): targets made easier, first hits recomputed from the eval rows), with the CLI's
 defaults. The CLI's analysis commands print what these methods return, and the dashboard and the
 report draw from the same functions with the same random draws (BOOTSTRAP_DRAWS and
 COMPARE_DRAWS, seed 0), so a store gives one set of numbers everywhere.
@@ -32,9 +33,10 @@ import xarray as xr
 
 from workbench import compare as C
 from workbench import budget as B
-from workbench import query, scoring
+from workbench import costs, query, scoring, sensitivity
 from workbench.catalog import noise_floor_of
-from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column, final_cube, on_time_axis
+from workbench.cubes import (AXIS_LABELS, AXIS_UNITS, axis_column, axis_name, final_cube,
+                             on_time_axis)
 from workbench.scope import Scope, Scoped, scoped_runs
 from workbench.store import Store, open_store
 
@@ -48,7 +50,8 @@ BOOTSTRAP_DRAWS = scoring.BOOTSTRAP_DRAWS  # resamplings of the studies behind s
 COMPARE_DRAWS = C.BOOTSTRAP_REPLICATES  # behind a head-to-head's ratio intervals
 INTERVAL_LEVEL = scoring.INTERVAL_LEVEL  # of the score and speedup intervals
 
-_SCOPE_OPTIONS = ("ruleset", "studies", "with_adhoc", "time_axis", "exclude_compile")
+_SCOPE_OPTIONS = ("ruleset", "studies", "with_adhoc", "time_axis", "exclude_compile",
+                  "relax_targets")
 
 
 def open(path: str | Path) -> "Results":  # noqa: A001 - workbench.open, as the user types it
@@ -104,7 +107,11 @@ class Results:
 
     def scoped(self, **scope) -> Scoped:
         """The runs the analyses of `scope` read, and what was left out (workbench/scope.py)."""
-        return scoped_runs(self.runs(), _scope(scope))
+        return scoped_runs(self.runs(), _scope(scope), self._first_hits)
+
+    def _first_hits(self, runs: pd.DataFrame, relax: float) -> pd.DataFrame:
+        """query.first_hits of `runs` against targets relaxed by `relax` (eval rows read)."""
+        return query.first_hits(self.store, runs, relax)
 
     def config(self) -> scoring.ScoringConfig | None:
         """The store's scoring rules (an AlgoPerf import's), or None: the plain rules."""
@@ -121,16 +128,25 @@ class Results:
 
     def _prepared(self, scope: dict) -> tuple[Scope, Scoped, xr.Dataset]:
         chosen = _scope(scope)
-        scoped = scoped_runs(self.runs(), chosen)
+        scoped = scoped_runs(self.runs(), chosen, self._first_hits)
         if scoped.runs.empty:
             raise ValueError(f"store {self.store.root} has no finished runs to analyse"
                              + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
         return chosen, scoped, self._cube(scoped, chosen)
 
     # -- the analyses -----------------------------------------------------------------------
-    def score_result(self, reference: str | None = None, **scope) -> "ScoreResult":
-        """The AlgoPerf scores with their intervals, times to target and speedups (rich)."""
+    def score_result(self, reference: str | None = None, rank_shift: str | None = None,
+                     **scope) -> "ScoreResult":
+        """The AlgoPerf scores with their intervals, times to target and speedups, the pool
+        sensitivity and eval share of wall clock, and with `rank_shift` (a time axis: "train",
+        "wall" or "steps") each algorithm's rank on the scope's axis and on that one, with the
+        probability of each rank (workbench/sensitivity.py) (rich)."""
         chosen, scoped, cube = self._prepared(scope)
+        if rank_shift is not None:
+            rank_shift = axis_name(rank_shift)  # an unknown axis: one line naming the valid ones
+            if rank_shift == axis_name(chosen.time_axis):
+                raise ValueError(f"--rank-shift {rank_shift}: the scores are already on "
+                                 f"{rank_shift}; name another time axis (train, wall or steps)")
         config = self.config()
         column = axis_column(chosen.time_axis)
         study = scoring.study_times(cube)  # once, and one set of bootstrap draws (seed 0) for
@@ -141,12 +157,25 @@ class Results:
                                                    replicas=replicas)
         speedups = _speedups(times, config, reference, table, column, scoped.ruleset, study,
                              replicas)
+        shift = None
+        if rank_shift is not None:
+            other_study = scoring.study_times(on_time_axis(final_cube(scoped.runs), rank_shift))
+            shift = sensitivity.rank_shift(
+                {axis_name(chosen.time_axis): times,
+                 rank_shift: scoring.median_over_studies(other_study)},
+                {axis_name(chosen.time_axis): replicas,
+                 rank_shift: scoring.bootstrap_medians(other_study, BOOTSTRAP_DRAWS)}, config)
+        clock = query.eval_clock(self.store, scoped.runs["run_id"].tolist())
         return ScoreResult(table, times, speedups, scoped, chosen,  # the runs _prepared read
-                           dict(self._runs.attrs.get("skipped", {})))
+                           dict(self._runs.attrs.get("skipped", {})),
+                           rank_shift=shift, rank_axes=(axis_name(chosen.time_axis), rank_shift),
+                           pool=sensitivity.pool_sensitivity(times, config),
+                           eval_share=costs.eval_share(scoped.runs, clock))
 
-    def score(self, reference: str | None = None, **scope) -> dict[str, Any]:
+    def score(self, reference: str | None = None, rank_shift: str | None = None,
+              **scope) -> dict[str, Any]:
         """What `pacebench score --json` prints."""
-        return self.score_result(reference, **scope).to_json()
+        return self.score_result(reference, rank_shift, **scope).to_json()
 
     def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
                        confidence: float = C.DEFAULT_CONFIDENCE,
@@ -224,7 +253,8 @@ scored_names = scoring.scored_names  # the scored workloads that have runs (scor
 
 def _axis_json(scope: Scope) -> dict[str, Any]:
     return {"time_axis": scope.time_axis, "unit": AXIS_UNITS[axis_column(scope.time_axis)],
-            "exclude_compile": bool(scope.exclude_compile)}
+            "exclude_compile": bool(scope.exclude_compile),
+            "relax_targets": scope.relax_targets}
 
 
 def _speedups(times, config, reference: str | None, table, axis: str, ruleset: str | None,
@@ -259,6 +289,10 @@ class ScoreResult:
     scoped: Scoped
     scope: Scope
     skipped: dict[str, str] = field(default_factory=dict)
+    rank_shift: dict[str, dict] | None = None  # sensitivity.rank_shift over rank_axes
+    rank_axes: tuple[str, str | None] = ("train", None)  # (the scope's axis, the other one)
+    pool: dict[str, dict] = field(default_factory=dict)  # sensitivity.pool_sensitivity
+    eval_share: pd.DataFrame | None = None  # costs.eval_share of the scoped runs
 
     def to_json(self) -> dict[str, Any]:
         t = self.table
@@ -280,6 +314,17 @@ class ScoreResult:
                 "intervals": {str(a): None if not np.isfinite(r.low) else
                               [_number(r.low), _number(r.high)] for a, r in frame.iterrows()},
                 "interval_level": INTERVAL_LEVEL}
+        out["pool_sensitivity"] = {
+            a: {"without": {b: round(v, 6) for b, v in e["without"].items()},
+                "largest_change": round(e["largest_change"], 6)} for a, e in self.pool.items()}
+        out["eval_share"] = {} if self.eval_share is None else {
+            str(a): {str(r.workload): _number(r.share) for r in rows.itertuples()}
+            for a, rows in self.eval_share.groupby("algorithm", sort=True)}
+        if self.rank_shift is not None:
+            out["rank_shift"] = {a: {k: [round(p, 6) for p in v] if isinstance(v, list) else v
+                                     for k, v in e.items()} for a, e in self.rank_shift.items()}
+            out["rank_shift_spearman"] = _number(sensitivity.spearman(self.rank_shift,
+                                                                      *self.rank_axes))
         return {**out, **_axis_json(self.scope), **self.scoped.to_json(),
                 "skipped_runs": dict(self.skipped)}
 

@@ -452,22 +452,24 @@ def first_hits(store: Store, runs: pd.DataFrame, relax: float) -> pd.DataFrame:
         {c: RUN_DTYPES[c] for c in FIRST_HIT_COLUMNS})
 
 
-# Per run, its last eval row (largest eval_index) whose eval and wall seconds are both finite
-# and >= 0: the evaluation seconds and the wall seconds accumulated by then.
+# Per run, its last eval row (largest eval_index) whose training, eval and wall seconds are all
+# finite and >= 0 (a row the first-hit rule would not count does not count here either): the
+# evaluation seconds and the wall seconds accumulated by then.
 _EVAL_CLOCK_SQL = """
 SELECT run_id, arg_max(eval_seconds, eval_index) AS eval_seconds,
        arg_max(wall_seconds, eval_index) AS wall_seconds
-FROM (SELECT run_id, {eval_index} AS eval_index, {eval_seconds} AS eval_seconds,
-             {wall_seconds} AS wall_seconds FROM ({rows}))
-WHERE eval_index IS NOT NULL AND isfinite(eval_seconds) AND isfinite(wall_seconds)
-      AND eval_seconds >= 0 AND wall_seconds >= 0
+FROM (SELECT run_id, {eval_index} AS eval_index, {train_seconds} AS train_seconds,
+             {eval_seconds} AS eval_seconds, {wall_seconds} AS wall_seconds FROM ({rows}))
+WHERE eval_index IS NOT NULL AND isfinite(train_seconds) AND isfinite(eval_seconds)
+      AND isfinite(wall_seconds) AND train_seconds >= 0 AND eval_seconds >= 0
+      AND wall_seconds >= 0
 GROUP BY run_id
 """
 
 
 def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
     """Per run of `run_ids` with such a row: the accumulated eval seconds and wall seconds of
-    its last eval row whose two values are finite and >= 0 (columns run_id, eval_seconds,
+    its last eval row whose training, eval and wall seconds are finite and >= 0 (columns run_id, eval_seconds,
     wall_seconds). A run whose rows cannot be read is left out with a warning naming it."""
     con = connect()
     ids = [str(r) for r in run_ids]
@@ -480,7 +482,7 @@ def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
         present = {c.lower() for c in rows.columns}
         typed = {c: f"TRY_CAST({_ident(c)} AS {_ROW_TYPES[c]})" if c in present
                  else f"NULL::{_ROW_TYPES[c]}"
-                 for c in ("eval_index", "eval_seconds", "wall_seconds")}
+                 for c in ("eval_index", "train_seconds", "eval_seconds", "wall_seconds")}
         sql = _EVAL_CLOCK_SQL.format(rows=rows.sql, **typed)
         return con.execute(sql, rows.params).df()
 

@@ -223,7 +223,8 @@ class Results:
         as a static copy of its tables and plots, in an exported notebook (nbconvert HTML).
 
         filters: ruleset, studies, with_adhoc (what is read, as in score), workloads,
-        algorithms, time_axis ("train", "wall" or "steps"). An unknown view is a ValueError
+        algorithms, time_axis ("train", "wall" or "steps"), relax_targets (R in [0, 1)). An
+        unknown view is a ValueError
         naming the valid ones; so is a name the store does not hold.
         """
         from workbench.views.registry import notebook_view

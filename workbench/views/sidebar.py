@@ -9,7 +9,7 @@ import panel as pn
 import param
 
 from workbench.views.formats import md, picker_labels
-from workbench.views.selection import TIME_AXES, Selection
+from workbench.views.selection import RELAXATIONS, TIME_AXES, Selection
 
 __all__ = ["Filters", "StoreNotice", "MAX_PICKABLE"]
 
@@ -56,6 +56,11 @@ class Filters(pn.viewable.Viewer):
                                   pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
             "curve_runs": pn.Column(_title("Runs on the curves"), self._runs_picker),
         }
+        self._relax = pn.widgets.Select(name="", options=_relax_options(
+            self.selection.relax_targets), value=self.selection.relax_targets,
+            css_classes=["pb-relax-targets"], width=120)
+        self._relax.param.watch(self._relax_picked, "value")
+        self.selection.param.watch(self._relax_set, "relax_targets")
         self._syncing = False
         self._runs_picker.param.watch(self._picked, "value")
         self._bases.param.watch(self._boxes_changed, "value")
@@ -108,6 +113,17 @@ class Filters(pn.viewable.Viewer):
         finally:
             self._syncing = False
 
+    def _relax_picked(self, event) -> None:
+        if event.new != self.selection.relax_targets:
+            self.selection.relax_targets = event.new
+
+    def _relax_set(self, event) -> None:
+        options = _relax_options(event.new)
+        if list(options.values()) != list(self._relax.options.values()):
+            self._relax.options = options
+        if self._relax.value != event.new:
+            self._relax.value = event.new
+
     def _picked(self, event) -> None:
         if not self._syncing and list(event.new) != list(self.selection.curve_runs):
             self.selection.curve_runs = list(event.new)
@@ -126,9 +142,17 @@ class Filters(pn.viewable.Viewer):
             options={label: column for column, label in TIME_AXES.items()})
         c = self._choices
         return pn.Column(c["ruleset"], c["studies"], c["with_adhoc"], c["reference"],
-                         _title("Time axis"), time_axis, c["algorithms"], c["workloads"],
+                         _title("Time axis"), time_axis,
+                         _title("Targets relaxed by"), self._relax,
+                         c["algorithms"], c["workloads"],
                          c["variants"], c["hardware"], c["curve_runs"],
                          sizing_mode="stretch_width")
+
+
+def _relax_options(current: float) -> dict[str, float]:
+    """The relaxations offered ("0 % (the targets)", "10 %", ...), `current` among them."""
+    values = sorted({*RELAXATIONS, float(current)})
+    return {("0 % (the targets)" if v == 0 else f"{100 * v:g} %"): v for v in values}
 
 
 class StoreNotice(pn.viewable.Viewer):

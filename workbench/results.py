@@ -357,8 +357,33 @@ class ScoreResult:
             lines.append(_speedup_lines(frame, reference))
         if (reason := scoring.all_zero_reason(self.table)) is not None:
             lines.append("\n" + reason)
+        lines += self._sensitivity_lines()
         lines += _left_out_lines(self.scoped, self.skipped)
         return "\n".join(lines)
+
+    def _sensitivity_lines(self) -> list[str]:
+        """The rank shift (when asked for) and the pool sensitivity, one line per algorithm."""
+        lines: list[str] = []
+        width = max((len(a) for a in self.pool), default=0)
+        if self.rank_shift is not None:
+            first, second = self.rank_axes
+            lines.append(f"\nrank by {first} and by {second} (spearman "
+                         f"{sensitivity.spearman(self.rank_shift, first, second):.3f}; the "
+                         f"probability of each rank over {BOOTSTRAP_DRAWS:,} bootstrap draws of "
+                         "each algorithm's studies, ranks under 5 % left out):")
+            for a, e in self.rank_shift.items():
+                lines.append(f"{a.ljust(width)}  {e[f'rank_{first}']:>2} ({_ranks_text(e[f'p_rank_{first}'])})"
+                             f"  ->  {e[f'rank_{second}']:>2} ({_ranks_text(e[f'p_rank_{second}'])})")
+        if len(self.pool) > 1:
+            lines.append("\npool sensitivity (the largest change of each score when one other "
+                         "algorithm is left out of the pool):")
+            for a in self.table["algorithm"]:
+                e = self.pool[a]
+                who = [b for b, v in e["without"].items()
+                       if math.isclose(v - e["score"], e["largest_change"])]
+                lines.append(f"{a.ljust(width)}  {e['largest_change']:+.4f}"
+                             + (f" (without {', '.join(who)})" if e["largest_change"] else ""))
+        return lines
 
     def csv(self) -> str:
         """What `pacebench score --csv` prints: one row per algorithm, in score order."""
@@ -377,6 +402,11 @@ class ScoreResult:
                 values = frame[source].reindex(out.index).astype(float)
                 out[f"{name} (vs {reference})"] = values.where(np.isfinite(values))
         return to_csv(out, index=True)
+
+
+def _ranks_text(p: list[float]) -> str:
+    """'1: 75 %, 2: 15 %, 3: 9 %': the ranks at least 5 % likely."""
+    return ", ".join(f"{k}: {100 * q:.0f} %" for k, q in enumerate(p, 1) if q >= 0.05)
 
 
 # The CSV's column of median times to target, per time axis.

@@ -137,3 +137,35 @@ def test_spearman_and_ranks_follow_the_score_tables_order():
     shift = {"a": {"rank_x": 1, "rank_y": 3}, "b": {"rank_x": 2, "rank_y": 2},
              "c": {"rank_x": 3, "rank_y": 1}}
     assert sensitivity.spearman(shift, "x", "y") == -1.0
+
+
+def test_the_dashboard_shows_the_commands_numbers(tmp_path, capsys):
+    from workbench.views.costs import Costs, eval_share_frame
+    from workbench.views.leaderboard import Leaderboard
+    from workbench.views.selection import Selection
+    from workbench.views.sensitivity import pool_frame, rank_shift_frame
+
+    curves = {(a, w, s, 0): values for s in range(3)
+              for (a, w, _, _), values in CURVES.items()}
+    make_curve_store(tmp_path / "s", curves, SECONDS, EVAL_COST)
+    cli = _score(capsys, "--store", str(tmp_path / "s"), "--relax-targets", "0.1",
+                 "--rank-shift", "steps")
+    selection = Selection(store_path=str(tmp_path / "s"))
+    board = Leaderboard(selection=selection, live=True, show_sensitivity=True)
+    selection.relax_targets = 0.1
+    assert not board.failure.visible
+    scores = board._scores.value.set_index("algorithm")["score"]
+    assert scores.round(6).to_dict() == cli["scores"]
+    ranks = rank_shift_frame(selection).set_index("algorithm")
+    for algorithm, entry in cli["rank_shift"].items():
+        assert (ranks.loc[algorithm, "rank_train"], ranks.loc[algorithm, "rank_steps"]) == \
+            (entry["rank_train"], entry["rank_steps"])
+    pool = pool_frame(selection).set_index("algorithm")["largest_change"]
+    assert {a: round(v, 6) for a, v in pool.items()} == \
+        {a: e["largest_change"] for a, e in cli["pool_sensitivity"].items()}
+    costs = Costs(selection=selection, live=True, show_eval_share=True)
+    assert not costs.failure.visible
+    share = eval_share_frame(selection, ["digits_mlp", "synthetic"]).set_index("algorithm")
+    assert share.to_dict("index") == {"a": {"digits_mlp": "20.0 %", "synthetic": "20.0 %"},
+                                      "b": {"digits_mlp": "50.0 %", "synthetic": "50.0 %"}}
+    assert costs._share.visible and len(costs._share.value) == 2

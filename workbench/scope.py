@@ -42,7 +42,7 @@ from workbench.cubes import excluding_compile
 from workbench.spec import check_relax
 
 __all__ = ["Scope", "Scoped", "scoped_runs", "labelled_runs", "finished_runs", "relaxed_runs",
-           "is_ad_hoc", "RULESETS_ORDER"]
+           "with_relaxed_targets", "is_ad_hoc", "RULESETS_ORDER"]
 
 RULESETS_ORDER = ("external", "self")  # the default ruleset of a store holding both: the first
 
@@ -290,11 +290,19 @@ def scoped_runs(runs: pd.DataFrame, scope: Scope = Scope(),
     """The run table an analysis of `scope` reads (see the module doc): labelled_runs, then
     (relax_targets > 0) relaxed_runs with `first_hits(runs, relax)` (query.first_hits over the
     store; needed then: it reads eval rows), then finished_runs."""
-    labelled = labelled_runs(runs, scope)
-    if scope.relax_targets:
-        if first_hits is None:
-            raise ValueError("relaxed targets need the eval rows: pass first_hits")
-        finished = labelled.runs[labelled.runs["status"].isin(R.DONE_STATUSES)]
-        labelled = relaxed_runs(labelled, first_hits(finished, scope.relax_targets),
-                                scope.relax_targets)
+    labelled = with_relaxed_targets(labelled_runs(runs, scope), scope.relax_targets,
+                                    first_hits)
     return finished_runs(labelled, scope.exclude_compile)
+
+
+def with_relaxed_targets(labelled: Scoped, relax: float,
+                         first_hits: Callable[[pd.DataFrame, float], pd.DataFrame] | None
+                         ) -> Scoped:
+    """relaxed_runs of `labelled` with `first_hits(its finished runs, relax)` (query.first_hits
+    over the store: it reads their eval rows); `labelled` itself when relax is 0."""
+    if not check_relax(relax):
+        return labelled
+    if first_hits is None:
+        raise ValueError("relaxed targets need the eval rows: pass first_hits")
+    finished = labelled.runs[labelled.runs["status"].isin(R.DONE_STATUSES)]
+    return relaxed_runs(labelled, first_hits(finished, relax), relax)

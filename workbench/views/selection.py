@@ -24,12 +24,11 @@ import xarray as xr
 from bokeh.palettes import Category20_20
 
 from workbench import cubes, query, scoring
-from workbench import records as R
-from workbench.scope import Scoped, finished_runs, relaxed_runs
+from workbench.scope import Scoped, finished_runs, with_relaxed_targets
 from workbench.views.reading import SCOPE_PARAMETERS, ScopedRead, keep_and_add
 
 __all__ = ["Selection", "TIME_AXES", "PALETTE", "FILTER_COLUMNS", "SCOPE_PARAMETERS",
-           "TIME_TO_TARGET", "RELAXATIONS"]
+           "TIME_TO_TARGET"]
 
 # Time axes of the learning curves: eval-row column -> axis label.
 TIME_AXES = {"train_seconds": "train seconds", "wall_seconds": "wall seconds", "step": "steps"}
@@ -41,9 +40,6 @@ FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "hardware"
 TIME_TO_TARGET = cubes.TIME_TO_TARGET
 # The cut of a full value to the shown algorithms and workloads depends on these filters.
 _CUT = ("algorithms", "workloads", *SCOPE_PARAMETERS, "hardware", "relax_targets")
-# The target relaxations the sidebar offers (AlgoPerf's working group swept 0 to 20 %); a
-# notebook view may set any value in [0, 1).
-RELAXATIONS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2)
 
 
 class Selection(ScopedRead):
@@ -100,21 +96,16 @@ class Selection(ScopedRead):
     def scoped(self) -> Scoped:
         """What the cube and every score are made of: scope.finished_runs of the labelled runs
         on the shown hardware (each trial's finished attempts; trials without one counted in
-        `failed`; studies under half finished dropped), with every note of the scope; with
-        relax_targets > 0, first hits recomputed against the relaxed targets (scope.relaxed_runs
-        of query.first_hits: the eval rows of the finished runs are read once per setting)."""
+        `failed`; studies under half finished dropped), with every note of the scope; first
+        hits against targets relaxed by relax_targets (scope.with_relaxed_targets)."""
         def make() -> Scoped:
             labelled = self.labelled()
             if len(self.hardware) < len(self.param.hardware.objects):
                 keep = labelled.runs["hardware"].isin(self.hardware).to_numpy(bool)
                 labelled = Scoped(labelled.runs[keep], labelled.ruleset, labelled.notes, {},
                                   labelled.shown_apart)
-            if self.relax_targets and self.store is not None:
-                done = labelled.runs[labelled.runs["status"].isin(R.DONE_STATUSES)]
-                labelled = relaxed_runs(labelled, query.first_hits(self.store, done,
-                                                                   self.relax_targets),
-                                        self.relax_targets)
-            return finished_runs(labelled)
+            hits = (lambda runs, relax: query.first_hits(self.store, runs, relax))
+            return finished_runs(with_relaxed_targets(labelled, self.relax_targets, hits))
         return self.full_value("scoped", make, time_axis=False)
 
     # -- filtered data --------------------------------------------------------------------

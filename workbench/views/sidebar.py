@@ -153,9 +153,9 @@ class Filters(pn.viewable.Viewer):
 
 
 def _relax_options(current: float) -> dict[str, float]:
-    """The relaxations offered ("0 % (the targets)", "10 %", ...), `current` among them."""
+    """The relaxations offered ("0 %", "10 %", ...), `current` among them."""
     values = sorted({*RELAXATIONS, float(current)})
-    return {("0 % (the targets)" if v == 0 else f"{100 * v:g} %"): v for v in values}
+    return {f"{100 * v:g} %": v for v in values}
 
 
 class StoreNotice(pn.viewable.Viewer):

@@ -190,7 +190,7 @@ class Leaderboard(View):
             self.param.show_sensitivity, name="Show what the clock and the pool change",
             button_type="light", css_classes=["pb-sensitivity-toggle"], width=320)
         self._sensitivity_about = pn.pane.Markdown(sizing_mode="stretch_width", visible=False)
-        self._ranks = _table("pb-rank-shift", visible=False)
+        self._ranks = _table("pb-rank-shift", layout="fit_columns", visible=False)
         self._pool = _table("pb-pool", visible=False, titles=POOL_TITLES, formatters={
             "score": NumberFormatter(format="0.0000"),
             "largest_change": NumberFormatter(format="+0.0000")})
@@ -245,12 +245,16 @@ class Leaderboard(View):
         ranks = rank_shift_frame(self.selection)
         axis, other = self.selection.time_axis, other_clock(self.selection.time_axis)
         titles = {"algorithm": "Algorithm", "studies": "Studies"}
+        widths = {"algorithm": ALGORITHM_WIDTH, "studies": 80}
         for column in (axis, other):
             key, label = cubes.axis_name(column), cubes.AXIS_LABELS[column]
             titles.update({f"rank_{key}": f"Rank by {label}",
                            f"p_rank_{key}": f"P(rank) by {label}"})
+            widths[f"rank_{key}"] = 110
         first, second = cubes.AXIS_LABELS[axis], cubes.AXIS_LABELS[other]
-        self._ranks.param.update(value=ranks, titles=titles)
+        self._ranks.param.update(  # the probabilities wrap within their columns
+            value=ranks, titles=titles, widths=widths,
+            formatters={c: {"type": "textarea"} for c in ranks.columns if c.startswith("p_")})
         self._pool.value = pool_frame(self.selection)
         self._sensitivity_about.object = (
             f"**Rank shift**: each algorithm's rank (the score table's order) with times to "

@@ -556,7 +556,7 @@ class Costs(View):
         self._drawn: dict[str, tuple] = {}  # part -> the state it was last drawn for
         self._share_toggle = pn.widgets.Toggle.from_param(
             self.param.show_eval_share, name="Show the eval share of wall clock",
-            button_type="light", css_classes=["pb-eval-share-toggle"], width=320)
+            color="light", css_classes=["pb-eval-share-toggle"], width=320)
         self._share = pn.widgets.Tabulator(
             disabled=True, show_index=False, layout="fit_columns", sortable=False,
             sizing_mode="stretch_width", css_classes=["pb-eval-share"], stylesheets=[TABLE_CSS],

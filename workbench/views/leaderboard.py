@@ -188,7 +188,7 @@ class Leaderboard(View):
         self._times = self._groups["scored"][1]  # the scored workloads' table
         self._sensitivity_toggle = pn.widgets.Toggle.from_param(
             self.param.show_sensitivity, name="Show what the clock and the pool change",
-            button_type="light", css_classes=["pb-sensitivity-toggle"], width=320)
+            color="light", css_classes=["pb-sensitivity-toggle"], width=320)
         self._sensitivity_about = pn.pane.Markdown(sizing_mode="stretch_width", visible=False)
         self._ranks = _table("pb-rank-shift", layout="fit_columns", visible=False)
         self._pool = _table("pb-pool", visible=False, titles=POOL_TITLES, formatters={

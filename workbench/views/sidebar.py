@@ -59,7 +59,7 @@ class Filters(pn.viewable.Viewer):
                                   pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
             "curve_runs": pn.Column(_title("Runs on the curves"), self._runs_picker),
         }
-        self._relax = pn.widgets.Select(name="", options=_relax_options(
+        self._relax = pn.widgets.Select(options=_relax_options(
             self.selection.relax_targets), value=self.selection.relax_targets,
             css_classes=["pb-relax-targets"], width=120)
         self._relax.param.watch(self._relax_picked, "value")

@@ -229,6 +229,20 @@ def _mixed_setups(runs: pd.DataFrame, notes: list[str]) -> None:
                  "measured alike")
 
 
+def _reused(runs: pd.DataFrame, notes: list[str]) -> None:
+    """A note counting the runs copied from other stores (`pacebench study --reuse-from`), per
+    algorithm: they were timed at another moment, perhaps on another machine."""
+    if runs.empty or "reused_from" not in runs:
+        return
+    reused = runs[runs["reused_from"].notna()]
+    if reused.empty:
+        return
+    per = "; ".join(f"{a}: {n}" for a, n in reused["algorithm"].value_counts().sort_index().items())
+    notes.append(f"{len(reused)} of {len(runs)} runs reused from other stores ({per}): timed at "
+                 "another moment, perhaps on another machine; the machine-speed check of "
+                 "compare covers them, and its verdict by steps is shown beside")
+
+
 def labelled_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
     """Every attempt (any status) of the runs `scope` reads: one ruleset, the study names asked
     for, ad-hoc runs only when asked, an algorithm's study names pooled or shown apart (see the
@@ -249,6 +263,7 @@ def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
     notes, failed = list(labelled.notes), {}
     runs = _finished_only(labelled.runs, notes, failed)
     _mixed_setups(runs, notes)
+    _reused(runs, notes)
     if exclude_compile:
         runs = excluding_compile(runs)
     return Scoped(runs.reset_index(drop=True), labelled.ruleset, notes, failed,

@@ -34,7 +34,8 @@ __all__ = [
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
-    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
+    "TRAIN_COLUMNS", "RUN_COLUMNS", "EXPORT_FILES",
+    "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns",
@@ -106,6 +107,11 @@ RESERVE_BYTES = 256 << 10  # room to record a launch's end on a full disk (about
 STUDIES_DIR = "studies"
 
 SPLITS = ("train", "validation", "test")
+
+# The files `pacebench export` writes in its folder and `pacebench import-parquet` reads
+# (workbench/transfer.py): the run table with each run's document, the eval rows, the
+# training-loss rows. Not a store's files: their own folder, read by DuckDB and pandas directly.
+EXPORT_FILES = {"runs": "runs.parquet", "evals": "evals.parquet", "train": "train.parquet"}
 
 # Columns of every eval row, in order; the metric columns `<split>/<metric>` follow them.
 EVAL_COLUMNS = (

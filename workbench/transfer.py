@@ -38,7 +38,7 @@ __all__ = ["RunProblem", "doc_problem", "rows_problem", "read_run", "reusable", 
            "merge_stores", "MergeConflict", "export_parquet", "import_parquet",
            "PARQUET_FILES"]
 
-PARQUET_FILES = {"runs": "runs.parquet", "evals": "evals.parquet", "train": "train.parquet"}
+PARQUET_FILES = R.EXPORT_FILES
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")  # a run id or a trial key
 _COLUMN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,127}")  # a row column's name
 _INTEGERS = {"evals": ("eval_index", "step", "examples"), "train": ("step", "examples")}
@@ -336,8 +336,8 @@ def _read_parquet(folder: Path, kind: str, needed: tuple[str, ...]) -> pa.Table:
         table = pq.read_table(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path} not found: import-parquet reads a folder that "
-                                "`pacebench export` wrote (runs.parquet, evals.parquet, "
-                                "train.parquet)") from None
+                                "`pacebench export` wrote "
+                                f"({', '.join(PARQUET_FILES.values())})") from None
     except (OSError, pa.ArrowException) as err:
         raise ValueError(f"{path} is not a readable Parquet file ({str(err)[:120]})") from None
     for name in needed:

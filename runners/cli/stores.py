@@ -22,7 +22,7 @@ def add(sub) -> None:
     store_flag(p)
     p.set_defaults(func=merge)
 
-    p = sub.add_parser("export", help="a store as runs.parquet, evals.parquet and train.parquet "
+    p = sub.add_parser("export", help="a store as three Parquet files, runs, evals and train "
                                       "(DuckDB and pandas read them directly)")
     p.add_argument("--out", required=True, help="the folder to write the three files to")
     store_flag(p)
@@ -30,7 +30,7 @@ def add(sub) -> None:
 
     p = sub.add_parser("import-parquet", help="read the files `pacebench export` wrote into "
                                               "--store, each run validated")
-    p.add_argument("folder", help="the folder holding runs.parquet, evals.parquet, train.parquet")
+    p.add_argument("folder", help="the folder `pacebench export` wrote its three files to")
     store_flag(p)
     p.set_defaults(func=import_parquet)
 

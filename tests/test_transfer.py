@@ -87,7 +87,10 @@ def test_reuse_from_runs_only_the_other_algorithms_trials(tmp_path):
     for doc in reused:
         source = doc["reused_from"]
         assert source["store"] == str(first.root.resolve())
-        assert doc["reuse_key"] == originals[source["run_id"]]["reuse_key"] is not None
+        original = originals[source["run_id"]]
+        assert doc["reuse_key"] == original["reuse_key"] is not None
+        # timed there: its machine-speed reading travels with it (compare's speed check)
+        assert doc["probe_seconds"] == original["probe_seconds"] is not None
         mine = query.evals_frame(second, [doc["run_id"]]).drop(columns="run_id")
         theirs = query.evals_frame(first, [source["run_id"]]).drop(columns="run_id")
         assert mine.columns.tolist() == theirs.columns.tolist()
@@ -95,8 +98,10 @@ def test_reuse_from_runs_only_the_other_algorithms_trials(tmp_path):
     made_here = [d for d in second.documents() if d["reused_from"] is None]
     assert {d["algorithm"] for d in made_here} == {"heavy_ball"}
     assert all(d["reuse_key"] for d in made_here)
-    notes = Results(second).score_result().scoped.notes
-    assert any("2 of 4 runs reused from other stores (adamw: 2)" in n for n in notes)
+    score = Results(second).score()
+    assert score["reused_runs"] == {"adamw": 2}
+    assert any("2 of 4 runs reused from other stores (adamw: 2)" in n for n in score["notes"])
+    assert "reused_runs" not in Results(first).score()
 
 
 def test_a_bad_run_in_a_reuse_source_is_skipped_with_a_warning(tmp_path):

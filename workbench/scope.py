@@ -69,7 +69,15 @@ class Scoped:
     def to_json(self) -> dict:
         return {"ruleset": self.ruleset, "notes": list(self.notes),
                 "failed_trials": {a: dict(w) for a, w in self.failed.items()},
-                "shown_apart": {a: list(n) for a, n in self.shown_apart.items()}}
+                "shown_apart": {a: list(n) for a, n in self.shown_apart.items()},
+                **self._reused_json()}
+
+    def _reused_json(self) -> dict:
+        """{"reused_runs": {algorithm: runs copied from other stores}}, when there are any."""
+        if "reused_from" not in self.runs or not self.runs["reused_from"].notna().any():
+            return {}
+        reused = self.runs[self.runs["reused_from"].notna()]["algorithm"].value_counts()
+        return {"reused_runs": {str(a): int(n) for a, n in reused.sort_index().items()}}
 
 
 def is_ad_hoc(runs: pd.DataFrame) -> np.ndarray:

@@ -44,7 +44,9 @@ _COLUMN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,127}")  # a row column's na
 _INTEGERS = {"evals": ("eval_index", "step", "examples"), "train": ("step", "examples")}
 _SECONDS = {"evals": ("train_seconds", "eval_seconds", "wall_seconds"), "train": ("train_seconds",)}
 _REQUIRED = {"evals": R.EVAL_COLUMNS[1:], "train": ("step", "train_seconds", "loss")}
-_NOT_CONTENT = ("schema_version", R.EVAL_SUMMARY)  # rewritten by every write of a sealed run
+# Not a run's content: rewritten by every write of a sealed run, or where a reused copy came from
+# (a copy and its original are one run: a merge keeps the first of them it reads)
+_NOT_CONTENT = ("schema_version", R.EVAL_SUMMARY, "reused_from")
 
 
 class RunProblem(ValueError):
@@ -252,7 +254,9 @@ def _gather(stores: list[Store], report: MergeReport) -> dict[str, tuple]:
             else:
                 conflicts.append(f"{run_id} ({first[3].root} and {source.root})")
     if conflicts:
-        raise MergeConflict(f"{len(conflicts)} runs differ between the stores under one run id: "
+        n = len(conflicts)
+        raise MergeConflict(f"{n} run{'s differ' if n != 1 else ' differs'} between the stores "
+                            "under one run id: "
                             f"{'; '.join(conflicts[:5])}{'; ...' if len(conflicts) > 5 else ''}; "
                             "nothing was written (merge stores whose shared runs are copies)")
     return runs

@@ -224,9 +224,17 @@ def test_peak_flops_table_and_mfu(monkeypatch):
     value, source = peak_flops(torch.device("cuda:0"), "bf16")
     assert value == 989.4e12 and "H200" in source
     assert peak_flops(torch.device("cuda:0"), "fp32")[0] == 66.9e12
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200 NVL")
+    # each board by its own name: the SXM, PCIe and NVL H100s differ by a third
+    for board, bf16 in [("NVIDIA H100 80GB HBM3", 989.4e12), ("NVIDIA H100 PCIe", 756.5e12),
+                        ("NVIDIA H100 NVL", 835.5e12), ("NVIDIA H200 NVL", 835.5e12),
+                        ("NVIDIA A100-SXM4-80GB", 312e12), ("NVIDIA L40S", 362.05e12)]:
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None, b=board: b)
+        assert peak_flops(torch.device("cuda:0"), "bf16")[0] == bf16, board
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 PCIe-X")
     value, note = peak_flops(torch.device("cuda:0"), "bf16")  # another board: not guessed
     assert value is None and "not in runners.flops.PEAK_FLOPS" in note
+    for peak in PEAK_FLOPS:  # dense figures: bf16 tensor peaks above fp32, below 1 PFLOP/s
+        assert peak.flops["fp32"] < peak.flops["bf16"] < 1e15, peak.pattern
     assert all(p.source and p.flops for p in PEAK_FLOPS)
     assert mfu(1e12, 100, 2.0, 1e14) == pytest.approx(0.5)
     assert mfu(None, 100, 2.0, 1e14) is None and mfu(1e12, 100, 2.0, None) is None

@@ -366,3 +366,24 @@ def test_cuda_run_records_memory_mfu_and_energy(tmp_path):
     if doc["peak_flops_per_second"]:
         assert 0 < doc["mfu"] < 1
     assert doc["energy_source"]
+
+
+def test_the_compile_mode_is_an_execution_option_checked_and_recorded():
+    from workbench.spec import COMPILE_MODES, ExecutionOptions, SpecError
+
+    options = ExecutionOptions(compile=True, compile_mode="max-autotune")
+    assert options.label() == "cpu, fp32, 1 thread, compile max-autotune"
+    assert ExecutionOptions(compile=True).label() == "cpu, fp32, 1 thread, compile"
+    assert "compile_mode" not in options.identity()  # speed, not what is computed
+    assert ExecutionOptions.from_dict({"compile": True}).compile_mode == "default"  # old records
+    with pytest.raises(SpecError, match="unknown compile mode 'fast': valid are default, "):
+        ExecutionOptions(compile=True, compile_mode="fast")
+    with pytest.raises(SpecError, match="goes with compile"):
+        ExecutionOptions(compile_mode="reduce-overhead")
+    assert COMPILE_MODES[0] == "default"
+    model = adapt_model(nn.Linear(3, 2), torch.device("cpu"), compile=True,
+                        compile_mode="max-autotune-no-cudagraphs")
+    assert "compiled" in type(model).__qualname__
+    accelerator = Accelerator(torch.device("cpu"), compile=True, compile_mode="max-autotune")
+    assert accelerator.document()["compile_mode"] == "max-autotune"
+    assert Accelerator(torch.device("cpu")).document()["compile_mode"] is None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -132,5 +133,12 @@ def reuse_finished(configs: list[RunConfig], store: "Store", sources: list["Stor
         if key is not None:
             keys.setdefault(key, config)
     found = reusable(sources, keys)
-    copied = copy_runs(store, [found[k] for k in keys if k in found])
-    return {doc["trial_key"] for doc in copied}
+    picked = []
+    for key, (source, doc) in found.items():
+        if doc["trial_key"] != keys[key].trial_key:  # a forged or corrupted document
+            warnings.warn(f"skipped run {doc['run_id'][:80]} of {source.root}: its reuse key is "
+                          f"that of trial {keys[key].trial_key}, its trial key "
+                          f"{str(doc['trial_key'])[:40]}: not reused", stacklevel=2)
+            continue
+        picked.append((source, doc))
+    return {doc["trial_key"] for doc in copy_runs(store, picked)}

@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from runners.cli import main
+from runners.env import cpu_model
 from runners.launch import run_study
-from runners.reuse import reuse_context, reuse_inputs, reuse_key
+from runners.reuse import reuse_context, reuse_finished, reuse_inputs, reuse_key
 from workbench import query
 from workbench.catalog import get_workload
 from workbench.results import Results, dumps
@@ -120,6 +121,23 @@ def test_a_bad_run_in_a_reuse_source_is_skipped_with_a_warning(tmp_path):
                            [(source, d) for d in docs])
     assert [d["run_id"] for d in copied] == [docs[1]["run_id"]]
     assert copied[0]["reused_from"]["run_id"] == docs[1]["run_id"]
+
+
+def test_a_run_whose_key_names_another_trial_is_not_reused(tmp_path):
+    """A document whose reuse key is forged (or corrupted) to match a trial it is not."""
+
+    source = make_store(tmp_path / "src", algorithms=("fast",), workloads=("digits_mlp",),
+                        studies=1, trials=1)
+    doc = next(source.documents())
+    config = RunConfig(workload="digits_mlp", algorithm="fast", study_name="other")
+    context = reuse_context({})
+    here = f"cpu: {cpu_model()}"  # this machine's class: the key the launcher looks for
+    forged = {**doc, "reuse_key": reuse_key(config, get_workload("digits_mlp"), here, context)}
+    source.run_path(doc["run_id"]).joinpath("run.json").write_text(json.dumps(forged))
+    target = open_store(tmp_path / "dst", create=True)
+    with pytest.warns(UserWarning, match="its reuse key is that of trial .*: not reused"):
+        assert reuse_finished([config], target, [source], context) == set()
+    assert list(target.documents()) == []
 
 
 # -- merge -----------------------------------------------------------------------------------

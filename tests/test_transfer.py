@@ -246,3 +246,20 @@ def test_wrong_types_are_skipped_and_a_malformed_file_refused(fake_store, tmp_pa
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "not a readable Parquet" in err
     assert not (tmp_path / "u").exists()
+
+
+def test_the_dashboard_counts_reused_runs(tmp_path):
+    """The status line and the scope notes say how many of the shown runs were reused."""
+    from workbench.views.selection import Selection
+    from workbench.views.status import RunStatus, scope_notes
+
+    source = make_store(tmp_path / "src", algorithms=("fast",), workloads=("digits_mlp",),
+                        studies=1, trials=2)
+    target = make_store(tmp_path / "dst", algorithms=("slow",), workloads=("digits_mlp",),
+                        studies=1, trials=2)
+    assert len(copy_runs(target, [(source, d) for d in source.documents()])) == 2
+    selection = Selection(store_path=str(target.root))
+    line = RunStatus(selection=selection)._line.object
+    assert line.startswith("**4 runs shown:** 4 complete; 2 reused from other stores.")
+    assert any("2 of 4 runs reused from other stores (fast: 2)" in n
+               for n in scope_notes(selection))

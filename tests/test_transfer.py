@@ -105,6 +105,15 @@ def test_reuse_from_runs_only_the_other_algorithms_trials(tmp_path):
     assert "reused_runs" not in Results(first).score()
 
 
+def test_a_reuse_source_that_is_not_a_store_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "nope").mkdir()
+    code = main(["study", "--workloads", "synthetic", "--algorithms", "adamw", "--trials", "1",
+                 "--store", str(tmp_path / "s"), "--reuse-from", str(tmp_path / "nope")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "nope is not a Pacebench store" in err
+    assert not (tmp_path / "s").exists()
+
+
 def test_a_bad_run_in_a_reuse_source_is_skipped_with_a_warning(tmp_path):
     source = make_store(tmp_path / "src", algorithms=("fast",), workloads=("digits_mlp",),
                         studies=1, trials=2)

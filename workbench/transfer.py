@@ -159,8 +159,8 @@ def _skip(where: str, run_id: str, problem: str) -> None:
 # -- reuse ----------------------------------------------------------------------------------
 def reusable(sources: Iterable[Store], keys: Iterable[str]) -> dict[str, tuple[Store, dict]]:
     """{reuse key: (its store, the document of a finished run of that key)} for the `keys`
-    found among the `sources`' runs (the first store holding a key wins; within one store its
-    oldest finished run). Runs without a key are never reused."""
+    found among the `sources`' runs (the first store holding a key wins; within one store the
+    first such run in run-id order). Runs without a key are never reused."""
     wanted, found = set(keys), {}
     for source in sources:
         for doc in source.documents():

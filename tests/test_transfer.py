@@ -272,3 +272,21 @@ def test_the_dashboard_counts_reused_runs(tmp_path):
     assert line.startswith("**4 runs shown:** 4 complete; 2 reused from other stores.")
     assert any("2 of 4 runs reused from other stores (fast: 2)" in n
                for n in scope_notes(selection))
+
+
+def test_the_machine_speed_check_covers_reused_runs(tmp_path):
+    """Runs reused from a store timed on a slower machine (their probe twice as long) keep their
+    probe: compare withholds its verdict in seconds, naming the speed, with the verdict by
+    steps beside."""
+    from workbench.testing import make_timing_store
+
+    slow = make_timing_store(tmp_path / "slow", {"a": 1.0}, studies=3, trials=3)
+    here = make_timing_store(tmp_path / "here", {"b": 1.0}, studies=3, trials=3)
+    for store, probe in ((slow, 0.2), (here, 0.1)):
+        for i, doc in enumerate(store.documents()):
+            store.amend(doc["run_id"], probe_seconds=probe * (1 + 0.01 * (i % 3)))
+    assert len(copy_runs(here, [(slow, d) for d in slow.documents()])) == 9
+    result = Results(here).compare("a", "b")
+    assert any("machine speed differed" in w for w in result["warnings"])
+    assert result["withheld"] and result["verdict_by_steps"]
+    assert result["reused_runs"] == {"a": 9}

@@ -179,16 +179,15 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     repeated; the record keeps it). sources: {display name: AlgorithmSource} of the algorithms
     that their names alone do not load (runners/algorithms/sources.py); the record names them.
     rerun_eval_every: the reruns' eval cadence in steps (default: the catalog's), which is the
-    resolution of their times and steps to target.
-    Before anything runs, a time estimate is printed (runners/estimate.py: a short probe of the
-    workload on `execution`); estimate_only: print it and return None, writing nothing.
+    resolution of their times and steps to target. estimate_only: print the time estimate (it is
+    printed first in any case; runners/estimate.py), return None and write nothing.
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
     check_rule(reruns, reach_quantile, horizon)
-    _print_estimate(spec, algorithms, trials, reruns, workers, data_dir, execution, sources,
+    _print_estimate(spec, algorithms, reruns, workers, data_dir, execution, sources,
                     rerun_eval_every, tuning_runs=0 if reuse_tuning else trials * len(algorithms))
-    if estimate_only:
+    if estimate_only:  # nothing written
         return None
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
@@ -223,14 +222,19 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                                                  until, provenance)
     out_dir.mkdir(parents=True, exist_ok=True)
     record_path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"{workload}: validation {spec.target.metric} target {record['validation_target']} "
-          f"(reached by {record['reach_rate']:.0%} of {len(rerun)} reruns), test target "
-          f"{record['test_target']}; noise floor: "
-          f"{NoiseFloor.from_dict(record['noise_floor']).describe()} -> {record_path}")
+    _announce(spec, record, record_path)
     return record
 
 
-def _print_estimate(spec, algorithms: list[str], trials: int, reruns: int, workers: int,
+def _announce(spec, record: dict, path: Path) -> None:
+    """The one line that says what the procedure set."""
+    print(f"{spec.name}: validation {spec.target.metric} target {record['validation_target']} "
+          f"(reached by {record['reach_rate']:.0%} of {len(record['reruns'])} reruns), test "
+          f"target {record['test_target']}; noise floor: "
+          f"{NoiseFloor.from_dict(record['noise_floor']).describe()} -> {path}")
+
+
+def _print_estimate(spec, algorithms: list[str], reruns: int, workers: int,
                     data_dir, execution: ExecutionOptions | None,
                     sources: Mapping[str, Any] | None, rerun_eval_every: int | None,
                     tuning_runs: int) -> float:

@@ -39,8 +39,8 @@ from workbench.spec import RunConfig, WorkloadSpec, stable_hash
 if TYPE_CHECKING:
     from workbench.store import Store
 
-__all__ = ["REUSE_KEY_VERSION", "reuse_finished", "runner_code_hash", "source_hash", "reuse_context",
-           "reuse_inputs", "reuse_key"]
+__all__ = ["REUSE_KEY_VERSION", "reuse_finished", "runner_code_hash", "source_hash",
+           "reuse_context", "reuse_inputs", "reuse_key"]
 
 REUSE_KEY_VERSION = 1  # changes when reuse_inputs changes what it hashes
 RUNNERS = Path(__file__).resolve().parent

@@ -372,8 +372,9 @@ class ScoreResult:
                          f"probability of each rank over {BOOTSTRAP_DRAWS:,} bootstrap draws of "
                          "each algorithm's studies, ranks under 5 % left out):")
             for a, e in self.rank_shift.items():
-                lines.append(f"{a.ljust(width)}  {e[f'rank_{first}']:>2} ({_ranks_text(e[f'p_rank_{first}'])})"
-                             f"  ->  {e[f'rank_{second}']:>2} ({_ranks_text(e[f'p_rank_{second}'])})")
+                one, two = (f"{e[f'rank_{c}']:>2} ({_ranks_text(e[f'p_rank_{c}'])})"
+                            for c in (first, second))
+                lines.append(f"{a.ljust(width)}  {one}  ->  {two}")
         if len(self.pool) > 1:
             lines.append("\npool sensitivity (the largest change of each score when one other "
                          "algorithm is left out of the pool):")

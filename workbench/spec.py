@@ -17,7 +17,8 @@ from typing import Any, Literal, Mapping
 import numpy as np
 
 __all__ = [
-    "Direction", "Target", "meets", "relaxed_goal", "check_relax", "Budget", "EvalCadence", "WorkloadSpec", "ExecutionOptions",
+    "Direction", "Target", "meets", "relaxed_goal", "check_relax", "Budget", "EvalCadence",
+    "WorkloadSpec", "ExecutionOptions",
     "RunConfig", "StudySpec", "ScalingSpec", "RULESETS", "PRUNE_METHODS", "PRECISIONS",
     "COMPILE_MODES",
     "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash",

@@ -28,10 +28,10 @@ from workbench.views.selection import Selection
 from workbench.views.plotting import hv
 
 
-__all__ = ["Costs", "figures", "eval_share", "eval_share_frame", "cost_table", "cost_frame", "cost_pivot", "price_frame",
+__all__ = ["Costs", "figures", "cost_table", "cost_frame", "cost_pivot", "price_frame",
            "train_time_cube", "missing_prices_note", "pareto_data", "pareto_plot",
            "cost_quality_data", "cost_quality_plot", "speedup_data", "speedup_plot", "usd",
-           "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS"]
+           "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS", "eval_share", "eval_share_frame"]
 
 NOT_PRICED = "n/a (no price)"  # a cost whose hardware has no price in the table
 NOT_MEASURED = "n/m"  # latency or energy the runs did not measure (explained under the table)

@@ -165,12 +165,10 @@ class Results:
                  rank_shift: scoring.median_over_studies(other_study)},
                 {axis_name(chosen.time_axis): replicas,
                  rank_shift: scoring.bootstrap_medians(other_study, BOOTSTRAP_DRAWS)}, config)
-        clock = query.eval_clock(self.store, scoped.runs["run_id"].tolist())
         return ScoreResult(table, times, speedups, scoped, chosen,  # the runs _prepared read
                            dict(self._runs.attrs.get("skipped", {})),
                            rank_shift=shift, rank_axes=(axis_name(chosen.time_axis), rank_shift),
-                           pool=sensitivity.pool_sensitivity(times, config),
-                           eval_share=costs.eval_share(scoped.runs, clock))
+                           pool=sensitivity.pool_sensitivity(times, config), store=self.store)
 
     def score(self, reference: str | None = None, rank_shift: str | None = None,
               **scope) -> dict[str, Any]:
@@ -293,7 +291,18 @@ class ScoreResult:
     rank_shift: dict[str, dict] | None = None  # sensitivity.rank_shift over rank_axes
     rank_axes: tuple[str, str | None] = ("train", None)  # (the scope's axis, the other one)
     pool: dict[str, dict] = field(default_factory=dict)  # sensitivity.pool_sensitivity
-    eval_share: pd.DataFrame | None = None  # costs.eval_share of the scoped runs
+    store: Store | None = None   # where eval_share reads the eval rows (None: it is empty)
+
+    def eval_share(self) -> pd.DataFrame:
+        """costs.eval_share of the scoped runs (their eval rows are read on the first call:
+        most of a `score --json` of the v0.5 logs, so the text and CSV outputs skip it)."""
+        if not hasattr(self, "_eval_share"):
+            runs = self.scoped.runs
+            clock = query.eval_clock(self.store, runs["run_id"].tolist()) \
+                if self.store is not None and len(runs) else \
+                pd.DataFrame(columns=["run_id", "eval_seconds", "wall_seconds"])
+            self._eval_share = costs.eval_share(runs, clock)
+        return self._eval_share
 
     def to_json(self) -> dict[str, Any]:
         t = self.table
@@ -318,9 +327,9 @@ class ScoreResult:
         out["pool_sensitivity"] = {
             a: {"without": {b: round(v, 6) for b, v in e["without"].items()},
                 "largest_change": round(e["largest_change"], 6)} for a, e in self.pool.items()}
-        out["eval_share"] = {} if self.eval_share is None else {
+        out["eval_share"] = {
             str(a): {str(r.workload): _number(r.share) for r in rows.itertuples()}
-            for a, rows in self.eval_share.groupby("algorithm", sort=True)}
+            for a, rows in self.eval_share().groupby("algorithm", sort=True)}
         if self.rank_shift is not None:
             out["rank_shift"] = {a: {k: [round(p, 6) for p in v] if isinstance(v, list) else v
                                      for k, v in e.items()} for a, e in self.rank_shift.items()}

@@ -245,7 +245,7 @@ class Leaderboard(View):
         ranks = rank_shift_frame(self.selection)
         axis, other = self.selection.time_axis, other_clock(self.selection.time_axis)
         titles = {"algorithm": "Algorithm", "studies": "Studies"}
-        widths = {"algorithm": ALGORITHM_WIDTH, "studies": 80}
+        widths = {"algorithm": ALGORITHM_WIDTH, "studies": 95}
         for column in (axis, other):
             key, label = cubes.axis_name(column), cubes.AXIS_LABELS[column]
             titles.update({f"rank_{key}": f"Rank by {label}",

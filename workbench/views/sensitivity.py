@@ -31,11 +31,12 @@ def other_clock(axis: str) -> str:
 
 
 def probabilities_text(p: list[float]) -> str:
-    """'1st 75 %, 2nd 15 %, 3rd 9 %': the ranks with probability >= SHOWN_FROM, by rank."""
+    """'1st 75 %, 2nd 15 %, 3rd 9 %': the ranks with probability >= SHOWN_FROM, by rank (a
+    no-break space before each '%', so that a wrapped cell never splits a share)."""
     def ordinal(k: int) -> str:
         suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
         return f"{k}{suffix}"
-    return ", ".join(f"{ordinal(k)} {100 * q:.0f} %" for k, q in enumerate(p, 1)
+    return ", ".join(f"{ordinal(k)} {100 * q:.0f}\u00a0%" for k, q in enumerate(p, 1)
                      if q >= SHOWN_FROM)
 
 

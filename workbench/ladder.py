@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 __all__ = ["FINAL_COLUMNS", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means",
-           "rung_analysis", "trend", "ladder_analysis", "ladder_text"]
+           "rung_analysis", "trend", "ladder_analysis", "ladder_text", "record_problem",
+           "finals_frame"]
 
 # Columns of the frame the analysis reads: one row per run.
 FINAL_COLUMNS = (
@@ -51,7 +52,7 @@ MIN_FIT_BUDGETS = 4     # fewer: a 3-parameter fit passes through the points (rm
 # D_ref within this fraction beyond the fitted budgets' ends still counts as inside: seed noise
 # alone puts an equal algorithm's smallest and largest budget just outside half the time.
 EXTRAPOLATION_TOLERANCE = 0.1
-_B_GRID = np.geomspace(1e-3, B_MAX, 160)
+_B_GRID = np.geomspace(1e-3, B_MAX, 64)  # neighbours 13 % apart; golden section refines
 _GOLDEN = (math.sqrt(5) - 1) / 2
 
 
@@ -93,21 +94,25 @@ def invert(a, b, c, loss):
 
 def _profile(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For z = x^(-b) fixed, the least-squares (a, c) with a, c >= 0 and the sum of squared
-    errors, per row of y (draws x points); z broadcasts against y."""
-    zm, ym = z.mean(-1, keepdims=True), y.mean(-1, keepdims=True)
-    szz = ((z - zm) ** 2).sum(-1)
-    a = np.where(szz > 0, ((z - zm) * (y - ym)).sum(-1) / np.where(szz > 0, szz, 1), 0.0)
-    c = ym[..., 0] - a * zm[..., 0]
-    a = np.maximum(a, 0.0)
-    c = np.where(a == 0, ym[..., 0], c)
-    through_zero = c < 0  # c pinned at 0: a from the regression through the origin
-    a = np.where(through_zero, np.maximum((z * y).sum(-1) / (z * z).sum(-1), 0.0), a)
+    errors, per row of y (..., points); z broadcasts against y. From the five sums of z and y
+    (a regression on one variable), so that a grid of b over many draws stays cheap."""
+    z = np.broadcast_to(z, np.broadcast_shapes(z.shape, y.shape))
+    n = z.shape[-1]
+    sz, sy, szz = z.sum(-1), y.sum(-1), (z * z).sum(-1)
+    szy, syy = (z * y).sum(-1), (y * y).sum(-1)
+    spread = n * szz - sz * sz
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(spread > 0, (n * szy - sz * sy) / spread, 0.0)
+        a = np.maximum(a, 0.0)  # a < 0: the best fit is flat, a = 0 and c the mean
+        c = (sy - a * sz) / n
+        through_zero = c < 0    # c pinned at 0: a from the regression through the origin
+        a = np.where(through_zero, np.maximum(szy / szz, 0.0), a)
     c = np.where(through_zero, 0.0, c)
-    sse = ((a[..., None] * z + c[..., None] - y) ** 2).sum(-1)
-    return a, c, sse
+    sse = syy + a * a * szz + n * c * c - 2 * a * szy - 2 * c * sy + 2 * a * c * sz
+    return a, c, np.maximum(sse, 0.0)
 
 
-def fit_power_laws(x, y: np.ndarray, refine: int = 40
+def fit_power_laws(x, y: np.ndarray, refine: int = 25
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(a, b, c) of L = a x^(-b) + c fitted to each row of `y` (draws x points), vectorised;
     `x` is one row of points for all, or one per row. For a fixed b, a and c are linear
@@ -117,8 +122,8 @@ def fit_power_laws(x, y: np.ndarray, refine: int = 40
     x = np.broadcast_to(np.asarray(x, float), y.shape)
     scale = np.exp(np.log(x).mean(-1, keepdims=True))  # x / scale ~ 1: z well conditioned
     u = np.log(x / scale)
-    sse = np.stack([_profile(np.exp(-b * u), y)[2] for b in _B_GRID], -1)  # draws x grid
-    best = sse.argmin(-1)
+    sse = _profile(np.exp(-_B_GRID[:, None, None] * u), y)[2]  # grid x draws
+    best = sse.argmin(0)
     lo = _B_GRID[np.maximum(best - 1, 0)]
     hi = _B_GRID[np.minimum(best + 1, len(_B_GRID) - 1)]
 
@@ -140,32 +145,26 @@ def fit_power_laws(x, y: np.ndarray, refine: int = 40
 
 
 def fit_power_law(x: Sequence[float], y: Sequence[float]) -> PowerLawFit:
-    """L(x) = a x^(-b) + c through (x, y) by bounded least squares (scipy.optimize.least_squares,
-    a, c >= 0, 1e-3 <= b <= B_MAX), started from the profile fit of `fit_power_laws` (a robust
-    start: the grid covers every b); the better of the two is kept. Needs 3 or more points."""
-    from scipy.optimize import least_squares
+    """L(x) = a x^(-b) + c through (x, y) by bounded least squares (a, c >= 0, 0 < b <= B_MAX):
+    for a fixed b the best a and c are linear, so the sum of squared errors is minimised over
+    b alone, by scipy.optimize.minimize_scalar (bounded) between the neighbours of the best b
+    on a log grid (a robust start: the grid covers every b, so a local minimum elsewhere
+    cannot trap it). Needs 3 or more distinct x; rmse over the fitted points."""
+    from scipy.optimize import minimize_scalar
 
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 3 or len(np.unique(x)) < 3:
         raise ValueError(f"a 3-parameter fit needs 3 or more distinct budgets, got {len(x)}")
-    a0, b0, c0 = (float(v[0]) for v in fit_power_laws(x, y[None, :]))
     scale = math.exp(np.log(x).mean())
     u = np.log(x / scale)
-
-    def residuals(p):
-        return p[0] * np.exp(-p[1] * u) + p[2] - y
-
-    start = np.array([a0 / scale ** b0, min(max(b0, 1e-3), B_MAX), max(c0, 0.0)])
-    best = start
-    try:
-        solved = least_squares(residuals, start, bounds=([0, 1e-3, 0], [np.inf, B_MAX, np.inf]),
-                               x_scale="jac")
-        if (solved.fun ** 2).sum() < (residuals(start) ** 2).sum():
-            best = solved.x
-    except ValueError:  # a start on a bound that scipy refuses: keep the profile fit
-        pass
-    rmse = float(np.sqrt(np.mean(residuals(best) ** 2)))
-    return PowerLawFit(float(best[0] * scale ** best[1]), float(best[1]), float(best[2]), rmse,
+    sse = _profile(np.exp(-_B_GRID[:, None] * u), y[None, :])[2]
+    best = int(sse.argmin())
+    lo, hi = _B_GRID[max(best - 1, 0)], _B_GRID[min(best + 1, len(_B_GRID) - 1)]
+    solved = minimize_scalar(lambda b: float(_profile(np.exp(-b * u), y)[2]), bounds=(lo, hi),
+                             method="bounded", options={"xatol": 1e-7})
+    b = float(solved.x) if solved.fun <= sse[best] else float(_B_GRID[best])
+    a, c, err = _profile(np.exp(-b * u), y)
+    return PowerLawFit(float(a) * scale ** b, b, float(c), float(np.sqrt(err / len(x))),
                        len(x), float(x.min()), float(x.max()))
 
 
@@ -180,6 +179,95 @@ def rescaled_means(values: np.ndarray, draws: int, rng: np.random.Generator) -> 
         return np.broadcast_to(mean, (draws, values.shape[1])).copy()
     picks = rng.integers(0, n, size=(draws, n))
     return mean + math.sqrt(n / (n - 1)) * (values[picks].mean(1) - mean)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
+
+
+def _is_count(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+MAX_NAME = 200  # characters of a rung name, a transfer rule or a reference
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_NAME
+
+
+# A ladder record's keys (runners/ladder.py writes them into the run's config.ladder): what
+# each must be, and whether it may be missing or null.
+_RECORD_RULES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
+    "rung": (_is_name, f"a name of 1 to {MAX_NAME} characters", False),
+    "non_embedding_params": (lambda v: _is_count(v, 1), "a whole number >= 1", False),
+    "params": (lambda v: _is_count(v, 1), "a whole number >= 1", True),
+    "budget": (lambda v: _is_number(v) and v > 0, "a number > 0 (a multiple of Chinchilla's "
+               "20 tokens per non-embedding parameter)", False),
+    "tokens": (lambda v: _is_number(v) and v > 0, "a number of tokens > 0", False),
+    "steps": (lambda v: _is_count(v, 1), "a whole number of steps >= 1", True),
+    "repeated_tokens": (lambda v: isinstance(v, bool), "true or false", True),
+    "transfer": (_is_name, f"a rule's name of 1 to {MAX_NAME} characters", True),
+    "tuning_trials": (lambda v: _is_count(v, 0), "a whole number >= 0", True),
+    "phase": (_is_name, "a name", True),
+    "reference": (_is_name, f"a name of 1 to {MAX_NAME} characters", True),
+}
+
+
+def record_problem(record: Any) -> str | None:
+    """Why a run's ladder record (config.ladder) cannot be read, in one line saying what is
+    valid; None when it can. Unknown keys are ignored (a newer runner may add some)."""
+    if not isinstance(record, Mapping):
+        return f"its ladder record is {type(record).__name__}, not an object"
+    for key, (valid, what, optional) in _RECORD_RULES.items():
+        value = record.get(key)
+        if value is None and optional:
+            continue
+        if not valid(value):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            return f"its ladder record's {key} is {shown}; valid is {what}"
+    return None
+
+
+def finals_frame(runs: pd.DataFrame, records: Mapping[str, Any], last: pd.DataFrame,
+                 loss_column: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """(FINAL_COLUMNS, one row per final ladder run; {run_id: why it was skipped}) from the run
+    table `runs`, the runs' ladder records ({run_id: config.ladder}) and their last eval rows
+    `last` (run_id, step, train_seconds, `loss_column`). Tuning runs (phase "tuning") are left
+    out: a ladder compares its final runs. A record that fails record_problem skips its run."""
+    skipped, rows = {}, []
+    by_run = last.set_index("run_id") if len(last) else None
+    for run in runs.itertuples(index=False):
+        record = records.get(run.run_id)
+        if record is None:
+            continue
+        problem = record_problem(record)
+        if problem:
+            skipped[run.run_id] = problem
+            continue
+        if record.get("phase") == "tuning":
+            continue
+        row = by_run.loc[run.run_id] if by_run is not None and run.run_id in by_run.index \
+            else None
+        loss = float(row[loss_column]) if row is not None else math.nan
+        step = row["step"] if row is not None else None
+        planned = record.get("steps")
+        early = run.status != "complete" or step is None or pd.isna(step) or \
+            (planned is not None and int(step) < planned)
+        rows.append({
+            "run_id": run.run_id, "rung": record["rung"],
+            "non_embedding_params": record["non_embedding_params"],
+            "params": record.get("params"), "algorithm": run.algorithm,
+            "budget": float(record["budget"]), "tokens": float(record["tokens"]),
+            "seed": run.seed, "final_loss": loss,
+            "train_seconds": float(row["train_seconds"]) if row is not None else math.nan,
+            "status": run.status, "early": bool(early),
+            "repeated_tokens": bool(record.get("repeated_tokens") or False),
+            "transfer": record.get("transfer"), "tuning_trials": record.get("tuning_trials"),
+            "reference": record.get("reference"), "study_name": run.study_name})
+    columns = list(FINAL_COLUMNS) + ["reference", "study_name"]
+    return pd.DataFrame(rows, columns=columns), skipped
 
 
 def _num(value: Any, digits: int = 6) -> float | None:
@@ -216,12 +304,14 @@ class _Arm:
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> "_Arm":
-        budgets, tokens, values = [], [], []
-        for budget, part in frame.groupby("budget", sort=True):
-            budgets.append(float(budget))
-            tokens.append(float(part["tokens"].median()))
-            values.append(part[["final_loss", "train_seconds"]].to_numpy(float))
-        return cls(budgets, tokens, values)
+        budget = frame["budget"].to_numpy(float)
+        tokens = frame["tokens"].to_numpy(float)
+        values = np.stack([frame["final_loss"].to_numpy(float),
+                           frame["train_seconds"].to_numpy(float)], 1)
+        levels = np.unique(budget)
+        return cls([float(b) for b in levels],
+                   [float(np.median(tokens[budget == b])) for b in levels],
+                   [values[budget == b] for b in levels])
 
     def means(self) -> np.ndarray:  # budgets x [loss, seconds]
         return np.array([v.mean(0) for v in self.values]).reshape(-1, 2)

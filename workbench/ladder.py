@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["FINAL_COLUMNS", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
+__all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means",
            "rung_analysis", "trend", "ladder_analysis", "ladder_text", "record_problem",
            "finals_frame"]
@@ -45,6 +45,7 @@ FINAL_COLUMNS = (
     "status", "early",  # early: read before its schedule ended (step < planned, or not complete)
     "repeated_tokens", "transfer", "tuning_trials",
 )
+LOSS_COLUMN = "validation/loss"  # the eval rows' column whose last value is a run's final loss
 DRAWS = 1000            # bootstrap draws behind every ladder interval
 INTERVAL_LEVEL = 0.95   # two-sided; percentile intervals of the draws
 B_MAX = 3.0             # largest exponent b the fit considers (language models: 0.05 to 0.6)

@@ -25,7 +25,7 @@ measures its batch-1 inference latency (runners/inference.py) into run.json's `i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from runners.checkpoint import Checkpoint
     from runners.distributed import DataParallel
 
-__all__ = ["run", "Prepared", "prepare", "run_document"]
+__all__ = ["run", "Prepared", "prepare", "run_document", "ladder_workload"]
 
 EVAL_SPLITS = ("train", "validation", "test")
 
@@ -85,7 +85,7 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     use_workload_source(config)  # a plug-in workload: its factory, loaded in this process
     device = resolve_device(options.device if device is None else device)
     torch.set_num_threads(options.threads)  # fixed per run: reductions (and so results) depend on it
-    spec = get_workload(config.workload)
+    spec = ladder_workload(get_workload(config.workload), config.ladder)
     algorithm = algorithm or get_algorithm(config.algorithm, config.hparams,
                                            config.algorithm_source, config.algorithm_sha256)
     if config.sparsity:  # pruning at init: masks chosen in init (before the clock), kept fixed
@@ -106,6 +106,15 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
         budget = Budget(seconds=budget.seconds, steps=min(budget.steps, config.max_steps))
     return Prepared(config, spec, workload, algorithm, model, batch_size, budget, device,
                     accelerator)
+
+
+def ladder_workload(spec: WorkloadSpec, ladder: Mapping | None) -> WorkloadSpec:
+    """The workload a ladder run trains (runners/ladder.py): the catalog entry with its step
+    hint set to the run's planned steps, so that every schedule laid over the step hint decays
+    to its end exactly at the run's last step. Not a ladder run (None): `spec` unchanged."""
+    if ladder is None:
+        return spec
+    return replace(spec, step_hint=int(ladder["steps"]))
 
 
 def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,

@@ -37,7 +37,8 @@ __all__ = [
     "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
-    "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns",
+    "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns", "LADDER_FIELDS",
+    "LADDER_PHASES",
 ]
 
 SCHEMA_VERSION = 3
@@ -225,6 +226,31 @@ def check_row_columns(columns: Iterable[str]) -> None:
                              "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
 
 
+# A ladder run's place (runners/ladder.py): run.json's top-level "ladder" and config.ladder hold
+# the same mapping, with these keys; absent (null) in every other run and in older documents,
+# which read as before (no schema change: a reader that does not know the key ignores it).
+LADDER_FIELDS = (
+    "rung",                  # str: the rung's workload name (`pacebench ladder --list`)
+    "non_embedding_params",  # int: the rung's parameters outside the token/position embeddings
+    "params",                # int: all its parameters
+    "flops_per_token",       # float: training FLOPs per token (forward + backward, LM head in)
+    "budget",                # float: the data budget as a multiple of Chinchilla (20 tokens per
+                             # non-embedding parameter x budget)
+    "tokens",                # int: planned training tokens, steps x batch x block
+    "steps",                 # int: planned steps; the schedule's horizon (step hint) and the
+                             # step budget: the run's last eval is at this step
+    "data",                  # str: "generated" | "shakespeare" | a token-file path
+    "repeated_tokens",       # bool: the plan needs more tokens than the data source holds
+    "transfer",              # str | null: the transfer rule that set its hyperparameters
+    "tuning_trials",         # int: tuning trials this algorithm got at this rung (0: its
+                             # declared setting or transfer rule, no sweep)
+    "phase",                 # "final": a run the ladder compares | "tuning": a sweep trial (its
+                             # study is "<ladder name>.tuning"); analyses read "final" only
+    "reference",             # str: the ladder's reference algorithm (its first)
+)
+LADDER_PHASES = ("final", "tuning")
+
+
 # Keys that every run document has, whatever wrote it; a document without one is not a run.
 REQUIRED_DOC_FIELDS = ("run_id", "trial_key", "study_name", "workload", "algorithm", "status")
 
@@ -270,6 +296,8 @@ def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, 
         "algorithm": c.algorithm, "ruleset": c.ruleset, "study": c.study, "trial": c.trial,
         "seed": c.seed, "rng_seed": c.rng_seed, "hparams": dict(c.hparams),
         "source": "pacebench", "config": c.to_dict()}
+    if c.ladder is not None:
+        doc["ladder"] = dict(c.ladder)
     if spec is not None:
         t = spec.target
         doc.update(workload=spec.name, base_workload=spec.base, variant=spec.variant,

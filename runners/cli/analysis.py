@@ -63,7 +63,7 @@ def add(sub) -> None:
     p.set_defaults(func=import_algoperf)
 
 
-def ladder_summary_flags(p: argparse.ArgumentParser) -> None:
+def ladder_summary_flags(p) -> None:
     """`pacebench ladder`'s analysis flags: --summary (print the ladder's summary of the
     --store instead of running), --json, --reference, --study. The parser adds --store."""
     p.add_argument("--summary", action="store_true",

@@ -76,9 +76,11 @@ TRANSFER_RULES: dict[str, Callable[[Mapping[str, Any], Rung, Rung], dict[str, An
 
 def planned_steps(budget: float, tokens_per_param: float, non_embedding_params: int,
                   batch_size: int, block_size: int) -> int:
-    """ceil(budget * tokens_per_param * N / (batch * block)), in exact arithmetic (a budget of
-    exactly k batches is k steps, never k + 1 from a rounding error); at least 1."""
-    tokens = Fraction(budget) * Fraction(tokens_per_param) * non_embedding_params
+    """ceil(budget * tokens_per_param * N / (batch * block)), at least 1, in exact decimal
+    arithmetic: the numbers are read as their shortest decimal text (0.1 is 1/10, not the binary
+    float just above it), so a budget of exactly k batches is k steps, never k + 1."""
+    tokens = (Fraction(repr(float(budget))) * Fraction(repr(float(tokens_per_param)))
+              * non_embedding_params)
     return max(1, math.ceil(tokens / (batch_size * block_size)))
 
 

@@ -85,8 +85,9 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--data-dir", help="dataset folder (default: $PACEBENCH_DATA or "
                                       "datasets/cache)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
-    launch_flags(g)
-    add_execution_flags(g)
+    store_flag(g)
+    launch_flags(p)
+    add_execution_flags(p)
 
 
 def _spec(args: argparse.Namespace, algorithms: list[str]):

@@ -365,24 +365,19 @@ def run_ladder(spec: LadderSpec, rungs: Mapping[str, Rung], store: Store, worker
 
 def catalog_rungs(data: str, data_dir=None) -> dict[str, Rung]:
     """{name: Rung} of the catalog's ladder (workbench.catalog.ladder_rungs), smallest first,
-    with the distinct training tokens that `data` holds for each."""
+    counted with the vocabulary of `data` and holding the distinct training tokens it has
+    (runners/data/tokens.py; a bad path or file is a one-line error here, before any run)."""
+    from runners.data.tokens import token_source
     from workbench.catalog import ladder_rungs, rung_counts
 
+    source = token_source(data, data_dir)
     rungs = {}
     for spec in ladder_rungs():
-        counts = rung_counts(spec)
+        counts = rung_counts(spec, source.vocab_size)
         rungs[spec.name] = Rung(
             name=spec.name, non_embedding_params=int(counts["non_embedding_params"]),
             params=int(counts["params"]), flops_per_token=float(counts["flops_per_token"]),
             batch_size=spec.batch_size, block_size=int(spec.model["block_size"]),
             width=int(spec.model["n_embd"]), budget_steps=spec.budget.steps,
-            tokens_available=_tokens_available(spec, data, data_dir))
+            tokens_available=int(source.tokens_available))
     return rungs
-
-
-def _tokens_available(spec, data: str, data_dir) -> int | None:
-    """Distinct training tokens of `data` for rung `spec` (None: unlimited, the generated
-    corpus)."""
-    from runners.data import tokens_available
-
-    return tokens_available(spec, data, data_dir)

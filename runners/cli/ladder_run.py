@@ -149,6 +149,6 @@ def _print_summary(store, name: str) -> None:
     import workbench
 
     results = workbench.open(store.root)
-    if not hasattr(results, "ladder"):
+    if not hasattr(results, "ladder_result"):
         return
-    print(results.ladder(studies=(name,)).text())
+    print(results.ladder_result(studies=(name,)).text())

@@ -312,13 +312,35 @@ def describe_ladder(spec: LadderSpec, rungs: Mapping[str, Rung]) -> str:
 class LadderResult:
     """What a ladder launch did: its tuning and final launches (runners.launch StudyResult)."""
 
-    tuning: Any | None
-    final: Any
+    tuning: Any | None  # None: no algorithm is swept
+    final: Any | None   # None: the sweeps stopped (Ctrl-C, a full disk) before the final runs
     untuned: list[tuple[str, str]]  # (algorithm, rung) whose sweep had no finished run
+
+    @property
+    def launches(self) -> list:
+        return [r for r in (self.tuning, self.final) if r is not None]
+
+    # what runners.cli.common.launch_and_report reads of a launch, over both launches
+    @property
+    def stopped(self) -> str | None:
+        return next((r.stopped for r in self.launches if r.stopped), None)
+
+    @property
+    def failed(self) -> list[str]:
+        return [line for r in self.launches for line in r.failed]
+
+    @property
+    def interrupted(self) -> list[str]:
+        return [t for r in self.launches for t in r.interrupted]
+
+    @property
+    def not_started(self) -> int:
+        return sum(r.not_started for r in self.launches)
 
     def summary(self) -> str:
         parts = [] if self.tuning is None else [f"tuning: {self.tuning.summary()}"]
-        parts.append(f"final runs: {self.final.summary()}")
+        parts.append(f"final runs: {self.final.summary()}" if self.final is not None
+                     else "final runs: not started (the sweeps did not end)")
         parts += [f"{a} at {r}: no finished tuning run, so no final runs"
                   for a, r in self.untuned]
         return "\n".join(parts)
@@ -343,7 +365,7 @@ def run_ladder(spec: LadderSpec, rungs: Mapping[str, Rung], store: Store, worker
                                     progress, {}, options,
                                     allow_mixed_execution=allow_mixed_execution)
         if tuning_result.no_space or tuning_result.stopped:
-            return LadderResult(tuning_result, tuning_result, [])
+            return LadderResult(tuning_result, None, [])
     tuned = choose_tuned(store, spec, tuning)
     untuned = sorted({(c.algorithm, c.workload) for c in tuning} - set(tuned))
     for algorithm, rung in untuned:

@@ -127,35 +127,40 @@ def test_a_transfer_rule_scales_the_declared_learning_rate_with_width():
                                transfer={"adamw": "nope"}), RUNGS)
 
 
-def test_resume_after_a_kill_runs_only_the_unfinished_runs(tmp_path):
-    store = open_store(tmp_path / "store", create=True)
-    spec = LadderSpec(sizes="digits_mlp", algorithms="adamw,twin", budgets=(1, 2),
-                      tokens_per_param=1, evals=2, name="lad")
-    from runners.algorithms.sources import parse_algorithms
-    sources = parse_algorithms(["adamw", "twin=adamw"], ["adamw"])
-    first = run_ladder(spec, DIGITS, store, workers=2, progress=False,
-                       sources=sources)
-    assert first.final.succeeded == 4 and not first.final.failed and first.tuning is None
+@pytest.mark.slow
+def test_a_ladder_of_the_smallest_rung_runs_resumes_after_a_kill_and_summarises(
+        tmp_path, capsys):
+    root = tmp_path / "store"
+    argv = ["ladder", "--sizes", "gpt_7k", "--algorithms", "adamw,twin=adamw", "--budgets",
+            "1,2", "--tokens-per-param", "0.5", "--evals", "2", "--workers", "2",
+            "--name", "lad", "--store", str(root), "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "steps 4, 7 (batch 16 x 64 tokens)" in out  # ceil(0.5 x 6,984 / 1,024) = 4
+    assert "4 trials planned, 0 already done, 4 ran, 0 failed" in out
+    assert "rung gpt_7k" in out and "final validation loss" in out  # the summary
+    store = open_store(root)
     docs = list(store.documents(study_name="lad"))
     for doc in docs:  # the last eval is at the planned step, where the schedule ended
         assert doc["ladder"] == doc["config"]["ladder"] and doc["status"] == "complete"
         assert doc["step_hint"] == doc["steps"] == doc["ladder"]["steps"]
+        assert doc["workload_spec"]["model"]["data"] == "generated"
     evals = query.evals_frame(store)
     last = evals.sort_values("step").groupby("run_id").tail(1)
     assert dict(zip(last.run_id, last.step)) == {d["run_id"]: d["ladder"]["steps"] for d in docs}
     assert last[ladder.LOSS_COLUMN].notna().all()
+    assert main(argv) == 2  # the ladder exists: --resume, or another --name
+    assert "--resume" in capsys.readouterr().err
     # a kill left one run interrupted: resume runs it, and nothing finished
     killed = docs[0]
     path = store.run_path(killed["run_id"]) / R.RUN_DOC
     path.write_text(json.dumps({**killed, "status": "interrupted"}))
-    again = run_ladder(spec, DIGITS, store, resume=True,
-                       progress=False, sources=sources)
-    assert again.final.skipped == 3 and again.final.succeeded == 1
+    assert main(argv + ["--resume"]) == 0
+    assert "4 trials planned, 3 already done, 1 ran, 0 failed" in capsys.readouterr().out
     redone = [d for d in store.documents(study_name="lad") if d["trial_key"] == killed["trial_key"]]
     assert sorted(d["status"] for d in redone) == ["complete", "interrupted"]
-    done = run_ladder(spec, DIGITS, store, resume=True, progress=False,
-                      sources=sources)
-    assert done.final.skipped == 4 and done.final.succeeded == 0
+    assert main(argv + ["--resume"]) == 0
+    assert "4 already done, 0 ran" in capsys.readouterr().out
 
 
 def test_the_best_sweep_trial_is_rerun_at_every_budget(tmp_path):

@@ -48,3 +48,19 @@ def test_analytic_flops_match_the_op_counter_on_the_smallest_rung():
     tokens = 4 * m["block_size"]
     recompute = 2 * m["n_layer"] * m["block_size"] * m["n_embd"]
     assert counted == (rung_counts(spec)["flops_per_token"] + recompute) * tokens
+
+
+def test_ladder_list_json_prints_every_rung_with_its_counts(capsys):
+    import json
+
+    from runners.cli import main
+
+    assert main(["ladder", "--list", "--json"]) == 0
+    rungs = json.loads(capsys.readouterr().out)["rungs"]
+    assert [r["name"] for r in rungs] == [w.name for w in ladder_rungs()]
+    for r in rungs:
+        assert r == {"name": r["name"], **rung_counts(get_workload(r["name"]))}
+    assert main(["ladder", "--list"]) == 0
+    assert "gpt_113m" in capsys.readouterr().out
+    assert main(["ladder"]) == 2  # nothing asked: one line saying what is valid
+    assert capsys.readouterr().err.count("\n") == 1

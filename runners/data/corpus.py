@@ -104,37 +104,47 @@ class GeneratedCorpus:
             np.zeros((0, length, 2))
         return self._generate(u)
 
+    def _hidden(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """From uniforms u (n, length, 2): the topic, the mixture component and the candidate's
+        rank of every position, each (n, length); none depends on earlier tokens."""
+        n, length, _ = u.shape
+        k, s = self.topics, u[:, :, 0]
+        # a topic is set at position 0 (floor(u K)) and wherever u < P_SWITCH (floor(u / P K))
+        event = s < P_SWITCH
+        event[:, 0] = True
+        value = np.where(s < P_SWITCH, s / P_SWITCH * k, s * k).astype(np.int64)
+        value[:, 0] = (s[:, 0] * k).astype(np.int64)
+        last = np.maximum.accumulate(np.where(event, np.arange(length), 0), axis=1)
+        z = np.minimum(np.take_along_axis(value, last, axis=1), k - 1)
+        mix, zipfs = self._cdfs
+        r = u[:, :, 1]
+        comp = np.minimum(np.searchsorted(mix, r, side="right"), 3)
+        low = np.where(comp > 0, mix[np.maximum(comp - 1, 0)], 0.0)
+        within = (r - low) / np.asarray(MIXTURE)[comp]
+        rank = np.zeros((n, length), dtype=np.int64)
+        for ci, cdf in enumerate(zipfs):
+            m = comp == ci
+            rank[m] = np.minimum(np.searchsorted(cdf, within[m], side="right"), len(cdf) - 1)
+        return z, comp, rank
+
     def _generate(self, u: np.ndarray) -> np.ndarray:
-        """Tokens (n, length) from uniforms u (n, length, 2), one position at a time."""
+        """Tokens (n, length) from uniforms u (n, length, 2): the hidden choices at once, then
+        the n-gram lookups one position at a time (each depends on the tokens before)."""
         n, length, _ = u.shape
         t = self.tables
-        mix, zipfs = self._cdfs
-        k = self.topics
-        out = np.zeros((n, length), dtype=np.int64)
+        z, comp, rank = self._hidden(u)
+        out = t["unigram"][z, np.where(comp == 0, rank, 0)].astype(np.int64)  # component 0
+        # ranks beyond a table's candidates only occur where another component was chosen
+        r1, r2, r3 = (np.minimum(rank, m - 1) for m in CANDIDATES[1:])
         a = np.zeros(n, dtype=np.int64)
         b, c = a.copy(), a.copy()
-        z = np.minimum((u[:, 0, 0] * k).astype(np.int64), k - 1)
-        rows = np.arange(n)
         for pos in range(length):
-            s = u[:, pos, 0]
-            switch = s < P_SWITCH
-            if pos and switch.any():
-                z = np.where(switch, np.minimum((s / P_SWITCH * k).astype(np.int64), k - 1), z)
-            r = u[:, pos, 1]
-            comp = np.minimum(np.searchsorted(mix, r, side="right"), 3)
-            low = np.where(comp > 0, mix[np.maximum(comp - 1, 0)], 0.0)
-            within = (r - low) / np.asarray(MIXTURE)[comp]
-            tok = np.empty(n, dtype=np.int64)
-            for ci, choose in ((0, lambda rk, m: t["unigram"][z[m], rk]),
-                               (1, lambda rk, m: t["bigram"][a[m], rk]),
-                               (2, lambda rk, m: t["trigram"][b[m], a[m], rk]),
-                               (3, lambda rk, m: t["fourgram"][z[m], c[m], b[m], a[m], rk])):
-                m = comp == ci
-                if m.any():
-                    cdf = zipfs[ci]
-                    rank = np.minimum(np.searchsorted(cdf, within[m], side="right"), len(cdf) - 1)
-                    tok[m] = choose(rank, m)
-            out[rows, pos] = tok
+            cp = comp[:, pos]
+            tok = np.where(cp == 1, t["bigram"][a, r1[:, pos]],
+                           np.where(cp == 2, t["trigram"][b, a, r2[:, pos]],
+                                    t["fourgram"][z[:, pos], c, b, a, r3[:, pos]]))
+            tok = np.where(cp == 0, out[:, pos], tok)
+            out[:, pos] = tok
             c, b, a = b, a, tok
         return out
 
@@ -190,13 +200,4 @@ class GeneratedCorpus:
         lower bound): (count, length)."""
         u = np.stack([np.random.default_rng([self.seed, SPLITS[split], 0, first + i])
                       .random((length, 2)) for i in range(count)])
-        k = self.topics
-        z = np.minimum((u[:, 0, 0] * k).astype(np.int64), k - 1)
-        out = np.empty((count, length), dtype=np.int64)
-        for pos in range(length):
-            s = u[:, pos, 0]
-            if pos:
-                z = np.where(s < P_SWITCH, np.minimum((s / P_SWITCH * k).astype(np.int64),
-                                                      k - 1), z)
-            out[:, pos] = z
-        return out
+        return self._hidden(u)[0]

@@ -12,7 +12,8 @@ identity for the run's record (kind, seed or path, sha256).
 - TokenFileSource: pre-tokenized files, memory-mapped, random windows, validation apart:
   * a nanoGPT folder: train.bin and val.bin, raw little-endian uint16 token ids;
   * llm.c / modded-nanogpt shards: a 256 x int32 header (magic 20240520, version 1, token
-    count), then the uint16 tokens; a folder holding *train*.bin and *val*.bin shards.
+    count), then the uint16 tokens; a folder holding *train*.bin and *val*.bin shards (any
+    name other than exactly train.bin / val.bin is read as a shard, its header checked).
   A bad magic, version, size or token id (>= vocab) is a one-line ValueError. The vocabulary is
   GPT-2's (50,257) unless given.
 """
@@ -153,13 +154,18 @@ def read_shard(path: Path, vocab_size: int = GPT2_VOCAB) -> np.ndarray:
 
 
 def _read_raw(path: Path, vocab_size: int) -> np.ndarray:
-    """A nanoGPT .bin: raw uint16 tokens, memory-mapped."""
+    """A nanoGPT .bin (train.bin, val.bin): raw uint16 tokens, memory-mapped."""
     size = path.stat().st_size
     if size % 2 or size == 0:
         raise ValueError(f"{path}: {size} bytes, not a whole number (> 0) of uint16 tokens")
-    if size >= HEADER_INTS * 4 and np.fromfile(path, dtype="<i4", count=1)[0] == SHARD_MAGIC:
-        return read_shard(path, vocab_size)  # a shard named train.bin: read as the shard it is
     return _checked(np.memmap(path, dtype="<u2", mode="r"), path, vocab_size)
+
+
+def _read_file(path: Path, vocab_size: int) -> np.ndarray:
+    """train.bin / val.bin are nanoGPT's raw files; any other name is an llm.c shard."""
+    if path.name in ("train.bin", "val.bin"):
+        return _read_raw(path, vocab_size)
+    return read_shard(path, vocab_size)
 
 
 def _checked(ids: np.ndarray, path: Path, vocab_size: int) -> np.ndarray:
@@ -194,7 +200,7 @@ class TokenFileSource(_ArraySource):
                                  "or llm.c shards are read)")
             found[split] = files
         self.files = [f for files in found.values() for f in files]
-        self.splits = {split: _concat([_read_raw(f, vocab_size) for f in files])
+        self.splits = {split: _concat([_read_file(f, vocab_size) for f in files])
                        for split, files in found.items()}
         self.splits["test"] = self.splits["validation"]
         self.tokens_available = len(self.splits["train"])
@@ -211,9 +217,10 @@ class TokenFileSource(_ArraySource):
                 "sha256": digest.hexdigest()}
 
 
-def token_source(data: str, data_dir: str | Path | None = None, seed: int = 0) -> TokenSource:
+def token_source(data: str, data_dir: str | Path | None = None, seed: int = 0,
+                 vocab_size: int | None = None) -> TokenSource:
     """The source for knob `data`: "generated" (corpus seed `seed`), "shakespeare", or a path to
-    a folder of token files."""
+    a folder of token files (vocabulary `vocab_size`, default GPT-2's)."""
     if data == "generated":
         return GeneratedSource(GeneratedCorpus(seed=seed))
     if data == "shakespeare":
@@ -222,4 +229,4 @@ def token_source(data: str, data_dir: str | Path | None = None, seed: int = 0) -
     if not isinstance(data, str) or not data or "\0" in data:
         raise ValueError(f"bad data {data!r}: valid are generated, shakespeare, or a folder of "
                          "token files")
-    return TokenFileSource(data)
+    return TokenFileSource(data, GPT2_VOCAB if vocab_size is None else int(vocab_size))

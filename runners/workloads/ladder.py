@@ -99,7 +99,7 @@ class LadderWorkload(Workload):
         knob(m, "norm", ("rmsnorm",))
         knob(m, "activation", ("gelu",))
         self.source = source or token_source(str(knob(m, "data", default="generated")),
-                                             data_dir)
+                                             data_dir, vocab_size=m.get("vocab_size"))
         self.vocab_size = self.source.vocab_size
         self._eval = {split: self._tensor(self.source.eval_windows(split, EVAL_WINDOWS,
                                                                    self.block_size))
@@ -108,6 +108,11 @@ class LadderWorkload(Workload):
     def _tensor(self, windows) -> tuple[torch.Tensor, torch.Tensor]:
         w = torch.from_numpy(windows).to(self.device)
         return w[:, :-1], w[:, 1:]
+
+    def data_record(self) -> dict:
+        """The data's identity (kind, seed or path, sha256, vocabulary) and its distinct
+        training tokens, for the run's record."""
+        return {**self.source.identity(), "tokens_available": self.source.tokens_available}
 
     @property
     def tokens_available(self) -> int:

@@ -304,6 +304,10 @@ def describe_ladder(spec: LadderSpec, rungs: Mapping[str, Rung]) -> str:
                + (f", transfer rule {spec.transfer[algorithm]}"
                   if algorithm in spec.transfer else ""))
         lines.append(f"  tuning budget of {algorithm}: {how}")
+    sweeps = sum(k for k in tuning_counts(spec).values()) * len(spec.sizes)
+    finals = len(spec.sizes) * len(spec.budgets) * len(spec.algorithms) * spec.seeds
+    lines.append(f"  {finals} final runs" + (f" after {sweeps} tuning runs (study "
+                                              f"{tuning_name(spec)!r})" if sweeps else ""))
     lines += [f"warning: {w}" for w in fairness_warnings(spec)]
     return "\n".join(lines)
 

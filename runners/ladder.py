@@ -76,9 +76,11 @@ TRANSFER_RULES: dict[str, Callable[[Mapping[str, Any], Rung, Rung], dict[str, An
 
 def planned_steps(budget: float, tokens_per_param: float, non_embedding_params: int,
                   batch_size: int, block_size: int) -> int:
-    """ceil(budget * tokens_per_param * N / (batch * block)), in exact arithmetic (a budget of
-    exactly k batches is k steps, never k + 1 from a rounding error); at least 1."""
-    tokens = Fraction(budget) * Fraction(tokens_per_param) * non_embedding_params
+    """ceil(budget * tokens_per_param * N / (batch * block)), at least 1, in exact decimal
+    arithmetic: the numbers are read as their shortest decimal text (0.1 is 1/10, not the binary
+    float just above it), so a budget of exactly k batches is k steps, never k + 1."""
+    tokens = (Fraction(repr(float(budget))) * Fraction(repr(float(tokens_per_param)))
+              * non_embedding_params)
     return max(1, math.ceil(tokens / (batch_size * block_size)))
 
 
@@ -302,6 +304,10 @@ def describe_ladder(spec: LadderSpec, rungs: Mapping[str, Rung]) -> str:
                + (f", transfer rule {spec.transfer[algorithm]}"
                   if algorithm in spec.transfer else ""))
         lines.append(f"  tuning budget of {algorithm}: {how}")
+    sweeps = sum(k for k in tuning_counts(spec).values()) * len(spec.sizes)
+    finals = len(spec.sizes) * len(spec.budgets) * len(spec.algorithms) * spec.seeds
+    lines.append(f"  {finals} final runs" + (f" after {sweeps} tuning runs (study "
+                                              f"{tuning_name(spec)!r})" if sweeps else ""))
     lines += [f"warning: {w}" for w in fairness_warnings(spec)]
     return "\n".join(lines)
 
@@ -310,13 +316,35 @@ def describe_ladder(spec: LadderSpec, rungs: Mapping[str, Rung]) -> str:
 class LadderResult:
     """What a ladder launch did: its tuning and final launches (runners.launch StudyResult)."""
 
-    tuning: Any | None
-    final: Any
+    tuning: Any | None  # None: no algorithm is swept
+    final: Any | None   # None: the sweeps stopped (Ctrl-C, a full disk) before the final runs
     untuned: list[tuple[str, str]]  # (algorithm, rung) whose sweep had no finished run
+
+    @property
+    def launches(self) -> list:
+        return [r for r in (self.tuning, self.final) if r is not None]
+
+    # what runners.cli.common.launch_and_report reads of a launch, over both launches
+    @property
+    def stopped(self) -> str | None:
+        return next((r.stopped for r in self.launches if r.stopped), None)
+
+    @property
+    def failed(self) -> list[str]:
+        return [line for r in self.launches for line in r.failed]
+
+    @property
+    def interrupted(self) -> list[str]:
+        return [t for r in self.launches for t in r.interrupted]
+
+    @property
+    def not_started(self) -> int:
+        return sum(r.not_started for r in self.launches)
 
     def summary(self) -> str:
         parts = [] if self.tuning is None else [f"tuning: {self.tuning.summary()}"]
-        parts.append(f"final runs: {self.final.summary()}")
+        parts.append(f"final runs: {self.final.summary()}" if self.final is not None
+                     else "final runs: not started (the sweeps did not end)")
         parts += [f"{a} at {r}: no finished tuning run, so no final runs"
                   for a, r in self.untuned]
         return "\n".join(parts)
@@ -341,7 +369,7 @@ def run_ladder(spec: LadderSpec, rungs: Mapping[str, Rung], store: Store, worker
                                     progress, {}, options,
                                     allow_mixed_execution=allow_mixed_execution)
         if tuning_result.no_space or tuning_result.stopped:
-            return LadderResult(tuning_result, tuning_result, [])
+            return LadderResult(tuning_result, None, [])
     tuned = choose_tuned(store, spec, tuning)
     untuned = sorted({(c.algorithm, c.workload) for c in tuning} - set(tuned))
     for algorithm, rung in untuned:
@@ -363,24 +391,19 @@ def run_ladder(spec: LadderSpec, rungs: Mapping[str, Rung], store: Store, worker
 
 def catalog_rungs(data: str, data_dir=None) -> dict[str, Rung]:
     """{name: Rung} of the catalog's ladder (workbench.catalog.ladder_rungs), smallest first,
-    with the distinct training tokens that `data` holds for each."""
+    counted with the vocabulary of `data` and holding the distinct training tokens it has
+    (runners/data/tokens.py; a bad path or file is a one-line error here, before any run)."""
+    from runners.data.tokens import token_source
     from workbench.catalog import ladder_rungs, rung_counts
 
+    source = token_source(data, data_dir)
     rungs = {}
     for spec in ladder_rungs():
-        counts = rung_counts(spec)
+        counts = rung_counts(spec, source.vocab_size)
         rungs[spec.name] = Rung(
             name=spec.name, non_embedding_params=int(counts["non_embedding_params"]),
             params=int(counts["params"]), flops_per_token=float(counts["flops_per_token"]),
             batch_size=spec.batch_size, block_size=int(spec.model["block_size"]),
             width=int(spec.model["n_embd"]), budget_steps=spec.budget.steps,
-            tokens_available=_tokens_available(spec, data, data_dir))
+            tokens_available=int(source.tokens_available))
     return rungs
-
-
-def _tokens_available(spec, data: str, data_dir) -> int | None:
-    """Distinct training tokens of `data` for rung `spec` (None: unlimited, the generated
-    corpus)."""
-    from runners.data import tokens_available
-
-    return tokens_available(spec, data, data_dir)

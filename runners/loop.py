@@ -112,10 +112,12 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
 def ladder_workload(spec: WorkloadSpec, ladder: Mapping | None) -> WorkloadSpec:
     """The workload a ladder run trains (runners/ladder.py): the catalog entry with its step
     hint set to the run's planned steps, so that every schedule laid over the step hint decays
-    to its end exactly at the run's last step. Not a ladder run (None): `spec` unchanged."""
+    to its end exactly at the run's last step, and its `data` knob set to the ladder's data
+    (a workload without that knob keeps its own). Not a ladder run (None): `spec` unchanged."""
     if ladder is None:
         return spec
-    return replace(spec, step_hint=int(ladder["steps"]))
+    model = spec.model if "data" not in spec.model else {**spec.model, "data": ladder["data"]}
+    return replace(spec, step_hint=int(ladder["steps"]), model=model)
 
 
 def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,

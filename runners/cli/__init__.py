@@ -1,10 +1,10 @@
-"""The `pacebench` command: run, study, scale, ladder, score, compare, budget, rank, report, serve,
-set-targets, noise, list, import-algoperf.
+"""The `pacebench` command: run, study, scale, score, compare, budget, rank, report, serve,
+set-targets, noise, list, ladder, import-algoperf.
 
-The commands are defined one group to a module: training.py (run, study, scale), ladder.py
-(ladder; running one: ladder_run.py), analysis.py
+The commands are defined one group to a module: training.py (run, study, scale), analysis.py
 (score, compare, budget, rank, import-algoperf: printing what workbench.results returns),
-views.py (report, serve), targets.py (set-targets, noise, list) and catalog.py (list's output);
+views.py (report, serve), targets.py (set-targets, noise, list), catalog.py (list's output)
+and ladder.py (ladder; running one: ladder_run.py);
 common.py holds the flags and options they share. The store is `--store`, else
 $PACEBENCH_STORE, else `results/`. A bad input ends in one line saying what was wrong and what
 is valid (the traceback with PACEBENCH_DEBUG=1).
@@ -41,7 +41,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pacebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (training, ladder, analysis, views, targets):
+    for group in (training, analysis, views, targets, ladder):
         group.add(sub)
     return parser
 

@@ -85,8 +85,9 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--data-dir", help="dataset folder (default: $PACEBENCH_DATA or "
                                       "datasets/cache)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
-    launch_flags(g)
-    add_execution_flags(g)
+    store_flag(g)
+    launch_flags(p)
+    add_execution_flags(p)
 
 
 def _spec(args: argparse.Namespace, algorithms: list[str]):
@@ -144,10 +145,12 @@ def run_ladder_command(args: argparse.Namespace) -> int:
 
 
 def _print_summary(store, name: str) -> None:
-    """The ladder's summary (workbench.results.Results.ladder), when this pacebench has it."""
+    """The ladder's summary (workbench.results.Results.ladder_result), or why there is none."""
     import workbench
 
-    results = workbench.open(store.root)
-    if not hasattr(results, "ladder_result"):
+    try:
+        result = workbench.open(store.root).ladder_result(studies=(name,))
+    except ValueError as err:  # no finished final run to summarise
+        print(f"no summary: {err}", file=sys.stderr)
         return
-    print(results.ladder_result(studies=(name,)).text())
+    print(result.text())

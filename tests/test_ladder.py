@@ -255,6 +255,16 @@ def test_too_few_budgets_or_no_reference_run_give_no_speedup_and_say_why():
         L.ladder_analysis(frame, "nope")
 
 
+def test_train_seconds_that_do_not_vary_give_no_time_ratio_and_say_why():
+    frame = finals({"adamw": 1.0, "x": 2.0}, np.random.default_rng(0), rungs=RUNGS[:1])
+    frame["train_seconds"] = 10.0
+    rung = L.ladder_analysis(frame, "adamw", draws=50)["rungs"][0]
+    s = rung["speedups"]["x"]
+    assert rung["time_fit"] is None and s["time_ratio"] is None
+    assert s["time_ratio_interval"] is None and s["value"] == pytest.approx(2, abs=0.2)
+    assert any("no time ratio" in w for w in rung["warnings"])
+
+
 def test_one_seed_has_no_interval():
     frame = finals({"adamw": 1.0, "x": 2.0}, np.random.default_rng(0), rungs=RUNGS[:1],
                    seeds=1)

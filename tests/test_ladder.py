@@ -265,6 +265,14 @@ def test_train_seconds_that_do_not_vary_give_no_time_ratio_and_say_why():
     assert any("no time ratio" in w for w in rung["warnings"])
 
 
+def test_an_interval_with_infinite_draws_has_an_infinite_end():
+    draws = np.concatenate([np.linspace(0.9, 1.1, 90), np.full(10, np.inf)])
+    low, high = L.interval(draws, 0.95, 1.0, 10**9)
+    assert low == pytest.approx(0.9, abs=0.01) and high == math.inf
+    assert L.interval(np.full(10, np.nan), 0.95, 1.0, 8) != L.interval(draws, 0.95, 1.0, 8)
+    assert all(math.isnan(v) for v in L.interval(np.full(10, np.nan), 0.95, 1.0, 8))
+
+
 def test_one_seed_has_no_interval():
     frame = finals({"adamw": 1.0, "x": 2.0}, np.random.default_rng(0), rungs=RUNGS[:1],
                    seeds=1)

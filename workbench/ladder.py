@@ -55,6 +55,7 @@ MIN_FIT_BUDGETS = 4     # fewer: a 3-parameter fit passes through the points (rm
 EXTRAPOLATION_TOLERANCE = 0.1
 _B_GRID = np.geomspace(1e-3, B_MAX, 64)  # neighbours 13 % apart; golden section refines
 _GOLDEN = (math.sqrt(5) - 1) / 2
+_HUGE = 1e300
 
 
 @dataclass(frozen=True)
@@ -306,7 +307,11 @@ def interval(draws: np.ndarray, level: float, point: float, dof: int,
         return math.nan, math.nan
     tail = (1 - level) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        low, high = np.quantile(np.log(kept) if log else kept, [tail, 1 - tail])
+        values = np.log(kept) if log else kept
+        # infinite draws (a loss below the fit's floor) clipped for the interpolation, which
+        # would make inf - inf = NaN between two of them, and given back as infinite after
+        low, high = (v if abs(v) < _HUGE / 2 else math.copysign(math.inf, v) for v in
+                     np.quantile(np.clip(values, -_HUGE, _HUGE), [tail, 1 - tail]))
         centre = math.log(point) if log and point > 0 else point
     if math.isfinite(centre):  # else no estimate to widen about: the plain percentiles
         low, high = centre + factor * (low - centre), centre + factor * (high - centre)

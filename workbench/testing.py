@@ -543,7 +543,7 @@ def ladder_loss(non_embedding_params: float, tokens) -> np.ndarray:
 
 
 def make_ladder_store(path: str | os.PathLike,
-                      algorithms: Mapping[str, float] = {"adamw": 1.0, "twin": 1.0},
+                      algorithms: Mapping[str, float] | None = None,
                       rungs: Sequence[tuple[str, int]] = LADDER_RUNGS,
                       budgets: Sequence[float] = (1, 2, 4, 8), seeds: int = 5,
                       noise: float = 0.01, seed: int = 0, seconds_per_token: Mapping[str, float]
@@ -556,12 +556,13 @@ def make_ladder_store(path: str | os.PathLike,
 
     Algorithm `name` with factor m ends at the reference's true loss at m times its tokens
     (`ladder_loss`) plus N(0, noise): factor 0.5 is a planted speedup of 0.5, 2 one of 2. The
-    first algorithm is the reference. Train seconds: tokens x seconds_per_token[name] (default
+    first algorithm is the reference (default {"adamw": 1.0, "twin": 1.0}). Train seconds: tokens x seconds_per_token[name] (default
     1e-4). `early`: that many runs of the last algorithm stop at half their planned steps;
     `repeated`: every run records repeated_tokens. Names are written as given (hostile ones
     too): run folders are numbered."""
     store = open_store(path, create=True)
     rng = np.random.default_rng(seed)
+    algorithms = dict(algorithms or {"adamw": 1.0, "twin": 1.0})
     names = list(algorithms)
     late = 0
     with store.sealed_batch(durable=False) as batch:
@@ -593,7 +594,7 @@ def _ladder_run(rung: str, n: int, algorithm: str, budget: float, seed: int, pla
     steps = max(n_evals, math.ceil(budget * 20 * n / tokens_per_step))
     tokens = steps * tokens_per_step
     ran = steps // 2 if shorten else steps
-    run_id = f"ladder-{stable_run_number(rung, algorithm, budget, seed)}"
+    run_id = f"ladder-{_run_number(rung, algorithm, budget, seed)}"
     record = {"rung": rung, "non_embedding_params": n, "params": 2 * n + 4096,
               "flops_per_token": 6.0 * n, "budget": float(budget), "tokens": tokens,
               "steps": steps, "data": "generated", "repeated_tokens": repeated,
@@ -627,7 +628,7 @@ def _ladder_run(rung: str, n: int, algorithm: str, budget: float, seed: int, pla
     return doc, pa.Table.from_pylist(evals)
 
 
-def stable_run_number(*parts: Any) -> str:
+def _run_number(*parts: Any) -> str:
     """A folder-safe number for a fake run from its parts (any text: hostile names too)."""
     import hashlib
 

@@ -61,7 +61,7 @@ class LadderGPT(nn.Module):
         self.blocks = nn.ModuleList(_Block(n_embd, n_head) for _ in range(n_layer))
         self.norm = nn.RMSNorm(n_embd)
         for name, p in self.named_parameters():
-            if p.dim() >= 2:
+            if p.dim() >= 2 and not p.is_meta:  # meta tensors (counting sizes) hold no values
                 residual = name.endswith(("attn.proj.weight", "mlp.2.weight"))
                 std = INIT_STD / math.sqrt(2 * n_layer) if residual else INIT_STD
                 nn.init.normal_(p, 0.0, std)

@@ -103,6 +103,8 @@ def test_a_token_outside_the_vocabulary_or_an_odd_size_is_a_one_line_error(tmp_p
         TokenFileSource(tmp_path, vocab_size=600)
     with pytest.raises(ValueError, match="not a folder"):
         token_source(str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match="bad vocab_size 'big'"):
+        token_source(str(tmp_path), vocab_size="big")
 
 
 def test_the_workload_takes_its_data_as_a_knob_and_its_vocabulary_from_it(tmp_path):

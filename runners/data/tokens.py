@@ -187,6 +187,10 @@ class TokenFileSource(_ArraySource):
     *val*.bin). The test split is the validation split (these formats have no third file)."""
 
     def __init__(self, folder: str | Path, vocab_size: int = GPT2_VOCAB) -> None:
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or \
+                not 2 <= vocab_size <= 65536:
+            raise ValueError(f"bad vocab_size {vocab_size!r} for token files: an integer in "
+                             "2..65536 (uint16 token ids)")
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise ValueError(f"token data {str(self.folder)!r} is not a folder: give a folder "
@@ -237,4 +241,4 @@ def token_source(data: str, data_dir: str | Path | None = None, seed: int = 0,
     if not isinstance(data, str) or not data or "\0" in data:
         raise ValueError(f"bad data {data!r}: valid are generated, shakespeare, or a folder of "
                          "token files")
-    return TokenFileSource(data, GPT2_VOCAB if vocab_size is None else int(vocab_size))
+    return TokenFileSource(data, GPT2_VOCAB if vocab_size is None else vocab_size)

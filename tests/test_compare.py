@@ -142,8 +142,17 @@ def test_too_few_studies_give_no_interval_and_say_so():
 def test_a_workload_without_studies_of_one_side_is_left_out():
     times = study_times({"a": {"w": [1.0, 2, 3], "v": [1.0]}, "b": {"w": [2.0, 3, 4]}})
     r = C.compare(times, "a", "b")
-    assert r.left_out == {"v": "no study of b"}
-    assert [w.workload for w in r.per_workload] == ["w"]
+    assert list(r.left_out) == ["v"] and r.left_out["v"].startswith("no study of b; a store of "
+                                                                     "our own leaves")
+    assert [w.workload for w in r.per_workload] == ["w"] and r.counted_as_missed == {}
+    # an imported AlgoPerf store: AlgoPerf's scorer counts it missed, here in b's 3 studies
+    r = C.compare(times, "a", "b", absent_is_miss=True)
+    assert r.left_out == {} and [w.workload for w in r.per_workload] == ["w", "v"]
+    v = r.per_workload[1]
+    assert (v.studies_a, v.studies_b, v.misses_b) == (1, 3, 3)
+    assert v.probability_of_improvement == 1.0  # a's 1 s beats each of b's misses
+    assert "counted as missed in each of its 3 studies" in r.counted_as_missed["v"]
+    assert r.to_json()["counted_as_missed"] == r.counted_as_missed
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -463,7 +472,7 @@ def test_a_time_and_steps_disagreement_is_reported_with_the_cost_of_a_step():
     steps = C.compare_runs(runs, cube, "a", "b", time_axis="steps", replicates=200)
     assert steps.verdict == steps.verdict_by_steps == "a faster" and steps.unit == "steps"
     assert steps.speedup == pytest.approx(215 / 115)  # medians of steps: b 215, a 115
-    assert "a takes 0.535x the steps of b" in steps.sentence()
+    assert "a is 1.87x faster than b in steps to target (" in steps.sentence()
 
 
 def test_per_step_costs_are_medians_per_workload_then_a_geometric_mean():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -598,3 +599,184 @@ def test_the_forest_plots_log_axis_labels_ticks_below_one_half():
     assert min(ticks) <= 0.2 and max(ticks) >= 2 and data["xlim"][0] <= 0.15
     assert hv.Store.lookup_options("bokeh", forest_plot(result), "plot").kwargs["xticks"][0] \
         == (min(ticks), f"{min(ticks):g}")
+
+
+# -- the cross-check's fixes (issue 31) ---------------------------------------------------------
+def _self_tuning(factor: float = 1.5):
+    """(runs, cube, config) of a self-tuning import: budget 100 s, a's hits at 120, 130, 140 s
+    (within the 1.5x self-tuning budget), b hits once at 110 s and misses twice."""
+    from workbench.cubes import final_cube
+    from workbench.scoring import ScoringConfig
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm="a", workload="w", study=s, trial=0, index=3, time=t, ruleset="self")
+            for s, t in enumerate((120.0, 130.0, 140.0))]
+    rows += [dict(algorithm="b", workload="w", study=0, trial=0, index=3, time=110.0,
+                  ruleset="self")]
+    rows += [dict(algorithm="b", workload="w", study=s, trial=0, time=None, ruleset="self")
+             for s in (1, 2)]
+    runs = runs_table(rows)  # every run records 100 training seconds: the import's totals
+    config = ScoringConfig(budgets={"w": 100.0}, self_tuning_budget_factor=factor,
+                           benchmark_version="0.5")
+    return runs, final_cube(runs), config
+
+
+def test_only_misses_are_capped_at_the_budget_times_the_self_tuning_factor():
+    runs, cube, config = _self_tuning()
+    assert C.miss_budgets(runs, "train", config) == {"w": 150.0}
+    r = C.compare_runs(runs, cube, "a", "b", config=config, replicates=100)
+    # b's median study is a miss: 1.5 x 100 s; a's median hit, 130 s, is not shortened to 100 s
+    assert r.per_workload[0].ratio == pytest.approx(150.0 / 130.0)
+    # a hit above the cap lifts the misses to it: a miss never counts as faster than a hit
+    assert C._at_budget(np.array([120.0, INF, 90.0]), 100.0).tolist() == [120.0, 120.0, 90.0]
+
+
+def test_the_study_time_rule_algoperf_or_fastest():
+    from workbench.cubes import final_cube
+    from workbench.testing import runs_table
+
+    # each study: trial 0 meets the target at eval 2 after 50 s, trial 1 at eval 3 after 40 s
+    # (its evals came sooner): AlgoPerf's rule takes trial 0 (smallest eval index), the
+    # fastest rule trial 1
+    rows = []
+    for a, scale in (("a", 1.0), ("b", 1.1)):
+        for s in range(3):
+            rows.append(dict(algorithm=a, workload="w", study=s, trial=0, index=2,
+                             time=50.0 * scale + s))
+            rows.append(dict(algorithm=a, workload="w", study=s, trial=1, index=3,
+                             time=40.0 * scale + s))
+    runs = runs_table(rows)
+    cube = final_cube(runs)
+    assert C.study_times_by(cube, "algoperf").sel(algorithm="a", workload="w").values.tolist() \
+        == [50.0, 51.0, 52.0]
+    assert C.study_times_by(cube, "fastest").sel(algorithm="a", workload="w").values.tolist() \
+        == [40.0, 41.0, 42.0]
+    fast = C.compare_runs(runs, cube, "a", "b", study_time="fastest", replicates=50)
+    assert fast.per_workload[0].ratio == pytest.approx(45.0 / 41.0)
+    assert fast.to_json()["study_time"] == "fastest"
+    with pytest.raises(ValueError, match="valid are algoperf, fastest"):
+        C.study_times_by(cube, "slowest")
+
+
+def test_p_counts_workloads_both_sides_always_missed_as_one_half():
+    times = study_times({"a": {"w": [1.0, 2, 3], "u": [INF, INF, INF]},
+                         "b": {"w": [4.0, 5, 6], "u": [INF, INF, INF]}})
+    r = C.compare(times, "a", "b")
+    assert r.per_workload[1].probability_of_improvement == 0.5
+    assert r.probability_of_improvement == pytest.approx((1.0 + 0.5) / 2)  # rliable's mean
+    assert "counting u, missed by both in every study, as 1/2" in r.sentence()
+    assert r.speedup == pytest.approx(5.0 / 2.0)  # u carries no ratio
+
+
+def _brute_force_interval(sides, confidence=0.95):
+    """Every ordered resample of every side of every workload, the mean of log median ratios,
+    and numpy's inverted-cdf percentiles: the definition of the exact bootstrap interval."""
+    per_workload = []
+    for a, b in sides:
+        med_a = [np.log(np.median(a[list(i)])) for i in itertools.product(range(len(a)),
+                                                                          repeat=len(a))]
+        med_b = [np.log(np.median(b[list(i)])) for i in itertools.product(range(len(b)),
+                                                                          repeat=len(b))]
+        per_workload.append((np.array(med_b)[None, :] - np.array(med_a)[:, None]).ravel())
+    total = np.zeros(1)
+    for logs in per_workload:
+        total = (total[:, None] + logs[None, :]).ravel()
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(total / len(sides), [tail, 1 - tail], method="inverted_cdf")
+    return math.exp(low), math.exp(high)
+
+
+def test_intervals_from_few_studies_are_the_exact_bootstrap_distribution():
+    one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
+    two = (np.array([2.0, 3.0, 9.0]), np.array([1.0, 4.0, 5.0]))
+    rng = np.random.default_rng(0)
+    dist = C._ratio_distribution(*one, 10, rng)
+    assert dist[2] and C._interval(dist[:2], 0.95) == pytest.approx(
+        _brute_force_interval([one]))
+    times = study_times({"a": {"w": one[0].tolist(), "v": two[0].tolist()},
+                         "b": {"w": one[1].tolist(), "v": two[1].tolist()}})
+    r = C.compare(times, "a", "b", budgets={"w": 10.0, "v": 10.0})
+    assert r.interval_method == "exact bootstrap (every resample)"
+    assert (r.low, r.high) == pytest.approx(_brute_force_interval([one, two]))
+
+
+def test_above_the_exact_limit_the_bootstrap_is_monte_carlo(monkeypatch):
+    one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
+    times = study_times({"a": {"w": one[0].tolist()}, "b": {"w": one[1].tolist()}})
+    monkeypatch.setattr(C, "_EXACT_BOOTSTRAP", 5)
+    r = C.compare(times, "a", "b", budgets={"w": 10.0}, replicates=4000)
+    assert r.interval_method == "bootstrap, 4000 Monte Carlo replicates"
+    exact = _brute_force_interval([one])
+    assert r.low == pytest.approx(exact[0], rel=0.15) and r.high == pytest.approx(exact[1],
+                                                                                  rel=0.15)
+
+
+def test_the_winner_is_named_first_with_a_speedup_above_one_and_digits_near_one():
+    times = study_times({"adamw": {"w": [2.0, 2.2, 2.4, 2.6]},
+                         "heavy_ball": {"w": [1.0, 1.1, 1.2, 1.3]}})
+    r = C.compare(times, "adamw", "heavy_ball", budgets={"w": 10.0})
+    assert r.verdict == "heavy_ball faster"
+    assert r.sentence().startswith("heavy_ball faster at 95% confidence: heavy_ball is 2x "
+                                   "faster than adamw (")
+    assert "for 'heavy_ball is faster'" in r.sentence()
+    assert "P(heavy_ball faster in a study) = 1.00" in r.sentence()
+    assert C._x(1.001) == "1.001x" and C._x(0.9996) == "0.9996x" and C._x(1.0) == "1x"
+    assert C._x(3.6912) == "3.69x" and C._percent(0.999) == "99.9%"
+
+
+def test_a_design_that_cannot_reach_the_confidence_says_so_and_what_could():
+    times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
+    r = C.compare(times, "a", "b", budgets={"w": 10.0})
+    assert r.verdict == "no difference shown" and r.p_value == pytest.approx(0.05)
+    assert ("this design cannot reach 95% (the smallest p-value of 3 + 3 studies is 0.05); "
+            "4 + 4 studies could") in r.sentence()
+    doc = r.to_json()
+    assert doc["can_reach_confidence"] is False and doc["studies_to_reach"] == 4
+    assert C.smallest_p_value([(3, 3)]) == Fraction(1, 20)
+    assert C.studies_to_reach([(3, 3), (3, 3)], 0.95) is None  # (1/20)^2 <= 0.025
+    assert C.studies_to_reach([(2, 2)], 0.99) == 5             # 1/252 <= 0.005 < 1/70
+
+
+def test_confidence_levels_are_compared_exactly():
+    # 1 - 0.9 is 0.09999999999999998 in floating point: p = 1/20 must still decide at 90 %
+    times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
+    r = C.compare(times, "a", "b", budgets={"w": 10.0}, confidence=0.9)
+    assert r.verdict == "a faster" and r.studies_to_reach is None
+    assert C.half_alpha(0.9) == Fraction(1, 20) and C.reaches(0.05000000000000001, 0.9)
+    assert not C.reaches(0.0501, 0.9)
+
+
+def test_fairness_search_spaces_origins_and_trials():
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm=a, workload=w, study=s, trial=t, time=1.0, index=0)
+            for a, trials in (("adamw", 3), ("new", 2)) for w in ("u", "v")
+            for s in range(2) for t in range(trials)]
+    runs = runs_table(rows)
+    first = runs.drop_duplicates(["algorithm", "workload"])
+    space = {"learning_rate": {"min": 1e-4, "max": 1e-2, "scaling": "log"}}
+    docs = {}
+    for r in first.itertuples():
+        if r.algorithm == "adamw":
+            docs[r.run_id] = {"search_space": space, "search_space_origin": "file"}
+        else:  # hostile: not JSON of a space, an origin we do not know
+            docs[r.run_id] = {"search_space": "<script>", "search_space_origin": "<b>x</b>"}
+    out = C.fairness(runs, ["adamw", "new"], docs)
+    assert out["adamw"] == {"origin": "file", "space": space, "trials": 3}
+    assert out["new"] == {"origin": "unknown", "space": None, "trials": 2}
+    lines = C.fairness_lines(out)
+    assert lines[0].startswith("adamw: 3 trials per study; search space file: {")
+    assert lines[1] == "new: 2 trials per study; search space not recorded (an import, or no " \
+                       "search)"
+
+
+def test_a_reference_slower_than_its_tuned_record_by_more_than_the_floor_is_flagged():
+    times = study_times({"adamw": {"w": [300.0, 310.0, 330.0], "v": [105.0, 100.0, 95.0]},
+                         "new": {"w": [100.0, 110.0, 120.0], "v": [100.0, 100.0, 100.0]}})
+    out = C.under_tuned_warnings(times, "adamw", ["w", "v"], {"w": 100.0, "v": 100.0},
+                                 {"w": 0.1, "v": 0.1})
+    assert list(out) == ["w"]  # v: 100 steps against 100, within the floor
+    assert out["w"].startswith("adamw looks under-tuned on w: its median study took 310 steps "
+                               "to target over 3 studies, 3.1x the 100 steps of the workload's "
+                               "tuned baseline")
+    assert C.under_tuned_warnings(times, "adamw", ["w"], {"w": 100.0}, {}) == {}  # no floor

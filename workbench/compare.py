@@ -835,6 +835,9 @@ def under_tuned_warnings(times_in_steps: xr.DataArray, reference: str,
     return out
 
 
+SPACE_ORIGINS = ("declared", "file", "signature")  # records.SEARCH_SPACE_FIELDS
+
+
 def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
              documents: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """{algorithm: {"origin", "space", "trials"}}: each side's search space and where it came
@@ -851,9 +854,11 @@ def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
         spaces, origins = {}, set()
         for w, group in mine.groupby("workload"):
             doc = next((documents[r] for r in group["run_id"] if r in documents), None)
-            if doc is not None:
-                spaces[str(w)] = doc.get("search_space")
-                origins.add(doc.get("search_space_origin"))
+            if doc is not None:  # a document's fields are hostile: a space is JSON, an origin
+                space = doc.get("search_space")  # one of SPACE_ORIGINS
+                spaces[str(w)] = space if isinstance(space, (dict, list)) else None
+                origin = doc.get("search_space_origin")
+                origins.add(origin if origin in SPACE_ORIGINS or origin is None else "unknown")
         distinct = {json.dumps(v, sort_keys=True, default=str) for v in spaces.values()}
         space = (next(iter(spaces.values())) if len(distinct) == 1 else spaces or None)
         origin = origins.pop() if len(origins) == 1 else sorted(map(str, origins)) or None

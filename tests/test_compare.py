@@ -703,7 +703,7 @@ def test_intervals_from_few_studies_are_the_exact_bootstrap_distribution():
 def test_above_the_exact_limit_the_bootstrap_is_monte_carlo(monkeypatch):
     one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
     times = study_times({"a": {"w": one[0].tolist()}, "b": {"w": one[1].tolist()}})
-    monkeypatch.setattr(C, "_EXACT_BOOTSTRAP", 5)
+    monkeypatch.setattr(C, "EXACT_BOOTSTRAP", 5)
     r = C.compare(times, "a", "b", budgets={"w": 10.0}, replicates=4000)
     assert r.interval_method == "bootstrap, 4000 Monte Carlo replicates"
     exact = _brute_force_interval([one])
@@ -721,7 +721,7 @@ def test_the_winner_is_named_first_with_a_speedup_above_one_and_digits_near_one(
     assert "for 'heavy_ball is faster'" in r.sentence()
     assert "P(heavy_ball faster in a study) = 1.00" in r.sentence()
     assert C._x(1.001) == "1.001x" and C._x(0.9996) == "0.9996x" and C._x(1.0) == "1x"
-    assert C._x(3.6912) == "3.69x" and C._percent(0.999) == "99.9%"
+    assert C._x(3.6912) == "3.69x" and C.level_text(0.999) == "99.9%"
 
 
 def test_a_design_that_cannot_reach_the_confidence_says_so_and_what_could():
@@ -761,7 +761,7 @@ def test_fairness_search_spaces_origins_and_trials():
             docs[r.run_id] = {"search_space": space, "search_space_origin": "file"}
         else:  # hostile: not JSON of a space, an origin we do not know
             docs[r.run_id] = {"search_space": "<script>", "search_space_origin": "<b>x</b>"}
-    out = C.fairness(runs, ["adamw", "new"], docs)
+    out = C.fairness(runs, ["adamw", "new"], docs.__getitem__)
     assert out["adamw"] == {"origin": "file", "space": space, "trials": 3}
     assert out["new"] == {"origin": "unknown", "space": None, "trials": 2}
     lines = C.fairness_lines(out)

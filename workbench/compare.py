@@ -52,7 +52,7 @@ import math
 import warnings
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -70,7 +70,7 @@ __all__ = ["WorkloadComparison", "Comparison", "compare", "comparison_table", "w
            "permutation_pvalues", "DEFAULT_CONFIDENCE", "DEFAULT_DETECT", "DEFAULT_SPEED_FLOOR",
            "NO_DIFFERENCE", "STUDY_TIME_RULES", "study_times_by", "under_tuned_warnings",
            "fairness", "fairness_lines", "half_alpha", "reaches", "smallest_p_value",
-           "studies_to_reach", "P_TOLERANCE"]
+           "studies_to_reach", "P_TOLERANCE", "EXACT_BOOTSTRAP", "level_text"]
 
 DEFAULT_CONFIDENCE = 0.95
 MIN_STUDIES_FOR_VERDICT = 2  # a side with fewer studies on a workload is out of its verdict
@@ -78,7 +78,7 @@ DEFAULT_DETECT = 1.25       # the speedup `studies_needed` is sized for
 BOOTSTRAP_REPLICATES = 4000
 _EXACT_GRID = 2_000_000     # above this many cells of the null distribution, Monte Carlo instead
 _MONTE_CARLO = 40_000
-_EXACT_BOOTSTRAP = 100_000  # above this many resamples (multisets a side; combinations over
+EXACT_BOOTSTRAP = 100_000  # above this many resamples (multisets a side; combinations over
                             # workloads), the bootstrap draws Monte Carlo replicates instead
 DEFAULT_SPEED_FLOOR = 0.10  # machine-speed check: the floor of a workload without a noise floor
 NO_DIFFERENCE = "no difference shown"
@@ -199,7 +199,7 @@ class Comparison:
     def _measured(self) -> str:
         """The sentence of the verdict the times gave."""
         verdict = self.measured_verdict or self.verdict
-        level = _percent(self.confidence)
+        level = level_text(self.confidence)
         if self.speedup is None:
             return f"{verdict}: no workload where both {self.a} and {self.b} have a time"
         first, other, factor, low, high = self._sides(verdict)
@@ -266,7 +266,7 @@ def _x(value: float | None) -> str:
     return "n/a" if value is None else f"{_digits(value)}x"
 
 
-def _percent(confidence: float) -> str:
+def level_text(confidence: float) -> str:
     """A confidence level as a percentage, with the digits it has (95%, 99.9%)."""
     for digits in range(0, 6):
         text = f"{100 * confidence:.{digits}f}"
@@ -405,9 +405,9 @@ def _median_distribution(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | 
     """The exact bootstrap distribution of the median of `values` (a resample draws len(values)
     of them with replacement): (distinct medians, their probabilities). Each multiset of draws
     has probability n! / (prod of multiplicities! x n^n), the share of ordered resamples that
-    give it. None when there are more than _EXACT_BOOTSTRAP multisets."""
+    give it. None when there are more than EXACT_BOOTSTRAP multisets."""
     n = len(values)
-    if math.comb(2 * n - 1, n) > _EXACT_BOOTSTRAP:
+    if math.comb(2 * n - 1, n) > EXACT_BOOTSTRAP:
         return None
     ordered = np.sort(values)
     rows = _multisets(n)  # indices into `ordered`, sorted within a row: its order statistics
@@ -428,7 +428,7 @@ def _ratio_distribution(a: np.ndarray, b: np.ndarray, n: int, rng: np.random.Gen
                         ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The bootstrap distribution of log(median B / median A), each side's studies redrawn
     independently: (values, probabilities, whether exact). Exact (every resample, weighted) when each side has
-    at most _EXACT_BOOTSTRAP multisets of draws; else `n` Monte Carlo replicates, equally
+    at most EXACT_BOOTSTRAP multisets of draws; else `n` Monte Carlo replicates, equally
     weighted."""
     dist_a, dist_b = _median_distribution(a), _median_distribution(b)
     if dist_a is not None and dist_b is not None:
@@ -444,9 +444,9 @@ def _mean_distribution(parts: list[tuple[np.ndarray, np.ndarray]], n: int,
                        rng: np.random.Generator) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
     """The distribution of the mean over workloads of independent per-workload log ratios
     (a bootstrap stratified by workload), and whether it is exact: every combination of their
-    values, weighted, when there are at most _EXACT_BOOTSTRAP; else `n` Monte Carlo draws from
+    values, weighted, when there are at most EXACT_BOOTSTRAP; else `n` Monte Carlo draws from
     each workload's distribution."""
-    if math.prod(len(v) for v, _ in parts) <= _EXACT_BOOTSTRAP:
+    if math.prod(len(v) for v, _ in parts) <= EXACT_BOOTSTRAP:
         values, probs = np.zeros(1), np.ones(1)
         for v, p in parts:
             values = (values[:, None] + v[None, :]).ravel()
@@ -839,12 +839,14 @@ SPACE_ORIGINS = ("declared", "file", "signature")  # records.SEARCH_SPACE_FIELDS
 
 
 def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
-             documents: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+             read_doc: Callable[[str], Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """{algorithm: {"origin", "space", "trials"}}: each side's search space and where it came
     from (records.SEARCH_SPACE_FIELDS of its run documents; None for runs recorded without,
-    e.g. imports), and its trials per study (the most finished (trial, seed) cells of any
-    study of it). `documents`: run_id -> run document, for at least one run of each
-    (algorithm, workload); a space that differs between workloads is given per workload."""
+    e.g. imports; an origin that is not one of SPACE_ORIGINS reads "unknown", a space that is
+    not JSON of one reads None), and its trials per study (the most finished (trial, seed)
+    cells of any study of it). `read_doc`: run_id -> run document (Store.run_doc), read for one
+    run per (algorithm, workload), an unreadable one skipped; a space that differs between
+    workloads is given per workload."""
     done = runs[runs["status"].isin(R.DONE_STATUSES).to_numpy(bool)]
     out = {}
     for name in algorithms:
@@ -852,13 +854,15 @@ def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
         cells = mine.groupby(["workload", "study_name", "study"], dropna=False)[
             ["trial", "seed"]].apply(lambda g: len(g.drop_duplicates()))
         spaces, origins = {}, set()
-        for w, group in mine.groupby("workload"):
-            doc = next((documents[r] for r in group["run_id"] if r in documents), None)
-            if doc is not None:  # a document's fields are hostile: a space is JSON, an origin
-                space = doc.get("search_space")  # one of SPACE_ORIGINS
-                spaces[str(w)] = space if isinstance(space, (dict, list)) else None
-                origin = doc.get("search_space_origin")
-                origins.add(origin if origin in SPACE_ORIGINS or origin is None else "unknown")
+        for w, run_id in zip(*mine.drop_duplicates("workload")[["workload", "run_id"]].T.values):
+            try:
+                doc = read_doc(str(run_id))
+            except (OSError, ValueError, KeyError):
+                continue
+            space = doc.get("search_space")  # a document's fields are hostile
+            spaces[str(w)] = space if isinstance(space, (dict, list)) else None
+            origin = doc.get("search_space_origin")
+            origins.add(origin if origin in SPACE_ORIGINS or origin is None else "unknown")
         distinct = {json.dumps(v, sort_keys=True, default=str) for v in spaces.values()}
         space = (next(iter(spaces.values())) if len(distinct) == 1 else spaces or None)
         origin = origins.pop() if len(origins) == 1 else sorted(map(str, origins)) or None

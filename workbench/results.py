@@ -172,22 +172,8 @@ class Results:
             workloads=list(workloads) if workloads else scored_names(config, cube),
             config=config, confidence=confidence, detect=detect, noise_cov=floors,
             replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
-            search_spaces=C.fairness(scoped.runs, [a, b], self._space_documents(scoped.runs,
-                                                                                 [a, b])))
+            search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc))
         return CompareResult(comparison, scoped, chosen)
-
-    def _space_documents(self, runs: pd.DataFrame, algorithms: Sequence[str]
-                         ) -> dict[str, dict[str, Any]]:
-        """run_id -> run document of one run per (algorithm, workload) of `algorithms`: where
-        compare.fairness reads each side's search space (an unreadable document is skipped)."""
-        mine = runs[runs["algorithm"].isin(list(algorithms)).to_numpy(bool)]
-        out = {}
-        for run_id in mine.drop_duplicates(["algorithm", "workload"])["run_id"]:
-            try:
-                out[str(run_id)] = self.store.run_doc(str(run_id))
-            except (OSError, ValueError, KeyError):
-                continue
-        return out
 
     def compare(self, a: str, b: str, workloads: Sequence[str] | None = None,
                 confidence: float = C.DEFAULT_CONFIDENCE, detect: float = C.DEFAULT_DETECT,

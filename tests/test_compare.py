@@ -780,3 +780,23 @@ def test_a_reference_slower_than_its_tuned_record_by_more_than_the_floor_is_flag
                                "to target over 3 studies, 3.1x the 100 steps of the workload's "
                                "tuned baseline")
     assert C.under_tuned_warnings(times, "adamw", ["w"], {"w": 100.0}, {}) == {}  # no floor
+
+
+def test_compare_json_gives_search_spaces_and_the_study_time_rule(tmp_path, capsys):
+    from runners.cli import main
+
+    make_timing_store(tmp_path / "s", {"fast": 1.0, "slow": 2.0}, studies=3, trials=2, seed=3)
+    args = ["compare", "--store", str(tmp_path / "s"), "--algorithms", "slow,fast", "--json"]
+    assert main(args + ["--study-time", "fastest"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["study_time"] == "fastest" and doc["verdict"] in ("fast faster",
+                                                                 "no difference shown")
+    assert set(doc["search_spaces"]) == {"slow", "fast"}
+    assert {k: v["trials"] for k, v in doc["search_spaces"].items()} == {"slow": 2, "fast": 2}
+    assert set(doc["search_spaces"]["fast"]) == {"origin", "space", "trials"}
+    assert doc["sentence"].startswith(doc["verdict"]) and "fast is " in doc["sentence"]
+    with pytest.raises(SystemExit):  # argparse's one line, naming the valid rules
+        main(args[:-1] + ["--study-time", "slowest"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'slowest' (choose from 'algoperf', 'fastest')" in err
+    assert len(err.strip().splitlines()) == 1

@@ -38,7 +38,8 @@ def study_times(table: dict[str, dict[str, list[float]]]) -> xr.DataArray:
 
 
 def _pooled_trials(trials: dict, studies: int, workloads: list[str]) -> xr.DataArray:
-    """AlgoPerf's trial rule on timing_trials: a study's time is its fastest trial's."""
+    """A study's time on timing_trials: its fastest trial's, which there is also AlgoPerf's
+    choice (the trial that met the target at the smallest eval index)."""
     best: dict[str, dict[str, list[float]]] = {}
     for (a, w, s, _), t in trials.items():
         row = best.setdefault(a, {}).setdefault(w, [INF] * studies)
@@ -800,3 +801,17 @@ def test_compare_json_gives_search_spaces_and_the_study_time_rule(tmp_path, caps
     err = capsys.readouterr().err
     assert "invalid choice: 'slowest' (choose from 'algoperf', 'fastest')" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_compare_runs_warns_when_the_reference_looks_under_tuned():
+    runs, cube = _table({"a": {"steps": SEPARATE[1], "cost": 0.1},
+                         "b": {"steps": SEPARATE[0], "cost": 0.1}})
+    # a's median study took 215 steps; its tuned record says 100, with a 10 % noise floor
+    r = C.compare_runs(runs, cube, "a", "b", replicates=50, tuned_steps={"w": 100.0},
+                       noise_cov={"w": 0.1})
+    assert [w.split(":")[0] for w in r.warnings] == ["a looks under-tuned on w"]
+    assert "215 steps to target over 4 studies, 2.15x the 100 steps" in r.warnings[0]
+    assert r.verdict == "b faster" and r.withheld is None  # a caution, not a withheld verdict
+    calm = C.compare_runs(runs, cube, "b", "a", replicates=50, tuned_steps={"w": 100.0},
+                          noise_cov={"w": 0.2})  # b's 115 steps: within 20 % of 100
+    assert calm.warnings == ()

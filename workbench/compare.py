@@ -1,35 +1,45 @@
 """Head to head: is algorithm A faster than B, by how much, and how sure can we be?
 
 The input is a store's study times (`scoring.study_times`): per algorithm, workload and study, the
-time of the study's chosen trial (AlgoPerf's trial rule), +inf when no trial of the study reached
-the target, NaN when there is no such study. Each algorithm's studies on a workload are a sample
-of what one tuning study of it gives; two algorithms' studies are independent samples.
+time of the study's chosen trial (AlgoPerf's trial rule: the trial that met the target at the
+smallest eval index; `study_times_by(..., "fastest")` takes the trial with the smallest time),
++inf when no trial of the study reached the target, NaN when there is no such study. Each
+algorithm's studies on a workload are a sample of what one tuning study of it gives; two
+algorithms' studies are independent samples.
 
 - **Misses.** A miss is not a time: it is "more than the budget". The test below uses ranks only,
   where a miss ranks after every hit and ties with every other miss, so no number is made up.
-  Ratios need numbers: there a miss counts as the workload's budget (`budgets`, the longest any
-  run on it trained when none is given), a lower bound on its time, so a ratio involving misses
-  is a bound towards 1, never an overstatement.
+  Ratios need numbers: there a miss (and only a miss: hits are never shortened) counts as the
+  workload's budget (`budgets`: the longest any run on it trained, or an import's budget times
+  the ruleset's factor, miss_budgets), and never less than the longest hit on the workload, a
+  lower bound on its time, so a ratio involving misses is a bound towards 1.
 - **Per workload**: the ratio of B's median study time to A's (> 1: A faster), with a percentile
-  bootstrap interval that redraws each side's studies independently. Trials within a study are
-  not redrawn: a study's time is the minimum over its trials, and a bootstrap of a minimum is
+  bootstrap interval that redraws each side's studies independently, from the exact bootstrap
+  distribution (every multiset of draws, weighted by its share of the ordered resamples) while
+  a side has at most EXACT_BOOTSTRAP of them, else Monte Carlo. Trials within a study are
+  not redrawn: a study's time is (near) the best of its trials, and a bootstrap of a minimum is
   biased towards the slower side.
 - **Overall**: the speedup of A over B, the geometric mean over workloads of those ratios, with a
-  bootstrap that redraws studies within each workload (stratified); the probability of
-  improvement, the mean over workloads of P(a study of A is faster than a study of B), from all
-  pairs of studies with ties counted half (rliable's definition, the Mann-Whitney statistic);
-  and the one-sided p-value of "A is faster than B": an exact stratified permutation test of that
-  statistic (studies' labels permuted within each workload), so it is calibrated for any number
-  of studies and any pattern of misses.
-- **Verdict**: "<A> faster" when the one-sided p-value for A is at most (1 - confidence) / 2,
-  "<B> faster" when that of B is, else "no difference shown": a two-sided test at level
-  1 - confidence, so with no true difference it errs at most that often. With 3 studies per side
-  on one workload no verdict is possible at 95 % (the smallest p-value is 1/20); the studies
-  needed are then estimated (`noise_floor.studies_needed`) from the observed spread of log study
-  times, or from the workloads' noise floors when there are too few studies to measure one.
-Workloads where either side has no study are left out (and said); workloads where both sides
-missed every study carry no information on speed and are reported but left out of the speedup and
-the test.
+  bootstrap that redraws studies within each workload (stratified; exact while the workloads'
+  combinations number at most EXACT_BOOTSTRAP); the probability of improvement, the mean over
+  workloads of P(a study of A is faster than a study of B), from all pairs of studies with ties
+  counted half (rliable's definition, the Mann-Whitney statistic; a workload both sides missed
+  in every study is all ties, 1/2); and the one-sided p-value of "A is faster than B": an exact
+  stratified permutation test of that statistic (studies' labels permuted within each
+  workload), so it is calibrated for any number of studies and any pattern of misses.
+- **Verdict**: "<A> faster" when the one-sided p-value for A is at most (1 - confidence) / 2
+  (the level read exactly as the decimal written: half_alpha, reaches), "<B> faster" when that
+  of B is, else "no difference shown": a two-sided test at level 1 - confidence, so with no
+  true difference it errs at most that often. The sentence names the winner (or the side the
+  estimate favours) first, with its speedup above 1. When the smallest p-value the design can
+  give (smallest_p_value) cannot reach the level, it says so and how many studies could
+  (studies_to_reach); the studies needed to detect `detect` are estimated
+  (`noise_floor.studies_needed`) from the observed spread of log study times, or from the
+  workloads' noise floors when there are too few studies to measure one.
+Workloads where either side has no study are left out (and said), except with `absent_is_miss`
+(an imported AlgoPerf store), where the absent side counts as missed in each of its studies, as
+AlgoPerf's scorer counts a workload without results; workloads where both sides missed every
+study carry no information on speed and are reported but left out of the speedup and the test.
 
 `compare_runs` makes the whole head-to-head of a store's run table, as `pacebench compare` prints
 it: the comparison on a time axis (training seconds, wall seconds or steps: cubes.on_time_axis),
@@ -42,7 +52,10 @@ a miss counting as the longest any run trained in that unit (`miss_budgets`), pl
   than its noise floor and by more than chance (a permutation test), the machine was not the
   same speed for both, and a verdict in seconds or wall seconds is withheld ("no difference
   shown"). Nothing else withholds a verdict; steps do not
-  depend on the machine's speed.
+  depend on the machine's speed;
+- **fairness**: each side's search space, its origin and its trials per study (`fairness`), and
+  a warning when A's median steps to target on a workload exceed its tuned record's by more
+  than the workload's noise floor (`under_tuned_warnings`).
 """
 from __future__ import annotations
 
@@ -550,8 +563,8 @@ def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None
 
 def _studies_of(times: xr.DataArray, algorithm: str) -> int:
     """The most studies `algorithm` has on any workload of `times`."""
-    values = times.sel(algorithm=algorithm).values.astype(float)
-    return int((~np.isnan(values)).sum(axis=-1).max()) if values.size else 0
+    mine = times.sel(algorithm=algorithm)
+    return int(mine.notnull().sum("study").max()) if mine.size else 0
 
 
 def _workload(w: str, a: str, b: str, ta: np.ndarray, tb: np.ndarray, cap: float,

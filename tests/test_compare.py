@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -815,3 +816,35 @@ def test_compare_runs_warns_when_the_reference_looks_under_tuned():
     calm = C.compare_runs(runs, cube, "b", "a", replicates=50, tuned_steps={"w": 100.0},
                           noise_cov={"w": 0.2})  # b's 115 steps: within 20 % of 100
     assert calm.warnings == ()
+
+
+def test_an_imported_store_counts_a_workload_without_runs_as_missed_ours_leaves_it_out():
+    from workbench.cubes import final_cube
+    from workbench.scoring import ScoringConfig
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm=a, workload="w", study=s, trial=0, index=3, time=t + s)
+            for a, t in (("a", 10.0), ("b", 20.0)) for s in range(3)]
+    rows += [dict(algorithm="a", workload="v", study=s, trial=0, index=3, time=5.0 + s)
+             for s in range(3)]
+    runs = runs_table(rows)
+    cube = final_cube(runs)
+    ours = C.compare_runs(runs, cube, "a", "b", replicates=50)
+    assert list(ours.left_out) == ["v"] and ours.counted_as_missed == {}
+    imported = C.compare_runs(runs, cube, "a", "b", replicates=50,
+                              config=ScoringConfig(benchmark_version="0.5"))
+    assert imported.left_out == {} and list(imported.counted_as_missed) == ["v"]
+    v = {r.workload: r for r in imported.per_workload}["v"]
+    assert (v.studies_b, v.misses_b, v.probability_of_improvement) == (3, 3, 1.0)
+
+
+def test_the_compare_view_shows_search_spaces_and_escapes_them():
+    from workbench.views.compare import _about
+
+    times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
+    result = C.compare(times, "a", "b", budgets={"w": 10.0})
+    hostile = {"<img src=x>": {"origin": "file", "space": {"lr": "<script>"}, "trials": 4}}
+    text = _about(replace(result, search_spaces=hostile), "a", "b")
+    assert "Search spaces (fairness)" in text and "4 trials per study" in text
+    assert "<img" not in text and "<script>" not in text
+    assert "the smallest eval index (AlgoPerf" in text

@@ -151,7 +151,7 @@ class Comparison:
     studies_to_reach: int | None = None  # k + k studies could reach the confidence; None: these can
     counted_as_missed: dict[str, str] = field(default_factory=dict)  # workload -> why (imports)
     study_time: str = "algoperf"      # the study-time rule (STUDY_TIME_RULES)
-    search_spaces: dict[str, dict[str, Any]] = field(default_factory=dict)  # fairness (compare_runs)
+    search_spaces: dict[str, dict[str, Any]] = field(default_factory=dict)  # compare.fairness
 
     @property
     def unit(self) -> str:
@@ -440,9 +440,9 @@ def _merged(values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.nda
 def _ratio_distribution(a: np.ndarray, b: np.ndarray, n: int, rng: np.random.Generator
                         ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The bootstrap distribution of log(median B / median A), each side's studies redrawn
-    independently: (values, probabilities, whether exact). Exact (every resample, weighted) when each side has
-    at most EXACT_BOOTSTRAP multisets of draws; else `n` Monte Carlo replicates, equally
-    weighted."""
+    independently: (values, probabilities, whether exact). Exact (every resample, weighted)
+    when each side has at most EXACT_BOOTSTRAP multisets of draws; else `n` Monte Carlo
+    replicates, equally weighted."""
     dist_a, dist_b = _median_distribution(a), _median_distribution(b)
     if dist_a is not None and dist_b is not None:
         values = np.log(dist_b[0])[None, :] - np.log(dist_a[0])[:, None]

@@ -767,9 +767,12 @@ def test_fairness_search_spaces_origins_and_trials():
     assert out["adamw"] == {"origin": "file", "space": space, "trials": 3}
     assert out["new"] == {"origin": "unknown", "space": None, "trials": 2}
     lines = C.fairness_lines(out)
-    assert lines[0].startswith("adamw: 3 trials per study; search space file: {")
-    assert lines[1] == "new: 2 trials per study; search space not recorded (an import, or no " \
+    assert lines[0].startswith("adamw: 3 trials per study, search space from a file: {")
+    assert lines[1] == "new: 2 trials per study, search space not recorded (an import, or no " \
                        "search)"
+    assert C.fairness_lines({"x": {"origin": "signature", "space": {}, "trials": 1}}) == \
+        ["x: 1 trials per study, search space derived from the optimizer's signature "
+         "(automatic): {}"]
 
 
 def test_a_reference_slower_than_its_tuned_record_by_more_than_the_floor_is_flagged():
@@ -848,3 +851,20 @@ def test_the_compare_view_shows_search_spaces_and_escapes_them():
     assert "Search spaces (fairness)" in text and "4 trials per study" in text
     assert "<img" not in text and "<script>" not in text
     assert "the smallest eval index (AlgoPerf" in text
+
+
+@pytest.mark.slow
+def test_the_exact_bootstrap_benchmark_counts_the_endpoints_that_differ(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    make_timing_store(tmp_path / "s", {"baseline": 1.0, "x": 1.3}, studies=4, trials=2, seed=5)
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "exact_bootstrap.py"),
+                          "--store", str(tmp_path / "s")], capture_output=True, text=True,
+                         timeout=300, cwd=root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert " of 2 per-workload endpoints differ between 4000 Monte Carlo replicates and the " \
+           "exact bootstrap" in last

@@ -884,14 +884,22 @@ def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
     return out
 
 
+_ORIGIN_WORDS = {"declared": "declared by the algorithm", "file": "from a file",
+                 "signature": "derived from the optimizer's signature (automatic)"}
+
+
 def fairness_lines(spaces: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per algorithm: its trials per study, its search space's origin and the space."""
+    """One line per algorithm: its trials per study, where its search space came from and the
+    space (compare.fairness)."""
     lines = []
     for name, info in spaces.items():
-        space = info.get("space")
-        lines.append(f"{name}: {info.get('trials')} trials per study; search space "
-                     + (f"{info.get('origin')}: {json.dumps(space, default=str)}"
-                        if space is not None else "not recorded (an import, or no search)"))
+        space, origin = info.get("space"), info.get("origin")
+        where = (_ORIGIN_WORDS.get(origin, f"of origin {origin}") if isinstance(origin, str)
+                 else "of mixed origins " + ", ".join(map(str, origin)) if origin
+                 else "of unrecorded origin")
+        lines.append(f"{name}: {info.get('trials')} trials per study, search space "
+                     + (f"{where}: {json.dumps(space, default=str)}" if space is not None
+                        else "not recorded (an import, or no search)"))
     return lines
 
 

@@ -423,7 +423,7 @@ class CompareResult:
             lines.append("study time: each study's fastest trial (--study-time fastest), not "
                          "AlgoPerf's rule (the trial that met the target at the smallest eval "
                          "index)")
-        lines += ["search spaces: " + line for line in C.fairness_lines(result.search_spaces)]
+        lines += ["fairness: " + line for line in C.fairness_lines(result.search_spaces)]
         lines += [f"warning: {caution}" for caution in result.warnings]
         lines += [f"\nverdict in {label}: {result.verdict}",
                   f"verdict by steps to target: {result.verdict_by_steps}",

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-import torch
 
 from runners.data.corpus import GeneratedCorpus
 

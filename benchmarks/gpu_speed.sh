@@ -9,8 +9,8 @@
 #    in bf16) and of a 1024-wide one (goal >= 50 %), with the host syncs counted in the timed steps;
 # 2. set-targets' estimate on the GPU workload, then (the time left permitting) the procedure
 #    itself, small: 2 tuning trials and 2 reruns, two at a time on the one GPU.
-# WIDE512 and WIDE1024 name the workloads (catalog names or ladder rungs; defaults gpt_28m, 9 x 512,
-# and gpt_113m, 16 x 768); each step has its own
+# WIDE512 and WIDE1024 name the workloads (catalog names or ladder rungs; default gpt_28m, 9 x 512,
+# and, the ladder having no 1024-wide rung, gpt_28m resized to 12 x 1024); each step has its own
 # limit, so one slow step cannot take the others' time.
 set -u
 out=${1:-gpu-speed}
@@ -18,7 +18,7 @@ mkdir -p "$out"
 py=${PYTHON:-python3}
 log="$out/speed.log"
 wide512=${WIDE512:-gpt_28m}
-wide1024=${WIDE1024:-gpt_113m}
+wide1024=${WIDE1024:-}
 step() {  # step <seconds> <title> <command...>
     local limit=$1 title=$2; shift 2
     echo "=== $title ($(date -u +%H:%M:%S), limit ${limit}s): $*" | tee -a "$log"

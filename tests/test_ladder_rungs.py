@@ -64,3 +64,18 @@ def test_ladder_list_json_prints_every_rung_with_its_counts(capsys):
     assert "gpt_113m" in capsys.readouterr().out
     assert main(["ladder"]) == 2  # nothing asked: one line saying what is valid
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_budget_steps_cover_the_budget_s_tokens():
+    import pytest
+
+    from workbench.catalog import budget_steps
+
+    for w in ladder_rungs():
+        assert budget_steps(w, 1) == w.step_hint
+        tokens = 4 * TOKENS_PER_PARAM * rung_counts(w)["non_embedding_params"]
+        steps = budget_steps(w, 4, batch_size=8)
+        per_step = 8 * w.model["block_size"]
+        assert (steps - 1) * per_step < tokens <= steps * per_step
+    with pytest.raises(ValueError, match="bad budget -1"):
+        budget_steps(get_workload("gpt_7k"), -1)

@@ -30,6 +30,7 @@ chunks to stay cheap (runners/workloads/mnist1d.py).
 from __future__ import annotations
 
 import functools
+import math
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -42,7 +43,7 @@ __all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "CADENCE_S
            "get_workload", "workload_names", "base_workloads", "variants_of", "target_record",
            "noise_floor_of", "tuned_baseline", "median_steps_to_target", "cadence_limit",
            "register_plugin", "plugin_source", "LADDER", "GENERATED_VOCAB", "TOKENS_PER_PARAM",
-           "ladder_rungs", "rung_counts"]
+           "ladder_rungs", "rung_counts", "budget_steps"]
 
 # The target-setting records (`pacebench set-targets` writes them; the repository commits them)
 TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
@@ -233,6 +234,19 @@ def rung_counts(spec: WorkloadSpec, vocab_size: int | None = None) -> dict[str, 
     return {"non_embedding_params": n, "params": n + vocab * width + context * width,
             "flops_per_token": 6 * (12 * layers * width ** 2 + vocab * width)
             + 12 * layers * context * width}
+
+
+def budget_steps(spec: WorkloadSpec, budget: float, batch_size: int | None = None) -> int:
+    """Update steps of a rung at `budget` x the 1x Chinchilla tokens (TOKENS_PER_PARAM per
+    non-embedding parameter), `batch_size` sequences of block_size tokens a step (default the
+    rung's): the fewest steps that see that many tokens."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0 \
+            or not math.isfinite(budget):
+        raise ValueError(f"bad budget {budget!r}: a number > 0 (multiples of "
+                         f"{TOKENS_PER_PARAM} tokens per non-embedding parameter)")
+    batch = spec.batch_size if batch_size is None else int(batch_size)
+    tokens = budget * TOKENS_PER_PARAM * rung_counts(spec)["non_embedding_params"]
+    return max(1, math.ceil(tokens / (batch * int(spec.model["block_size"]))))
 
 
 _ENTRIES = [

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-import torch
 
 from runners.data.corpus import GeneratedCorpus
 
@@ -187,6 +186,10 @@ class TokenFileSource(_ArraySource):
     *val*.bin). The test split is the validation split (these formats have no third file)."""
 
     def __init__(self, folder: str | Path, vocab_size: int = GPT2_VOCAB) -> None:
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or \
+                not 2 <= vocab_size <= 65536:
+            raise ValueError(f"bad vocab_size {vocab_size!r} for token files: an integer in "
+                             "2..65536 (uint16 token ids)")
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise ValueError(f"token data {str(self.folder)!r} is not a folder: give a folder "
@@ -204,8 +207,16 @@ class TokenFileSource(_ArraySource):
                        for split, files in found.items()}
         self.splits["test"] = self.splits["validation"]
         self.tokens_available = len(self.splits["train"])
+        self._identity: dict | None = None
 
     def identity(self) -> dict:
+        """Read once per source: the sha256 covers every file's name and bytes (a 10 GB corpus
+        takes tens of seconds, before the clock)."""
+        if self._identity is None:
+            self._identity = self._hash()
+        return dict(self._identity)
+
+    def _hash(self) -> dict:
         digest = hashlib.sha256()
         for f in self.files:
             digest.update(f.name.encode() + b"\0")
@@ -229,4 +240,4 @@ def token_source(data: str, data_dir: str | Path | None = None, seed: int = 0,
     if not isinstance(data, str) or not data or "\0" in data:
         raise ValueError(f"bad data {data!r}: valid are generated, shakespeare, or a folder of "
                          "token files")
-    return TokenFileSource(data, GPT2_VOCAB if vocab_size is None else int(vocab_size))
+    return TokenFileSource(data, GPT2_VOCAB if vocab_size is None else vocab_size)

@@ -691,8 +691,9 @@ def ladder_text(result: Mapping[str, Any]) -> str:
                   " (least squares over rungs):"]
         for name, t in result["trend"].items():
             if t["slope_per_doubling"] is None:
-                lines.append(f"  {name}: n/a ({t['rungs']} rungs with a finite speedup; "
-                             "needs 2)")
+                lines.append(f"  {name}: n/a ({t['rungs']} "
+                             f"{'rung' if t['rungs'] == 1 else 'rungs'} with a finite "
+                             "speedup; needs 2)")
                 continue
             interval = "n/a" if t["interval"] is None else \
                 _interval_text(t["interval"], 2, 2)

@@ -124,3 +124,17 @@ def test_the_workload_takes_its_data_as_a_knob_and_its_vocabulary_from_it(tmp_pa
     loss = workload.loss(model, next(workload.train_batches(2, seed=0)))
     assert torch.isfinite(loss) and abs(loss.item() - np.log(300)) < 0.5
     assert build_workload(get_workload("gpt_7k")).data_record()["kind"] == "generated"
+
+
+def test_prefetched_batches_keep_their_order():
+    from runners.workloads.ladder import _prefetched
+
+    assert list(_prefetched(iter(range(100)), depth=3)) == list(range(100))
+
+    def broken():
+        yield 1
+        raise ValueError("bad token file")
+    stream = _prefetched(broken(), depth=3)
+    assert next(stream) == 1
+    with pytest.raises(ValueError, match="bad token file"):
+        next(stream)

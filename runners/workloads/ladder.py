@@ -34,6 +34,35 @@ EVAL_WINDOWS = 256   # windows per split scored by evaluate()
 INIT_STD = 0.02      # GPT-2's init std
 
 
+PREFETCH = 4         # batches made ahead by a background thread when training on a GPU
+
+
+def _prefetched(items: Iterator, depth: int) -> Iterator:
+    """`items` in the same order, produced up to `depth` ahead by a daemon thread (the order,
+    and so the run, stays deterministic: one producer, one consumer)."""
+    import queue
+    import threading
+
+    buffer: queue.Queue = queue.Queue(maxsize=depth)
+
+    def produce() -> None:
+        try:
+            for item in items:
+                buffer.put((item, None))
+        except Exception as err:  # noqa: BLE001 - handed to the consumer, raised there
+            buffer.put((None, err))
+        buffer.put((None, StopIteration()))
+
+    threading.Thread(target=produce, daemon=True, name="ladder-data").start()
+    while True:
+        item, err = buffer.get()
+        if isinstance(err, StopIteration):
+            return
+        if err is not None:
+            raise err
+        yield item
+
+
 class _Block(nn.Module):
     """x + attn(norm(x)), then x + mlp(norm(x)); x (batch, time, width)."""
 
@@ -61,7 +90,7 @@ class LadderGPT(nn.Module):
         self.blocks = nn.ModuleList(_Block(n_embd, n_head) for _ in range(n_layer))
         self.norm = nn.RMSNorm(n_embd)
         for name, p in self.named_parameters():
-            if p.dim() >= 2:
+            if p.dim() >= 2 and not p.is_meta:  # meta tensors (counting sizes) hold no values
                 residual = name.endswith(("attn.proj.weight", "mlp.2.weight"))
                 std = INIT_STD / math.sqrt(2 * n_layer) if residual else INIT_STD
                 nn.init.normal_(p, 0.0, std)
@@ -131,8 +160,11 @@ class LadderWorkload(Workload):
         return seeded_model(self.build, seed, self.device)
 
     def train_batches(self, batch_size: int, seed: int) -> Iterator[Batch]:
-        for windows in self.source.train_windows(batch_size, self.block_size, seed):
-            inputs, targets = self._tensor(windows)
+        windows = self.source.train_windows(batch_size, self.block_size, seed)
+        if self.device.type == "cuda":  # the CPU makes the next batches while the GPU trains
+            windows = _prefetched(windows, depth=PREFETCH)
+        for w in windows:
+            inputs, targets = self._tensor(w)
             yield {"inputs": inputs, "targets": targets}
 
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:

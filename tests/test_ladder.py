@@ -168,44 +168,6 @@ def test_planted_speedups_are_recovered_at_every_rung(planted):
         assert half["per_budget"][0]["extrapolated"] and half["extrapolated"]
 
 
-N_COVERAGE = RUNGS[1][1]
-TOKENS = 20.0 * N_COVERAGE * np.array([1.0, 2.0, 4.0, 8.0])
-
-
-def _runs(rng: np.random.Generator, factor: float, replicates: int, seeds: int = 5,
-          noise: float = 0.01) -> np.ndarray:
-    """Final (loss, seconds) of `replicates` one-rung arms: replicates x budgets x seeds x 2."""
-    loss = T.ladder_loss(N_COVERAGE, TOKENS * factor)[None, :, None] + \
-        noise * rng.standard_normal((replicates, len(TOKENS), seeds))
-    return np.stack([loss, np.broadcast_to(TOKENS[None, :, None] * 1e-4, loss.shape)], -1)
-
-
-def _replicate_intervals(ref: np.ndarray, arms: Mapping[str, np.ndarray], draws: int,
-                         rng: np.random.Generator) -> dict:
-    """The geometric-mean speedup intervals of independent one-rung ladders at once (runs as
-    _runs makes them): the steps of ladder.rung_analysis (a point fit per replicate;
-    rescaled_means, one vectorised refit of the reference for all replicates x draws, invert,
-    the geometric mean, interval), with the replicates as a leading axis."""
-    replicates, budgets, seeds = ref.shape[:3]
-
-    def drawn(values):  # replicates x draws x budgets x 2
-        return np.stack([L.rescaled_means(values[:, k], draws, rng) for k in range(budgets)], 2)
-
-    points = [L.fit_power_law(TOKENS, row) for row in ref.mean(2)[..., 0]]
-    refits = [v.reshape(replicates, draws, 1)
-              for v in L.fit_power_laws(TOKENS, drawn(ref)[..., 0].reshape(-1, budgets))]
-    out = {}
-    for name, arm in arms.items():
-        means = arm.mean(2)[..., 0]
-        logs = np.log(L.invert(*refits, drawn(arm)[..., 0]) / TOKENS).mean(-1)
-        out[name] = []
-        for r, fit in enumerate(points):
-            value = math.exp(np.log(fit.inverse(means[r]) / TOKENS).mean())
-            out[name].append(L.interval(np.exp(logs[r]), L.INTERVAL_LEVEL, value,
-                                        2 * seeds - 2))
-    return out
-
-
 def test_intervals_cover_the_planted_speedups_in_at_least_90_percent_of_200_replicates():
     """200 replicate ladders of one rung, 5 seeds, noise 0.01, speedups 1, 0.5 and 2. 200
     draws per interval instead of DRAWS: the draw count adds only Monte-Carlo error to the
@@ -213,27 +175,29 @@ def test_intervals_cover_the_planted_speedups_in_at_least_90_percent_of_200_repl
     procedure's."""
     rng = np.random.default_rng(2026)
     truth = {"twin": 1.0, "half": 0.5, "double": 2.0}
-    ref = _runs(rng, 1.0, 200)
-    intervals = _replicate_intervals(ref, {k: _runs(rng, v, 200) for k, v in truth.items()},
-                                     200, rng)
+    ref = T.ladder_replicates(rng, 1.0, 200)
+    intervals = T.replicate_intervals(
+        ref, {k: T.ladder_replicates(rng, v, 200) for k, v in truth.items()}, 200, rng)
     covered = {name: sum(low <= truth[name] <= high for low, high in pairs)
                for name, pairs in intervals.items()}
     assert min(covered.values()) >= 180, covered
 
 
 def test_the_replicate_path_is_rung_analysis_for_one_replicate():
-    """_replicate_intervals on one replicate gives rung_analysis's interval up to the draws'
-    Monte-Carlo error (another random stream): the coverage test measures the product."""
+    """testing.replicate_intervals on one replicate gives rung_analysis's interval up to the
+    draws' Monte-Carlo error (another random stream): the coverage test measures the
+    product."""
     rng = np.random.default_rng(11)
-    ref, arm = _runs(rng, 1.0, 1), _runs(rng, 0.5, 1)
-    ours = _replicate_intervals(ref, {"half": arm}, 4000, rng)["half"][0]
-    rows = [{"run_id": f"{name}{k}{s}", "rung": "r", "non_embedding_params": N_COVERAGE,
+    ref, arm = T.ladder_replicates(rng, 1.0, 1), T.ladder_replicates(rng, 0.5, 1)
+    ours = T.replicate_intervals(ref, {"half": arm}, 4000, rng)["half"][0]
+    n, tokens = RUNGS[1][1], T.REPLICATE_TOKENS
+    rows = [{"run_id": f"{name}{k}{s}", "rung": "r", "non_embedding_params": n,
              "params": None, "algorithm": name, "budget": float(2 ** k),
-             "tokens": TOKENS[k], "seed": s, "final_loss": runs[0, k, s, 0],
+             "tokens": tokens[k], "seed": s, "final_loss": runs[0, k, s, 0],
              "train_seconds": runs[0, k, s, 1], "status": "complete", "early": False,
              "repeated_tokens": False, "transfer": None, "tuning_trials": 0}
             for name, runs in (("adamw", ref), ("half", arm))
-            for k in range(len(TOKENS)) for s in range(5)]
+            for k in range(len(tokens)) for s in range(5)]
     theirs = L.ladder_analysis(pd.DataFrame(rows), "adamw", draws=4000)
     assert ours == pytest.approx(tuple(theirs["rungs"][0]["speedups"]["half"]["interval"]),
                                  rel=0.005)
@@ -289,6 +253,16 @@ def test_too_few_budgets_or_no_reference_run_give_no_speedup_and_say_why():
     assert any("no finished run at this rung" in w for w in rung["warnings"])
     with pytest.raises(ValueError, match="unknown reference 'nope'.*adamw, x"):
         L.ladder_analysis(frame, "nope")
+
+
+def test_train_seconds_that_do_not_vary_give_no_time_ratio_and_say_why():
+    frame = finals({"adamw": 1.0, "x": 2.0}, np.random.default_rng(0), rungs=RUNGS[:1])
+    frame["train_seconds"] = 10.0
+    rung = L.ladder_analysis(frame, "adamw", draws=50)["rungs"][0]
+    s = rung["speedups"]["x"]
+    assert rung["time_fit"] is None and s["time_ratio"] is None
+    assert s["time_ratio_interval"] is None and s["value"] == pytest.approx(2, abs=0.2)
+    assert any("no time ratio" in w for w in rung["warnings"])
 
 
 def test_one_seed_has_no_interval():
@@ -347,3 +321,18 @@ def test_the_command_prints_the_api_s_json_and_refuses_a_store_without_ladder_ru
     errors = [line for line in capsys.readouterr().err.splitlines()
               if not line.startswith("warning:")]
     assert len(errors) == 1 and "has no ladder runs" in errors[0]
+
+
+def test_the_summary_loads_neither_the_dashboard_nor_torch(tmp_path):
+    import subprocess
+    import sys
+
+    store = T.make_ladder_store(tmp_path / "s", {"adamw": 1.0, "x": 2.0}, rungs=RUNGS[:1],
+                                budgets=(1, 2, 4), seeds=2)
+    script = ("import sys\nfrom runners.cli import main\n"
+              f"code = main(['ladder', '--summary', '--store', {str(store.root)!r}])\n"
+              "heavy = sorted(m for m in ('panel', 'bokeh', 'holoviews', 'torch') "
+              "if m in sys.modules)\nprint('LOADED', heavy, 'CODE', code)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], check=True).stdout
+    assert "LOADED [] CODE 0" in out, out

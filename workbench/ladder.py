@@ -83,13 +83,15 @@ class PowerLawFit:
 
 def invert(a, b, c, loss):
     """x with a * x^(-b) + c = loss, elementwise (broadcast): inf where loss <= c (the fit never
-    gets there), 0 where a == 0 and loss > c (a flat fit is there from the start)."""
+    gets there), 0 where a == 0 and loss > c (a flat fit is there from the start), NaN where
+    any input is NaN."""
     a, b, c, loss = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, b, c, loss)))
     gap = loss - c
     out = np.full(gap.shape, np.inf)
     ok = gap > 0
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         out[ok] = np.where(a[ok] > 0, np.power(a[ok] / gap[ok], 1.0 / b[ok]), 0.0)
+    out[np.isnan(gap) | np.isnan(a) | np.isnan(b)] = np.nan  # no fit, or no loss: undefined
     return out
 
 
@@ -385,21 +387,7 @@ def rung_analysis(frame: pd.DataFrame, reference: str, rung_index: int = 0,
                            "_draws": {}}
     warnings = out["warnings"]
     used = _usable(frame)
-    for algorithm, part in frame.groupby("algorithm", sort=True):
-        out["losses"][str(algorithm)] = _loss_rows(used[used["algorithm"] == algorithm])
-        out["seeds"][str(algorithm)] = int(used.loc[used["algorithm"] == algorithm, "seed"]
-                                           .nunique())
-        trials = pd.to_numeric(part["tuning_trials"], errors="coerce").dropna()
-        out["tuning"][str(algorithm)] = int(trials.max()) if len(trials) else None
-        rules = [str(t) for t in part["transfer"].dropna().unique()]
-        out["transfer"][str(algorithm)] = rules[0] if len(rules) == 1 else (rules or None)
-        warnings += _run_flags(str(algorithm), part)
-    ref_trials = out["tuning"].get(reference)
-    for algorithm, trials in out["tuning"].items():
-        if algorithm != reference and trials is not None and ref_trials is not None \
-                and ref_trials < trials:
-            warnings.append(f"the reference {reference} got {ref_trials} tuning trials, "
-                            f"{algorithm} got {trials}: its speedup is inflated by tuning")
+    _describe(out, frame, used, reference)
     ref_runs = used[used["algorithm"] == reference]
     if ref_runs.empty:
         warnings.append(f"the reference {reference} has no finished run at this rung: "
@@ -417,11 +405,13 @@ def rung_analysis(frame: pd.DataFrame, reference: str, rung_index: int = 0,
     means = ref.means()
     tokens = np.array(ref.tokens)
     fit = fit_power_law(tokens, means[:, 0])
-    time_fit = fit_power_law(means[:, 1], means[:, 0])
-    out["fit"], out["time_fit"] = fit.to_json(), time_fit.to_json()
+    time_fit = _time_fit(means, warnings)
+    out["fit"] = fit.to_json()
+    out["time_fit"] = time_fit.to_json() if time_fit else None
     ref_draws = ref.draws(draws, np.random.default_rng([seed, rung_index, 0]))
     fits = fit_power_laws(tokens, ref_draws[..., 0])
-    time_fits = fit_power_laws(ref_draws[..., 1], ref_draws[..., 0])
+    time_fits = fit_power_laws(ref_draws[..., 1], ref_draws[..., 0]) if time_fit else \
+        (np.nan, np.nan, np.nan)
     names = sorted(set(used["algorithm"]) - {reference})
     for k, algorithm in enumerate(names, start=1):
         arm = _Arm.of(used[used["algorithm"] == algorithm])
@@ -434,13 +424,48 @@ def rung_analysis(frame: pd.DataFrame, reference: str, rung_index: int = 0,
 
 
 
-def _candidate(arm: _Arm, ref: _Arm, fit: PowerLawFit, time_fit: PowerLawFit, fits: tuple,
+def _describe(out: dict[str, Any], frame: pd.DataFrame, used: pd.DataFrame,
+              reference: str) -> None:
+    """Per algorithm of a rung (into `out`): final losses, seeds, tuning trials, transfer rule,
+    the warnings about its runs, and whether the reference was tuned less than a candidate."""
+    for algorithm, part in frame.groupby("algorithm", sort=True):
+        mine = used[used["algorithm"] == algorithm]
+        out["losses"][str(algorithm)] = _loss_rows(mine)
+        out["seeds"][str(algorithm)] = int(mine["seed"].nunique())
+        trials = pd.to_numeric(part["tuning_trials"], errors="coerce").dropna()
+        out["tuning"][str(algorithm)] = int(trials.max()) if len(trials) else None
+        rules = [str(t) for t in part["transfer"].dropna().unique()]
+        out["transfer"][str(algorithm)] = rules[0] if len(rules) == 1 else (rules or None)
+        out["warnings"] += _run_flags(str(algorithm), part)
+    ref_trials = out["tuning"].get(reference)
+    for algorithm, trials in out["tuning"].items():
+        if algorithm != reference and trials is not None and ref_trials is not None \
+                and ref_trials < trials:
+            out["warnings"].append(f"the reference {reference} got {ref_trials} tuning "
+                                   f"trials, {algorithm} got {trials}: its speedup is "
+                                   "inflated by tuning")
+
+
+def _time_fit(means: np.ndarray, warnings: list[str]) -> PowerLawFit | None:
+    """The reference's L(T) over its mean train seconds per budget; None (and a warning) when
+    they are not 3 or more distinct positive times."""
+    seconds = means[:, 1]
+    if len(np.unique(seconds)) < 3 or not (seconds > 0).all():
+        warnings.append("the reference's train seconds are not 3 or more distinct times: no "
+                        "time ratio")
+        return None
+    return fit_power_law(seconds, means[:, 0])
+
+
+def _candidate(arm: _Arm, ref: _Arm, fit: PowerLawFit, time_fit: PowerLawFit | None,
+               fits: tuple,
                time_fits: tuple, arm_draws: np.ndarray, level: float) -> dict[str, Any]:
     """One candidate's speedups at a rung: point values from the fits, intervals from the
     draws (the reference's refits `fits`, `time_fits` and the candidate's `arm_draws`)."""
     tokens = np.array(arm.tokens)
-    point = _speedups((fit.a, fit.b, fit.c), (time_fit.a, time_fit.b, time_fit.c),
-                      arm.means(), tokens, fit.low, fit.high)
+    time_point = (time_fit.a, time_fit.b, time_fit.c) if time_fit else (np.nan,) * 3
+    point = _speedups((fit.a, fit.b, fit.c), time_point, arm.means(), tokens, fit.low,
+                      fit.high)
     drawn = _speedups(fits, time_fits, arm_draws, tokens, fit.low, fit.high)
     seeds = arm.seeds()
     resampled = seeds >= 2 and ref.seeds() >= 2  # one run: nothing to resample

@@ -41,7 +41,7 @@ from workbench.spec import COMPARISONS
 from workbench.store import Store
 
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
-           "read_index", "RUN_DTYPES", "ladder_records", "last_evals"]
+           "read_index", "RUN_DTYPES", "ladder_records", "last_evals", "ladder_finals"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -642,3 +642,14 @@ def last_evals(store: Store, run_ids: Iterable[str], column: str) -> pd.DataFram
         rows[column] = np.nan
     last = rows.sort_values(["run_id", "eval_index"]).groupby("run_id", sort=False).tail(1)
     return last[["run_id", "step", "train_seconds", column]].reset_index(drop=True)
+
+
+def ladder_finals(store: Store, runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """(the final ladder runs among `runs` (a runs_frame), workbench.ladder.FINAL_COLUMNS;
+    {run_id: why its ladder record was skipped}): their records and last eval rows read here,
+    checked and joined by workbench.ladder.finals_frame."""
+    from workbench import ladder
+
+    records = ladder_records(store, runs["run_id"].tolist())
+    last = last_evals(store, list(records), ladder.LOSS_COLUMN)
+    return ladder.finals_frame(runs, records, last, ladder.LOSS_COLUMN)

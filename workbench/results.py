@@ -195,9 +195,7 @@ class Results:
         wanted = (studies,) if isinstance(studies, str) else tuple(studies)
         if wanted:
             runs = runs[runs["study_name"].isin(wanted)]
-        records = query.ladder_records(self.store, runs["run_id"].tolist())
-        last = query.last_evals(self.store, list(records), LD.LOSS_COLUMN)
-        finals, skipped = LD.finals_frame(runs, records, last, LD.LOSS_COLUMN)
+        finals, skipped = query.ladder_finals(self.store, runs)
         for run_id, problem in skipped.items():
             warnings.warn(f"skipped ladder run {run_id}: {problem}", stacklevel=2)
         finals.attrs["skipped"] = skipped

@@ -28,7 +28,8 @@ from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import RunWriter, Store, atomic_write_json, open_store
 
-__all__ = ["make_store", "make_timing_store", "make_ladder_store", "ladder_loss", "LADDER_RUNGS", "make_planned_store", "make_mixed_store",
+__all__ = ["make_store", "make_timing_store", "make_ladder_store", "ladder_loss", "LADDER_RUNGS",
+           "ladder_replicates", "replicate_intervals", "REPLICATE_TOKENS", "make_planned_store", "make_mixed_store",
            "algorithm_after_algorithm",
            "timing_trials",
            "make_hostile_store", "hostile", "markdown_text", "live_run", "synthetic_run",
@@ -631,3 +632,51 @@ def stable_run_number(*parts: Any) -> str:
     import hashlib
 
     return hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).hexdigest()[:16]
+
+
+# Replicate one-rung ladders for calibration (tests/test_ladder.py, benchmarks/
+# ladder_coverage.py): the middle fake rung at budgets 1, 2, 4, 8.
+REPLICATE_TOKENS = 20.0 * LADDER_RUNGS[1][1] * np.array([1.0, 2.0, 4.0, 8.0])
+
+
+def ladder_replicates(rng: np.random.Generator, factor: float, replicates: int,
+                      seeds: int = 5, noise: float = 0.01) -> np.ndarray:
+    """Final (loss, train seconds) of `replicates` independent arms of the middle fake rung
+    (the truth at `factor` x the tokens, plus N(0, noise)): replicates x budgets x seeds x 2."""
+    n = LADDER_RUNGS[1][1]
+    loss = ladder_loss(n, REPLICATE_TOKENS * factor)[None, :, None] + \
+        noise * rng.standard_normal((replicates, len(REPLICATE_TOKENS), seeds))
+    seconds = np.broadcast_to(REPLICATE_TOKENS[None, :, None] * 1e-4, loss.shape)
+    return np.stack([loss, seconds], -1)
+
+
+def replicate_intervals(ref: np.ndarray, arms: Mapping[str, np.ndarray], draws: int,
+                        rng: np.random.Generator, dof: int | None = None) -> dict:
+    """{name: [(low, high) per replicate]}: the geometric-mean speedup intervals of many
+    one-rung ladders at once (arrays as ladder_replicates makes them), by the steps of
+    workbench.ladder.rung_analysis (a point fit per replicate; rescaled_means, one vectorised
+    refit of the reference for all replicates x draws, invert, the geometric mean, interval)
+    with the replicates as a leading axis. `dof`: of the widening (default rung_analysis's,
+    n_ref + n_X - 2; a huge one gives the plain percentile interval)."""
+    from workbench import ladder
+
+    replicates, budgets, seeds = ref.shape[:3]
+    tokens = REPLICATE_TOKENS
+
+    def drawn(values):  # replicates x draws x budgets x 2
+        return np.stack([ladder.rescaled_means(values[:, k], draws, rng)
+                         for k in range(budgets)], 2)
+
+    points = [ladder.fit_power_law(tokens, row) for row in ref.mean(2)[..., 0]]
+    refits = [v.reshape(replicates, draws, 1)
+              for v in ladder.fit_power_laws(tokens, drawn(ref)[..., 0].reshape(-1, budgets))]
+    out = {}
+    for name, arm in arms.items():
+        means = arm.mean(2)[..., 0]
+        logs = np.log(ladder.invert(*refits, drawn(arm)[..., 0]) / tokens).mean(-1)
+        out[name] = []
+        for r, fit in enumerate(points):
+            value = math.exp(np.log(fit.inverse(means[r]) / tokens).mean())
+            out[name].append(ladder.interval(np.exp(logs[r]), ladder.INTERVAL_LEVEL, value,
+                                             2 * seeds - 2 if dof is None else dof))
+    return out

@@ -138,6 +138,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "batch_size": p.batch_size, "hardware": hardware_string(p.device, threads),
         "budget_seconds": p.budget.seconds, "budget_steps": p.budget.steps,
         "step_hint": s.step_hint, "workload_spec": s.to_dict(),
+        "data": _data_record(p.workload),
         "environment": capture_environment(p.device, threads),
         "algorithm_source": p.algorithm.provenance() or None,
         **p.algorithm.search_space_fields(),  # the space its hparams were drawn from, if any
@@ -152,6 +153,13 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "reuse_key": reuse_key(c, s, device_class(p.device), reuse_context),
         "reused_from": None,  # made here (a run copied from another store names it)
     }
+
+
+def _data_record(workload: Workload) -> dict | None:
+    """What data the run trained on, for workloads that say (a ladder rung: kind, seed or path,
+    sha256, tokens available; runners/workloads/ladder.py), else None."""
+    record = getattr(workload, "data_record", None)
+    return record() if callable(record) else None
 
 
 def _record_setup_failure(config: RunConfig, store: Store) -> None:

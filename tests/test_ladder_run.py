@@ -144,7 +144,7 @@ def test_a_ladder_of_the_smallest_rung_runs_resumes_after_a_kill_and_summarises(
     for doc in docs:  # the last eval is at the planned step, where the schedule ended
         assert doc["ladder"] == doc["config"]["ladder"] and doc["status"] == "complete"
         assert doc["step_hint"] == doc["steps"] == doc["ladder"]["steps"]
-        assert doc["workload_spec"]["model"]["data"] == "generated"
+        assert doc["workload_spec"]["model"]["data"] == doc["data"]["kind"] == "generated"
     evals = query.evals_frame(store)
     last = evals.sort_values("step").groupby("run_id").tail(1)
     assert dict(zip(last.run_id, last.step)) == {d["run_id"]: d["ladder"]["steps"] for d in docs}

@@ -263,6 +263,9 @@ LADDER_FIELDS = (
     "reference",             # str: the ladder's reference algorithm (its first)
 )
 LADDER_PHASES = ("final", "tuning")
+# Beside it, run.json's top-level "data" says what a workload with a data record trained on
+# (a ladder rung: {"kind": "generated" | "shakespeare" | "tokens", its seed or path, "sha256",
+# "tokens_available", ...}; runners/workloads/ladder.py data_record); null for other workloads.
 
 
 # Keys that every run document has, whatever wrote it; a document without one is not a run.

@@ -4,7 +4,7 @@ set-targets, noise, list, ladder, import-algoperf, merge, export, import-parquet
 The commands are defined one group to a module: training.py (run, study, scale), analysis.py
 (score, compare, budget, rank, import-algoperf: printing what workbench.results returns),
 views.py (report, serve), targets.py (set-targets, noise, list), stores.py (merge, export,
-import-parquet), ladder.py (ladder; running one: ladder_run.py) and catalog.py (list's output);
+import-parquet), catalog.py (list's output) and ladder.py (ladder; running one: ladder_run.py);
 common.py holds the flags and options they share. The store is `--store`, else
 $PACEBENCH_STORE, else `results/`. A bad input ends in one line saying what was wrong and what
 is valid (the traceback with PACEBENCH_DEBUG=1).

@@ -34,7 +34,7 @@ import torch
 from runners.api import Algorithm, TrainingComplete, Workload
 from runners.checkpoint import RunPosition
 from runners.device import Accelerator, resolve_device
-from runners.env import capture_environment, hardware_string
+from runners.env import capture_environment, hardware_string, slurm_job_id_here
 from runners.inference import measure_after_run
 from runners.machine import PROBE, MachineMonitor
 from runners.stall import StallRule
@@ -128,7 +128,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "launch_position": (launch_order or {}).get("position"),
         "launch_order": dict(launch_order) if launch_order else None,
         "launched_by": launched_by or ("study" if launch_order else None),
-        "design": c.design,
+        "design": c.design, "slurm_job_id": slurm_job_id_here(),
         "execution": c.execution.label(str(p.device)), "mixed_execution": c.mixed_execution,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,

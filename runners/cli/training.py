@@ -54,6 +54,10 @@ def _add_study(sub) -> None:
     p.add_argument("--seeds", type=_ints, default=[0])
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
+    p.add_argument("--status", action="store_true",
+                   help="with --resume: say where each planned trial stands (finished, "
+                        "running, queued on Slurm, failed, interrupted, not started); run "
+                        "nothing")
     p.add_argument("--no-stop-on-target", action="store_true",
                    help="train every run to its budget (full curves) even after its targets")
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
@@ -252,6 +256,8 @@ def study(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
         return 0
+    if args.status:
+        return _status(args, spec, plan_study(spec, spaces, sources, chosen))
     options = launch_options(args)
     store = store_for_writing(args)
     return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
@@ -260,6 +266,21 @@ def study(args: argparse.Namespace) -> int:
                                      eta=args.eta or 3, options=options, sources=sources,
                                      allow_mixed_execution=args.allow_mixed_execution),
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
+
+
+def _status(args: argparse.Namespace, spec, configs) -> int:
+    """`pacebench study --resume --status`: one line of where the planned trials stand."""
+    from runners.launch import study_status
+
+    if not args.resume:
+        raise ValueError("--status goes with --resume (it reports on a study being run)")
+    store = existing_store(args)
+    if store is None:
+        raise ValueError("no store there yet, so no study to report on: check --store")
+    counts = study_status(configs, store, spec.name)
+    print(f"study {spec.name!r}: {len(configs)} trials planned: "
+          + ", ".join(f"{n} {state}" for state, n in counts.items() if n))
+    return 0
 
 
 def _check_mix_flag(args: argparse.Namespace) -> None:

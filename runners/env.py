@@ -3,26 +3,17 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
-__all__ = ["capture_environment", "hardware_string", "cpu_model", "git_sha", "slurm_job_id_here"]
+__all__ = ["capture_environment", "hardware_string", "cpu_model", "git_sha"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def slurm_job_id_here(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The Slurm job id of this process ("ARRAYID_TASK" for a job array's task, as squeue and
-    submitit name it), or None outside a Slurm job (or when the variables are not ids)."""
-    array, task = environ.get("SLURM_ARRAY_JOB_ID"), environ.get("SLURM_ARRAY_TASK_ID")
-    job = f"{array}_{task}" if array and task else environ.get("SLURM_JOB_ID")
-    return job if job and re.fullmatch(r"[0-9]{1,12}(_[0-9]{1,9})?", job) else None
 
 
 def cpu_model() -> str:

@@ -25,6 +25,7 @@ measures its batch-1 inference latency (runners/inference.py) into run.json's `i
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
@@ -34,13 +35,13 @@ import torch
 from runners.api import Algorithm, TrainingComplete, Workload
 from runners.checkpoint import RunPosition
 from runners.device import Accelerator, resolve_device
-from runners.env import capture_environment, hardware_string, slurm_job_id_here
+from runners.env import capture_environment, hardware_string
 from runners.inference import measure_after_run
 from runners.machine import PROBE, MachineMonitor
 from runners.stall import StallRule
 from runners.timing import DeviceClock
 from workbench.catalog import get_workload
-from workbench.records import metric_column, run_identity
+from workbench.records import metric_column, run_identity, slurm_job_id
 from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
 
@@ -128,7 +129,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "launch_position": (launch_order or {}).get("position"),
         "launch_order": dict(launch_order) if launch_order else None,
         "launched_by": launched_by or ("study" if launch_order else None),
-        "design": c.design, "slurm_job_id": slurm_job_id_here(),
+        "design": c.design, "slurm_job_id": slurm_job_id(os.environ),
         "execution": c.execution.label(str(p.device)), "mixed_execution": c.mixed_execution,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,

@@ -49,14 +49,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 import psutil
 
-from runners.env import slurm_job_id_here
 from runners.processes import (STOP_GRACE_S, LaunchOptions, Outcome, SlurmOptions, kill_tree,
                                spawn_worker, write_job)
 from workbench import records as R
 from workbench.spec import RunConfig
 
 __all__ = ["SlurmBackend", "SlurmTrial", "sbatch_parameters", "parse_slurm_param",
-           "check_setup_line", "squeue_states", "queued_trial_keys", "registered_jobs",
+           "check_setup_line", "check_options", "squeue_states", "queued_trial_keys", "registered_jobs",
            "START_MARGIN_S", "SIGNAL_DELAY_S", "SLURM_SIGNAL",
            "QUEUED_STATES"]
 
@@ -70,12 +69,12 @@ QUEUED_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "R
                            "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED", "SIGNALING",
                            "STAGE_OUT", "RESV_DEL_HOLD", "STOPPED"})
 # Options the backend sets itself (or submitit does): --slurm-param may not set them.
-_OWN_PARAMS = frozenset({"array", "time", "t", "signal", "output", "o", "error", "e",
+_OWN_PARAMS = frozenset({"array", "time", "t", "signal", "s", "output", "o", "error", "e",
                          "open-mode", "job-name", "J", "cpus-per-task", "c", "gpus-per-node",
                          "partition", "p", "requeue", "no-requeue", "wrap", "chdir", "D"})
 _PARAM_KEY = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _PARAM_VALUE = re.compile(r"[A-Za-z0-9_.,:=@%+/\-\[\]]{0,200}")
-_JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,9})?")
+_JOB_ID = R.SLURM_JOB_ID
 
 
 def parse_slurm_param(item: str) -> tuple[str, str]:
@@ -107,7 +106,7 @@ def check_setup_line(line: str) -> str:
     return line
 
 
-def _check(slurm: SlurmOptions) -> None:
+def check_options(slurm: SlurmOptions) -> SlurmOptions:
     """ValueError in one line naming the first bad Slurm option."""
     if slurm.partition is not None and not re.fullmatch(r"[A-Za-z0-9_.\-]{1,64}",
                                                         slurm.partition):
@@ -120,6 +119,7 @@ def _check(slurm: SlurmOptions) -> None:
         check_setup_line(line)
     for key, value in slurm.params:
         parse_slurm_param(f"{key}={value}")
+    return slurm
 
 
 def time_limit_minutes(watchdog_s: float) -> int:
@@ -136,24 +136,24 @@ def sbatch_parameters(options: LaunchOptions, watchdog_s: float, threads: int,
     params: dict[str, Any] = {
         "job_name": name, "time": time_limit_minutes(watchdog_s),
         "cpus_per_task": max(threads, 1) * options.nproc_per_node, "ntasks_per_node": 1,
-        "signal_delay_s": SIGNAL_DELAY_S, "stderr_to_stdout": True,
-        "additional_parameters": dict(slurm.params),
+        "stderr_to_stdout": True,
+        # submitit's stop signal, on both sides: sbatch's, and the job's submitit reads it from
+        # its environment (set here, not in the launcher's, where submitit may be imported)
+        "additional_parameters": {**dict(slurm.params),
+                                  "signal": f"{SLURM_SIGNAL}@{SIGNAL_DELAY_S}"},
+        "setup": [f"export SUBMITIT_PREEMPT_SIGNAL={SLURM_SIGNAL}", *slurm.setup],
     }
     if options.gpus_per_trial:
         params["gpus_per_node"] = int(options.gpus_per_trial)
     if slurm.partition:
         params["partition"] = slurm.partition
-    if slurm.setup:
-        params["setup"] = list(slurm.setup)
     if slurm.array_parallelism:
         params["array_parallelism"] = slurm.array_parallelism
     return params
 
 
 def _submitit():
-    """submitit, with its stop signal set to SLURM_SIGNAL (read when submitit is imported, in
-    the launcher and, through the job's environment, in each job)."""
-    os.environ.setdefault("SUBMITIT_PREEMPT_SIGNAL", SLURM_SIGNAL)
+    """submitit, or ValueError saying how to install it."""
     try:
         import submitit
     except ImportError:
@@ -192,7 +192,7 @@ class SlurmTrial:
                 kill_tree(proc.pid, reaped=proc.poll() is not None)
                 pump.finish()
             out = {"returncode": proc.returncode, "pid": proc.pid, "host": socket.gethostname(),
-                   "job_id": slurm_job_id_here()}
+                   "job_id": R.slurm_job_id(os.environ)}
             self._write_outcome(out)
             return out
         finally:
@@ -368,7 +368,7 @@ class SlurmBackend:
                  watchdog: Callable[[RunConfig], float]) -> None:
         self.options, self.threads, self.watchdog = options, threads, watchdog
         self.slurm = options.slurm or SlurmOptions()
-        _check(self.slurm)
+        check_options(self.slurm)
         self.submitit = _submitit()
         if shutil.which("sbatch") is None or shutil.which("squeue") is None:
             raise ValueError("--backend slurm needs Slurm's commands (sbatch, squeue, scancel) "

@@ -23,6 +23,7 @@ means that readers compute its figures from the rows.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ __all__ = [
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR",
-    "SLURM_DIR", "SLURM_JOBS_FILE", "SLURM_OUTCOMES_DIR", "SLURM_SUBMITIT_DIR", "SLURM_FIELDS", "NOISE_COLUMNS", "EVAL_COLUMNS",
+    "SLURM_DIR", "SLURM_JOBS_FILE", "SLURM_OUTCOMES_DIR", "SLURM_SUBMITIT_DIR", "SLURM_FIELDS", "SLURM_JOB_ID", "slurm_job_id", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
@@ -169,6 +170,15 @@ SLURM_FIELDS = (
     "slurm_job_id",  # str: the Slurm job that ran it ("ARRAYID_TASK" for a job array's task, as
                      # squeue shows it; runners/slurm_backend.py)
 )
+SLURM_JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,9})?")  # what a valid slurm_job_id looks like
+
+
+def slurm_job_id(environ: Mapping[str, str]) -> str | None:
+    """The Slurm job id that the environment `environ` of a process gives ("ARRAYID_TASK" for
+    a job array's task), or None outside a Slurm job (or when the variables are not ids)."""
+    array, task = environ.get("SLURM_ARRAY_JOB_ID"), environ.get("SLURM_ARRAY_TASK_ID")
+    job = f"{array}_{task}" if array and task else environ.get("SLURM_JOB_ID")
+    return job if job and SLURM_JOB_ID.fullmatch(job) else None
 
 # Top-level run-document fields of how a run was timed (schema 3; null in older documents and in
 # imported logs, which do not measure them). The first five are also run-table columns.

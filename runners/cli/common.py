@@ -105,13 +105,13 @@ def slurm_options(args: argparse.Namespace):
         flag = "--" + given[0].replace("_", "-")
         raise ValueError(f"{flag} goes with --backend slurm (this study runs on the "
                          f"{args.backend} backend)")
-    from runners.slurm_backend import check_setup_line, parse_slurm_param
+    from runners.slurm_backend import check_options, check_setup_line, parse_slurm_param
 
-    return SlurmOptions(partition=args.slurm_partition,
+    return check_options(SlurmOptions(partition=args.slurm_partition,
                         setup=tuple(check_setup_line(line) for line in args.slurm_setup or ()),
                         array_parallelism=args.slurm_array_parallelism,
                         params=tuple(parse_slurm_param(p) for p in args.slurm_param or ()),
-                        store_check=args.slurm_store_check != "off", detach=args.detach)
+                        store_check=args.slurm_store_check != "off", detach=args.detach))
 
 
 def submission_name(args: argparse.Namespace) -> str | None:

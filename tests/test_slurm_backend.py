@@ -218,3 +218,37 @@ def test_the_stop_signal_requeues_a_job_which_resumes_from_its_checkpoint(tmp_pa
     assert second["preemptions"] == 1 and second["resumed_from"] == first["run_id"]
     assert 0 < second["resumed_at_step"] < 150 and second["steps"] == 150
     assert first["slurm_job_id"] == second["slurm_job_id"] == job  # the same job, requeued
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_whole_array(tmp_path, slurm_cluster):
+    import os
+    import signal
+    import sys
+
+    store_dir = tmp_path / "s"
+    root = Path(__file__).resolve().parents[1]
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "runners.cli", "study", "--workloads", "synthetic",
+         "--algorithms", "adamw", "--trials", "3", "--max-steps", "5000", "--no-stop-on-target",
+         "--name", "ctrlc", "--store", str(store_dir), "--backend", "slurm",
+         "--slurm-store-check", "off", "--quiet"],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        jobs = _wait("3 registered jobs", lambda: len(registered_jobs(store_dir, "ctrlc")) == 3
+                     and registered_jobs(store_dir, "ctrlc"), 120)
+        store = open_store(store_dir)
+        # 2 running (the node has 2 CPUs), 1 pending; Ctrl-C once a run is writing
+        _wait("a run's first eval", lambda: any(store.latest_eval(k) for k in jobs), 120)
+        launcher.send_signal(signal.SIGINT)
+        out, _ = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode != 0, out
+    states = squeue_states(jobs.values())
+    assert not any(s in QUEUED_STATES for s in states.values()), states
+    statuses = [d["status"] for d in store.documents(effective=True, study_name="ctrlc")]
+    assert statuses and set(statuses) == {"interrupted"}, statuses

@@ -49,7 +49,7 @@ from typing import Any, Mapping
 
 from runners.processes import LaunchOptions
 from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
-                            check_mix, check_same_plan)
+                            check_mix, check_same_plan, queued_on_slurm)
 from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
 from runners.tuning import ChosenSpace
 from workbench.catalog import get_workload
@@ -305,7 +305,7 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     # resume: not the trials already done, nor those another launcher is running right now
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
     if resume:  # and not those Slurm still has pending or running (runners/slurm_backend.py)
-        done |= _queued_on_slurm(store, name)
+        done |= queued_on_slurm(store, name)
     todo = [(c, place) for c, place in launch_order(configs, name)
             if c.trial_key not in done and same.get(c.trial_key) not in done]
     result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo))
@@ -319,46 +319,3 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
         with contextlib.suppress(OSError):  # derived data, rebuilt by readers (a full disk)
             refresh_index(store)
     return result
-
-
-
-
-def _queued_on_slurm(store: Store, name: str) -> set[str]:
-    """Trial keys of study `name` whose Slurm job is still pending or running (none when the
-    study was never submitted to Slurm)."""
-    from runners.slurm_backend import queued_trial_keys
-
-    return queued_trial_keys(store.root, name)
-
-
-STATUS_STATES = ("finished", "running", "queued on Slurm", "failed", "interrupted", "not started")
-
-
-def study_status(configs: list[RunConfig], store: Store, name: str) -> dict[str, int]:
-    """Where each planned trial of study `name` stands (`pacebench study --resume --status`):
-    {state: trials} over STATUS_STATES. A trial is finished when an attempt of it is (complete,
-    diverged or stalled), else running when an attempt's process is alive, else queued when its
-    Slurm job is pending or running, else as its newest attempt ended (failed, interrupted),
-    else not started."""
-    from workbench.records import DONE_STATUSES
-
-    newest: dict[str, dict] = {}
-    finished, running = set(), set()
-    for doc in store.documents(effective=True, study_name=name):
-        key = doc.get("trial_key")
-        if doc.get("status") in DONE_STATUSES:
-            finished.add(key)
-        elif doc.get("status") == "running":
-            running.add(key)
-        if (doc.get("started_at") or "") >= (newest.get(key, {}).get("started_at") or ""):
-            newest[key] = doc
-    queued = _queued_on_slurm(store, name)
-    counts = dict.fromkeys(STATUS_STATES, 0)
-    for config in configs:
-        key = config.trial_key
-        state = ("finished" if key in finished else "running" if key in running
-                 else "queued on Slurm" if key in queued
-                 else "failed" if newest.get(key, {}).get("status") == "failed"
-                 else "interrupted" if key in newest else "not started")
-        counts[state] += 1
-    return counts

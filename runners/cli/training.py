@@ -270,7 +270,7 @@ def study(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace, spec, configs) -> int:
     """`pacebench study --resume --status`: one line of where the planned trials stand."""
-    from runners.launch import study_status
+    from runners.resume import study_status
 
     if not args.resume:
         raise ValueError("--status goes with --resume (it reports on a study being run)")

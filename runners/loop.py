@@ -99,7 +99,8 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     if parallel is not None:
         workload, model = parallel.wrap(workload, model)
     batch_size = config.batch_size or algorithm.batch_size(spec)
-    accelerator = Accelerator(device, options.precision, options.compile, options.channels_last)
+    accelerator = Accelerator(device, options.precision, options.compile, options.channels_last,
+                              options.compile_mode)
     model = accelerator.prepare(model, workload, batch_size, config.rng_seed)
     algorithm.init(model, workload)
     budget = spec.budget.scaled(config.budget_multiplier)

@@ -8,7 +8,7 @@ import math
 from runners.cli_types import floats as _floats, ints as _ints
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
-           "launch_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
+           "launch_flags", "backend_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
            "check_numbers",
            "SCALING_DEFAULTS", "WORKLOAD_HELP", "ALGORITHM_HELP", "ITEM_RULE"]
 
@@ -65,8 +65,14 @@ def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
                         "in --device, --precision, --compile, --channels-last, --threads or "
                         "the hardware (refused otherwise); the new runs record it, and score "
                         "and compare note the pooled mix")
-    if not faults:
-        return
+    if faults:
+        backend_flags(p)
+
+
+def backend_flags(p: argparse.ArgumentParser, detach: bool = True) -> None:
+    """Where trials run (local pool, Ray, Slurm) and the fault handling: the flags that
+    cli.common.launch_options reads. `detach`: offer --detach (a command that analyses its
+    runs right after launching them cannot)."""
     g = p.add_argument_group("where trials run, and faults")
     g.add_argument("--backend", choices=("local", "ray", "slurm"), default="local",
                    help="local: a process pool on this machine (default); ray: one Ray task "
@@ -97,9 +103,11 @@ def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
     g.add_argument("--slurm-store-check", choices=("on", "off"),
                    help="--backend slurm: check with a probe job that the nodes see the store "
                         "before submitting (default on)")
-    g.add_argument("--detach", action="store_true",
-                   help="--backend slurm: submit the trials and return; follow them with the "
-                        "same command plus --resume --status, collect the rest with --resume")
+    if detach:
+        g.add_argument("--detach", action="store_true",
+                       help="--backend slurm: submit the trials and return; follow them with "
+                            "the same command plus --resume --status, collect the rest with "
+                            "--resume")
     trial_timeout_flag(g)
     g.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
                    help="save each run's training state this often, so that --resume "

@@ -11,7 +11,8 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 search_spaces, store_for_writing, store_path, submission_name,
                                 workload_names)
 from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
-                               launch_flags, scaling_flags, training_flags, trial_timeout_flag)
+                               backend_flags, launch_flags, scaling_flags, training_flags,
+                               trial_timeout_flag)
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -86,6 +87,7 @@ def _add_scale(sub) -> None:
     p.add_argument("--name", default="scaling", help="study name (resume matches on it)")
     scaling_flags(p, required=True)
     launch_flags(p, faults=False)
+    backend_flags(p, detach=False)
     training_flags(p)
     p.set_defaults(func=scale)
 
@@ -294,6 +296,7 @@ def scale(args: argparse.Namespace) -> int:
     from workbench.spec import ScalingSpec
 
     _check_mix_flag(args)
+    options = launch_options(args)
     spec = ScalingSpec(workloads=workload_names(args.workloads), algorithms=args.algorithms,
                        batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
                        prune_method=args.prune_method, trials=args.trials, goal=args.goal,
@@ -304,5 +307,6 @@ def scale(args: argparse.Namespace) -> int:
     store = store_for_writing(args)
     return launch_and_report(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
                                        data_dir=args.data_dir, progress=not args.quiet,
-                                       allow_mixed_execution=args.allow_mixed_execution),
+                                       allow_mixed_execution=args.allow_mixed_execution,
+                                       options=options),
                    f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")

@@ -171,7 +171,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                 workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
                 reuse_tuning: bool = False, sources: Mapping[str, Any] | None = None,
                 rerun_eval_every: int | None = None, estimate_only: bool = False,
-                options: Any = None) -> dict | None:
+                options=None) -> dict | None:
     """Run the target-setting procedure for `workload` and write its record; returns the record.
 
     reach_quantile None: AlgoPerf's median rule; horizon: the share of the step hint within which
@@ -179,11 +179,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     trial from the workload's existing record in `out_dir` and only rerun (the tuning is not
     repeated; the record keeps it). sources: {display name: AlgorithmSource} of the algorithms
     that their names alone do not load (runners/algorithms/sources.py); the record names them.
-    rerun_eval_every: the reruns' eval cadence in steps (default: the catalog's), which is the
-    resolution of their times and steps to target. options: where the runs run
-    (runners.processes.LaunchOptions; default: the local pool). estimate_only: print the time
-    estimate (it is printed first in any case; runners/estimate.py), return None and write
-    nothing.
+    rerun_eval_every: the reruns' eval cadence in steps (default: the catalog's). options:
+    LaunchOptions (default: the local pool). estimate_only: print the time estimate only.
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)

@@ -59,6 +59,9 @@ def _add_study(sub) -> None:
                    help="with --resume: say where each planned trial stands (finished, "
                         "running, queued on Slurm, failed, interrupted, not started); run "
                         "nothing")
+    p.add_argument("--reuse-from", action="append", default=[], metavar="STORE",
+                   help="copy finished runs of the same reuse key (trial, execution options, "
+                        "hardware, code, data) from STORE instead of running them; repeatable")
     p.add_argument("--no-stop-on-target", action="store_true",
                    help="train every run to its budget (full curves) even after its targets")
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
@@ -238,6 +241,7 @@ def study(args: argparse.Namespace) -> int:
     store (an existing one is read, to refuse a name its runs give to other code)."""
     from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
     from workbench.spec import StudySpec
+    from workbench.store import open_store
 
     _check_mix_flag(args)
     submission = submission_name(args)
@@ -261,12 +265,14 @@ def study(args: argparse.Namespace) -> int:
     if args.status:
         return _status(args, spec, plan_study(spec, spaces, sources, chosen))
     options = launch_options(args)
+    reuse_from = [open_store(path) for path in args.reuse_from]  # each must be a store
     store = store_for_writing(args)
     return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
                                      data_dir=args.data_dir, progress=not args.quiet,
                                      search_spaces=spaces, early_stop=args.early_stop,
                                      eta=args.eta or 3, options=options, sources=sources,
-                                     allow_mixed_execution=args.allow_mixed_execution),
+                                     allow_mixed_execution=args.allow_mixed_execution,
+                                     reuse_from=reuse_from),
                    f"store: {store.root}   score it: pacebench score --store {store.root}")
 
 

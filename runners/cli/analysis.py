@@ -32,6 +32,10 @@ def add(sub) -> None:
     p.add_argument("--workloads", type=_csv, help="default: the scored workloads")
     p.add_argument("--confidence", type=float, default=0.95, help="of intervals and verdict")
     p.add_argument("--detect", type=float, default=1.25, help="speedup to size studies for")
+    p.add_argument("--study-time", choices=("algoperf", "fastest"), default="algoperf",
+                   help="a study's time: algoperf (default), the trial that met the target at "
+                        "the smallest eval index, as AlgoPerf's scorer; fastest, its trial "
+                        "with the smallest time to target")
     p.add_argument("--json", action="store_true")
     scope_flags(p)
     store_flag(p)
@@ -92,7 +96,7 @@ def compare(args: argparse.Namespace) -> int:
                          f": {','.join(args.algorithms)}")
     result = _results(args).compare_result(*args.algorithms, workloads=args.workloads,
                                            confidence=args.confidence, detect=args.detect,
-                                           **scope_options(args))
+                                           study_time=args.study_time, **scope_options(args))
     print(dumps(result.to_json()) if args.json else result.text())
     return 0
 

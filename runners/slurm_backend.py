@@ -54,10 +54,10 @@ from runners.processes import (STOP_GRACE_S, LaunchOptions, Outcome, SlurmOption
 from workbench import records as R
 from workbench.spec import RunConfig
 
-__all__ = ["SlurmBackend", "SlurmTrial", "sbatch_parameters", "parse_slurm_param",
-           "check_setup_line", "check_options", "squeue_states", "queued_trial_keys", "registered_jobs",
-           "START_MARGIN_S", "SIGNAL_DELAY_S", "SLURM_SIGNAL",
-           "QUEUED_STATES"]
+__all__ = ["SlurmBackend", "SlurmTrial", "sbatch_parameters", "time_limit_minutes",
+           "parse_slurm_param", "check_setup_line", "check_options", "check_slurm_commands",
+           "check_cluster", "squeue_states", "queued_trial_keys", "registered_jobs",
+           "START_MARGIN_S", "SIGNAL_DELAY_S", "SLURM_SIGNAL", "QUEUED_STATES"]
 
 START_MARGIN_S = 120.0  # a job's time limit: its trial's watchdog + this (job start, imports)
 SIGNAL_DELAY_S = 60  # the stop signal comes this many seconds before the limit
@@ -120,6 +120,39 @@ def check_options(slurm: SlurmOptions) -> SlurmOptions:
     for key, value in slurm.params:
         parse_slurm_param(f"{key}={value}")
     return slurm
+
+
+def check_slurm_commands() -> None:
+    """ValueError (one line) unless Slurm's sbatch, squeue and scancel are on the PATH."""
+    missing = [c for c in ("sbatch", "squeue", "scancel") if shutil.which(c) is None]
+    if missing:
+        raise ValueError(f"--backend slurm needs Slurm's commands on this machine's PATH "
+                         f"({', '.join(missing)} not found): run it from a login node")
+
+
+def check_cluster() -> None:
+    """ValueError (one line, Slurm's own words) unless this machine reaches a Slurm controller
+    (`sinfo` answers)."""
+    try:
+        done = subprocess.run(["sinfo", "--noheader", "--format=%P"], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ValueError(f"--backend slurm: sinfo did not answer ({err})") from None
+    if done.returncode != 0:
+        said = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
+        raise ValueError(f"--backend slurm: no Slurm controller answers here (sinfo: "
+                         f"{said.strip()[:200]}); run it where sbatch works (a login node, "
+                         "SLURM_CONF set)")
+
+
+def _submitted(submit: Callable[[], Any]) -> Any:
+    """`submit()`, with a refused submission as a one-line ValueError in sbatch's words."""
+    try:
+        return submit()
+    except (OSError, subprocess.SubprocessError, RuntimeError) as err:
+        said = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
+        raise ValueError(f"Slurm refused the submission: {said.strip()[:300]} (check the "
+                         "--slurm-* options)") from None
 
 
 def time_limit_minutes(watchdog_s: float) -> int:
@@ -370,9 +403,8 @@ class SlurmBackend:
         self.slurm = options.slurm or SlurmOptions()
         check_options(self.slurm)
         self.submitit = _submitit()
-        if shutil.which("sbatch") is None or shutil.which("squeue") is None:
-            raise ValueError("--backend slurm needs Slurm's commands (sbatch, squeue, scancel) "
-                             "on this machine's PATH: run the study from a login node")
+        check_slurm_commands()
+        check_cluster()
         self.detach = self.slurm.detach
         self.queued: list[tuple[Mapping[str, Any], Path, _SlurmJob]] = []
         self.submitted: list[_SlurmJob] = []
@@ -401,14 +433,17 @@ class SlurmBackend:
         executor.update_parameters(**sbatch_parameters(
             self.options, max(self.watchdog(c) for c in configs), self.threads,
             f"pacebench-{configs[0].study_name}"[:64]))
-        with executor.batch():
-            jobs = [executor.submit(SlurmTrial(job, str(log), self.options.nproc_per_node))
-                    for job, log, _ in queued]
+        jobs = _submitted(lambda: self._submit_array(executor, queued))
         for (_, _, handle), job in zip(queued, jobs):
             handle.job_id = str(job.job_id)
         self._register(store_root, configs, [h for _, _, h in queued])
         self.submitted += [h for _, _, h in queued]
         self._asked = -math.inf  # ask squeue afresh
+
+    def _submit_array(self, executor, queued: list) -> list:
+        with executor.batch():
+            return [executor.submit(SlurmTrial(job, str(log), self.options.nproc_per_node))
+                    for job, log, _ in queued]
 
     def executor(self, store_root: str):
         folder = _slurm_folder(store_root) / R.SLURM_SUBMITIT_DIR
@@ -449,7 +484,7 @@ class SlurmBackend:
         params.pop("gpus_per_node", None)
         params.pop("array_parallelism", None)
         executor.update_parameters(**params)
-        job = executor.submit(_probe, str(path), token)
+        job = _submitted(lambda: executor.submit(_probe, str(path), token))
         deadline = time.monotonic() + PROBE_TIMEOUT_S
         reply = Path(str(path) + ".reply")
         try:

@@ -5,6 +5,7 @@ local pool; a job cancelled mid-run is `interrupted` and `--resume` completes it
 submitit's stop signal is requeued and resumes from its checkpoint."""
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -90,6 +91,17 @@ def test_bad_slurm_flags_are_one_line_errors_before_anything_runs(tmp_path, caps
     assert not (store / "runs").exists()
 
 
+def test_no_slurm_controller_is_a_one_line_error_before_any_run(tmp_path, capsys, monkeypatch):
+    (tmp_path / "slurm.conf").write_text("")  # names no controller (sinfo fails at once)
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    store = tmp_path / "s"
+    assert main(["study", "--workloads", "synthetic", "--algorithms", "adamw", "--store",
+                 str(store), "--backend", "slurm"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no Slurm controller answers here" in err, err
+    assert not (store / "runs").exists()
+
+
 def test_slurm_flags_go_with_the_slurm_backend(tmp_path, capsys):
     assert main(["study", "--workloads", "synthetic", "--algorithms", "adamw", "--store",
                  str(tmp_path / "s"), "--detach"]) == 2
@@ -101,6 +113,19 @@ def test_slurm_job_id_of_a_process():
     assert R.slurm_job_id({"SLURM_JOB_ID": "18", "SLURM_ARRAY_JOB_ID": "12",
                            "SLURM_ARRAY_TASK_ID": "3"}) == "12_3"
     assert R.slurm_job_id({}) is None and R.slurm_job_id({"SLURM_JOB_ID": "1;x"}) is None
+
+
+def test_hostile_lines_of_the_jobs_file_are_skipped(tmp_path):
+    folder = tmp_path / R.SLURM_DIR
+    folder.mkdir()
+    good = {"trial_key": "abc123", "study_name": "s", "job_id": "7_1"}
+    lines = [json.dumps(good), "{not json", "[]", json.dumps({**good, "job_id": "7; rm -rf /"}),
+             json.dumps({**good, "trial_key": "../x"}), json.dumps({**good, "job_id": 7}),
+             json.dumps({**good, "trial_key": "def456", "study_name": "other"})]
+    (folder / R.SLURM_JOBS_FILE).write_text("\n".join(lines) + "\n")
+    assert registered_jobs(tmp_path, "s") == {"abc123": "7_1"}
+    assert registered_jobs(tmp_path) == {"abc123": "7_1", "def456": "7_1"}
+    assert registered_jobs(tmp_path / "missing", "s") == {}
 
 
 # --- through the real Slurm --------------------------------------------------------------------

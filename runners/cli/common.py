@@ -85,6 +85,10 @@ def launch_options(args: argparse.Namespace):
                             start_method=args.start_method or "forkserver",
                             slurm=slurm_options(args))
     options.check()
+    if options.backend == "slurm":
+        from runners.slurm_backend import check_cluster, check_slurm_commands
+        check_slurm_commands()  # before the store is made
+        check_cluster()
     return options
 
 

@@ -23,6 +23,15 @@ $(STAMP): pyproject.toml constraints.txt
 	    echo "warning: /usr/bin/chromium is missing and apt-get is not usable: install Debian's chromium for the browser tests"; \
 	  fi; \
 	fi
+	@# a real single-node Slurm for the Slurm backend's tests (tests/slurm_cluster.py, docs/slurm.md)
+	@if [ ! -x /usr/sbin/slurmd ] || [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/munged ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's slurmctld, slurmd and munge for the Slurm tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd munge >/dev/null; \
+	  else \
+	    echo "warning: Slurm is missing and apt-get is not usable: install Debian's slurmctld, slurmd and munge (as root) for the Slurm tests"; \
+	  fi; \
+	fi
 	touch $@
 
 # Two pytest workers (the machine's 2 cores); tests sharing an expensive fixture stay together.

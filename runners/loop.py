@@ -25,6 +25,7 @@ measures its batch-1 inference latency (runners/inference.py) into run.json's `i
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -40,7 +41,7 @@ from runners.machine import PROBE, MachineMonitor
 from runners.stall import StallRule
 from runners.timing import DeviceClock
 from workbench.catalog import get_workload
-from workbench.records import metric_column, run_identity
+from workbench.records import metric_column, run_identity, slurm_job_id
 from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
 
@@ -145,7 +146,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "launch_position": (launch_order or {}).get("position"),
         "launch_order": dict(launch_order) if launch_order else None,
         "launched_by": launched_by or ("study" if launch_order else None),
-        "design": c.design,
+        "design": c.design, "slurm_job_id": slurm_job_id(os.environ),
         "execution": c.execution.label(str(p.device)), "mixed_execution": c.mixed_execution,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,

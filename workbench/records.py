@@ -23,6 +23,7 @@ means that readers compute its figures from the rows.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
@@ -33,7 +34,9 @@ __all__ = [
     "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
-    "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
+    "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR",
+    "SLURM_DIR", "SLURM_JOBS_FILE", "SLURM_OUTCOMES_DIR", "SLURM_SUBMITIT_DIR", "SLURM_FIELDS",
+    "SLURM_JOB_ID", "slurm_job_id", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "EXPORT_FILES",
     "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
@@ -106,6 +109,13 @@ RESERVE_BYTES = 256 << 10  # room to record a launch's end on a full disk (about
 # Study summaries (compute spent and saved by early stopping, a scaling study's spec, ...):
 # <store>/studies/<study_name>.json
 STUDIES_DIR = "studies"
+# The Slurm backend's files (runners/slurm_backend.py), transient job state, never records:
+SLURM_DIR = "slurm"
+SLURM_JOBS_FILE = "jobs.jsonl"        # one JSON line per submitted job: trial_key, study_name,
+                                      # job_id ("ARRAY_TASK"), submitted_at (UTC)
+SLURM_OUTCOMES_DIR = "outcomes"       # <job_id>.json: the job's worker exit code, pid and host
+SLURM_SUBMITIT_DIR = "submitit"       # submitit's folder: its pickled jobs and their output (only
+                                      # submitit reads them)
 
 SPLITS = ("train", "validation", "test")
 
@@ -169,6 +179,22 @@ RUN_COLUMNS = (
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
 # AD_HOC_NAME (the name `pacebench run` gave its runs before).
 AD_HOC_NAME = "adhoc"
+
+# Top-level run-document fields of where a run ran on a cluster (null in runs made elsewhere and
+# in documents written before them):
+SLURM_FIELDS = (
+    "slurm_job_id",  # str: the Slurm job that ran it ("ARRAYID_TASK" for a job array's task, as
+                     # squeue shows it; runners/slurm_backend.py)
+)
+SLURM_JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,9})?")  # what a valid slurm_job_id looks like
+
+
+def slurm_job_id(environ: Mapping[str, str]) -> str | None:
+    """The Slurm job id that the environment `environ` of a process gives ("ARRAYID_TASK" for
+    a job array's task), or None outside a Slurm job (or when the variables are not ids)."""
+    array, task = environ.get("SLURM_ARRAY_JOB_ID"), environ.get("SLURM_ARRAY_TASK_ID")
+    job = f"{array}_{task}" if array and task else environ.get("SLURM_JOB_ID")
+    return job if job and SLURM_JOB_ID.fullmatch(job) else None
 
 # Top-level run-document fields of how a run was timed (schema 3; null in older documents and in
 # imported logs, which do not measure them). The first five are also run-table columns.

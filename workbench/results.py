@@ -150,26 +150,40 @@ class Results:
 
     def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
                        confidence: float = C.DEFAULT_CONFIDENCE,
-                       detect: float = C.DEFAULT_DETECT, **scope) -> "CompareResult":
-        """A against B (workbench.compare.compare_runs) on the scope's time axis (rich)."""
+                       detect: float = C.DEFAULT_DETECT, sequential: bool = False,
+                       max_studies: int | None = None, ongoing: bool = False,
+                       first: int | None = None, **scope) -> "CompareResult":
+        """A against B (workbench.compare.compare_runs) on the scope's time axis (rich).
+        `sequential`: replayed round by round with the sequential test (workbench/sequential.py)
+        planned for `max_studies` studies a side (default: those the store holds); `ongoing`
+        and `first` (the first round's size) are for a study under way (`study
+        --until-decided`)."""
         chosen, scoped, cube = self._prepared(scope)
         for name in (a, b):
             _check_compared(name, scoped, cube)
         config = self.config()
         names = [str(w) for w in cube["workload"].values]
         floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
-        comparison = C.compare_runs(
-            scoped.runs, cube, a, b, time_axis=chosen.time_axis,
-            workloads=list(workloads) if workloads else scored_names(config, cube),
-            config=config, confidence=confidence, detect=detect, noise_cov=floors,
-            replicates=COMPARE_DRAWS)
+        options = dict(time_axis=chosen.time_axis,
+                       workloads=list(workloads) if workloads else scored_names(config, cube),
+                       config=config, confidence=confidence, detect=detect, noise_cov=floors,
+                       replicates=COMPARE_DRAWS)
+        if sequential:
+            from workbench.sequential import DEFAULT_FIRST_ROUND, sequential_compare
+            comparison = sequential_compare(scoped.runs, cube, a, b, max_studies=max_studies,
+                                            ongoing=ongoing,
+                                            first=first or DEFAULT_FIRST_ROUND, **options)
+        else:
+            comparison = C.compare_runs(scoped.runs, cube, a, b, **options)
         return CompareResult(comparison, scoped, chosen)
 
     def compare(self, a: str, b: str, workloads: Sequence[str] | None = None,
                 confidence: float = C.DEFAULT_CONFIDENCE, detect: float = C.DEFAULT_DETECT,
+                sequential: bool = False, max_studies: int | None = None,
                 **scope) -> dict[str, Any]:
-        """What `pacebench compare --json` prints."""
-        return self.compare_result(a, b, workloads, confidence, detect, **scope).to_json()
+        """What `pacebench compare --json` prints (`--sequential`, `--max-studies`)."""
+        return self.compare_result(a, b, workloads, confidence, detect, sequential,
+                                   max_studies, **scope).to_json()
 
     def budget_result(self, **scope) -> "BudgetResult":
         """Tuning-budget curves (workbench/budget.py) of the scoped trials (rich)."""
@@ -390,9 +404,10 @@ class BudgetResult:
 
 @dataclass
 class CompareResult:
-    """A head-to-head of a store (Results.compare_result)."""
+    """A head-to-head of a store (Results.compare_result): a fixed design's, or a sequential
+    one's (workbench.sequential.SequentialComparison)."""
 
-    comparison: C.Comparison
+    comparison: Any
     scoped: Scoped
     scope: Scope
 
@@ -402,6 +417,9 @@ class CompareResult:
     def text(self) -> str:
         """What `pacebench compare` prints."""
         result, label = self.comparison, AXIS_LABELS[axis_column(self.scope.time_axis)]
+        sequential = None
+        if not isinstance(result, C.Comparison):  # a sequential comparison (its last look's)
+            sequential, result = result, result.comparison
         lines = [f"ruleset: {self.scoped.ruleset}; time axis: {label}"
                  + (", compilation excluded" if self.scope.exclude_compile else "")
                  + f" (ratios of median study {label} to target)",
@@ -409,8 +427,14 @@ class CompareResult:
         lines += [f"  {w}: left out ({why})" for w, why in result.left_out.items()]
         lines += [f"warning: {caution}" for caution in result.warnings]
         lines += [f"\nverdict in {label}: {result.verdict}",
-                  f"verdict by steps to target: {result.verdict_by_steps}",
-                  "\n" + result.sentence()]
+                  f"verdict by steps to target: {result.verdict_by_steps}"]
+        if sequential is not None:
+            lines += [f"studies used: {sequential.studies_used} a side of "
+                      f"{sequential.max_studies}; stopped because: "
+                      f"{sequential.stopped_because or 'not decided yet'}",
+                      "\n" + sequential.sentence()]
+        else:
+            lines.append("\n" + result.sentence())
         return "\n".join(lines + _left_out_lines(self.scoped, {}))
 
 

@@ -177,6 +177,9 @@ def test_futility_stops_when_the_planned_studies_cannot_detect_the_speedup():
     quiet = [[(1 + 0.001 * a, 1 + 0.001 * b) for a, b in blk] for blk in noisy]
     test = sequential_test(quiet, 10, 0.95)
     assert stopping_look(test, quiet, [1e9], 10)[1] is None
+    # nor when the speedup seen so far is already the one the plan is sized for
+    apart = [[(a, b * 2.0) for a, b in blk] for blk in noisy]
+    assert stopping_look(sequential_test(apart, 10, 0.95), apart, [1e9], 10)[1] is None
 
 
 @pytest.fixture(scope="module")
@@ -218,3 +221,48 @@ def test_max_studies_caps_the_replay(planted_store):
     out = open_results(planted_store).compare("fast", "slow", sequential=True, max_studies=2)
     assert (out["studies_used"], out["stopped_because"]) == (2, "max studies")
     assert out["verdict"] == "no difference shown"  # 2 + 2 studies on 2 workloads: p >= 1/36
+
+
+@pytest.mark.slow
+def test_study_until_decided_runs_rounds_and_stops_at_the_verdict(tmp_path, capsys):
+    """A planted outcome: nadamw at the synthetic workload's tuned point reaches the target,
+    SGD at a learning rate of 1e-7 never does; at 80 % and 3 studies at most, 2 + 2 studies
+    cannot decide (the smallest share of relabellings is 1/6) and 3 + 3 can."""
+    fast, slow = tmp_path / "fast.json", tmp_path / "slow.json"
+    fast.write_text(json.dumps({"learning_rate": {"feasible_points": [0.025]},
+                                "one_minus_beta1": {"feasible_points": [0.1]},
+                                "beta2": {"feasible_points": [0.999]},
+                                "weight_decay": {"feasible_points": [0.0013]},
+                                "warmup_factor": {"feasible_points": [0.05]}}))
+    slow.write_text(json.dumps({"learning_rate": {"feasible_points": [1e-7]}}))
+    store = tmp_path / "s"
+    assert main(["study", "--workloads", "synthetic", "--algorithms",
+                 "nadamw,slow=torch.optim:SGD", "--search-space", f"nadamw={fast}",
+                 "--search-space", f"slow={slow}", "--trials", "1", "--max-steps", "200", "--until-decided",
+                 "nadamw,slow", "--max-studies", "3", "--confidence", "0.8", "--name", "ud",
+                 "--store", str(store), "--workers", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "round 1: 2 studies of each algorithm" in out
+    assert "no verdict yet after 2 studies a side" in out
+    assert "studies used: 3 a side of 3; stopped because: decided" in out
+    assert "nadamw faster by the sequential test at 80% after 3 studies a side" in out
+    runs = open_results(store).runs()
+    assert sorted(runs.groupby("algorithm")["study"].max()) == [2, 2]  # no fourth round ran
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--until-decided", "adamw,nope"], "--until-decided adamw,nope: give two different"),
+    (["--until-decided", "adamw,adamw"], "--until-decided adamw,adamw: give two different"),
+    (["--max-studies", "4"], "--max-studies goes with --until-decided A,B"),
+    (["--until-decided", "adamw,heavy_ball", "--studies", "5", "--max-studies", "4"],
+     "--studies 5: the first round needs 2 studies a side"),
+    (["--until-decided", "adamw,heavy_ball", "--confidence", "1.5"],
+     "--confidence 1.5: must be a number in (0, 1)"),
+])
+def test_bad_until_decided_options_are_one_line_before_anything_runs(tmp_path, capsys, argv,
+                                                                      message):
+    assert main(["study", "--workloads", "synthetic", "--algorithms", "adamw,heavy_ball",
+                 "--store", str(tmp_path / "s"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s").exists()

@@ -32,9 +32,10 @@ one, with the alpha-spending boundaries of Lan and DeMets (1983):
   block's relabellings are drawn from a seed of its own, so a look's boundaries are the same
   whether later rounds exist or not). tests/test_sequential.py checks both by enumeration.
 - **Futility** (`"futile"`): at a look with at least `FUTILITY_FROM` studies a side and no
-  verdict, when the spread of the studies so far says that N studies a side could not detect a
-  `detect` speedup with 80 % power (compare's `studies_needed` exceeds N), the study stops
-  without a verdict. Stopping without a verdict never adds a false one, so the guarantee above
+  verdict, when the speedup seen so far (the mean over workloads of log(median B / median A),
+  a miss at the budget) is below `detect` either way and the spread of the studies says that N
+  studies a side could not detect a `detect` speedup with 80 % power (compare's
+  `studies_needed` exceeds N), the study stops without a verdict. Stopping without a verdict never adds a false one, so the guarantee above
   holds whatever this rule does; it costs power only when the true speedup is well above
   `detect`.
 
@@ -261,20 +262,22 @@ def sequential_test(blocks: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
                           (crossed_up + crossed_low) / n_paths)
 
 
-def _log_variance(blocks, budgets: Sequence[float]) -> float | None:
-    """The mean over workloads of the pooled variance of log study times within each side (a
-    miss at its workload's budget), from every block given; None when a side has fewer than 2
-    studies on some workload (compare's spread, for `studies_needed`)."""
-    spreads = []
+def _spread_and_effect(blocks, budgets: Sequence[float]) -> tuple[float | None, float]:
+    """(the mean over workloads of the pooled variance of log study times within each side,
+    compare's spread for `studies_needed`: None when a side has fewer than 2 studies on some
+    workload; the mean over workloads of log(median B / median A)), from every block given, a
+    miss at its workload's budget."""
+    spreads, effects = [], []
     for w, cap in enumerate(budgets):
         a = np.minimum(np.concatenate([blk[w][0] for blk in blocks]), cap)
         b = np.minimum(np.concatenate([blk[w][1] for blk in blocks]), cap)
         if len(a) < 2 or len(b) < 2:
-            return None
+            return None, 0.0
         la, lb = np.log(a), np.log(b)
         spreads.append(((len(a) - 1) * la.var(ddof=1) + (len(b) - 1) * lb.var(ddof=1))
                        / (len(a) + len(b) - 2))
-    return float(np.mean(spreads)) if spreads else None
+        effects.append(float(np.median(lb) - np.median(la)))
+    return (float(np.mean(spreads)), float(np.mean(effects))) if spreads else (None, 0.0)
 
 
 def stopping_look(test: SequentialTest, blocks, budgets: Sequence[float], max_studies: int,
@@ -282,7 +285,9 @@ def stopping_look(test: SequentialTest, blocks, budgets: Sequence[float], max_st
                   ) -> tuple[int, str | None]:
     """(index of the look the study stops at, why: one of STOP_REASONS, or None when it goes
     on: no verdict, not futile, fewer than `max_studies` studies a side so far). Futility is
-    judged at each look without a verdict from FUTILITY_FROM studies a side on (module doc)."""
+    judged at each look without a verdict from FUTILITY_FROM studies a side on (module doc):
+    the speedup seen so far is below `detect` either way, and at the spread seen `max_studies`
+    studies a side could not detect `detect` with 80 % power."""
     from workbench.noise_floor import studies_needed
 
     last = test.decided_at if test.decided_at is not None else len(test.looks) - 1
@@ -291,8 +296,8 @@ def stopping_look(test: SequentialTest, blocks, budgets: Sequence[float], max_st
             return k, "decided"
         if look.studies < FUTILITY_FROM or look.studies >= max_studies:
             continue
-        spread = _log_variance(blocks[:k + 1], budgets)
-        if spread is None:
+        spread, effect = _spread_and_effect(blocks[:k + 1], budgets)
+        if spread is None or abs(effect) >= math.log(detect):
             continue
         needed = studies_needed(spread, len(budgets), detect, 1 - confidence)
         if needed is not None and needed > max_studies:

@@ -52,6 +52,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import xarray as xr
+from scipy.stats import rankdata
 
 from workbench import compare as C
 
@@ -191,8 +192,6 @@ def _statistics(blocks, labels: list[np.ndarray], min_studies: int
     studies = np.zeros(n_looks, dtype=int)
     for w in range(len(blocks[0])):
         values = np.concatenate([np.concatenate(blk[w]) for blk in blocks])
-        # 2 x [x_i < x_j] + [x_i == x_j]: doubled wins of study i over study j (+inf ties)
-        wins = 2.0 * (values[:, None] < values[None, :]) + (values[:, None] == values[None, :])
         n_a = np.cumsum([len(blk[w][0]) for blk in blocks])
         n_b = np.cumsum([len(blk[w][1]) for blk in blocks])
         studies = np.maximum(studies, np.minimum(n_a, n_b))
@@ -200,8 +199,11 @@ def _statistics(blocks, labels: list[np.ndarray], min_studies: int
             if min(n_a[k], n_b[k]) < min_studies:
                 continue
             size = n_a[k] + n_b[k]
-            is_a = labels[w][:, :size].astype(float)
-            doubled = np.einsum("pi,ij,pj->p", is_a, wins[:size, :size], 1.0 - is_a)
+            # A's doubled wins (ties half) from the doubled midranks of the studies so far
+            # (+inf ties with +inf): 2 n_a n_b - (2 R_A - n_a (n_a + 1)), R_A A's rank sum
+            ranks2 = (2 * rankdata(values[:size])).astype(np.int64)
+            rank_sum2 = labels[w][:, :size].astype(np.int64) @ ranks2
+            doubled = 2 * n_a[k] * n_b[k] - (rank_sum2 - n_a[k] * (n_a[k] + 1))
             total[:, k] += doubled / (2 * n_a[k] * n_b[k])
             included[k] += 1
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -178,8 +178,14 @@ def sequential_calibration(store: str, pool: str, replicates: int, max_studies: 
             blocks = [[(a[w, :2], b[w, :2]) for w in range(len(pools))]]
             blocks += [[(a[w, k:k + 1], b[w, k:k + 1]) for w in range(len(pools))]
                        for k in range(2, max_studies)]
-            test = sequential_test(blocks, max_studies)
-            stop, why = stopping_look(test, blocks, caps, max_studies)
+            # the first look alone, then every look (a look's boundaries do not depend on the
+            # rounds after it); each replicate draws its own random relabellings
+            seed = int(rng.integers(2**31))
+            test = sequential_test(blocks[:1], max_studies, seed=seed)
+            stop, why = stopping_look(test, blocks[:1], caps, max_studies)
+            if why is None:
+                test = sequential_test(blocks, max_studies, seed=seed)
+                stop, why = stopping_look(test, blocks, caps, max_studies)
             used.append(test.looks[stop].studies)
             if why == "decided":
                 decided[test.direction] += 1

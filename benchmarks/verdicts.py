@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/verdicts.py --store results/algoperf-v05 [--a A --b B]
     .venv/bin/python benchmarks/verdicts.py --calibration [--replicates 2000]
     .venv/bin/python benchmarks/verdicts.py --sequential --store results/algoperf-v05 \
-        [--pool baseline] [--max-studies 10] [--trials 5] [--replicates 500]
+        [--pool baseline] [--max-studies 10] [--trials 5] [--replicates 1000] [--factors 1,1.5]
+        [--seed 0]
 
 With --store: the time of `pacebench compare` for two algorithms (default: the two top scorers)
 and of `pacebench budget` for every algorithm, each measured as the whole command in a fresh
@@ -154,7 +155,7 @@ def _resampled_studies(rng: np.random.Generator, pools: dict[str, np.ndarray], r
 
 
 def sequential_calibration(store: str, pool: str, replicates: int, max_studies: int,
-                           trials: int) -> None:
+                           trials: int, factors: list[float], seed: int = 0) -> None:
     """False verdicts and power of the sequential test (workbench/sequential.py) with a look
     after every round, against the fixed-sample test repeated after every round, on studies
     resampled from a real store's trials."""
@@ -167,8 +168,8 @@ def sequential_calibration(store: str, pool: str, replicates: int, max_studies: 
           f"({len(pools)} workloads, {trials} trials per study, {100 * misses:.0f} % of "
           f"trials miss); a look after every round, first at 2 studies a side, at most "
           f"{max_studies}; verdicts at 95 %")
-    for factor in (1.0, 1.5):
-        rng = np.random.default_rng(int(factor * 1000) + max_studies)
+    for factor in factors:
+        rng = np.random.default_rng([seed, int(factor * 1000), max_studies])
         decided = {1: 0, -1: 0}
         futile, used, naive = 0, [], 0
         started = time.perf_counter()
@@ -207,7 +208,7 @@ def sequential_calibration(store: str, pool: str, replicates: int, max_studies: 
                   f"; stopped as futile {futile / replicates:.3f}; {seconds:.2f} s a replicate")
         else:
             power = decided[1] / replicates
-            print(f"  B {factor}x slower: sequential test, power {power:.3f} (+- "
+            print(f"  B {factor:g}x slower: sequential test, power {power:.3f} (+- "
                   f"{_se(power, replicates):.3f}), wrong way {decided[-1] / replicates:.3f}; "
                   f"studies used, mean {np.mean(used):.2f}, median {np.median(used):.0f}; "
                   f"stopped as futile {futile / replicates:.3f}; the fixed-sample test "
@@ -233,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --sequential: the algorithm whose trials are resampled")
     parser.add_argument("--max-studies", type=int, default=10)
     parser.add_argument("--trials", type=int, default=5, help="with --sequential: per study")
+    parser.add_argument("--factors", default="1,1.5",
+                        help="with --sequential: B's slowdowns to simulate (1: no difference)")
+    parser.add_argument("--seed", type=int, default=0, help="with --sequential: of the draws")
     args = parser.parse_args(argv)
     if not args.store and not args.calibration:
         parser.error("give --store S and/or --calibration")
@@ -240,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.store:
             parser.error("--sequential resamples a store's trials: give --store S")
         sequential_calibration(args.store, args.pool, args.replicates, args.max_studies,
-                               args.trials)
+                               args.trials, [float(f) for f in args.factors.split(",")],
+                               args.seed)
     elif args.store:
         speed(args.store, args.a, args.b, args.rounds)
     if args.calibration:

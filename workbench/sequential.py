@@ -58,7 +58,7 @@ from workbench import compare as C
 
 __all__ = ["Look", "SequentialTest", "SequentialComparison", "spent", "rounds_of",
            "blocks_of", "sequential_test", "stopping_look", "sequential_compare", "STOP_REASONS",
-           "DEFAULT_MAX_STUDIES", "DEFAULT_FIRST_ROUND"]
+           "DEFAULT_MAX_STUDIES", "DEFAULT_FIRST_ROUND", "DEFAULT_CONFIDENCE", "DEFAULT_DETECT"]
 
 SPENDING = "pocock"          # Lan-DeMets Pocock-type: alpha ln(1 + (e - 1) t)
 EXACT_PATHS = 50_000         # enumerate every path up to this many, else random paths
@@ -67,6 +67,8 @@ FUTILITY_FROM = 3            # futility is judged from this many studies a side 
 DEFAULT_MAX_STUDIES = 10     # `pacebench study --until-decided`
 DEFAULT_FIRST_ROUND = 2      # studies a side in the first round (a verdict needs 2)
 STOP_REASONS = ("decided", "max studies", "futile")
+DEFAULT_CONFIDENCE = C.DEFAULT_CONFIDENCE  # compare's, for the command line
+DEFAULT_DETECT = C.DEFAULT_DETECT
 _DIGITS = 10                 # statistics rounded so that equal fractions compare equal
 
 
@@ -394,25 +396,10 @@ def _first_rounds(runs, times: xr.DataArray, a: str, b: str, rounds: int):
     return runs[keep]
 
 
-def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str = "train",
-                       workloads: Sequence[str] | None = None, config=None,
-                       confidence: float = C.DEFAULT_CONFIDENCE,
-                       detect: float = C.DEFAULT_DETECT, noise_cov=None,
-                       max_studies: int | None = None, first: int = DEFAULT_FIRST_ROUND,
-                       replicates: int = C.BOOTSTRAP_REPLICATES, seed: int = 0,
-                       ongoing: bool = False) -> SequentialComparison:
-    """`pacebench compare --sequential`: A against B replayed round by round over a run table
-    and its final cube (as compare_runs takes them), round k taking the k lowest-numbered
-    studies of each; the first look after `first` rounds. `max_studies`: the N the test was
-    planned for (default: every study the store holds for both); more than the store holds is
-    an error unless `ongoing` (a study under way: `stopped_because` may then be None)."""
-    from workbench.cubes import axis_column, final_cube, on_time_axis
-    from workbench.scoring import study_times
-
-    if not 0 < confidence < 1:
-        raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
-    column = axis_column(time_axis)
-    times = study_times(on_time_axis(cube, column))
+def _plan(times: xr.DataArray, a: str, b: str, max_studies: int | None, first: int,
+          ongoing: bool) -> tuple[int, int]:
+    """(the studies the store holds for both a and b, the N the test is planned for), checked;
+    ValueError saying what is wrong and what is valid."""
     names = [str(x) for x in times["algorithm"].values]
     for name in (a, b):
         if name not in names:
@@ -431,6 +418,30 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
     if have < min(first, planned):
         raise ValueError(f"{a} and {b} share {have} studies: the first look needs "
                          f"{min(first, planned)}")
+    return have, planned
+
+
+def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str = "train",
+                       workloads: Sequence[str] | None = None, config=None,
+                       confidence: float = C.DEFAULT_CONFIDENCE,
+                       detect: float = C.DEFAULT_DETECT, noise_cov=None,
+                       max_studies: int | None = None, first: int = DEFAULT_FIRST_ROUND,
+                       replicates: int = C.BOOTSTRAP_REPLICATES, seed: int = 0,
+                       ongoing: bool = False, **options) -> SequentialComparison:
+    """`pacebench compare --sequential`: A against B replayed round by round over a run table
+    and its final cube (as compare_runs takes them), round k taking the k lowest-numbered
+    studies of each; the first look after `first` rounds. `max_studies`: the N the test was
+    planned for (default: every study the store holds for both); more than the store holds is
+    an error unless `ongoing` (a study under way: `stopped_because` may then be None).
+    `options`: passed on to compare.compare_runs for the comparison of the studies used."""
+    from workbench.cubes import axis_column, final_cube, on_time_axis
+    from workbench.scoring import study_times
+
+    if not 0 < confidence < 1:
+        raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
+    column = axis_column(time_axis)
+    times = study_times(on_time_axis(cube, column))
+    have, planned = _plan(times, a, b, max_studies, first, ongoing)
     rounds = min(have, planned)
     available = [str(w) for w in times["workload"].values]
     chosen = [w for w in (workloads or available) if w in available]
@@ -453,7 +464,7 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
     result = C.compare_runs(cut, final_cube(cut), a, b, time_axis=time_axis,
                             workloads=chosen, config=config, confidence=confidence,
                             detect=detect, noise_cov=noise_cov, replicates=replicates,
-                            seed=seed)
+                            seed=seed, **options)
     shown = C.NO_DIFFERENCE if result.withheld else verdict
     result = replace(result, verdict=shown, verdict_by_steps=steps_verdict,
                      measured_verdict=verdict if result.withheld else None)

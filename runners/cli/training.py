@@ -12,6 +12,7 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 workload_names)
 from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
                                launch_flags, scaling_flags, training_flags, trial_timeout_flag)
+from runners.cli.until_decided import decided_pair, until_decided, until_decided_flags
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -56,16 +57,7 @@ def _add_study(sub) -> None:
     p.add_argument("--seeds", type=_ints, default=[0])
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
-    p.add_argument("--until-decided", type=_csv, metavar="A,B",
-                   help="run rounds (one more study of each algorithm per round) until the "
-                        "sequential test decides A against B, or --max-studies")
-    p.add_argument("--max-studies", type=int,
-                   help="with --until-decided: the most studies a side (default 10)")
-    p.add_argument("--confidence", type=float,
-                   help="with --until-decided: of the verdict (default 0.95)")
-    p.add_argument("--detect", type=float,
-                   help="with --until-decided: the speedup the futility rule is sized for "
-                        "(default 1.25)")
+    until_decided_flags(p)
     p.add_argument("--no-stop-on-target", action="store_true",
                    help="train every run to its budget (full curves) even after its targets")
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
@@ -256,7 +248,7 @@ def study(args: argparse.Namespace) -> int:
         spaces[submission] = args.tuning_search_space
     from workbench.sequential import DEFAULT_FIRST_ROUND
 
-    pair = _decided_pair(args, algorithms)
+    pair = decided_pair(args, algorithms)
     spec = StudySpec(workloads=workload_names(args.workloads), algorithms=algorithms,
                      ruleset=args.ruleset,
                      studies=args.studies or (DEFAULT_FIRST_ROUND if pair else 1),
@@ -280,67 +272,9 @@ def study(args: argparse.Namespace) -> int:
                        next_step)
 
     if pair:
-        return _until_decided(args, spec, store, pair, launch)
+        return until_decided(args, spec, store, pair, launch)
     return launch(spec, args.resume,
                   f"store: {store.root}   score it: pacebench score --store {store.root}")
-
-
-def _decided_pair(args: argparse.Namespace, algorithms: list[str]) -> tuple[str, str] | None:
-    """The two algorithms of --until-decided, checked (both in the study, two different ones),
-    or None; ValueError for the sequential options given without it."""
-    from workbench.sequential import DEFAULT_FIRST_ROUND, DEFAULT_MAX_STUDIES
-
-    alone = [f"--{k.replace('_', '-')}" for k in ("max_studies", "confidence", "detect")
-             if getattr(args, k) is not None]
-    if not args.until_decided:
-        if alone:
-            raise ValueError(f"{', '.join(alone)} goes with --until-decided A,B")
-        return None
-    names = [n.split("=", 1)[0] for n in algorithms]
-    pair = tuple(args.until_decided)
-    if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(names):
-        raise ValueError(f"--until-decided {','.join(pair)}: give two different algorithms of "
-                         f"the study, A,B (its algorithms are {', '.join(names)})")
-    first = args.studies or DEFAULT_FIRST_ROUND
-    most = args.max_studies or DEFAULT_MAX_STUDIES
-    if first < 2 or first > most:
-        raise ValueError(f"--studies {first}: the first round needs 2 studies a side (a "
-                         f"verdict needs 2) and at most --max-studies ({most})")
-    return pair[0], pair[1]
-
-
-def _until_decided(args: argparse.Namespace, spec, store, pair: tuple[str, str], launch) -> int:
-    """Rounds of a study until the sequential test (workbench/sequential.py) decides `pair`,
-    or --max-studies: round 1 runs --studies studies of each algorithm, each later round one
-    more (the next study index, through the launcher's resume), then the test looks at the
-    study's runs. Prints each look and, at the end, the verdict, the studies used and why it
-    stopped. Exit as the launcher would for a round that did not complete."""
-    from dataclasses import replace
-
-    from workbench.compare import DEFAULT_CONFIDENCE, DEFAULT_DETECT
-    from workbench.results import Results
-    from workbench.sequential import DEFAULT_MAX_STUDIES
-
-    first, most = spec.studies, args.max_studies or DEFAULT_MAX_STUDIES
-    results = Results(store)
-    for studies in range(first, most + 1):
-        code = launch(replace(spec, studies=studies), args.resume or studies > first,
-                      f"round {studies - first + 1}: {studies} studies of each algorithm")
-        if code != 0:
-            print(f"error: round {studies - first + 1} did not complete; the test stops here "
-                  f"(rerun the same command with --resume)", file=sys.stderr)
-            return code
-        result = results.compare_result(
-            *pair, confidence=args.confidence or DEFAULT_CONFIDENCE,
-            detect=args.detect or DEFAULT_DETECT, sequential=True, max_studies=most,
-            ongoing=True, first=first, studies=(spec.name,), ruleset=spec.ruleset)
-        sequential = result.comparison
-        if sequential.stopped_because is not None:
-            break
-        print(f"no verdict yet after {sequential.studies_used} studies a side: "
-              f"{sequential.sentence()}")
-    print(result.text())
-    return 0
 
 
 def _check_mix_flag(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@
     res.runs()                         # every run attempt, status included (records.RUN_COLUMNS)
     res.score()                        # == `pacebench score --json`
     res.compare("adamw", "heavy_ball")  # == `pacebench compare --json`
+    res.compare("adamw", "heavy_ball", sequential=True)  # == `compare --sequential --json`
     res.budget()                       # == `pacebench budget --json`
     res.cube(time_axis="steps")        # the final cube (xarray) the numbers come from
     res.report("reports/x.html")       # the self-contained HTML report

@@ -159,6 +159,8 @@ class Results:
         planned for `max_studies` studies a side (default: those the store holds); `ongoing`
         and `first` (the first round's size) are for a study under way (`study
         --until-decided`)."""
+        if not sequential and (max_studies is not None or ongoing or first is not None):
+            raise ValueError("max_studies, ongoing and first go with sequential=True")
         chosen, scoped, cube = self._prepared(scope)
         for name in (a, b):
             _check_compared(name, scoped, cube)

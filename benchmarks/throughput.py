@@ -1,7 +1,7 @@
 """Throughput and MFU of a workload (the GPU-size transformer by default) on one device.
 
     .venv/bin/python benchmarks/throughput.py [--workload shakespeare_char_gpu] [--device auto]
-        [--precision bf16] [--compile] [--steps 100] [--warmup 20] [--rounds 3]
+        [--precision bf16] [--compile [--compile-mode MODE]] [--steps 100] [--warmup 20] [--rounds 3]
         [--n-layer L --n-embd D --n-head H] [--profile]
 
 Two figures:
@@ -18,10 +18,12 @@ paper's appendix B formula), T = context, d = width, L = layers.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import statistics
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import torch
@@ -32,7 +34,7 @@ from runners.flops import mfu, peak_flops  # noqa: E402
 from runners.loop import prepare, run  # noqa: E402
 from runners.timing import DeviceClock  # noqa: E402
 from workbench import catalog  # noqa: E402
-from workbench.spec import Budget, ExecutionOptions, RunConfig  # noqa: E402
+from workbench.spec import COMPILE_MODES, Budget, ExecutionOptions, RunConfig  # noqa: E402
 from workbench.store import open_store  # noqa: E402
 
 
@@ -52,13 +54,31 @@ def steady_state(config: RunConfig, warmup: int, steps: int, rounds: int) -> dic
     batches = p.workload.train_batches(p.batch_size, config.rng_seed)
     for step in range(warmup):
         p.algorithm.update(p.model, next(batches), step, p.workload)
-    seconds = []
+    seconds, syncs = [], 0
     for r in range(rounds):
         start = clock.now()
-        for i in range(steps):
-            p.algorithm.update(p.model, next(batches), warmup + r * steps + i, p.workload)
+        with _host_syncs(p.device) as caught:  # between the clock's readings only
+            for i in range(steps):
+                p.algorithm.update(p.model, next(batches), warmup + r * steps + i, p.workload)
         seconds.append(clock.now() - start)
-    return {"prepared": p, "seconds": seconds}
+        syncs += len(caught)
+    return {"prepared": p, "seconds": seconds, "host_syncs": syncs}
+
+
+@contextlib.contextmanager
+def _host_syncs(device: torch.device):
+    """The synchronising CUDA calls made inside the block (torch's sync debug mode, as warnings);
+    always empty off CUDA, where there is nothing to wait for."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if device.type == "cuda":
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            yield caught
+        finally:
+            if device.type == "cuda":
+                torch.cuda.set_sync_debug_mode("default")
+    caught[:] = [w for w in caught if "synchroniz" in str(w.message)]
 
 
 def print_kernel_profile(p, config: RunConfig, first_step: int, steps: int = 10) -> None:
@@ -78,6 +98,8 @@ def main() -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="bf16")
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--compile-mode", choices=COMPILE_MODES, default="default",
+                        help="torch.compile's mode (with --compile)")
     parser.add_argument("--steps", type=int, default=100, help="timed updates per round")
     parser.add_argument("--warmup", type=int, default=20, help="untimed updates first")
     parser.add_argument("--rounds", type=int, default=3)
@@ -101,7 +123,7 @@ def main() -> int:
     config = RunConfig(args.workload, "adamw", max_steps=total, stop_on_target=False,
                        study_name="throughput", execution=ExecutionOptions(
                            threads=args.threads, device=args.device, precision=args.precision,
-                           compile=args.compile))
+                           compile=args.compile, compile_mode=args.compile_mode))
     if args.data_dir:
         import os
         os.environ["PACEBENCH_DATA"] = args.data_dir
@@ -114,10 +136,13 @@ def main() -> int:
     tokens = p.batch_size * int(spec.model.get("block_size", 1))  # examples for non-GPT workloads
     med = statistics.median(per_step)
     print(f"{args.workload} on {p.accelerator.document()['device_name']} ({p.device}), "
-          f"{args.precision}{', compiled' if args.compile else ''}, batch {p.batch_size}, "
+          f"{args.precision}{f', compiled ({args.compile_mode})' if args.compile else ''}, "
+          f"batch {p.batch_size}, "
           f"{args.threads} thread(s); {args.rounds} rounds of {args.steps} steps after "
           f"{args.warmup} warm-up steps (median; spread = min..max)")
     print(f"step time        {med * 1e3:.2f} ms  ({min(per_step) * 1e3:.2f}..{max(per_step) * 1e3:.2f})")
+    print(f"host syncs       {s['host_syncs']} in the timed steps (torch.cuda sync debug mode)"
+          if p.device.type == "cuda" else "host syncs       not measured off CUDA")
     print(f"throughput       {tokens / med:,.0f} tokens/s" if "block_size" in spec.model
           else f"throughput       {tokens / med:,.0f} examples/s")
     print(f"FLOPs per step   {flops:.4g} counted (FlopCounterMode)")

@@ -53,7 +53,8 @@ def _has_conv(model: nn.Module) -> bool:
 
 
 def adapt_model(model: nn.Module, device: torch.device, precision: str = "fp32",
-                channels_last: bool = False, compile: bool = False) -> nn.Module:
+                channels_last: bool = False, compile: bool = False,
+                compile_mode: str = "default") -> nn.Module:
     """Make `model` (in place) run its forward in `precision`, channels-last (conv models only)
     and compiled. Returns the same object; with none of the three it is left exactly as it was.
     """
@@ -65,7 +66,8 @@ def adapt_model(model: nn.Module, device: torch.device, precision: str = "fp32",
         return model
     if channels_last:
         model.to(memory_format=torch.channels_last)  # parameters keep their identity
-    model.__class__ = _adapted_class(type(model), device.type, bf16, channels_last, compile)
+    model.__class__ = _adapted_class(type(model), device.type, bf16, channels_last, compile,
+                                     compile_mode)
     return model
 
 
@@ -76,7 +78,7 @@ _ADAPTED: dict[tuple, type] = {}
 
 
 def _adapted_class(base: type, device_type: str, bf16: bool, channels_last: bool,
-                   compile: bool) -> type:
+                   compile: bool, compile_mode: str = "default") -> type:
     """The subclass of `base` whose forward applies the settings (see the module docstring)."""
     key = (base, device_type, bf16, channels_last, compile)
     if key in _ADAPTED:
@@ -95,7 +97,8 @@ def _adapted_class(base: type, device_type: str, bf16: bool, channels_last: bool
     tag = "+".join(t for t, on in (("bf16", bf16), ("channels_last", channels_last),
                                     ("compiled", compile)) if on)
     adapted = type(base.__name__, (base,), {
-        "forward": torch.compile(forward) if compile else forward, "__module__": base.__module__,
+        "forward": (forward if not compile else torch.compile(forward) if compile_mode == "default"
+                    else torch.compile(forward, mode=compile_mode)), "__module__": base.__module__,
         "__qualname__": f"{base.__qualname__}[{tag}]", "__doc__": base.__doc__})
     if not compile:
         _ADAPTED[key] = adapted
@@ -110,6 +113,7 @@ class Accelerator:
     precision: str = "fp32"
     compile: bool = False
     channels_last: bool = False
+    compile_mode: str = "default"       # torch.compile's mode (workbench.spec.COMPILE_MODES)
     flops_per_step: int | None = None   # counted on one training step (runners/flops.py)
     flops_note: str | None = None       # why flops_per_step is missing, when it is
     energy: EnergyMeter | None = field(default=None, repr=False)
@@ -128,7 +132,8 @@ class Accelerator:
         except Exception as err:  # an exotic op the counter cannot trace: run anyway, say so
             self.flops_per_step, self.flops_note = None, f"{type(err).__name__}: {err}"[:300]
         del twin
-        model = adapt_model(model, self.device, self.precision, self.channels_last, self.compile)
+        model = adapt_model(model, self.device, self.precision, self.channels_last, self.compile,
+                            self.compile_mode)
         self.energy = EnergyMeter(self.device)
         return model
 
@@ -138,7 +143,8 @@ class Accelerator:
         name = (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
                 else self.device.type)
         return {"device": str(self.device), "device_name": name, "precision": self.precision,
-                "compile": self.compile, "channels_last": self.channels_last,
+                "compile": self.compile, "compile_mode": self.compile_mode if self.compile else None,
+                "channels_last": self.channels_last,
                 "flops_per_step": self.flops_per_step, "peak_flops_per_second": peak,
                 "peak_flops_source": source,
                 "compile_cache": self.compilation.cache if self.compilation else None}

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["capture_environment", "hardware_string", "cpu_model", "git_sha"]
+__all__ = ["capture_environment", "hardware_string", "device_class", "cpu_model", "git_sha"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +46,14 @@ def hardware_string(device: torch.device, threads: int) -> str:
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} x1"
     return f"cpu: {cpu_model()} ({threads} thread{'s' if threads != 1 else ''})"
+
+
+def device_class(device: torch.device) -> str:
+    """The class of machine a device is (a reuse key's part; runners/resume.py hardware_class
+    reads the same from a run's environment): a GPU's name, else "cpu: <model>"."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu: {cpu_model()}"
 
 
 def capture_environment(device: torch.device, threads: int) -> dict[str, Any]:

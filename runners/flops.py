@@ -48,6 +48,22 @@ PEAK_FLOPS: tuple[Peak, ...] = (
     Peak(r"^NVIDIA H100 80GB HBM3$", {"bf16": 989.4e12, "fp32": 66.9e12},
          "H100 SXM, dense: BF16 989 TFLOP/s (research/peers.md 5.4), FP32 66.9 TFLOP/s "
          "(hmc-tech.com)"),
+    # The PCIe and NVL boards run the same GH100 at lower clocks and power: about 3/4 and 5/6 of
+    # the SXM's tensor throughput. NVIDIA's datasheets list the tensor figures with 2:4 sparsity
+    # ("shown with sparsity; specifications 1/2 lower without sparsity"), halved here.
+    Peak(r"^NVIDIA H100 PCIe$", {"bf16": 756.5e12, "fp32": 51.2e12},
+         "H100 PCIe, dense: BF16 1,513 TFLOP/s with sparsity / 2, FP32 51 TFLOP/s (NVIDIA H100 "
+         "datasheet, PCIe column, as tabulated by archive-lib.hpctech.co.jp/gpuproduct/nvidia-"
+         "h100.html)"),
+    Peak(r"^NVIDIA H100 NVL$", {"bf16": 835.5e12, "fp32": 60.0e12},
+         "H100 NVL (per GPU), dense: BF16 1,671 TFLOP/s with sparsity / 2, FP32 60 TFLOP/s "
+         "(NVIDIA H100 datasheet, H100 NVL column)"),
+    Peak(r"^NVIDIA H200 NVL$", {"bf16": 835.5e12, "fp32": 60.0e12},
+         "H200 NVL, dense: BF16 1,671 TFLOP/s with sparsity / 2, FP32 60 TFLOP/s (NVIDIA H200 "
+         "datasheet, H200 NVL column)"),
+    Peak(r"^NVIDIA L40S$", {"bf16": 362.05e12, "fp32": 91.6e12},
+         "L40S, dense: BF16 733 TFLOP/s with sparsity / 2 (FP32 accumulate), FP32 91.6 TFLOP/s "
+         "(NVIDIA L40S datasheet)"),
     Peak(r"^NVIDIA A100", {"bf16": 312e12, "fp32": 19.5e12},
          "A100, dense: BF16 312 TFLOP/s, FP32 19.5 TFLOP/s (NVIDIA A100 datasheet, as tabulated "
          "by glennklockwood.com/garden/processors/A100)"),

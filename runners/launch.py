@@ -45,7 +45,7 @@ import json
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from runners.processes import LaunchOptions
 from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
@@ -241,7 +241,8 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
               early_stop: str = "none", eta: int = 3,
               options: LaunchOptions | None = None, prune: str | None = None,
               sources: Mapping[str, Any] | None = None,
-              allow_mixed_execution: bool = False) -> StudyResult:
+              allow_mixed_execution: bool = False,
+              reuse_from: Sequence[Store] = ()) -> StudyResult:
     """Run every planned trial that is not done yet, `workers` processes at a time.
 
     `search_spaces` and `sources`: as in plan_study. `early_stop`: the
@@ -249,7 +250,8 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     with it on, the study's summary (compute spent and saved, best trial) is written to the
     store (Store.write_study_summary) and returned in result.early_stop. `options`: the backend
     and the fault handling (LaunchOptions; default: the local pool, the default watchdog). `prune`:
-    the old name of `early_stop` (deprecated). `allow_mixed_execution`: see run_configs.
+    the old name of `early_stop` (deprecated). `allow_mixed_execution` and `reuse_from`: see
+    run_configs.
     """
     if prune is not None:
         warnings.warn("run_study(prune=...) is now early_stop=...", DeprecationWarning,
@@ -262,7 +264,7 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     chosen = choose_search_spaces(spec, search_spaces, sources)
     result = run_configs(plan_study(spec, search_spaces, sources, chosen), store, spec.name,
                          workers, resume, data_dir, progress, hooks, options, chosen,
-                         allow_mixed_execution)
+                         allow_mixed_execution, reuse_from)
     if early_stop != "none" and not result.no_space:
         from workbench.early_stopping import write_study_summary
         result.early_stop = write_study_summary(
@@ -276,13 +278,16 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
                 hooks: Mapping[str, Any] | None = None,
                 options: LaunchOptions | None = None,
                 chosen: Mapping[str, ChosenSpace] | None = None,
-                allow_mixed_execution: bool = False) -> StudyResult:
+                allow_mixed_execution: bool = False,
+                reuse_from: Sequence[Store] = ()) -> StudyResult:
     """Run the `configs` of study `name` not done yet (resume), with the workers' `hooks`,
     `workers` trials at a time on the backend that `options` names (default: the local pool);
     each run records the search space that `chosen` gives its algorithm (choose_search_spaces).
     A resume that would mix other execution options or hardware into the study's finished runs
     is refused (runners/resume.py ExecutionChangedError) unless `allow_mixed_execution`.
-    Refreshes the store's run index at the end."""
+    A trial whose finished run, of the same reuse key, one of the `reuse_from` stores holds is
+    copied from there instead of run (runners/reuse.py). Refreshes the store's run index at the
+    end."""
     from runners.plugins import with_workload_source
 
     configs = with_workload_source(configs)  # plug-in workloads: their runs record the source
@@ -306,7 +311,14 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
     todo = [(c, place) for c, place in launch_order(configs, name)
             if c.trial_key not in done and same.get(c.trial_key) not in done]
-    result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo))
+    reused: set[str] = set()
+    if reuse_from and todo:
+        from runners.reuse import reuse_context, reuse_finished
+        reused = reuse_finished([c for c, _ in todo], store, list(reuse_from),
+                                reuse_context(hooks, options.nproc_per_node))
+        todo = [(c, place) for c, place in todo if c.trial_key not in reused]
+    result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo) - len(reused),
+                         reused=len(reused), reused_from=[str(s.root) for s in reuse_from])
     if todo:  # (a full disk or Ctrl-C: see runners/scheduler.py)
         backend = make_backend(options, workers, max(c.execution.threads for c, _ in todo))
         try:

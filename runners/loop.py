@@ -27,14 +27,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import torch
 
 from runners.api import Algorithm, TrainingComplete, Workload
 from runners.checkpoint import RunPosition
 from runners.device import Accelerator, resolve_device
-from runners.env import capture_environment, hardware_string
+from runners.env import capture_environment, device_class, hardware_string
 from runners.inference import measure_after_run
 from runners.machine import PROBE, MachineMonitor
 from runners.stall import StallRule
@@ -98,7 +98,8 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     if parallel is not None:
         workload, model = parallel.wrap(workload, model)
     batch_size = config.batch_size or algorithm.batch_size(spec)
-    accelerator = Accelerator(device, options.precision, options.compile, options.channels_last)
+    accelerator = Accelerator(device, options.precision, options.compile, options.channels_last,
+                              options.compile_mode)
     model = accelerator.prepare(model, workload, batch_size, config.rng_seed)
     algorithm.init(model, workload)
     budget = spec.budget.scaled(config.budget_multiplier)
@@ -110,11 +111,15 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
 
 def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
                  machine: Mapping[str, float | None] | None = None,
-                 launched_by: str | None = None) -> dict:
+                 launched_by: str | None = None,
+                 reuse_context: Mapping[str, Any] | None = None) -> dict:
     """The run's identity, config and environment, as written to run.json when it starts:
     `launch_order` its place in its study's launch order, `machine` the machine's reading
     before the clock (runners/machine.py), `launched_by` what started it (records.py; default:
-    "study" when it has a launch order)."""
+    "study" when it has a launch order), `reuse_context` the launcher's part of its reuse key
+    (runners/reuse.py; None: no key, never reused)."""
+    from runners.reuse import reuse_key
+
     c, s, threads = p.config, p.spec, p.config.execution.threads
     return {
         **run_identity(c, s),
@@ -133,6 +138,8 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,
         **p.accelerator.document(),
+        "reuse_key": reuse_key(c, s, device_class(p.device), reuse_context),
+        "reused_from": None,  # made here (a run copied from another store names it)
     }
 
 
@@ -165,7 +172,8 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
         should_stop: Callable[[dict], str | None] | None = None,
         measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None,
         parallel: "DataParallel | None" = None, checkpoint: "Checkpoint | None" = None,
-        launch_order: Mapping[str, int] | None = None, launched_by: str | None = None) -> str:
+        launch_order: Mapping[str, int] | None = None, launched_by: str | None = None,
+        reuse_context: Mapping[str, Any] | None = None) -> str:
     """Train one run to a stop condition, recording it in `store`; returns its run_id.
 
     `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
@@ -174,6 +182,8 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
     (runners/checkpoint.py): resume a preempted attempt's state, and save it now and then.
     `launch_order`: the run's place in its study's launch order (runners/launch.py), recorded;
     `launched_by`: what started the run ("run": `pacebench run`; records.py), recorded.
+    `reuse_context`: the launcher's part of the run's reuse key (runners/reuse.py); None: the
+    run has no key unless it has no hooks (a plain library call), which is keyed as such.
     """
     monitor = MachineMonitor()  # other processes' CPU use is read from here on
     try:
@@ -189,7 +199,11 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
     val_col, test_col = (metric_column(s, target.metric) for s in ("validation", "test"))
     started = monitor.reading(p.device)  # the machine's speed before the clock
 
-    with store.new_run(run_document(p, launch_order, started, launched_by)) as writer:
+    if reuse_context is None and should_stop is None and measure is None and parallel is None:
+        from runners.reuse import reuse_context as plain_context
+        reuse_context = plain_context({})
+    with store.new_run(run_document(p, launch_order, started, launched_by,
+                                    reuse_context)) as writer:
         # --- the clock starts here; `last` is the end of the last timed interval
         clock = parallel.clock(p.device) if parallel else DeviceClock(p.device)
         p.accelerator.start()

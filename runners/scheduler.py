@@ -82,6 +82,8 @@ class StudyResult:
     no_space: str | None = None  # the folder whose full disk stopped it (X), if that is why
     interrupted: list[str] = field(default_factory=list)  # trials it stopped (`interrupted`)
     not_started: int = 0  # trials it left unstarted
+    reused: int = 0  # trials copied from --reuse-from stores instead of run (runners/reuse.py)
+    reused_from: list[str] = field(default_factory=list)  # those stores (empty: none given)
 
     def check_space(self) -> "StudyResult":
         """This result, or OSError ENOSPC naming the folder when a full disk stopped the launch
@@ -97,6 +99,9 @@ class StudyResult:
             text += (f", {len(self.interrupted)} interrupted, {self.not_started} not started "
                      f"(stopped: {self.stopped}; --resume runs them)")
         text += f", in {self.seconds:.1f} s"
+        if self.reused_from:
+            text += (f"\nreused {self.reused} of {self.planned} trials from "
+                     f"{', '.join(self.reused_from)}")
         return "\n".join([text, *("  " + f for f in self.failed),
                           *("  warning: " + w for w in self.warnings), *self._early_stop_lines()])
 

@@ -170,7 +170,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                 horizon: float = DEFAULT_HORIZON, out_dir: Path = Path("targets"), store_path: Path = Path("results"),
                 workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
                 reuse_tuning: bool = False, sources: Mapping[str, Any] | None = None,
-                rerun_eval_every: int | None = None) -> dict:
+                rerun_eval_every: int | None = None, estimate_only: bool = False) -> dict | None:
     """Run the target-setting procedure for `workload` and write its record; returns the record.
 
     reach_quantile None: AlgoPerf's median rule; horizon: the share of the step hint within which
@@ -179,11 +179,16 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     repeated; the record keeps it). sources: {display name: AlgorithmSource} of the algorithms
     that their names alone do not load (runners/algorithms/sources.py); the record names them.
     rerun_eval_every: the reruns' eval cadence in steps (default: the catalog's), which is the
-    resolution of their times and steps to target.
+    resolution of their times and steps to target. estimate_only: print the time estimate (it is
+    printed first in any case; runners/estimate.py), return None and write nothing.
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
     check_rule(reruns, reach_quantile, horizon)
+    _print_estimate(spec, algorithms, reruns, workers, data_dir, execution, sources,
+                    rerun_eval_every, tuning_runs=0 if reuse_tuning else trials * len(algorithms))
+    if estimate_only:  # nothing written
+        return None
     store = open_store(Path(store_path), create=True)
     steps = spec.step_hint
     tag = f"targets-{workload}"
@@ -217,11 +222,35 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                                                  until, provenance)
     out_dir.mkdir(parents=True, exist_ok=True)
     record_path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"{workload}: validation {spec.target.metric} target {record['validation_target']} "
-          f"(reached by {record['reach_rate']:.0%} of {len(rerun)} reruns), test target "
-          f"{record['test_target']}; noise floor: "
-          f"{NoiseFloor.from_dict(record['noise_floor']).describe()} -> {record_path}")
+    _announce(spec, record, record_path)
     return record
+
+
+def _announce(spec, record: dict, path: Path) -> None:
+    """The one line that says what the procedure set."""
+    print(f"{spec.name}: validation {spec.target.metric} target {record['validation_target']} "
+          f"(reached by {record['reach_rate']:.0%} of {len(record['reruns'])} reruns), test "
+          f"target {record['test_target']}; noise floor: "
+          f"{NoiseFloor.from_dict(record['noise_floor']).describe()} -> {path}")
+
+
+def _print_estimate(spec, algorithms: list[str], reruns: int, workers: int,
+                    data_dir, execution: ExecutionOptions | None,
+                    sources: Mapping[str, Any] | None, rerun_eval_every: int | None,
+                    tuning_runs: int) -> float:
+    """Probe the workload under the first candidate and print how long the procedure takes."""
+    from runners.estimate import describe_plan, probe
+
+    first = algorithms[0]
+    source = (sources or {}).get(first)
+    if source is not None and not source.loaded_by_name:
+        first = "adamw"  # a plug-in's file is loaded by the runs; a built-in stands in for timing
+    measured = probe(spec.name, first, execution=execution, data_dir=data_dir)
+    eval_every = rerun_eval_every or spec.eval_every.steps
+    seconds, line = describe_plan(measured, [("tuning", tuning_runs), ("rerun", reruns)],
+                                  spec.step_hint, eval_every, workers)
+    print(f"{spec.name}: {line}", flush=True)
+    return seconds
 
 
 def _provenance(store, run_id: str) -> dict:

@@ -121,6 +121,16 @@ def _algorithm(config: RunConfig, job: Mapping[str, Any]):
     return algorithm
 
 
+def _reuse_context(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The launcher's part of the run's reuse key (runners/reuse.py): the job's hooks and the
+    data-parallel width."""
+    from runners.reuse import reuse_context
+
+    torchrun = "TORCHELASTIC_RUN_ID" in os.environ
+    return reuse_context(job.get("hooks"), int(os.environ.get("WORLD_SIZE", "1")) if torchrun
+                         else 1)
+
+
 def show_eval(row: dict) -> None:
     """Print an eval row as `pacebench run` shows it: step, training seconds, metrics."""
     metrics = "  ".join(f"{k}={v:.4g}" for k, v in row.items() if "/" in k and v is not None)
@@ -161,7 +171,8 @@ def run_job(job: Mapping[str, Any]) -> int:
         run_id = run(config, store, data_dir=job["data_dir"], should_stop=should_stop,
                      measure=hooks.measure, launch_order=job.get("launch_order"),
                      algorithm=_algorithm(config, job), on_eval=show_eval if show else None,
-                     launched_by=job.get("launched_by"), **extra)
+                     launched_by=job.get("launched_by"), reuse_context=_reuse_context(job),
+                     **extra)
     except Exception as err:
         import traceback
         full = no_space(err)

@@ -224,9 +224,17 @@ def test_peak_flops_table_and_mfu(monkeypatch):
     value, source = peak_flops(torch.device("cuda:0"), "bf16")
     assert value == 989.4e12 and "H200" in source
     assert peak_flops(torch.device("cuda:0"), "fp32")[0] == 66.9e12
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200 NVL")
+    # each board by its own name: the SXM, PCIe and NVL H100s differ by a third
+    for board, bf16 in [("NVIDIA H100 80GB HBM3", 989.4e12), ("NVIDIA H100 PCIe", 756.5e12),
+                        ("NVIDIA H100 NVL", 835.5e12), ("NVIDIA H200 NVL", 835.5e12),
+                        ("NVIDIA A100-SXM4-80GB", 312e12), ("NVIDIA L40S", 362.05e12)]:
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None, b=board: b)
+        assert peak_flops(torch.device("cuda:0"), "bf16")[0] == bf16, board
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 PCIe-X")
     value, note = peak_flops(torch.device("cuda:0"), "bf16")  # another board: not guessed
     assert value is None and "not in runners.flops.PEAK_FLOPS" in note
+    for peak in PEAK_FLOPS:  # dense figures: bf16 tensor peaks above fp32, below 1 PFLOP/s
+        assert peak.flops["fp32"] < peak.flops["bf16"] < 1e15, peak.pattern
     assert all(p.source and p.flops for p in PEAK_FLOPS)
     assert mfu(1e12, 100, 2.0, 1e14) == pytest.approx(0.5)
     assert mfu(None, 100, 2.0, 1e14) is None and mfu(1e12, 100, 2.0, None) is None
@@ -358,3 +366,24 @@ def test_cuda_run_records_memory_mfu_and_energy(tmp_path):
     if doc["peak_flops_per_second"]:
         assert 0 < doc["mfu"] < 1
     assert doc["energy_source"]
+
+
+def test_the_compile_mode_is_an_execution_option_checked_and_recorded():
+    from workbench.spec import COMPILE_MODES, ExecutionOptions, SpecError
+
+    options = ExecutionOptions(compile=True, compile_mode="max-autotune")
+    assert options.label() == "cpu, fp32, 1 thread, compile max-autotune"
+    assert ExecutionOptions(compile=True).label() == "cpu, fp32, 1 thread, compile"
+    assert "compile_mode" not in options.identity()  # speed, not what is computed
+    assert ExecutionOptions.from_dict({"compile": True}).compile_mode == "default"  # old records
+    with pytest.raises(SpecError, match="unknown compile mode 'fast': valid are default, "):
+        ExecutionOptions(compile=True, compile_mode="fast")
+    with pytest.raises(SpecError, match="goes with compile"):
+        ExecutionOptions(compile_mode="reduce-overhead")
+    assert COMPILE_MODES[0] == "default"
+    model = adapt_model(nn.Linear(3, 2), torch.device("cpu"), compile=True,
+                        compile_mode="max-autotune-no-cudagraphs")
+    assert "compiled" in type(model).__qualname__
+    accelerator = Accelerator(torch.device("cpu"), compile=True, compile_mode="max-autotune")
+    assert accelerator.document()["compile_mode"] == "max-autotune"
+    assert Accelerator(torch.device("cpu")).document()["compile_mode"] is None

@@ -86,7 +86,8 @@ def test_new_runs_beside_old_ones_are_of_the_current_schema_and_the_index_takes_
     doc = json.loads(Path(v1_store.doc_paths([run_id])[0]).read_text())
     assert doc["schema_version"] == R.SCHEMA_VERSION == 3
     assert doc["config"]["execution"] == {"device": "cpu", "precision": "fp32", "compile": False,
-                                          "channels_last": False, "threads": 1}
+                                          "compile_mode": "default", "channels_last": False,
+                                          "threads": 1}
     before = query.runs_frame(v1_store)
     # the fixture's index is of version 1 (RUN_COLUMNS have changed since): it is not read, and
     # the refresh indexes every finished run anew: the 7 old ones and the new one (the 8th old

@@ -34,7 +34,8 @@ __all__ = [
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
     "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
-    "TRAIN_COLUMNS", "RUN_COLUMNS", "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
+    "TRAIN_COLUMNS", "RUN_COLUMNS", "EXPORT_FILES",
+    "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns",
@@ -83,7 +84,7 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
 # Its version changes with RUN_COLUMNS, not with the run document.
 INDEX_DIR = "index"
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
@@ -106,6 +107,11 @@ RESERVE_BYTES = 256 << 10  # room to record a launch's end on a full disk (about
 STUDIES_DIR = "studies"
 
 SPLITS = ("train", "validation", "test")
+
+# The files `pacebench export` writes in its folder and `pacebench import-parquet` reads
+# (workbench/transfer.py): the run table with each run's document, the eval rows, the
+# training-loss rows. Not a store's files: their own folder, read by DuckDB and pandas directly.
+EXPORT_FILES = {"runs": "runs.parquet", "evals": "evals.parquet", "train": "train.parquet"}
 
 # Columns of every eval row, in order; the metric columns `<split>/<metric>` follow them.
 EVAL_COLUMNS = (
@@ -137,6 +143,7 @@ RUN_COLUMNS = (
     "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
     "compile_seconds", "compile_cache", "probe_seconds", "launch_position", "stalled_at_step",
     "launched_by", "design", "execution", "mixed_execution", "started_at", "ended_at", "error",
+    "reused_from",
 )
 
 # Top-level run-document fields of where a run came from and how it ran (schema 3; null in older
@@ -151,6 +158,13 @@ RUN_COLUMNS = (
 #       take `device` and `precision`)
 #   "mixed_execution": RunConfig.mixed_execution: what --allow-mixed-execution let this run
 #       differ in from its study's finished runs (runners/resume.py); null when nothing was mixed
+#   "reuse_key": runners/reuse.py reuse_key: the hash of everything the run's result depends on
+#       (its trial key, every execution option, the hardware class, the sources' hashes, the
+#       Pacebench version and runner code hash, the torch version, the dataset's checksum); null
+#       in older documents, imports and runs with hooks of a library caller: never reused
+#   "reused_from": {"store": the source store's path, "run_id": the run's id there} for a run
+#       copied by `pacebench study --reuse-from` (workbench/transfer.py); null for runs made
+#       here. The run table's column of the same name holds it as JSON text (null: made here).
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
 # AD_HOC_NAME (the name `pacebench run` gave its runs before).
 AD_HOC_NAME = "adhoc"

@@ -69,7 +69,15 @@ class Scoped:
     def to_json(self) -> dict:
         return {"ruleset": self.ruleset, "notes": list(self.notes),
                 "failed_trials": {a: dict(w) for a, w in self.failed.items()},
-                "shown_apart": {a: list(n) for a, n in self.shown_apart.items()}}
+                "shown_apart": {a: list(n) for a, n in self.shown_apart.items()},
+                **self._reused_json()}
+
+    def _reused_json(self) -> dict:
+        """{"reused_runs": {algorithm: runs copied from other stores}}, when there are any."""
+        if "reused_from" not in self.runs or not self.runs["reused_from"].notna().any():
+            return {}
+        reused = self.runs[self.runs["reused_from"].notna()]["algorithm"].value_counts()
+        return {"reused_runs": {str(a): int(n) for a, n in reused.sort_index().items()}}
 
 
 def is_ad_hoc(runs: pd.DataFrame) -> np.ndarray:
@@ -229,6 +237,20 @@ def _mixed_setups(runs: pd.DataFrame, notes: list[str]) -> None:
                  "measured alike")
 
 
+def _reused(runs: pd.DataFrame, notes: list[str]) -> None:
+    """A note counting the runs copied from other stores (`pacebench study --reuse-from`), per
+    algorithm: they were timed at another moment, perhaps on another machine."""
+    if runs.empty or "reused_from" not in runs:
+        return
+    reused = runs[runs["reused_from"].notna()]
+    if reused.empty:
+        return
+    per = "; ".join(f"{a}: {n}" for a, n in reused["algorithm"].value_counts().sort_index().items())
+    notes.append(f"{len(reused)} of {len(runs)} runs reused from other stores ({per}): timed at "
+                 "another moment, perhaps on another machine; the machine-speed check of "
+                 "compare covers them, and its verdict by steps is shown beside")
+
+
 def labelled_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
     """Every attempt (any status) of the runs `scope` reads: one ruleset, the study names asked
     for, ad-hoc runs only when asked, an algorithm's study names pooled or shown apart (see the
@@ -249,6 +271,7 @@ def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
     notes, failed = list(labelled.notes), {}
     runs = _finished_only(labelled.runs, notes, failed)
     _mixed_setups(runs, notes)
+    _reused(runs, notes)
     if exclude_compile:
         runs = excluding_compile(runs)
     return Scoped(runs.reset_index(drop=True), labelled.ruleset, notes, failed,

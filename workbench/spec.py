@@ -19,6 +19,7 @@ import numpy as np
 __all__ = [
     "Direction", "Target", "meets", "Budget", "EvalCadence", "WorkloadSpec", "ExecutionOptions",
     "RunConfig", "StudySpec", "ScalingSpec", "RULESETS", "PRUNE_METHODS", "PRECISIONS",
+    "COMPILE_MODES",
     "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash",
     "to_plain", "as_tuple", "check_name", "check_at_least", "NAME",
 ]
@@ -28,7 +29,10 @@ RULESETS = ("external", "self")
 SELF_TUNING_BUDGET_MULTIPLIER = 1.5  # AlgoPerf v0.6: self-tuning runs get 1.5x the budget
 PRUNE_METHODS = ("snip", "magnitude", "random")  # pruning at initialisation (runners/sparsity.py)
 LR_SCALINGS = ("none", "sqrt", "linear")  # how a scaling study shifts the learning-rate range
-PRECISIONS = ("fp32", "bf16")  # fp32: plain float32; bf16: autocast to bfloat16 (runners/device.py)
+PRECISIONS = ("fp32", "bf16")
+# torch.compile's modes; which is fastest depends on the model and the card, so it is measured
+# (benchmarks/throughput.py --compile-mode, docs/gpu.md) and recorded with each run
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # fp32: plain float32; bf16: autocast to bfloat16 (runners/device.py)
 
 
 class SpecError(ValueError):
@@ -203,6 +207,7 @@ class ExecutionOptions:
     device: str = "cpu"                      # "cpu" | "cuda" | "cuda:<i>" | "auto" (cuda if present)
     precision: str = _identity("fp32")       # one of PRECISIONS; bf16 = autocast forward passes
     compile: bool = _identity(False)         # torch.compile the model; compile time is on the clock
+    compile_mode: str = "default"            # one of COMPILE_MODES: speed, not what is computed
     channels_last: bool = _identity(False)   # NHWC memory format for conv models (faster on GPUs)
     threads: int = 1                         # torch intra-op threads, fixed per run (determinism)
 
@@ -213,13 +218,19 @@ class ExecutionOptions:
             raise SpecError(f"unknown device {self.device!r}: valid are cpu, cuda, cuda:<index>, auto")
         if self.threads < 1:
             raise SpecError(f"threads must be >= 1, got {self.threads}")
+        if self.compile_mode not in COMPILE_MODES:
+            raise SpecError(f"unknown compile mode {self.compile_mode!r}: valid are "
+                            f"{', '.join(COMPILE_MODES)}")
+        if self.compile_mode != "default" and not self.compile:
+            raise SpecError(f"compile mode {self.compile_mode} goes with compile (--compile)")
 
     def label(self, device: str | None = None) -> str:
         """A short text of the options, e.g. "cpu, fp32, 1 thread, compile" (the run table's
         `execution` column); `device`: the device it resolved to, if known."""
         parts = [device or self.device, self.precision,
                  f"{self.threads} thread{'s' if self.threads != 1 else ''}"]
-        return ", ".join(parts + ["compile"] * self.compile
+        compiled = "compile" if self.compile_mode == "default" else f"compile {self.compile_mode}"
+        return ", ".join(parts + [compiled] * self.compile
                          + ["channels-last"] * self.channels_last)
 
     def identity(self) -> dict[str, Any]:

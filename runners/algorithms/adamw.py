@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from runners.algorithms.base import OptimizerAlgorithm
+from runners.algorithms.base import OptimizerAlgorithm, kernel_options
 from runners.algorithms.schedules import cosine_warmup
 
 __all__ = ["AdamW"]
@@ -19,9 +19,10 @@ class AdamW(OptimizerAlgorithm):
 
     def make_optimizer(self, params) -> torch.optim.Optimizer:
         h = self.hparams
+        params, kernels = kernel_options(params)  # fused on CUDA, foreach elsewhere
         return torch.optim.AdamW(params, lr=h["learning_rate"], eps=1e-8,
                                  betas=(1.0 - h["one_minus_beta1"], h["beta2"]),
-                                 weight_decay=h["weight_decay"], foreach=True)
+                                 weight_decay=h["weight_decay"], **kernels)
 
     def schedule(self, step: int) -> float:
         h = self.hparams

@@ -10,7 +10,20 @@ import torch
 
 from runners.api import Algorithm, Batch, Workload
 
-__all__ = ["OptimizerAlgorithm", "HparamError"]
+__all__ = ["OptimizerAlgorithm", "HparamError", "kernel_options"]
+
+
+def kernel_options(params: Iterable[torch.nn.Parameter]) -> tuple[list, dict[str, bool]]:
+    """(the parameters as a list, the kwargs that pick torch's fastest exact update kernels).
+
+    On CUDA: `fused=True`, one kernel for the whole update (what llm.c and modded-nanogpt use);
+    elsewhere `foreach=True`, one kernel per operation over the list. Both compute the plain
+    per-tensor update to float rounding (tests/test_optimizer_kernels.py); fused is not the default
+    on the CPU, where the recorded targets were set with foreach.
+    """
+    params = list(params)
+    on_cuda = bool(params) and all(p.device.type == "cuda" for p in params)
+    return params, ({"fused": True} if on_cuda else {"foreach": True})
 
 
 class HparamError(ValueError):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from runners.algorithms.base import OptimizerAlgorithm
+from runners.algorithms.base import OptimizerAlgorithm, kernel_options
 from runners.algorithms.schedules import linear_warmup_decay
 
 __all__ = ["SGDNesterov"]
@@ -21,8 +21,9 @@ class SGDNesterov(OptimizerAlgorithm):
 
     def make_optimizer(self, params) -> torch.optim.Optimizer:
         h = self.hparams
+        params, kernels = kernel_options(params)  # fused on CUDA, foreach elsewhere
         return torch.optim.SGD(params, lr=h["learning_rate"], momentum=1.0 - h["one_minus_beta1"],
-                               weight_decay=h["weight_decay"], nesterov=self.nesterov, foreach=True)
+                               weight_decay=h["weight_decay"], nesterov=self.nesterov, **kernels)
 
     def schedule(self, step: int) -> float:
         h = self.hparams

@@ -26,6 +26,10 @@ def add_execution_flags(p: argparse.ArgumentParser) -> None:
                    help="bf16: forward passes under bfloat16 autocast (default fp32)")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the model; compilation is on the training clock")
+    p.add_argument("--compile-mode", choices=("default", "reduce-overhead", "max-autotune",
+                                              "max-autotune-no-cudagraphs"), default="default",
+                   help="torch.compile's mode, with --compile (default: default); measure which "
+                        "is fastest: benchmarks/throughput.py --compile-mode")
     p.add_argument("--channels-last", action="store_true",
                    help="channels-last memory format for conv models (GPUs)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")

@@ -31,6 +31,8 @@ def add(sub) -> None:
                       help="AlgoPerf's rule: the median of the reruns' best values")
     p.add_argument("--horizon", type=float, default=0.5, help="share of the step hint counted")
     p.add_argument("--reuse-tuning", action="store_true", help="reuse the record's tuning")
+    p.add_argument("--estimate-only", action="store_true",
+                   help="print the time estimate (a short probe of the workload) and stop")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", help="folder for the target-setting record (default: targets/, or "
                                  "for a plug-in workload from a file targets/ beside it)")
@@ -72,7 +74,7 @@ def set_targets(args: argparse.Namespace) -> int:
                          "(the procedure's horizon is --horizon)")
     sources = algorithm_sources(args.algorithm.split(","), existing_store(args))
     workloads = workload_names([args.workload])
-    store = store_for_writing(args)
+    store = None if args.estimate_only else store_for_writing(args)  # an estimate writes nothing
     for workload in workloads:
         out = args.out
         source = plugin_source(workload)
@@ -81,9 +83,11 @@ def set_targets(args: argparse.Namespace) -> int:
             out = Path(where).parent / "targets" if where else Path("targets")
         run_procedure(workload, list(sources), trials=args.trials, reruns=args.reruns,
                       reach_quantile=args.reach_quantile, horizon=args.horizon,
-                      out_dir=Path(out), store_path=store.root, workers=args.workers,
+                      out_dir=Path(out), store_path=store.root if store else Path(),
+                      workers=args.workers,
                       data_dir=args.data_dir, execution=execution_options(args),
-                      reuse_tuning=args.reuse_tuning, sources=sources)
+                      reuse_tuning=args.reuse_tuning, sources=sources,
+                      estimate_only=args.estimate_only)
     return 0
 
 

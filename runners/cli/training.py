@@ -58,6 +58,9 @@ def _add_study(sub) -> None:
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
     until_decided_flags(p)
+    p.add_argument("--reuse-from", action="append", default=[], metavar="STORE",
+                   help="copy finished runs of the same reuse key (trial, execution options, "
+                        "hardware, code, data) from STORE instead of running them; repeatable")
     p.add_argument("--no-stop-on-target", action="store_true",
                    help="train every run to its budget (full curves) even after its targets")
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
@@ -236,6 +239,7 @@ def study(args: argparse.Namespace) -> int:
     store (an existing one is read, to refuse a name its runs give to other code)."""
     from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
     from workbench.spec import StudySpec
+    from workbench.store import open_store
 
     _check_mix_flag(args)
     submission = submission_name(args)
@@ -261,6 +265,7 @@ def study(args: argparse.Namespace) -> int:
         print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
         return 0
     options = launch_options(args)
+    reuse_from = [open_store(path) for path in args.reuse_from]  # each must be a store
     store = store_for_writing(args)
 
     def launch(spec: StudySpec, resume: bool, next_step: str) -> int:
@@ -268,7 +273,8 @@ def study(args: argparse.Namespace) -> int:
                                          data_dir=args.data_dir, progress=not args.quiet,
                                          search_spaces=spaces, early_stop=args.early_stop,
                                          eta=args.eta or 3, options=options, sources=sources,
-                                         allow_mixed_execution=args.allow_mixed_execution),
+                                         allow_mixed_execution=args.allow_mixed_execution,
+                                         reuse_from=reuse_from),
                        next_step)
 
     if pair:

@@ -93,6 +93,8 @@ class RunStatus(View):
             return
         counts = status_counts(self.selection)
         parts = ", ".join(f"{n:,} {status}" for status, n in counts.items())
+        reused = sum(self.selection.counts("reused_from").values())  # copies: --reuse-from
+        parts += f"; {reused:,} reused from other stores" if reused else ""
         self._line.object = f"**{shown:,} runs shown:** {parts or 'none'}." + skipped_line(skipped)
         frame = running_frame(self.selection)
         if len(frame) or self._table.visible:  # no running trial now nor before: no redraw

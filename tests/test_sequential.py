@@ -266,3 +266,17 @@ def test_bad_until_decided_options_are_one_line_before_anything_runs(tmp_path, c
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "s").exists()
+
+
+def test_a_replay_goes_through_one_study_name(tmp_path, capsys):
+    from workbench.testing import make_store
+
+    for name in ("first", "second"):
+        make_store(tmp_path / "s", studies=2, trials=2, n_evals=8, study_name=name)
+    argv = ["compare", "--store", str(tmp_path / "s"), "--algorithms", "fast,slow",
+            "--sequential", "--json"]
+    assert main(argv) == 2
+    assert "come from several study names (first, second): a replay goes through one; pick " \
+        "it with --study NAME" in capsys.readouterr().err
+    assert main([*argv, "--study", "first"]) == 0
+    assert json.loads(capsys.readouterr().out)["studies_used"] == 2

@@ -439,6 +439,12 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
 
     if not 0 < confidence < 1:
         raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
+    mine = runs[runs["algorithm"].isin([a, b]).to_numpy(bool)]
+    names = sorted({str(n) for n in mine["study_name"].dropna()})
+    if len(names) > 1:
+        raise ValueError(f"the studies of {a} and {b} come from several study names "
+                         f"({', '.join(names)}): a replay goes through one; pick it with "
+                         f"--study NAME")
     column = axis_column(time_axis)
     times = study_times(on_time_axis(cube, column))
     have, planned = _plan(times, a, b, max_studies, first, ongoing)

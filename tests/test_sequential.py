@@ -238,8 +238,8 @@ def test_study_until_decided_runs_rounds_and_stops_at_the_verdict(tmp_path, caps
     store = tmp_path / "s"
     assert main(["study", "--workloads", "synthetic", "--algorithms",
                  "nadamw,slow=torch.optim:SGD", "--search-space", f"nadamw={fast}",
-                 "--search-space", f"slow={slow}", "--trials", "1", "--max-steps", "200", "--until-decided",
-                 "nadamw,slow", "--max-studies", "3", "--confidence", "0.8", "--name", "ud",
+                 "--search-space", f"slow={slow}", "--trials", "1", "--max-steps", "200",
+                 "--until-decided", "nadamw,slow", "--max-studies", "3", "--confidence", "0.8", "--name", "ud",
                  "--store", str(store), "--workers", "2", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "round 1: 2 studies of each algorithm" in out

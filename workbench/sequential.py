@@ -35,9 +35,9 @@ one, with the alpha-spending boundaries of Lan and DeMets (1983):
   verdict, when the speedup seen so far (the mean over workloads of log(median B / median A),
   a miss at the budget) is below `detect` either way and the spread of the studies says that N
   studies a side could not detect a `detect` speedup with 80 % power (compare's
-  `studies_needed` exceeds N), the study stops without a verdict. Stopping without a verdict never adds a false one, so the guarantee above
-  holds whatever this rule does; it costs power only when the true speedup is well above
-  `detect`.
+  `studies_needed` exceeds N), the study stops without a verdict. Stopping without a verdict
+  never adds a false one, so the guarantee above holds whatever this rule does; it costs
+  power only when the true speedup is well above `detect` and the studies are noisy.
 
 Koning (2025, "Sequentializing a test: anytime validity is free", arXiv 2501.03982) gives an
 alternative that loses no power at N; the spending approach was chosen because its boundaries
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np

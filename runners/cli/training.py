@@ -269,13 +269,14 @@ def study(args: argparse.Namespace) -> int:
     store = store_for_writing(args)
 
     def launch(spec: StudySpec, resume: bool, next_step: str) -> int:
-        return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=resume,
-                                         data_dir=args.data_dir, progress=not args.quiet,
-                                         search_spaces=spaces, early_stop=args.early_stop,
-                                         eta=args.eta or 3, options=options, sources=sources,
-                                         allow_mixed_execution=args.allow_mixed_execution,
-                                         reuse_from=reuse_from),
-                       next_step)
+        return launch_and_report(
+            lambda: run_study(spec, store, workers=args.workers, resume=resume,
+                              data_dir=args.data_dir, progress=not args.quiet,
+                              search_spaces=spaces, early_stop=args.early_stop,
+                              eta=args.eta or 3, options=options, sources=sources,
+                              allow_mixed_execution=args.allow_mixed_execution,
+                              reuse_from=reuse_from),
+            next_step)
 
     if pair:
         return until_decided(args, spec, store, pair, launch)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -37,7 +39,8 @@ def study_times(table: dict[str, dict[str, list[float]]]) -> xr.DataArray:
 
 
 def _pooled_trials(trials: dict, studies: int, workloads: list[str]) -> xr.DataArray:
-    """AlgoPerf's trial rule on timing_trials: a study's time is its fastest trial's."""
+    """A study's time on timing_trials: its fastest trial's, which there is also AlgoPerf's
+    choice (the trial that met the target at the smallest eval index)."""
     best: dict[str, dict[str, list[float]]] = {}
     for (a, w, s, _), t in trials.items():
         row = best.setdefault(a, {}).setdefault(w, [INF] * studies)
@@ -142,8 +145,17 @@ def test_too_few_studies_give_no_interval_and_say_so():
 def test_a_workload_without_studies_of_one_side_is_left_out():
     times = study_times({"a": {"w": [1.0, 2, 3], "v": [1.0]}, "b": {"w": [2.0, 3, 4]}})
     r = C.compare(times, "a", "b")
-    assert r.left_out == {"v": "no study of b"}
-    assert [w.workload for w in r.per_workload] == ["w"]
+    assert list(r.left_out) == ["v"] and r.left_out["v"].startswith("no study of b; a store of "
+                                                                     "our own leaves")
+    assert [w.workload for w in r.per_workload] == ["w"] and r.counted_as_missed == {}
+    # an imported AlgoPerf store: AlgoPerf's scorer counts it missed, here in b's 3 studies
+    r = C.compare(times, "a", "b", absent_is_miss=True)
+    assert r.left_out == {} and [w.workload for w in r.per_workload] == ["w", "v"]
+    v = r.per_workload[1]
+    assert (v.studies_a, v.studies_b, v.misses_b) == (1, 3, 3)
+    assert v.probability_of_improvement == 1.0  # a's 1 s beats each of b's misses
+    assert "counted as missed in each of its 3 studies" in r.counted_as_missed["v"]
+    assert r.to_json()["counted_as_missed"] == r.counted_as_missed
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -463,7 +475,7 @@ def test_a_time_and_steps_disagreement_is_reported_with_the_cost_of_a_step():
     steps = C.compare_runs(runs, cube, "a", "b", time_axis="steps", replicates=200)
     assert steps.verdict == steps.verdict_by_steps == "a faster" and steps.unit == "steps"
     assert steps.speedup == pytest.approx(215 / 115)  # medians of steps: b 215, a 115
-    assert "a takes 0.535x the steps of b" in steps.sentence()
+    assert "a is 1.87x faster than b in steps to target (" in steps.sentence()
 
 
 def test_per_step_costs_are_medians_per_workload_then_a_geometric_mean():
@@ -589,3 +601,270 @@ def test_the_forest_plots_log_axis_labels_ticks_below_one_half():
     assert min(ticks) <= 0.2 and max(ticks) >= 2 and data["xlim"][0] <= 0.15
     assert hv.Store.lookup_options("bokeh", forest_plot(result), "plot").kwargs["xticks"][0] \
         == (min(ticks), f"{min(ticks):g}")
+
+
+# -- the cross-check's fixes (issue 31) ---------------------------------------------------------
+def _self_tuning(factor: float = 1.5):
+    """(runs, cube, config) of a self-tuning import: budget 100 s, a's hits at 120, 130, 140 s
+    (within the 1.5x self-tuning budget), b hits once at 110 s and misses twice."""
+    from workbench.cubes import final_cube
+    from workbench.scoring import ScoringConfig
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm="a", workload="w", study=s, trial=0, index=3, time=t, ruleset="self")
+            for s, t in enumerate((120.0, 130.0, 140.0))]
+    rows += [dict(algorithm="b", workload="w", study=0, trial=0, index=3, time=110.0,
+                  ruleset="self")]
+    rows += [dict(algorithm="b", workload="w", study=s, trial=0, time=None, ruleset="self")
+             for s in (1, 2)]
+    runs = runs_table(rows)  # every run records 100 training seconds: the import's totals
+    config = ScoringConfig(budgets={"w": 100.0}, self_tuning_budget_factor=factor,
+                           benchmark_version="0.5")
+    return runs, final_cube(runs), config
+
+
+def test_only_misses_are_capped_at_the_budget_times_the_self_tuning_factor():
+    runs, cube, config = _self_tuning()
+    assert C.miss_budgets(runs, "train", config) == {"w": 150.0}
+    r = C.compare_runs(runs, cube, "a", "b", config=config, replicates=100)
+    # b's median study is a miss: 1.5 x 100 s; a's median hit, 130 s, is not shortened to 100 s
+    assert r.per_workload[0].ratio == pytest.approx(150.0 / 130.0)
+    # a hit above the cap lifts the misses to it: a miss never counts as faster than a hit
+    assert C._at_budget(np.array([120.0, INF, 90.0]), 100.0).tolist() == [120.0, 120.0, 90.0]
+
+
+def test_the_study_time_rule_algoperf_or_fastest():
+    from workbench.cubes import final_cube
+    from workbench.testing import runs_table
+
+    # each study: trial 0 meets the target at eval 2 after 50 s, trial 1 at eval 3 after 40 s
+    # (its evals came sooner): AlgoPerf's rule takes trial 0 (smallest eval index), the
+    # fastest rule trial 1
+    rows = []
+    for a, scale in (("a", 1.0), ("b", 1.1)):
+        for s in range(3):
+            rows.append(dict(algorithm=a, workload="w", study=s, trial=0, index=2,
+                             time=50.0 * scale + s))
+            rows.append(dict(algorithm=a, workload="w", study=s, trial=1, index=3,
+                             time=40.0 * scale + s))
+    runs = runs_table(rows)
+    cube = final_cube(runs)
+    assert C.study_times_by(cube, "algoperf").sel(algorithm="a", workload="w").values.tolist() \
+        == [50.0, 51.0, 52.0]
+    assert C.study_times_by(cube, "fastest").sel(algorithm="a", workload="w").values.tolist() \
+        == [40.0, 41.0, 42.0]
+    fast = C.compare_runs(runs, cube, "a", "b", study_time="fastest", replicates=50)
+    assert fast.per_workload[0].ratio == pytest.approx(45.0 / 41.0)
+    assert fast.to_json()["study_time"] == "fastest"
+    with pytest.raises(ValueError, match="valid are algoperf, fastest"):
+        C.study_times_by(cube, "slowest")
+
+
+def test_p_counts_workloads_both_sides_always_missed_as_one_half():
+    times = study_times({"a": {"w": [1.0, 2, 3], "u": [INF, INF, INF]},
+                         "b": {"w": [4.0, 5, 6], "u": [INF, INF, INF]}})
+    r = C.compare(times, "a", "b")
+    assert r.per_workload[1].probability_of_improvement == 0.5
+    assert r.probability_of_improvement == pytest.approx((1.0 + 0.5) / 2)  # rliable's mean
+    assert "counting u, missed by both in every study, as 1/2" in r.sentence()
+    assert r.speedup == pytest.approx(5.0 / 2.0)  # u carries no ratio
+
+
+def _brute_force_interval(sides, confidence=0.95):
+    """Every ordered resample of every side of every workload, the mean of log median ratios,
+    and numpy's inverted-cdf percentiles: the definition of the exact bootstrap interval."""
+    per_workload = []
+    for a, b in sides:
+        med_a = [np.log(np.median(a[list(i)])) for i in itertools.product(range(len(a)),
+                                                                          repeat=len(a))]
+        med_b = [np.log(np.median(b[list(i)])) for i in itertools.product(range(len(b)),
+                                                                          repeat=len(b))]
+        per_workload.append((np.array(med_b)[None, :] - np.array(med_a)[:, None]).ravel())
+    total = np.zeros(1)
+    for logs in per_workload:
+        total = (total[:, None] + logs[None, :]).ravel()
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(total / len(sides), [tail, 1 - tail], method="inverted_cdf")
+    return math.exp(low), math.exp(high)
+
+
+def test_intervals_from_few_studies_are_the_exact_bootstrap_distribution():
+    one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
+    two = (np.array([2.0, 3.0, 9.0]), np.array([1.0, 4.0, 5.0]))
+    rng = np.random.default_rng(0)
+    dist = C._ratio_distribution(*one, 10, rng)
+    assert dist[2] and C._interval(dist[:2], 0.95) == pytest.approx(
+        _brute_force_interval([one]))
+    times = study_times({"a": {"w": one[0].tolist(), "v": two[0].tolist()},
+                         "b": {"w": one[1].tolist(), "v": two[1].tolist()}})
+    r = C.compare(times, "a", "b", budgets={"w": 10.0, "v": 10.0})
+    assert r.interval_method == "exact bootstrap (every resample)"
+    assert (r.low, r.high) == pytest.approx(_brute_force_interval([one, two]))
+
+
+def test_above_the_exact_limit_the_bootstrap_is_monte_carlo(monkeypatch):
+    one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
+    times = study_times({"a": {"w": one[0].tolist()}, "b": {"w": one[1].tolist()}})
+    monkeypatch.setattr(C, "EXACT_BOOTSTRAP", 5)
+    r = C.compare(times, "a", "b", budgets={"w": 10.0}, replicates=4000)
+    assert r.interval_method == "bootstrap, 4000 Monte Carlo replicates"
+    exact = _brute_force_interval([one])
+    assert r.low == pytest.approx(exact[0], rel=0.15) and r.high == pytest.approx(exact[1],
+                                                                                  rel=0.15)
+
+
+def test_the_winner_is_named_first_with_a_speedup_above_one_and_digits_near_one():
+    times = study_times({"adamw": {"w": [2.0, 2.2, 2.4, 2.6]},
+                         "heavy_ball": {"w": [1.0, 1.1, 1.2, 1.3]}})
+    r = C.compare(times, "adamw", "heavy_ball", budgets={"w": 10.0})
+    assert r.verdict == "heavy_ball faster"
+    assert r.sentence().startswith("heavy_ball faster at 95% confidence: heavy_ball is 2x "
+                                   "faster than adamw (")
+    assert "for 'heavy_ball is faster'" in r.sentence()
+    assert "P(heavy_ball faster in a study) = 1.00" in r.sentence()
+    assert C._x(1.001) == "1.001x" and C._x(0.9996) == "0.9996x" and C._x(1.0) == "1x"
+    assert C._x(3.6912) == "3.69x" and C.level_text(0.999) == "99.9%"
+
+
+def test_a_design_that_cannot_reach_the_confidence_says_so_and_what_could():
+    times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
+    r = C.compare(times, "a", "b", budgets={"w": 10.0})
+    assert r.verdict == "no difference shown" and r.p_value == pytest.approx(0.05)
+    assert ("this design cannot reach 95% (the smallest p-value of 3 + 3 studies is 0.05); "
+            "4 + 4 studies could") in r.sentence()
+    doc = r.to_json()
+    assert doc["can_reach_confidence"] is False and doc["studies_to_reach"] == 4
+    assert C.smallest_p_value([(3, 3)]) == Fraction(1, 20)
+    assert C.studies_to_reach([(3, 3), (3, 3)], 0.95) is None  # (1/20)^2 <= 0.025
+    assert C.studies_to_reach([(2, 2)], 0.99) == 5             # 1/252 <= 0.005 < 1/70
+
+
+def test_confidence_levels_are_compared_exactly():
+    # 1 - 0.9 is 0.09999999999999998 in floating point: p = 1/20 must still decide at 90 %
+    times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
+    r = C.compare(times, "a", "b", budgets={"w": 10.0}, confidence=0.9)
+    assert r.verdict == "a faster" and r.studies_to_reach is None
+    assert C.half_alpha(0.9) == Fraction(1, 20) and C.reaches(0.05000000000000001, 0.9)
+    assert not C.reaches(0.0501, 0.9)
+
+
+def test_fairness_search_spaces_origins_and_trials():
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm=a, workload=w, study=s, trial=t, time=1.0, index=0)
+            for a, trials in (("adamw", 3), ("new", 2)) for w in ("u", "v")
+            for s in range(2) for t in range(trials)]
+    runs = runs_table(rows)
+    first = runs.drop_duplicates(["algorithm", "workload"])
+    space = {"learning_rate": {"min": 1e-4, "max": 1e-2, "scaling": "log"}}
+    docs = {}
+    for r in first.itertuples():
+        if r.algorithm == "adamw":
+            docs[r.run_id] = {"search_space": space, "search_space_origin": "file"}
+        else:  # hostile: not JSON of a space, an origin we do not know
+            docs[r.run_id] = {"search_space": "<script>", "search_space_origin": "<b>x</b>"}
+    out = C.fairness(runs, ["adamw", "new"], docs.__getitem__)
+    assert out["adamw"] == {"origin": "file", "space": space, "trials": 3}
+    assert out["new"] == {"origin": "unknown", "space": None, "trials": 2}
+    lines = C.fairness_lines(out)
+    assert lines[0].startswith("adamw: 3 trials per study, search space from a file: {")
+    assert lines[1] == "new: 2 trials per study, search space not recorded (an import, or no " \
+                       "search)"
+    assert C.fairness_lines({"x": {"origin": "signature", "space": {}, "trials": 1}}) == \
+        ["x: 1 trials per study, search space derived from the optimizer's signature "
+         "(automatic): {}"]
+
+
+def test_a_reference_slower_than_its_tuned_record_by_more_than_the_floor_is_flagged():
+    times = study_times({"adamw": {"w": [300.0, 310.0, 330.0], "v": [105.0, 100.0, 95.0]},
+                         "new": {"w": [100.0, 110.0, 120.0], "v": [100.0, 100.0, 100.0]}})
+    out = C.under_tuned_warnings(times, "adamw", ["w", "v"], {"w": 100.0, "v": 100.0},
+                                 {"w": 0.1, "v": 0.1})
+    assert list(out) == ["w"]  # v: 100 steps against 100, within the floor
+    assert out["w"].startswith("adamw looks under-tuned on w: its median study took 310 steps "
+                               "to target over 3 studies, 3.1x the 100 steps of the workload's "
+                               "tuned baseline")
+    assert C.under_tuned_warnings(times, "adamw", ["w"], {"w": 100.0}, {}) == {}  # no floor
+
+
+def test_compare_json_gives_search_spaces_and_the_study_time_rule(tmp_path, capsys):
+    from runners.cli import main
+
+    make_timing_store(tmp_path / "s", {"fast": 1.0, "slow": 2.0}, studies=3, trials=2, seed=3)
+    args = ["compare", "--store", str(tmp_path / "s"), "--algorithms", "slow,fast", "--json"]
+    assert main(args + ["--study-time", "fastest"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["study_time"] == "fastest" and doc["verdict"] in ("fast faster",
+                                                                 "no difference shown")
+    assert set(doc["search_spaces"]) == {"slow", "fast"}
+    assert {k: v["trials"] for k, v in doc["search_spaces"].items()} == {"slow": 2, "fast": 2}
+    assert set(doc["search_spaces"]["fast"]) == {"origin", "space", "trials"}
+    assert doc["sentence"].startswith(doc["verdict"]) and "fast is " in doc["sentence"]
+    with pytest.raises(SystemExit):  # argparse's one line, naming the valid rules
+        main(args[:-1] + ["--study-time", "slowest"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'slowest' (choose from 'algoperf', 'fastest')" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_compare_runs_warns_when_the_reference_looks_under_tuned():
+    runs, cube = _table({"a": {"steps": SEPARATE[1], "cost": 0.1},
+                         "b": {"steps": SEPARATE[0], "cost": 0.1}})
+    # a's median study took 215 steps; its tuned record says 100, with a 10 % noise floor
+    r = C.compare_runs(runs, cube, "a", "b", replicates=50, tuned_steps={"w": 100.0},
+                       noise_cov={"w": 0.1})
+    assert [w.split(":")[0] for w in r.warnings] == ["a looks under-tuned on w"]
+    assert "215 steps to target over 4 studies, 2.15x the 100 steps" in r.warnings[0]
+    assert r.verdict == "b faster" and r.withheld is None  # a caution, not a withheld verdict
+    calm = C.compare_runs(runs, cube, "b", "a", replicates=50, tuned_steps={"w": 100.0},
+                          noise_cov={"w": 0.2})  # b's 115 steps: within 20 % of 100
+    assert calm.warnings == ()
+
+
+def test_an_imported_store_counts_a_workload_without_runs_as_missed_ours_leaves_it_out():
+    from workbench.cubes import final_cube
+    from workbench.scoring import ScoringConfig
+    from workbench.testing import runs_table
+
+    rows = [dict(algorithm=a, workload="w", study=s, trial=0, index=3, time=t + s)
+            for a, t in (("a", 10.0), ("b", 20.0)) for s in range(3)]
+    rows += [dict(algorithm="a", workload="v", study=s, trial=0, index=3, time=5.0 + s)
+             for s in range(3)]
+    runs = runs_table(rows)
+    cube = final_cube(runs)
+    ours = C.compare_runs(runs, cube, "a", "b", replicates=50)
+    assert list(ours.left_out) == ["v"] and ours.counted_as_missed == {}
+    imported = C.compare_runs(runs, cube, "a", "b", replicates=50,
+                              config=ScoringConfig(benchmark_version="0.5"))
+    assert imported.left_out == {} and list(imported.counted_as_missed) == ["v"]
+    v = {r.workload: r for r in imported.per_workload}["v"]
+    assert (v.studies_b, v.misses_b, v.probability_of_improvement) == (3, 3, 1.0)
+
+
+def test_the_compare_view_shows_search_spaces_and_escapes_them():
+    from workbench.views.compare import _about
+
+    times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
+    result = C.compare(times, "a", "b", budgets={"w": 10.0})
+    hostile = {"<img src=x>": {"origin": "file", "space": {"lr": "<script>"}, "trials": 4}}
+    text = _about(replace(result, search_spaces=hostile), "a", "b")
+    assert "Search spaces (fairness)" in text and "4 trials per study" in text
+    assert "<img" not in text and "<script>" not in text
+    assert "the smallest eval index (AlgoPerf" in text
+
+
+@pytest.mark.slow
+def test_the_exact_bootstrap_benchmark_counts_the_endpoints_that_differ(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    make_timing_store(tmp_path / "s", {"baseline": 1.0, "x": 1.3}, studies=4, trials=2, seed=5)
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "exact_bootstrap.py"),
+                          "--store", str(tmp_path / "s")], capture_output=True, text=True,
+                         timeout=300, cwd=root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert " of 2 per-workload endpoints differ between 4000 Monte Carlo replicates and the " \
+           "exact bootstrap" in last

@@ -34,7 +34,7 @@ import xarray as xr
 from workbench import compare as C
 from workbench import budget as B
 from workbench import query, scoring
-from workbench.catalog import noise_floor_of
+from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column, final_cube, on_time_axis
 from workbench.scope import Scope, Scoped, scoped_runs
 from workbench.store import Store, open_store
@@ -151,14 +151,22 @@ class Results:
 
     def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
                        confidence: float = C.DEFAULT_CONFIDENCE,
-                       detect: float = C.DEFAULT_DETECT, sequential: bool = False,
-                       max_studies: int | None = None, ongoing: bool = False,
-                       first: int | None = None, **scope) -> "CompareResult":
-        """A against B (workbench.compare.compare_runs) on the scope's time axis (rich).
+                       detect: float = C.DEFAULT_DETECT, study_time: str = "algoperf",
+                       sequential: bool = False, max_studies: int | None = None,
+                       ongoing: bool = False, first: int | None = None,
+                       **scope) -> "CompareResult":
+        """A against B (workbench.compare.compare_runs) on the scope's time axis (rich), a
+        study's time by `study_time` (compare.STUDY_TIME_RULES: "algoperf", the trial that met
+        the target at the smallest eval index; "fastest", the trial with the smallest time),
+        with each side's search space and trials per study (compare.fairness) and the
+        under-tuned check of `a` against the workloads' tuned records.
         `sequential`: replayed round by round with the sequential test (workbench/sequential.py)
         planned for `max_studies` studies a side (default: those the store holds); `ongoing`
         and `first` (the first round's size) are for a study under way (`study
         --until-decided`)."""
+        if study_time not in C.STUDY_TIME_RULES:
+            raise ValueError(f"unknown study-time rule {study_time!r}: valid are "
+                             f"{', '.join(C.STUDY_TIME_RULES)}")
         if not sequential and (max_studies is not None or ongoing or first is not None):
             raise ValueError("max_studies, ongoing and first go with sequential=True")
         chosen, scoped, cube = self._prepared(scope)
@@ -167,10 +175,12 @@ class Results:
         config = self.config()
         names = [str(w) for w in cube["workload"].values]
         floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
+        tuned = {w: s for w in names if (s := median_steps_to_target(w)) is not None}
         options = dict(time_axis=chosen.time_axis,
                        workloads=list(workloads) if workloads else scored_names(config, cube),
                        config=config, confidence=confidence, detect=detect, noise_cov=floors,
-                       replicates=COMPARE_DRAWS)
+                       replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
+                       search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc))
         if sequential:
             from workbench.sequential import DEFAULT_FIRST_ROUND, sequential_compare
             comparison = sequential_compare(scoped.runs, cube, a, b, max_studies=max_studies,
@@ -182,11 +192,13 @@ class Results:
 
     def compare(self, a: str, b: str, workloads: Sequence[str] | None = None,
                 confidence: float = C.DEFAULT_CONFIDENCE, detect: float = C.DEFAULT_DETECT,
-                sequential: bool = False, max_studies: int | None = None,
-                **scope) -> dict[str, Any]:
-        """What `pacebench compare --json` prints (`--sequential`, `--max-studies`)."""
-        return self.compare_result(a, b, workloads, confidence, detect, sequential,
-                                   max_studies, **scope).to_json()
+                study_time: str = "algoperf", sequential: bool = False,
+                max_studies: int | None = None, **scope) -> dict[str, Any]:
+        """What `pacebench compare --json` prints (`--study-time`, `--sequential`,
+        `--max-studies`)."""
+        return self.compare_result(a, b, workloads, confidence, detect, study_time=study_time,
+                                   sequential=sequential, max_studies=max_studies,
+                                   **scope).to_json()
 
     def budget_result(self, **scope) -> "BudgetResult":
         """Tuning-budget curves (workbench/budget.py) of the scoped trials (rich)."""
@@ -428,6 +440,12 @@ class CompareResult:
                  + f" (ratios of median study {label} to target)",
                  C.comparison_table(result).to_string(index=False)]
         lines += [f"  {w}: left out ({why})" for w, why in result.left_out.items()]
+        lines += [f"  {w}: {why}" for w, why in result.counted_as_missed.items()]
+        if result.study_time != "algoperf":
+            lines.append("study time: each study's fastest trial (--study-time fastest), not "
+                         "AlgoPerf's rule (the trial that met the target at the smallest eval "
+                         "index)")
+        lines += ["fairness: " + line for line in C.fairness_lines(result.search_spaces)]
         lines += [f"warning: {caution}" for caution in result.warnings]
         lines += [f"\nverdict in {label}: {result.verdict}",
                   f"verdict by steps to target: {result.verdict_by_steps}"]

@@ -435,7 +435,6 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
     an error unless `ongoing` (a study under way: `stopped_because` may then be None).
     `options`: passed on to compare.compare_runs for the comparison of the studies used."""
     from workbench.cubes import axis_column, final_cube, on_time_axis
-    from workbench.scoring import study_times
 
     if not 0 < confidence < 1:
         raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
@@ -446,7 +445,8 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
                          f"({', '.join(names)}): a replay goes through one; pick it with "
                          f"--study NAME")
     column = axis_column(time_axis)
-    times = study_times(on_time_axis(cube, column))
+    rule = options.get("study_time", "algoperf")  # compare's study-time rule, the same here
+    times = C.study_times_by(on_time_axis(cube, column), rule)
     have, planned = _plan(times, a, b, max_studies, first, ongoing)
     rounds = min(have, planned)
     available = [str(w) for w in times["workload"].values]
@@ -462,7 +462,7 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
     stop, why = stopping_look(test, blocks, caps, planned, detect, confidence)
     used = test.looks[stop].studies
     by_steps = test if column == "step" else run_test(
-        study_times(on_time_axis(cube, "step")))[1]
+        C.study_times_by(on_time_axis(cube, "step"), rule))[1]
     steps_verdict = _verdict(by_steps.direction if by_steps.decided_at is not None
                              and by_steps.decided_at <= stop else 0, a, b)
     verdict = _verdict(test.direction if why == "decided" else 0, a, b)

@@ -32,6 +32,10 @@ def add(sub) -> None:
     p.add_argument("--workloads", type=_csv, help="default: the scored workloads")
     p.add_argument("--confidence", type=float, default=0.95, help="of intervals and verdict")
     p.add_argument("--detect", type=float, default=1.25, help="speedup to size studies for")
+    p.add_argument("--study-time", choices=("algoperf", "fastest"), default="algoperf",
+                   help="a study's time: algoperf (default), the trial that met the target at "
+                        "the smallest eval index, as AlgoPerf's scorer; fastest, its trial "
+                        "with the smallest time to target")
     p.add_argument("--sequential", action="store_true",
                    help="replay the studies round by round with the sequential test (valid "
                         "under a look after every round) and stop at the first verdict")
@@ -100,6 +104,7 @@ def compare(args: argparse.Namespace) -> int:
         raise ValueError("--max-studies goes with --sequential")
     result = _results(args).compare_result(*args.algorithms, workloads=args.workloads,
                                            confidence=args.confidence, detect=args.detect,
+                                           study_time=args.study_time,
                                            sequential=args.sequential,
                                            max_studies=args.max_studies,
                                            **scope_options(args))

@@ -17,10 +17,11 @@ import panel as pn
 import param
 
 from workbench import compare as C
-from workbench.catalog import noise_floor_of
+from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.cubes import AXIS_LABELS, axis_column
 from workbench.compare import BOOTSTRAP_REPLICATES as COMPARE_DRAWS  # = results.COMPARE_DRAWS
 from workbench.scoring import scored_names
+from workbench.store import open_store
 from workbench.views.base import FILTERS, View
 from workbench.views.formats import TABLE_CSS, log_ticks, md
 from workbench.views.live import LivePlot
@@ -58,10 +59,14 @@ def comparison(selection: Selection, a: str, b: str) -> C.Comparison | None:
         names = [str(w) for w in cube["workload"].values]
         workloads = [w for w in scored_names(selection.store_config, cube) if w in shown]
         floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
-        return C.compare_runs(selection.full_runs(), cube, a, b,
+        tuned = {w: s for w in names if (s := median_steps_to_target(w)) is not None}
+        runs = selection.full_runs()
+        return C.compare_runs(runs, cube, a, b,
                               time_axis=selection.time_axis, workloads=workloads,
                               config=selection.store_config, noise_cov=floors,
-                              replicates=COMPARE_DRAWS)
+                              replicates=COMPARE_DRAWS, tuned_steps=tuned,
+                              search_spaces=C.fairness(runs, [a, b],
+                                                       open_store(selection.store_path).run_doc))
     return selection.cached(f"compare:{a}\x00{b}", make)
 
 
@@ -155,15 +160,24 @@ def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
     if result.left_out:
         text += "\n\nLeft out: " + "; ".join(f"{md(w)} ({md(why)})"
                                              for w, why in result.left_out.items())
+    if result.counted_as_missed:
+        text += "\n\nCounted as missed: " + "; ".join(
+            md(why) for why in result.counted_as_missed.values())
+    if result.search_spaces:
+        text += "\n\nSearch spaces (fairness): " + "; ".join(
+            md(line) for line in C.fairness_lines(result.search_spaces))
+    rule = ("the trial that met the target at the smallest eval index (AlgoPerf's rule)"
+            if result.study_time == "algoperf" else "its fastest trial's (--study-time fastest)")
     return text + (
-        "\n\nA study's time is its fastest trial's (AlgoPerf's rule). The ratio is B's median "
-        "study time over A's; its interval redraws each side's studies (bootstrap, "
+        f"\n\nA study's time is {rule}. The ratio is B's median "
+        "study time over A's; its interval redraws each side's studies (the exact bootstrap "
+        f"distribution where it has at most {C.EXACT_BOOTSTRAP:,} resamples, else "
         f"{COMPARE_DRAWS:,} draws, as `pacebench compare`); a miss counts as the workload's "
         "budget there, so ratios with misses are bounds towards 1. The verdict is an exact "
         "permutation test on ranks (a miss ranks last), two-sided at "
-        f"{result.confidence:.0%}: with no true difference it is wrong at most "
-        f"{1 - result.confidence:.0%} of the time. The verdict by steps is the same test on "
-        "steps to target, which the machine's speed does not change.")
+        f"{C.level_text(result.confidence)}: with no true difference it is wrong at most "
+        f"{C.level_text(1 - result.confidence)} of the time. The verdict by steps is the same "
+        "test on steps to target, which the machine's speed does not change.")
 
 
 def cautions(result: C.Comparison | None) -> str:

@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/verdicts.py --sequential --store results/algoperf-v05 \
         [--pool baseline] [--max-studies 10] [--trials 5] [--replicates 1000] [--factors 1,1.5]
         [--seed 0]
+    .venv/bin/python benchmarks/verdicts.py --sequential --synthetic 0.25 [--factors 1,1.25,1.5]
 
 With --store: the time of `pacebench compare` for two algorithms (default: the two top scorers)
 and of `pacebench budget` for every algorithm, each measured as the whole command in a fresh
@@ -154,17 +155,34 @@ def _resampled_studies(rng: np.random.Generator, pools: dict[str, np.ndarray], r
     return out
 
 
-def sequential_calibration(store: str, pool: str, replicates: int, max_studies: int,
-                           trials: int, factors: list[float], seed: int = 0) -> None:
+def _synthetic_pools(spread: float, workloads: int = 8, size: int = 100_000
+                     ) -> tuple[dict[str, np.ndarray], list[float]]:
+    """Pools as _pools gives them, but drawn: per workload `size` trial times 10 *
+    exp(N(0, spread)) seconds, 10 % of them misses (timing_trials' model), budget 100 s; drawing
+    with replacement from so large a pool is drawing from the distribution."""
+    rng = np.random.default_rng(12345)
+    pools = {}
+    for w in range(workloads):
+        values = 10.0 * np.exp(rng.normal(0.0, spread, size))
+        values[rng.random(size) < 0.1] = np.inf
+        pools[f"w{w}"] = values
+    return pools, [100.0] * workloads
+
+
+def sequential_calibration(store: str | None, pool: str, replicates: int, max_studies: int,
+                           trials: int, factors: list[float], seed: int = 0,
+                           spread: float | None = None) -> None:
     """False verdicts and power of the sequential test (workbench/sequential.py) with a look
     after every round, against the fixed-sample test repeated after every round, on studies
     resampled from a real store's trials."""
     from workbench.compare import permutation_pvalues
     from workbench.sequential import sequential_test, stopping_look
 
-    pools, caps = _pools(store, pool)
+    pools, caps = _pools(store, pool) if spread is None else _synthetic_pools(spread)
     misses = np.mean([np.isinf(v).mean() for v in pools.values()])
-    print(f"{replicates} replicates; studies resampled from the trials of {pool} in {store} "
+    where = (f"the trials of {pool} in {store}" if spread is None else
+             f"synthetic trials (10 s x exp(N(0, {spread:g})))")
+    print(f"{replicates} replicates; studies resampled from {where} "
           f"({len(pools)} workloads, {trials} trials per study, {100 * misses:.0f} % of "
           f"trials miss); a look after every round, first at 2 studies a side, at most "
           f"{max_studies}; verdicts at 95 %")
@@ -237,15 +255,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--factors", default="1,1.5",
                         help="with --sequential: B's slowdowns to simulate (1: no difference)")
     parser.add_argument("--seed", type=int, default=0, help="with --sequential: of the draws")
+    parser.add_argument("--synthetic", type=float, metavar="SIGMA",
+                        help="with --sequential: resample synthetic lognormal trials of this log "
+                             "spread (10 %% misses) on 8 workloads instead of --store's")
     args = parser.parse_args(argv)
-    if not args.store and not args.calibration:
+    if not args.store and not args.calibration and args.synthetic is None:
         parser.error("give --store S and/or --calibration")
     if args.sequential:
-        if not args.store:
-            parser.error("--sequential resamples a store's trials: give --store S")
-        sequential_calibration(args.store, args.pool, args.replicates, args.max_studies,
-                               args.trials, [float(f) for f in args.factors.split(",")],
-                               args.seed)
+        if not args.store and args.synthetic is None:
+            parser.error("--sequential resamples trials: give --store S or --synthetic SIGMA")
+        sequential_calibration(None if args.synthetic is not None else args.store, args.pool,
+                               args.replicates, args.max_studies, args.trials,
+                               [float(f) for f in args.factors.split(",")], args.seed,
+                               args.synthetic)
     elif args.store:
         speed(args.store, args.a, args.b, args.rounds)
     if args.calibration:

@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 # Real data beside the project (CI and developers): tiny-Shakespeare is read from there, no download.
 export PACEBENCH_DATA ?= $(if $(wildcard $(SHARED)/data/tinyshakespeare/input.txt),$(abspath $(SHARED)/data),)
 
-.PHONY: install test test-fast demo serve clean
+.PHONY: install test test-fast demo ladder-demo ladder-null serve clean
 
 install: $(STAMP)
 
@@ -21,6 +21,15 @@ $(STAMP): pyproject.toml constraints.txt
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else \
 	    echo "warning: /usr/bin/chromium is missing and apt-get is not usable: install Debian's chromium for the browser tests"; \
+	  fi; \
+	fi
+	@# a real single-node Slurm for the Slurm backend's tests (tests/slurm_cluster.py, docs/slurm.md)
+	@if [ ! -x /usr/sbin/slurmd ] || [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/munged ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's slurmctld, slurmd and munge for the Slurm tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd munge >/dev/null; \
+	  else \
+	    echo "warning: Slurm is missing and apt-get is not usable: install Debian's slurmctld, slurmd and munge (as root) for the Slurm tests"; \
 	  fi; \
 	fi
 	touch $@
@@ -44,6 +53,25 @@ demo: install
 	@echo "Figures:   reports/demo-figures/ (PNG and SVG of each plot, for papers)"
 	@echo "Dashboard: $(VENV)/bin/pacebench serve --store results/demo   then open http://127.0.0.1:5006/app"
 	@echo "   or:     PACEBENCH_STORE=results/demo $(VENV)/bin/panel serve workbench/app.py --address 127.0.0.1"
+
+# The three smallest ladder rungs x budgets 1, 2, 4 (x 20 tokens per non-embedding parameter) x
+# adamw and nadamw x 2 seeds on the generated corpus (docs/ladder.md gives its measured time and
+# output); prints its own wall time and the machine's load, then the summary.
+LADDER_DEMO := --sizes gpt_7k,gpt_28k,gpt_111k --budgets 1,2,4 --algorithms adamw,nadamw \
+  --seeds 2 --evals 4 --workers 2 --data generated --name ladder-demo --store results/ladder-demo
+ladder-demo: install
+	@start=$$(date +%s); $(VENV)/bin/pacebench ladder $(LADDER_DEMO) --quiet --resume; \
+	  status=$$?; echo "ladder-demo: $$(( $$(date +%s) - start )) s wall on $$(nproc) cores; load" \
+	  "average at the end $$(cut -d' ' -f1-3 /proc/loadavg)"; exit $$status
+
+# The null check: the reference against itself under another name (twin) must give speedup 1
+# inside its interval at every rung (the two smallest rungs x budgets 1, 2, 4 x 2 seeds).
+ladder-null: install
+	@start=$$(date +%s); $(VENV)/bin/pacebench ladder --sizes gpt_7k,gpt_28k --budgets 1,2,4 \
+	  --algorithms adamw,twin=adamw --seeds 2 --evals 4 --workers 2 --data generated \
+	  --name ladder-null --store results/ladder-null --quiet --resume; \
+	  status=$$?; echo "ladder-null: $$(( $$(date +%s) - start )) s wall on $$(nproc) cores; load" \
+	  "average at the end $$(cut -d' ' -f1-3 /proc/loadavg)"; exit $$status
 
 serve: install
 	$(VENV)/bin/pacebench serve --store $${PACEBENCH_STORE:-results/demo}

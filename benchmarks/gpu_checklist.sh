@@ -25,10 +25,10 @@ store="$out/store"
 
 step 20 "machine" bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; $py -c 'import torch, duckdb; print(\"torch\", torch.__version__, \"duckdb\", duckdb.__version__)'"
 step 60 "GPU tests" $py -m pytest -q -p no:cacheprovider -m gpu tests/test_device.py
-step 80 "MFU, shakespeare_char_gpu (8 x 512), kernel profile" \
-    $py benchmarks/throughput.py --workload shakespeare_char_gpu --device cuda --precision bf16 --compile --profile
-step 90 "MFU, 12 x 1024 (the same workload resized)" \
-    $py benchmarks/throughput.py --workload shakespeare_char_gpu --device cuda --precision bf16 --compile --n-layer 12 --n-embd 1024 --n-head 16
+step 80 "MFU, ladder rung gpt_28m (9 x 512, generated corpus), kernel profile" \
+    $py benchmarks/throughput.py --workload gpt_28m --device cuda --precision bf16 --compile --profile
+step 90 "MFU, ladder rung gpt_113m (16 x 768, generated corpus)" \
+    $py benchmarks/throughput.py --workload gpt_113m --device cuda --precision bf16 --compile
 step 170 "noise floor, 4 seeds, shakespeare_char_gpu (bf16, compiled, cold compiler per run)" \
     $py -m runners.cli noise --workload shakespeare_char_gpu --algorithm nadamw --hparams "$nadamw" --seeds 4 --device cuda --precision bf16 --compile --store "$store"
 step 45 "study on CUDA: interleaved order, machine speed" \

@@ -9,14 +9,15 @@
 #    in bf16) and of a 1024-wide one (goal >= 50 %), with the host syncs counted in the timed steps;
 # 2. set-targets' estimate on the GPU workload, then (the time left permitting) the procedure
 #    itself, small: 2 tuning trials and 2 reruns, two at a time on the one GPU.
-# WIDE512 and WIDE1024 name the workloads (catalog names or ladder rungs); each step has its own
+# WIDE512 and WIDE1024 name the workloads (catalog names or ladder rungs; default gpt_28m, 9 x 512,
+# and, the ladder having no 1024-wide rung, gpt_28m resized to 12 x 1024); each step has its own
 # limit, so one slow step cannot take the others' time.
 set -u
 out=${1:-gpu-speed}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 log="$out/speed.log"
-wide512=${WIDE512:-shakespeare_char_gpu}
+wide512=${WIDE512:-gpt_28m}
 wide1024=${WIDE1024:-}
 step() {  # step <seconds> <title> <command...>
     local limit=$1 title=$2; shift 2

@@ -1,10 +1,11 @@
 """Throughput and MFU of a workload (the GPU-size transformer by default) on one device.
 
-    .venv/bin/python benchmarks/throughput.py [--workload shakespeare_char_gpu] [--device auto]
+    .venv/bin/python benchmarks/throughput.py [--workload gpt_28m] [--device auto]
         [--precision bf16] [--compile [--compile-mode MODE]] [--steps 100] [--warmup 20] [--rounds 3]
         [--n-layer L --n-embd D --n-head H] [--profile]
 
-Two figures:
+The default workload is the ladder's 28 M rung (`pacebench ladder --list` names the others);
+any catalog workload can be given. Two figures:
 - steady state: after `--warmup` updates (compilation, allocator, autotuning), `--steps` updates
   of the runner's own AdamW, timed with the device synchronised before each clock reading, repeated
   `--rounds` times; tokens per second and MFU = FLOPs counted per step (runners/flops.py) x steps
@@ -39,9 +40,14 @@ from workbench.store import open_store  # noqa: E402
 
 
 def analytic_gpt_flops(model: torch.nn.Module, spec, batch_size: int) -> float | None:
-    """6 N + 12 L T d FLOPs per token times tokens per step, for GPT models; None otherwise."""
+    """6 N + 12 L T d FLOPs per token times tokens per step, for GPT models; None otherwise.
+    A ladder rung's N includes its head, which is tied to the embedding (catalog.rung_counts)."""
     if spec.model.get("arch") != "gpt":
         return None
+    if spec.model.get("ladder"):
+        vocab = model.tok.weight.shape[0]
+        return catalog.rung_counts(spec, vocab)["flops_per_token"] * batch_size * \
+            int(spec.model["block_size"])
     n = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     layers, width, context = (int(spec.model[k]) for k in ("n_layer", "n_embd", "block_size"))
     return (6 * n + 12 * layers * context * width) * batch_size * context
@@ -94,7 +100,7 @@ def print_kernel_profile(p, config: RunConfig, first_step: int, steps: int = 10)
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", default="shakespeare_char_gpu")
+    parser.add_argument("--workload", default="gpt_28m")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="bf16")
     parser.add_argument("--compile", action="store_true")

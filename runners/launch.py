@@ -49,7 +49,7 @@ from typing import Any, Mapping, Sequence
 
 from runners.processes import LaunchOptions
 from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
-                            check_mix, check_same_plan)
+                            check_mix, check_same_plan, queued_on_slurm)
 from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
 from runners.tuning import ChosenSpace
 from workbench.catalog import get_workload
@@ -303,12 +303,14 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
             "--resume to run only the missing trials, or --name to start a new study")
     same = {}  # planned trial key -> the key of its place's trial, differing in execution only
     if docs:
-        mixed = check_mix(docs, name, configs, allow_mixed_execution, options.backend != "ray")
+        mixed = check_mix(docs, name, configs, allow_mixed_execution, options.backend == "local")
         same = check_same_plan(store.root, name, configs, docs, allow_mixed_execution)
         if mixed:
             configs = [replace(c, mixed_execution=mixed) for c in configs]
     # resume: not the trials already done, nor those another launcher is running right now
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
+    if resume:  # and not those Slurm still has pending or running (runners/slurm_backend.py)
+        done |= queued_on_slurm(store, name)
     todo = [(c, place) for c, place in launch_order(configs, name)
             if c.trial_key not in done and same.get(c.trial_key) not in done]
     reused: set[str] = set()
@@ -329,5 +331,3 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
         with contextlib.suppress(OSError):  # derived data, rebuilt by readers (a full disk)
             refresh_index(store)
     return result
-
-

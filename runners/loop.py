@@ -25,7 +25,8 @@ measures its batch-1 inference latency (runners/inference.py) into run.json's `i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -40,7 +41,7 @@ from runners.machine import PROBE, MachineMonitor
 from runners.stall import StallRule
 from runners.timing import DeviceClock
 from workbench.catalog import get_workload
-from workbench.records import metric_column, run_identity
+from workbench.records import metric_column, run_identity, slurm_job_id
 from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from runners.checkpoint import Checkpoint
     from runners.distributed import DataParallel
 
-__all__ = ["run", "Prepared", "prepare", "run_document"]
+__all__ = ["run", "Prepared", "prepare", "run_document", "ladder_workload"]
 
 EVAL_SPLITS = ("train", "validation", "test")
 
@@ -85,7 +86,7 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     use_workload_source(config)  # a plug-in workload: its factory, loaded in this process
     device = resolve_device(options.device if device is None else device)
     torch.set_num_threads(options.threads)  # fixed per run: reductions (and so results) depend on it
-    spec = get_workload(config.workload)
+    spec = ladder_workload(get_workload(config.workload), config.ladder)
     algorithm = algorithm or get_algorithm(config.algorithm, config.hparams,
                                            config.algorithm_source, config.algorithm_sha256)
     if config.sparsity:  # pruning at init: masks chosen in init (before the clock), kept fixed
@@ -109,6 +110,17 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
                     accelerator)
 
 
+def ladder_workload(spec: WorkloadSpec, ladder: Mapping | None) -> WorkloadSpec:
+    """The workload a ladder run trains (runners/ladder.py): the catalog entry with its step
+    hint set to the run's planned steps, so that every schedule laid over the step hint decays
+    to its end exactly at the run's last step, and its `data` knob set to the ladder's data
+    (a workload without that knob keeps its own). Not a ladder run (None): `spec` unchanged."""
+    if ladder is None:
+        return spec
+    model = spec.model if "data" not in spec.model else {**spec.model, "data": ladder["data"]}
+    return replace(spec, step_hint=int(ladder["steps"]), model=model)
+
+
 def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
                  machine: Mapping[str, float | None] | None = None,
                  launched_by: str | None = None,
@@ -127,13 +139,14 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "batch_size": p.batch_size, "hardware": hardware_string(p.device, threads),
         "budget_seconds": p.budget.seconds, "budget_steps": p.budget.steps,
         "step_hint": s.step_hint, "workload_spec": s.to_dict(),
+        "data": _data_record(p.workload),
         "environment": capture_environment(p.device, threads),
         "algorithm_source": p.algorithm.provenance() or None,
         **p.algorithm.search_space_fields(),  # the space its hparams were drawn from, if any
         "launch_position": (launch_order or {}).get("position"),
         "launch_order": dict(launch_order) if launch_order else None,
         "launched_by": launched_by or ("study" if launch_order else None),
-        "design": c.design,
+        "design": c.design, "slurm_job_id": slurm_job_id(os.environ),
         "execution": c.execution.label(str(p.device)), "mixed_execution": c.mixed_execution,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,
@@ -141,6 +154,13 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "reuse_key": reuse_key(c, s, device_class(p.device), reuse_context),
         "reused_from": None,  # made here (a run copied from another store names it)
     }
+
+
+def _data_record(workload: Workload) -> dict | None:
+    """What data the run trained on, for workloads that say (a ladder rung: kind, seed or path,
+    sha256, tokens available; runners/workloads/ladder.py), else None."""
+    record = getattr(workload, "data_record", None)
+    return record() if callable(record) else None
 
 
 def _record_setup_failure(config: RunConfig, store: Store) -> None:

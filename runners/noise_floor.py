@@ -29,14 +29,15 @@ def run_seeds(store: Store, name: str, workload: str, algorithm: str,
               stop_on_target: bool = True, max_steps: int | None = None,
               data_dir: str | Path | None = None, execution: ExecutionOptions | None = None,
               progress: bool = True, source: Any = None,
-              eval_every: int | None = None) -> pd.DataFrame:
+              eval_every: int | None = None, options: Any = None) -> pd.DataFrame:
     """Run (or resume) one setting under `seeds` as study `name`; its runs, one row per seed.
 
     Each seed is a trial of its own (trial index = position in `seeds`). Runs already complete
     or diverged in the store are not run again; a diverged run is part of the record.
     `source`: the algorithm's AlgorithmSource (runners/algorithms/sources.py) when its name
     alone does not load it. `eval_every`: the runs' eval cadence in steps (default: the
-    catalog's).
+    catalog's). `options`: where the runs run (runners.processes.LaunchOptions; default: the
+    local pool).
     """
     loader = None if source is None or source.loaded_by_name else source
     configs = [RunConfig(workload=workload, algorithm=algorithm, hparams=dict(hparams),
@@ -48,7 +49,7 @@ def run_seeds(store: Store, name: str, workload: str, algorithm: str,
                for i, seed in enumerate(seeds)]
     configs = with_workload_source(configs)  # a plug-in workload: its runs record the source
     run_configs(configs, store, name, workers, resume=True, data_dir=data_dir,
-                progress=progress).check_space()
+                progress=progress, options=options).check_space()
     keys = {c.trial_key for c in configs}
     runs = query.runs_frame(store)
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(DONE_STATUSES)]
@@ -60,17 +61,18 @@ def measure_noise_floor(store: Store, workload: str, algorithm: str, hparams: Ma
                         seeds: Sequence[int], name: str | None = None, workers: int = 2,
                         data_dir: str | Path | None = None,
                         execution: ExecutionOptions | None = None,
-                        progress: bool = True, source: Any = None
+                        progress: bool = True, source: Any = None, options: Any = None
                         ) -> tuple[NoiseFloor, pd.DataFrame]:
     """(noise floor, runs) of `algorithm` with `hparams` on `workload` under `seeds`.
 
     Every run stops at the workload's targets, as in a study, and is timed as in a study; a run
-    that misses (or diverges) counts against the reach rate. `source`: as in run_seeds.
+    that misses (or diverges) counts against the reach rate. `source` and `options`: as in
+    run_seeds.
     """
     get_workload(workload)
     name = name or f"noise-{workload}-{algorithm}"
     runs = run_seeds(store, name, workload, algorithm, hparams, seeds, workers, data_dir=data_dir,
-                     execution=execution, progress=progress, source=source)
+                     execution=execution, progress=progress, source=source, options=options)
     times = [t if reached else None for t, reached in zip(runs.time_to_target, runs.reached_target)]
     return noise_floor(times), runs
 

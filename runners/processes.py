@@ -49,11 +49,11 @@ import psutil
 
 from runners.worker_log import LogPump
 
-__all__ = ["LaunchOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
+__all__ = ["LaunchOptions", "SlurmOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
            "worker_command", "write_job", "describe_exit", "die_with", "spawn_worker",
            "kill_tree", "name_process", "PRELOADED", "run_child", "STOP_GRACE_S"]
 
-BACKENDS = ("local", "ray")
+BACKENDS = ("local", "ray", "slurm")
 START_METHODS = ("forkserver", "spawn")
 STOP_GRACE_S = 3.0  # a stopped worker's time to record its run after SIGTERM, before SIGKILL
 # What the fork server imports once, before it forks any worker: the training side, and what a
@@ -67,17 +67,32 @@ PROCESS_NAME = b"pacebench-run"  # a worker's name in `ps -o comm` / /proc/<pid>
 
 
 @dataclass(frozen=True)
+class SlurmOptions:
+    """How the Slurm backend submits a launch's trials (runners/slurm_backend.py); checked there."""
+
+    partition: str | None = None        # --slurm-partition; None: the cluster's default
+    setup: tuple[str, ...] = ()         # --slurm-setup: shell lines run in the job before the
+                                        # trial (module loads, a venv's activate), in order
+    array_parallelism: int | None = None  # --slurm-array-parallelism: array tasks at once
+    params: tuple[tuple[str, str], ...] = ()  # --slurm-param KEY=VALUE: more sbatch options
+    store_check: bool = True            # probe job checking the nodes see the store first
+    detach: bool = False                # --detach: submit the array and return
+
+
+@dataclass(frozen=True)
 class LaunchOptions:
     """Where and how each trial runs; the defaults are the local process pool, one process each."""
 
-    backend: str = "local"              # BACKENDS: "local" (process pool) or "ray" (one task each)
+    backend: str = "local"              # BACKENDS: "local" (process pool), "ray" (one task each)
+                                        # or "slurm" (one job of a job array each)
     address: str | None = None          # Ray cluster address; None: start a local Ray instance
     nproc_per_node: int = 1             # > 1: each trial is a torchrun data-parallel run
-    gpus_per_trial: float = 0.0         # Ray `num_gpus` of each trial's task
+    gpus_per_trial: float = 0.0         # Ray `num_gpus` of each trial's task; Slurm: GPUs per job
     trial_timeout: float | None = None  # wall-clock seconds an attempt may take (watchdog);
                                         # None: 3 x its seconds budget + 60 s (runners/scheduler)
     checkpoint_minutes: float | None = None  # save training state this often (runners/checkpoint)
     start_method: str = "forkserver"    # START_METHODS: how the local pool starts a worker
+    slurm: SlurmOptions | None = None   # the Slurm backend's options (None: its defaults)
 
     def check(self) -> None:
         """Raise ValueError naming the bad option and what is valid."""
@@ -86,6 +101,11 @@ class LaunchOptions:
         if self.start_method not in START_METHODS:
             raise ValueError(f"unknown start method {self.start_method!r}: valid are "
                              f"{', '.join(START_METHODS)}")
+        if self.slurm is not None and self.backend != "slurm":
+            raise ValueError("the --slurm-* options and --detach go with --backend slurm")
+        if self.backend == "slurm" and self.gpus_per_trial != int(self.gpus_per_trial):
+            raise ValueError(f"--gpus-per-trial {self.gpus_per_trial:g}: Slurm gives whole GPUs, "
+                             "give an integer >= 0")
         if self.address and self.backend != "ray":
             raise ValueError("--address goes with --backend ray")
         if self.nproc_per_node < 1:

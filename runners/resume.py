@@ -28,7 +28,7 @@ from runners.env import cpu_model
 from workbench.records import DONE_STATUSES
 from workbench.spec import ExecutionOptions, RunConfig
 
-__all__ = ["StudyExistsError", "StudyChangedError", "ExecutionChangedError", "check_same_plan",
+__all__ = ["queued_on_slurm", "study_status", "STATUS_STATES", "StudyExistsError", "StudyChangedError", "ExecutionChangedError", "check_same_plan",
            "hardware_class", "hardware_class_here", "recorded_mix", "check_mix"]
 
 HARDWARE = "hardware"  # the name of the hardware class among the compared fields
@@ -165,3 +165,42 @@ def check_mix(docs: Iterable[Mapping[str, Any]], name: str, configs: list[RunCon
             f"launch ({text}): run it as it ran, or mix them with --allow-mixed-execution "
             "(pacebench study and scale), which the new runs record and score and compare note")
     return text
+
+
+def queued_on_slurm(store, name: str) -> set[str]:
+    """Trial keys of study `name` whose Slurm job is still pending or running (none when the
+    study was never submitted to Slurm)."""
+    from runners.slurm_backend import queued_trial_keys
+
+    return queued_trial_keys(store.root, name)
+
+
+STATUS_STATES = ("finished", "running", "queued on Slurm", "failed", "interrupted", "not started")
+
+
+def study_status(configs: list[RunConfig], store, name: str) -> dict[str, int]:
+    """Where each planned trial of study `name` stands (`pacebench study --resume --status`):
+    {state: trials} over STATUS_STATES. A trial is finished when an attempt of it is (complete,
+    diverged or stalled), else running when an attempt's process is alive, else queued when its
+    Slurm job is pending or running, else as its newest attempt ended (failed, interrupted),
+    else not started."""
+    newest: dict[str, dict] = {}
+    finished, running = set(), set()
+    for doc in store.documents(effective=True, study_name=name):
+        key = doc.get("trial_key")
+        if doc.get("status") in DONE_STATUSES:
+            finished.add(key)
+        elif doc.get("status") == "running":
+            running.add(key)
+        if (doc.get("started_at") or "") >= (newest.get(key, {}).get("started_at") or ""):
+            newest[key] = doc
+    queued = queued_on_slurm(store, name)
+    counts = dict.fromkeys(STATUS_STATES, 0)
+    for config in configs:
+        key = config.trial_key
+        state = ("finished" if key in finished else "running" if key in running
+                 else "queued on Slurm" if key in queued
+                 else "failed" if newest.get(key, {}).get("status") == "failed"
+                 else "interrupted" if key in newest else "not started")
+        counts[state] += 1
+    return counts

@@ -86,16 +86,18 @@ def plan_scaling(spec: ScalingSpec) -> list[RunConfig]:
 
 def run_scaling(spec: ScalingSpec, store: Store, workers: int = 1, resume: bool = False,
                 data_dir=None, progress: bool = True,
-                allow_mixed_execution: bool = False) -> StudyResult:
+                allow_mixed_execution: bool = False, options=None) -> StudyResult:
     """Run the scaling study's missing runs; returns the launch's StudyResult (and writes the
     study's summary document with the spec and wall time). `allow_mixed_execution`: as in
-    runners.launch.run_configs."""
+    runners.launch.run_configs; `options`: where the runs run (runners.processes.LaunchOptions;
+    default: the local pool)."""
     hooks = {"goal": spec.goal, "noise_every": spec.noise_every}
     doc = {"study_name": spec.name, "kind": "scaling", "spec": to_plain(spec)}
     store.ensure()
     store.write_study_summary(spec.name, doc)  # the goal is readable while the study runs
     result = run_configs(plan_scaling(spec), store, spec.name, workers, resume, data_dir,
-                         progress, hooks, allow_mixed_execution=allow_mixed_execution)
+                         progress, hooks, options=options,
+                         allow_mixed_execution=allow_mixed_execution)
     if result.no_space:  # the summary is written by the --resume that completes the study
         return result
     store.write_study_summary(spec.name, {**doc, "wall_seconds": result.seconds,

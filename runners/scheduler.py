@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import re
 import signal
@@ -82,6 +83,7 @@ class StudyResult:
     no_space: str | None = None  # the folder whose full disk stopped it (X), if that is why
     interrupted: list[str] = field(default_factory=list)  # trials it stopped (`interrupted`)
     not_started: int = 0  # trials it left unstarted
+    submitted: int = 0  # trials handed to a cluster's queue and left there (--detach)
     reused: int = 0  # trials copied from --reuse-from stores instead of run (runners/reuse.py)
     reused_from: list[str] = field(default_factory=list)  # those stores (empty: none given)
 
@@ -95,6 +97,9 @@ class StudyResult:
     def summary(self) -> str:
         text = (f"{self.planned} trials planned, {self.skipped} already done, {self.succeeded} ran, "
                 f"{len(self.failed)} failed")
+        if self.submitted:
+            text += (f", {self.submitted} submitted and left to the cluster (--detach; see "
+                     "them with the same command and --resume --status)")
         if self.stopped:
             text += (f", {len(self.interrupted)} interrupted, {self.not_started} not started "
                      f"(stopped: {self.stopped}; --resume runs them)")
@@ -150,6 +155,9 @@ def make_backend(options: LaunchOptions, workers: int, threads: int, echo: int |
     if options.backend == "ray":
         from runners.ray_backend import RayBackend
         return RayBackend(options, workers, threads)
+    if options.backend == "slurm":
+        from runners.slurm_backend import SlurmBackend
+        return SlurmBackend(options, threads, lambda config: watchdog_seconds(config, options))
     from runners.processes import LocalBackend
     from runners.worker import run_job
     return LocalBackend(options, entry=run_job, echo=echo)
@@ -225,6 +233,10 @@ class Scheduler:
         from runners.progress import StudyProgress
 
         queue, running = list(todo), {}  # handle -> _Attempt
+        if getattr(self.backend, "queues_all", False):  # a cluster's queue holds them all
+            self.workers = max(len(queue), 1)
+        if getattr(self.backend, "detach", False):
+            return self._submit(queue, result)
         view = StudyProgress(self.store, len(todo), enabled=self.progress)
         try:
             while queue or running:
@@ -246,6 +258,19 @@ class Scheduler:
         finally:
             view.update(result, [], force=True)
             view.close()
+
+    def _submit(self, queue: list, result: StudyResult) -> None:
+        """--detach: hand every trial of `queue` to the backend's queue and return, releasing
+        the claims (the cluster's queue, registered in the store, keeps them from running
+        twice: runners/slurm_backend.py queued_trial_keys)."""
+        running: dict = {}
+        try:
+            self._fill(queue, running, result)
+            self.backend.flush()
+        finally:
+            for attempt in running.values():
+                attempt.claim.release()
+        result.submitted = len(running)
 
     def _fill(self, queue: list, running: dict, result: StudyResult) -> None:
         """Start trials from `queue` while a worker is free and the launch goes on; once it has
@@ -280,8 +305,9 @@ class Scheduler:
             raise
         # the watchdog counts from here (a fork server's own start, on first use, is not the
         # attempt's)
-        return _Attempt(config, place, claim, time.monotonic(), started_at,
-                        watchdog_seconds(config, self.options), handle)
+        limit = math.inf if getattr(self.backend, "enforces_time_limit", False) else \
+            watchdog_seconds(config, self.options)  # (Slurm: the job's own time limit)
+        return _Attempt(config, place, claim, time.monotonic(), started_at, limit, handle)
 
     def _claim(self, config: RunConfig, result: StudyResult):
         """The store's claim on `config`'s trial, or None (the trial counted as skipped) when

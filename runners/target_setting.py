@@ -137,7 +137,7 @@ def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target,
 
 def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, max_steps: int,
           workers: int, data_dir, execution: ExecutionOptions | None,
-          sources: Mapping[str, Any] | None = None) -> pd.DataFrame:
+          sources: Mapping[str, Any] | None = None, options: Any = None) -> pd.DataFrame:
     """Run (or resume) the tuning study; return its finished attempts, one per trial."""
     from runners.launch import plan_study, run_study
 
@@ -146,7 +146,7 @@ def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, m
                      execution=execution or ExecutionOptions())
     keys = {c.trial_key for c in plan_study(spec, sources=sources)}
     run_study(spec, store, workers=workers, resume=True, data_dir=data_dir,
-              sources=sources).check_space()
+              sources=sources, options=options).check_space()
     runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record
     done = runs[runs.trial_key.isin(keys) & runs.status.isin(DONE_STATUSES)]
     return done.sort_values("attempt").drop_duplicates("trial_key", keep="last")
@@ -170,7 +170,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                 horizon: float = DEFAULT_HORIZON, out_dir: Path = Path("targets"), store_path: Path = Path("results"),
                 workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
                 reuse_tuning: bool = False, sources: Mapping[str, Any] | None = None,
-                rerun_eval_every: int | None = None, estimate_only: bool = False) -> dict | None:
+                rerun_eval_every: int | None = None, estimate_only: bool = False,
+                options=None) -> dict | None:
     """Run the target-setting procedure for `workload` and write its record; returns the record.
 
     reach_quantile None: AlgoPerf's median rule; horizon: the share of the step hint within which
@@ -178,9 +179,8 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
     trial from the workload's existing record in `out_dir` and only rerun (the tuning is not
     repeated; the record keeps it). sources: {display name: AlgorithmSource} of the algorithms
     that their names alone do not load (runners/algorithms/sources.py); the record names them.
-    rerun_eval_every: the reruns' eval cadence in steps (default: the catalog's), which is the
-    resolution of their times and steps to target. estimate_only: print the time estimate (it is
-    printed first in any case; runners/estimate.py), return None and write nothing.
+    rerun_eval_every: the reruns' eval cadence in steps (default: the catalog's). options:
+    LaunchOptions (default: the local pool). estimate_only: print the time estimate only.
     """
     spec = get_workload(workload)
     algorithms = algorithms.split(",") if isinstance(algorithms, str) else list(algorithms)
@@ -200,7 +200,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
               f"{best['hparams']}")
     else:
         tuning, best = _tuning(store, f"{tag}-tuning", spec, algorithms, trials, workers,
-                               data_dir, execution, sources)
+                               data_dir, execution, sources, options)
 
     from runners.noise_floor import run_seeds
 
@@ -208,7 +208,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                            range(1, reruns + 1), workers, stop_on_target=False, max_steps=steps,
                            data_dir=data_dir, execution=execution,
                            source=(sources or {}).get(best["algorithm"]),
-                           eval_every=rerun_eval_every)
+                           eval_every=rerun_eval_every, options=options)
     evals = query.evals_frame(store, list(rerun_runs.run_id))
     until = int(horizon * steps)
     rerun = [_summarise(r, evals, spec.target, until) for r in rerun_runs.itertuples()]
@@ -293,11 +293,11 @@ def _sources(workload: str, sources: Mapping[str, Any] | None) -> dict:
 
 
 def _tuning(store, name: str, spec, algorithms: list[str], trials: int, workers: int, data_dir,
-            execution: ExecutionOptions | None, sources: Mapping[str, Any] | None
-            ) -> tuple[list[dict], dict]:
+            execution: ExecutionOptions | None, sources: Mapping[str, Any] | None,
+            options: Any = None) -> tuple[list[dict], dict]:
     """(every tuning trial's summary, the best trial) of a fresh (or resumed) tuning study."""
     tuned = _tune(store, name, spec.name, algorithms, trials, spec.step_hint, workers, data_dir,
-                  execution, sources)
+                  execution, sources, options)
     evals = query.evals_frame(store, list(tuned.run_id))
     summaries = [_summarise(r, evals, spec.target) for r in tuned.itertuples()]
     sign = 1 if spec.target.direction == "max" else -1

@@ -29,7 +29,8 @@ def shared_data_dir() -> Path:
 # v0.5 store run one after the other on one worker while the other goes on with the rest
 # (instead of both workers waiting for its import at once). (Session fixtures are made once
 # per session whichever worker asks first: _made_once.)
-SHARED_FIXTURES = {"local_ray": "ray", "algoperf_store": "algoperf_v05_browser"}
+SHARED_FIXTURES = {"local_ray": "ray", "algoperf_store": "algoperf_v05_browser",
+                   "slurm_cluster": "slurm"}
 # Tests of a minute or more outside the groups: collected first, so that the workers start on
 # them right after the groups (which xdist hands out first, largest first) and the short tests
 # fill in around them.
@@ -63,6 +64,29 @@ def shared_data() -> Path:
         pytest.fail(f"real data not found at {path}: put ../shared beside the checkout or set "
                     "PACEBENCH_DATA to a folder holding tinyshakespeare/input.txt")
     return path
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real single-node Slurm (tests/slurm_cluster.py), started once per session (its tests
+    share one xdist worker: SHARED_FIXTURES) and stopped at its end; SLURM_CONF points the
+    session's clients at it. A Slurm that cannot start is a failure with the daemons' words,
+    never a skip."""
+    from slurm_cluster import SlurmCluster
+
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except RuntimeError as err:
+        pytest.fail(f"could not start the test Slurm: {err}")
+    before = os.environ.get("SLURM_CONF")
+    os.environ.update(cluster.environ())
+    yield cluster
+    cluster.stop()
+    if before is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = before
 
 
 @pytest.fixture()

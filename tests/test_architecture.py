@@ -127,6 +127,7 @@ def test_arrows_run_one_way():
     assert wrong == [], "workbench must never import runners"
     assert not {t for t in GRAPH["workbench.store"] if t.startswith("workbench.query")}
     assert "runners.launch" not in GRAPH["runners.ray_backend"]
+    assert "runners.launch" not in GRAPH["runners.slurm_backend"]
     assert not {t for t in GRAPH["runners.worker"] if t in ("runners.launch",
                                                              "runners.scaling_study")}
 

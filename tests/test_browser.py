@@ -270,6 +270,7 @@ VIEW_READY = {
     "Robustness": ".pb-robustness .tabulator-row", "Costs": ".pb-costs .tabulator-row",
     "Hyperparameters": ".pb-hparams-scatter canvas",
     "Compare": ".pb-compare canvas", "Tuning budget": ".pb-budget canvas",
+    "Ladder": ".pb-ladder",  # a store without ladder runs: the line saying so
 }
 
 
@@ -456,3 +457,22 @@ def test_the_dashboard_shows_its_store_to_this_machine_only_unless_told():
     assert remote_allowed(None, {})  # not served (a report, a notebook)
     assert not remote_allowed("192.168.1.7", {}) and not remote_allowed("junk", {})
     assert remote_allowed("192.168.1.7", {"PACEBENCH_ALLOW_REMOTE": "1"})
+
+
+def test_the_ladder_tab_draws_a_hostile_ladder_and_runs_no_name(page, tmp_path):
+    """A fake ladder whose rung and candidate names are markup: the tab draws its speedup plot,
+    table and one loss plot per rung, nothing is cut off or overlapping, no name runs."""
+    from workbench.testing import hostile, make_ladder_store
+
+    store = make_ladder_store(tmp_path / "ladder", {"adamw": 1.0, hostile("candidate"): 2.0},
+                              rungs=((hostile("rung"), 12_000), ("gpt_small", 48_000)), seeds=3)
+    with _panel_serve(store.root) as url:
+        page.goto(url)
+        _open_tab(page, "Ladder")
+        page.locator(".pb-ladder-speedup canvas").first.wait_for(timeout=60_000)
+        page.locator(".pb-ladder-loss canvas").nth(1).wait_for(timeout=60_000)  # 2 rungs
+        _painted(page)
+        page.screenshot(path=SHOTS / "app-ladder-hostile.png", full_page=True)
+        assert page.evaluate("window.__pwned") is None
+        assert _layout_problems(page) == []
+    assert page.errors == []

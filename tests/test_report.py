@@ -182,7 +182,7 @@ def test_every_view_with_plots_gives_figures_through_the_registry(store):
 
     with_plots = [v.key for v in VIEWS if v.figures is not None]
     assert with_plots == ["compare", "budget", "profiles", "curves", "robustness", "costs",
-                          "hparams", "early_ranking", "scaling"]
+                          "hparams", "early_ranking", "scaling", "ladder"]
     assert {"profiles", "curves_digits_mlp"} <= set(collect(Selection(store_path=str(store))))
 
 

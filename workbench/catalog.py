@@ -30,6 +30,7 @@ chunks to stay cheap (runners/workloads/mnist1d.py).
 from __future__ import annotations
 
 import functools
+import math
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +42,8 @@ from workbench.spec import Budget, EvalCadence, Target, WorkloadSpec, check_name
 __all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "CADENCE_SHARE",
            "get_workload", "workload_names", "base_workloads", "variants_of", "target_record",
            "noise_floor_of", "tuned_baseline", "median_steps_to_target", "cadence_limit",
-           "register_plugin", "plugin_source"]
+           "register_plugin", "plugin_source", "LADDER", "GENERATED_VOCAB", "TOKENS_PER_PARAM",
+           "ladder_rungs", "rung_counts", "budget_steps"]
 
 # The target-setting records (`pacebench set-targets` writes them; the repository commits them)
 TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
@@ -150,6 +152,103 @@ SYNTHETIC = WorkloadSpec(
     description="MLP regressing a fixed random teacher network plus noise (no data files)",
 )
 
+# --- the GPT language-model ladder: one architecture, rungs ~4x apart in non-embedding parameters.
+# Decoder-only, pre-norm: RMSNorm before attention and MLP (and before the head), GELU MLP 4x
+# wide, learned absolute positions, no biases, the LM head tied to the token embedding
+# (runners/workloads/ladder.py). The default data is the generated corpus (runners/data/corpus.py,
+# vocabulary GENERATED_VOCAB); the `data` knob takes "generated", "shakespeare" or a folder of
+# token files, and the vocabulary follows the data. A rung's step hint is its 1x Chinchilla budget
+# (TOKENS_PER_PARAM tokens per non-embedding parameter) at its batch size. The ladder compares
+# final validation losses at fixed token budgets, not times to a target: each rung's target is
+# the corpus' entropy-rate lower bound (the loss with the hidden topic known, docs/ladder.md),
+# which no run reaches, so no run stops early; a time-to-target target is owed (its record).
+GENERATED_VOCAB = 64       # the generated corpus' default vocabulary (runners/data/corpus.py)
+TOKENS_PER_PARAM = 20      # Chinchilla: 1x budget = 20 training tokens per non-embedding parameter
+LADDER_TARGET = 3.32       # nats: the corpus' known-topic lower bound, 3.3295 (docs/ladder.md), floored
+# name: (n_layer, n_embd, n_head, block_size, batch_size in sequences, budget seconds)
+_RUNGS: dict[str, tuple[int, int, int, int, int, float]] = {
+    "gpt_7k": (1, 24, 2, 64, 16, 1800.0),
+    "gpt_28k": (1, 48, 4, 64, 32, 1800.0),
+    "gpt_111k": (1, 96, 6, 64, 64, 3600.0),
+    "gpt_443k": (4, 96, 6, 128, 64, 7200.0),
+    "gpt_1770k": (4, 192, 6, 256, 64, 7200.0),
+    "gpt_7m": (9, 256, 8, 512, 128, 14400.0),
+    "gpt_28m": (9, 512, 8, 512, 256, 14400.0),
+    "gpt_113m": (16, 768, 12, 1024, 256, 28800.0),
+}
+
+
+def _cadence(step_hint: int) -> int:
+    """The coarsest of 1, 2, 5, 10, 25, 50, 100, 250, ... at most step_hint / CADENCE_SHARE."""
+    steps = [1, 2, 5] + [int(m * 10 ** k) for k in range(1, 7) for m in (1, 2.5, 5)]
+    return max(s for s in steps if s <= max(1, step_hint // CADENCE_SHARE))
+
+
+def _rung(name: str, n_layer: int, n_embd: int, n_head: int, block_size: int, batch: int,
+          seconds: float) -> WorkloadSpec:
+    model = {"arch": "gpt", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd,
+             "block_size": block_size, "norm": "rmsnorm", "activation": "gelu",
+             "position": "learned", "tied_head": True, "data": "generated", "ladder": True}
+    n = _non_embedding(n_layer, n_embd)
+    hint = -(-TOKENS_PER_PARAM * n // (batch * block_size))
+    return WorkloadSpec(
+        name=name, base=name, variant="base", dataset="generated", model=model,
+        loss="softmax_cross_entropy",
+        target=Target(metric="loss", direction="min", validation=LADDER_TARGET,
+                      test=LADDER_TARGET),
+        step_hint=hint, budget=Budget(seconds=seconds, steps=hint),
+        eval_every=EvalCadence(steps=_cadence(hint)), batch_size=batch, train_loss_every=10,
+        description=f"ladder rung: GPT {n_layer} x {n_embd}, context {block_size}, "
+                    f"{n:,} non-embedding parameters; next-token loss in nats")
+
+
+def _non_embedding(n_layer: int, n_embd: int) -> int:
+    """Attention 4 d^2 + MLP 8 d^2 + two RMSNorm gains 2 d per layer, and the final norm d."""
+    return n_layer * (12 * n_embd ** 2 + 2 * n_embd) + n_embd
+
+
+LADDER: dict[str, WorkloadSpec] = {name: _rung(name, *shape) for name, shape in _RUNGS.items()}
+
+
+def ladder_rungs() -> list[WorkloadSpec]:
+    """The ladder's rungs, smallest first."""
+    return sorted(LADDER.values(), key=lambda w: rung_counts(w)["non_embedding_params"])
+
+
+def rung_counts(spec: WorkloadSpec, vocab_size: int | None = None) -> dict[str, int]:
+    """Analytic sizes of a GPT rung: non-embedding and total parameters, training FLOPs per token.
+
+    non_embedding_params = L (12 d^2 + 2 d) + d (matrices and RMSNorm gains);
+    params = non_embedding_params + V d (token embedding, tied to the head) + T d (positions);
+    flops_per_token = 6 (12 L d^2 + V d) + 12 L T d: 6 FLOPs per weight of every matrix
+    multiplication (forward 2, backward 4), the head included, plus attention's scores and
+    weighted sums over the full context T (forward 4 T d per layer, backward twice that),
+    as Kaplan et al. (2020) and Chinchilla count them. V = `vocab_size`, else the generated
+    corpus' GENERATED_VOCAB; T = block_size."""
+    m = spec.model
+    if m.get("arch") != "gpt":
+        raise ValueError(f"workload {spec.name!r} is not a GPT rung (arch {m.get('arch')!r})")
+    layers, width, context = int(m["n_layer"]), int(m["n_embd"]), int(m["block_size"])
+    vocab = GENERATED_VOCAB if vocab_size is None else int(vocab_size)
+    n = _non_embedding(layers, width)
+    return {"non_embedding_params": n, "params": n + vocab * width + context * width,
+            "flops_per_token": 6 * (12 * layers * width ** 2 + vocab * width)
+            + 12 * layers * context * width}
+
+
+def budget_steps(spec: WorkloadSpec, budget: float, batch_size: int | None = None) -> int:
+    """Update steps of a rung at `budget` x the 1x Chinchilla tokens (TOKENS_PER_PARAM per
+    non-embedding parameter), `batch_size` sequences of block_size tokens a step (default the
+    rung's): the fewest steps that see that many tokens."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0 \
+            or not math.isfinite(budget):
+        raise ValueError(f"bad budget {budget!r}: a number > 0 (multiples of "
+                         f"{TOKENS_PER_PARAM} tokens per non-embedding parameter)")
+    batch = spec.batch_size if batch_size is None else int(batch_size)
+    tokens = budget * TOKENS_PER_PARAM * rung_counts(spec)["non_embedding_params"]
+    return max(1, math.ceil(tokens / (batch * int(spec.model["block_size"]))))
+
+
 _ENTRIES = [
     DIGITS_MLP,
     _variant(DIGITS_MLP, "tanh", Target("accuracy", "max", 0.9733, 0.9633),
@@ -179,7 +278,8 @@ _ENTRIES = [
     _variant(SHAKESPEARE_CHAR, "post_ln", Target("loss", "min", 1.9013, 1.9712),
              "shakespeare_char with post-LayerNorm blocks", norm="post_ln"),
     replace(_variant(SHAKESPEARE_CHAR, "gpu", Target("loss", "min", 1.8329, 1.9009),
-                     "shakespeare_char at GPU size: 8 layers, 512 wide, 256-character context",
+                     "shakespeare_char at GPU size: 8 layers, 512 wide, 256-character context "
+                     "(overfits; the GPU language workloads are the ladder rungs gpt_7m ..)",
                      n_layer=8, n_head=8, n_embd=512, block_size=256),
             # no median measured here: its one H200 run met its target at step 1,000 (750 to
             # 1,250 over two seeds, research/gpu-2026-11-26.md), a twentieth of which is 50;
@@ -202,6 +302,7 @@ _ENTRIES = [
     _variant(CIFAR10_RESNET, "no_norm", Target("accuracy", "max", 0.70, 0.70),
              "cifar10_resnet without batch norm (as the batch-size studies' ResNet-8)",
              norm="none"),
+    *LADDER.values(),
     SYNTHETIC,
     _variant(SYNTHETIC, "tanh", Target("loss", "min", 0.0911, 0.0938),
              "synthetic with tanh activations", activation="tanh"),
@@ -220,12 +321,16 @@ DATASETS: dict[str, tuple[str, str]] = {
     "fashion_mnist": ("Fashion-MNIST", "54,000 / 6,000 / 10,000"),
     "cifar10": ("CIFAR-10", "45,000 / 5,000 / 10,000"),
     "synthetic": ("teacher network + noise", "generated per run"),
+    "generated": ("generated topic Markov corpus", "fresh per run / fixed / fixed"),
 }
 
 _SHALLUE = ("Shallue et al., JMLR 2019, goals of Figure 1 (research/methods.md B.1): validation "
             "classification error {error} for {dataset} / {model}; the test target restates it")
 _DAWNBENCH = ("DAWNBench CIFAR10 threshold: top-1 test accuracy >= 94% (research/peers.md 1); "
               "the validation target restates it")
+_LADDER_CITATION = ("ladder rung: the generated corpus' entropy-rate lower bound (the loss with "
+                    "the hidden topic known, 3.3295 +- 0.0021 nats, docs/ladder.md), floored to 3.32; "
+                    "the ladder compares final losses at fixed token budgets, not times to target")
 # Entries whose targets are published goals, not set by `pacebench set-targets` here: name -> source
 PUBLISHED_TARGETS: dict[str, str] = {
     "mnist_cnn": _SHALLUE.format(error=0.01, dataset="MNIST", model="Simple CNN"),
@@ -249,6 +354,7 @@ PUBLISHED_TARGETS: dict[str, str] = {
                             "as first set, within 75 % of its step hint (the CPU model's record "
                             "now counts 50 %, a looser value), restated for the larger model: "
                             "same data, a stricter goal, more capacity",
+    **{name: _LADDER_CITATION for name in LADDER},
 }
 
 

@@ -41,7 +41,7 @@ from workbench.spec import COMPARISONS
 from workbench.store import Store
 
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
-           "read_index", "RUN_DTYPES"]
+           "read_index", "RUN_DTYPES", "ladder_records", "last_evals", "ladder_finals"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -601,3 +601,55 @@ def runs_frame(store: Store, index: tuple | None = None,
     frame = runs_table(store, index=index, names=names)[0]
     _effective_status(store, frame)
     return frame
+
+
+# -- ladders ---------------------------------------------------------------------------------
+def ladder_records(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
+    """{run_id: its run document's `config.ladder` value, as written} for the runs of `run_ids`
+    that have one (a model-size ladder's runs, runners/ladder.py); the value is not checked
+    here (workbench.ladder.finals_frame does). A document that cannot be read is left out
+    silently: runs_frame has already warned about it. Documents without the key are passed
+    over before parsing (a store of thousands of other runs costs one read per file)."""
+    out = {}
+    run_ids = [r for r in run_ids if isinstance(r, str) and "/" not in r and "\\" not in r
+               and r not in ("", ".", "..")]  # folder names: never a path out of runs/
+    for run_id, path in zip(run_ids, store.doc_paths(run_ids)):
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        if b'"ladder"' not in text:
+            continue
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            continue
+        config = doc.get("config") if isinstance(doc, dict) else None
+        if isinstance(config, dict) and config.get("ladder") is not None:
+            out[run_id] = config["ladder"]
+    return out
+
+
+def last_evals(store: Store, run_ids: Iterable[str], column: str) -> pd.DataFrame:
+    """Each run's last eval row (largest eval_index): run_id, step, train_seconds and `column`
+    (NaN where the rows lack it)."""
+    ids = list(run_ids)
+    if not ids:
+        return pd.DataFrame(columns=["run_id", "step", "train_seconds", column])
+    rows = evals_frame(store, ids)
+    if column not in rows.columns:
+        rows[column] = np.nan
+    last = rows.sort_values(["run_id", "eval_index"]).groupby("run_id", sort=False).tail(1)
+    return last[["run_id", "step", "train_seconds", column]].reset_index(drop=True)
+
+
+def ladder_finals(store: Store, runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """(the final ladder runs among `runs` (a runs_frame), workbench.ladder.FINAL_COLUMNS;
+    {run_id: why its ladder record was skipped}): their records and last eval rows read here,
+    checked and joined by workbench.ladder.finals_frame."""
+    from workbench import ladder
+
+    records = ladder_records(store, runs["run_id"].tolist())
+    last = last_evals(store, list(records), ladder.LOSS_COLUMN)
+    return ladder.finals_frame(runs, records, last, ladder.LOSS_COLUMN)

@@ -23,6 +23,7 @@ means that readers compute its figures from the rows.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
@@ -33,12 +34,15 @@ __all__ = [
     "DONE_STATUSES",
     "RUN_DOC", "EVALS_LIVE", "EVALS_SEALED", "TRAIN_LIVE", "TRAIN_SEALED", "HEARTBEAT", "STORE_DOC",
     "SCORING_DOC", "RUNS_DIR", "LOGS_DIR", "CHECKPOINTS_DIR", "INDEX_DIR", "INDEX_VERSION",
-    "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR", "NOISE_COLUMNS", "EVAL_COLUMNS",
+    "INDEX_PART_PREFIX", "RESERVE_PREFIX", "RESERVE_BYTES", "EARLY_STOP_DIR", "STUDIES_DIR",
+    "SLURM_DIR", "SLURM_JOBS_FILE", "SLURM_OUTCOMES_DIR", "SLURM_SUBMITIT_DIR", "SLURM_FIELDS",
+    "SLURM_JOB_ID", "slurm_job_id", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "EXPORT_FILES",
     "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
-    "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns",
+    "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns", "LADDER_FIELDS",
+    "LADDER_PHASES",
 ]
 
 SCHEMA_VERSION = 3
@@ -105,6 +109,13 @@ RESERVE_BYTES = 256 << 10  # room to record a launch's end on a full disk (about
 # Study summaries (compute spent and saved by early stopping, a scaling study's spec, ...):
 # <store>/studies/<study_name>.json
 STUDIES_DIR = "studies"
+# The Slurm backend's files (runners/slurm_backend.py), transient job state, never records:
+SLURM_DIR = "slurm"
+SLURM_JOBS_FILE = "jobs.jsonl"        # one JSON line per submitted job: trial_key, study_name,
+                                      # job_id ("ARRAY_TASK"), submitted_at (UTC)
+SLURM_OUTCOMES_DIR = "outcomes"       # <job_id>.json: the job's worker exit code, pid and host
+SLURM_SUBMITIT_DIR = "submitit"       # submitit's folder: its pickled jobs and their output (only
+                                      # submitit reads them)
 
 SPLITS = ("train", "validation", "test")
 
@@ -168,6 +179,22 @@ RUN_COLUMNS = (
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
 # AD_HOC_NAME (the name `pacebench run` gave its runs before).
 AD_HOC_NAME = "adhoc"
+
+# Top-level run-document fields of where a run ran on a cluster (null in runs made elsewhere and
+# in documents written before them):
+SLURM_FIELDS = (
+    "slurm_job_id",  # str: the Slurm job that ran it ("ARRAYID_TASK" for a job array's task, as
+                     # squeue shows it; runners/slurm_backend.py)
+)
+SLURM_JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,9})?")  # what a valid slurm_job_id looks like
+
+
+def slurm_job_id(environ: Mapping[str, str]) -> str | None:
+    """The Slurm job id that the environment `environ` of a process gives ("ARRAYID_TASK" for
+    a job array's task), or None outside a Slurm job (or when the variables are not ids)."""
+    array, task = environ.get("SLURM_ARRAY_JOB_ID"), environ.get("SLURM_ARRAY_TASK_ID")
+    job = f"{array}_{task}" if array and task else environ.get("SLURM_JOB_ID")
+    return job if job and SLURM_JOB_ID.fullmatch(job) else None
 
 # Top-level run-document fields of how a run was timed (schema 3; null in older documents and in
 # imported logs, which do not measure them). The first five are also run-table columns.
@@ -239,6 +266,34 @@ def check_row_columns(columns: Iterable[str]) -> None:
                              "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
 
 
+# A ladder run's place (runners/ladder.py): run.json's top-level "ladder" and config.ladder hold
+# the same mapping, with these keys; absent (null) in every other run and in older documents,
+# which read as before (no schema change: a reader that does not know the key ignores it).
+LADDER_FIELDS = (
+    "rung",                  # str: the rung's workload name (`pacebench ladder --list`)
+    "non_embedding_params",  # int: the rung's parameters outside the token/position embeddings
+    "params",                # int: all its parameters
+    "flops_per_token",       # float: training FLOPs per token (forward + backward, LM head in)
+    "budget",                # float: the data budget as a multiple of Chinchilla (20 tokens per
+                             # non-embedding parameter x budget)
+    "tokens",                # int: planned training tokens, steps x batch x block
+    "steps",                 # int: planned steps; the schedule's horizon (step hint) and the
+                             # step budget: the run's last eval is at this step
+    "data",                  # str: "generated" | "shakespeare" | a token-file path
+    "repeated_tokens",       # bool: the plan needs more tokens than the data source holds
+    "transfer",              # str | null: the transfer rule that set its hyperparameters
+    "tuning_trials",         # int: tuning trials this algorithm got at this rung (0: its
+                             # declared setting or transfer rule, no sweep)
+    "phase",                 # "final": a run the ladder compares | "tuning": a sweep trial (its
+                             # study is "<ladder name>.tuning"); analyses read "final" only
+    "reference",             # str: the ladder's reference algorithm (its first)
+)
+LADDER_PHASES = ("final", "tuning")
+# Beside it, run.json's top-level "data" says what a workload with a data record trained on
+# (a ladder rung: {"kind": "generated" | "shakespeare" | "tokens", its seed or path, "sha256",
+# "tokens_available", ...}; runners/workloads/ladder.py data_record); null for other workloads.
+
+
 # Keys that every run document has, whatever wrote it; a document without one is not a run.
 REQUIRED_DOC_FIELDS = ("run_id", "trial_key", "study_name", "workload", "algorithm", "status")
 
@@ -284,6 +339,8 @@ def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, 
         "algorithm": c.algorithm, "ruleset": c.ruleset, "study": c.study, "trial": c.trial,
         "seed": c.seed, "rng_seed": c.rng_seed, "hparams": dict(c.hparams),
         "source": "pacebench", "config": c.to_dict()}
+    if c.ladder is not None:
+        doc["ladder"] = dict(c.ladder)
     if spec is not None:
         t = spec.target
         doc.update(workload=spec.name, base_workload=spec.base, variant=spec.variant,

@@ -7,6 +7,7 @@
     res.compare("adamw", "heavy_ball")  # == `pacebench compare --json`
     res.compare("adamw", "heavy_ball", sequential=True)  # == `compare --sequential --json`
     res.budget()                       # == `pacebench budget --json`
+    res.ladder()                       # == `pacebench ladder --summary --json`
     res.cube(time_axis="steps")        # the final cube (xarray) the numbers come from
     res.report("reports/x.html")       # the self-contained HTML report
     res.view("Leaderboard")            # a dashboard view, inline in JupyterLab (Panel)
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -33,13 +35,15 @@ import xarray as xr
 
 from workbench import compare as C
 from workbench import budget as B
+from workbench import ladder as LD
 from workbench import query, scoring
 from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column, final_cube, on_time_axis
 from workbench.scope import Scope, Scoped, scoped_runs
 from workbench.store import Store, open_store
 
-__all__ = ["open", "Results", "ScoreResult", "CompareResult", "BudgetResult", "scored_names",
+__all__ = ["open", "Results", "ScoreResult", "CompareResult", "BudgetResult", "LadderResult",
+           "scored_names",
            "BOOTSTRAP_DRAWS", "COMPARE_DRAWS", "INTERVAL_LEVEL"]
 
 # The draws every surface makes (seed 0); owned by scoring and compare, which the dashboard's
@@ -210,6 +214,38 @@ class Results:
     def budget(self, **scope) -> dict[str, Any]:
         """What `pacebench budget --json` prints."""
         return self.budget_result(**scope).to_json()
+
+    def ladder_finals(self, studies: Sequence[str] | str = ()) -> pd.DataFrame:
+        """The final runs of the store's model-size ladders (workbench.ladder.FINAL_COLUMNS,
+        one row each; empty when it has none), of the ladders (study names) `studies` only
+        when given. A run whose ladder record is malformed is skipped with a warning naming
+        its folder and what is valid (in `.attrs["skipped"]`)."""
+        runs = self.runs()
+        wanted = (studies,) if isinstance(studies, str) else tuple(studies)
+        if wanted:
+            runs = runs[runs["study_name"].isin(wanted)]
+        finals, skipped = query.ladder_finals(self.store, runs)
+        for run_id, problem in skipped.items():
+            warnings.warn(f"skipped ladder run {run_id}: {problem}", stacklevel=2)
+        finals.attrs["skipped"] = skipped
+        return finals
+
+    def ladder_result(self, reference: str | None = None,
+                      studies: Sequence[str] | str = ()) -> "LadderResult":
+        """The ladder analysis (workbench/ladder.py) of the store's ladder runs (rich)."""
+        finals = self.ladder_finals(studies)
+        if finals.empty:
+            raise ValueError(f"store {self.store.root} has no ladder runs: run `pacebench "
+                             "ladder --sizes ... --store` into it first (`pacebench ladder "
+                             "--list` names the sizes)")
+        return LadderResult(LD.ladder_analysis(finals, reference), finals)
+
+    def ladder(self, reference: str | None = None,
+               studies: Sequence[str] | str = ()) -> dict[str, Any]:
+        """What `pacebench ladder --summary --json` prints: per rung the reference's fit
+        L(D) = a D^-b + c, each candidate's equal-loss speedups and time ratios with
+        bootstrap intervals, and the trend with size (workbench/ladder.py)."""
+        return self.ladder_result(reference, studies).to_json()
 
     # -- the views ----------------------------------------------------------------------------
     def report(self, path: str | Path, title: str | None = None, **options) -> Path:
@@ -457,6 +493,32 @@ class CompareResult:
         else:
             lines.append("\n" + result.sentence())
         return "\n".join(lines + _left_out_lines(self.scoped, {}))
+
+
+@dataclass
+class LadderResult:
+    """A store's ladder analysis (Results.ladder_result): the JSON and the finals it came from."""
+
+    analysis: dict[str, Any]
+    finals: pd.DataFrame
+
+    def to_json(self) -> dict[str, Any]:
+        studies = sorted(set(self.finals["study_name"].dropna().astype(str)))
+        return {**self.analysis, "ladders": studies,
+                "skipped_runs": dict(self.finals.attrs.get("skipped", {}))}
+
+    def text(self) -> str:
+        """What `pacebench ladder --summary` prints."""
+        lines = [LD.ladder_text(self.analysis)]
+        studies = sorted(set(self.finals["study_name"].dropna().astype(str)))
+        if len(studies) > 1:
+            lines.append(f"\nnote: the runs of {len(studies)} ladders are pooled "
+                         f"({', '.join(studies)}); pick one with --study NAME")
+        skipped = self.finals.attrs.get("skipped", {})
+        if skipped:
+            lines.append(f"\n{len(skipped)} ladder runs skipped: their ladder records cannot "
+                         "be read (the warnings above name them and say why)")
+        return "\n".join(lines)
 
 
 def dumps(value: dict[str, Any]) -> str:

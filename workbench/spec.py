@@ -18,8 +18,8 @@ import numpy as np
 
 __all__ = [
     "Direction", "Target", "meets", "Budget", "EvalCadence", "WorkloadSpec", "ExecutionOptions",
-    "RunConfig", "StudySpec", "ScalingSpec", "RULESETS", "PRUNE_METHODS", "PRECISIONS",
-    "COMPILE_MODES",
+    "RunConfig", "StudySpec", "ScalingSpec", "LadderSpec", "CHINCHILLA_TOKENS_PER_PARAM",
+    "RULESETS", "PRUNE_METHODS", "PRECISIONS", "COMPILE_MODES",
     "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash",
     "to_plain", "as_tuple", "check_name", "check_at_least", "NAME",
 ]
@@ -281,10 +281,15 @@ class RunConfig:
     mixed_execution: str | None = None      # what --allow-mixed-execution let this run differ in
                                             # from its study's finished runs (runners/resume.py),
                                             # e.g. "threads: 1 in the store, 2 now"; not identity
+    ladder: Mapping[str, Any] | None = None  # a ladder run's place (runners/ladder.py; fields:
+                                            # workbench/records.py LADDER_FIELDS); its "steps"
+                                            # is the schedule's horizon, its "data" the corpus
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
         object.__setattr__(self, "execution", _execution(self.execution))
+        if self.ladder is not None:
+            object.__setattr__(self, "ladder", freeze(self.ladder))
         if self.ruleset not in RULESETS:
             raise SpecError(f"unknown ruleset {self.ruleset!r}: valid are {', '.join(RULESETS)}")
         if not 0.0 <= self.sparsity < 1.0:
@@ -318,7 +323,8 @@ class RunConfig:
                  "eval_every": self.eval_every, "algorithm_source": self.algorithm_source,
                  "algorithm_sha256": self.algorithm_sha256,
                  "workload_source": self.workload_source,
-                 "workload_sha256": self.workload_sha256}
+                 "workload_sha256": self.workload_sha256,
+                 "ladder": dict(self.ladder) if self.ladder is not None else None}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
@@ -355,7 +361,7 @@ class RunConfig:
 
 _RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None,
                  "algorithm_source": None, "algorithm_sha256": None, "workload_source": None,
-                 "workload_sha256": None}
+                 "workload_sha256": None, "ladder": None}
 
 
 @dataclass(frozen=True)
@@ -457,3 +463,82 @@ class ScalingSpec:
         if replace(self.execution, threads=1) != ExecutionOptions():
             raise SpecError("scaling studies run on the CPU in fp32 for now: only the thread "
                             "count of their execution options can be set")
+
+
+CHINCHILLA_TOKENS_PER_PARAM = 20.0  # Hoffmann et al. 2022: compute-optimal tokens per parameter
+
+
+@dataclass(frozen=True)
+class LadderSpec:
+    """A model-size ladder: rungs x data budgets x algorithms x seeds (x tuning trials).
+
+    A budget is a multiple of Chinchilla: budget b trains a rung of N non-embedding parameters
+    on b * tokens_per_param * N tokens, i.e. ceil(b * tokens_per_param * N / (batch * block))
+    steps, and the learning-rate schedule ends at that last step. Runs never stop on a target:
+    ladders compare final validation losses (runners/ladder.py plans and runs them).
+    """
+
+    sizes: tuple[str, ...]              # rung names (catalog workloads; `pacebench ladder --list`)
+    algorithms: tuple[str, ...]         # the first is the reference
+    budgets: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)  # multiples of Chinchilla, ascending
+    seeds: int = 1                      # a count: seeds 0 .. seeds-1 of every final run
+    trials: Mapping[str, int] = field(default_factory=dict)  # per algorithm; 1 (the default):
+                                        # its declared setting; K > 1: a K-point sweep per rung
+    transfer: Mapping[str, str] = field(default_factory=dict)  # algorithm -> transfer rule name
+    data: str = "generated"             # "generated" | "shakespeare" | a token-file path
+    tokens_per_param: float = CHINCHILLA_TOKENS_PER_PARAM  # what budget 1 means
+    evals: int = 8                      # evals per run on a step cadence (plus one at the end)
+    batch_size: int | None = None       # sequences per step (default: the rung's)
+    name: str = "ladder"
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # of every run
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "execution", _execution(self.execution))
+        object.__setattr__(self, "sizes", as_tuple(self.sizes))
+        object.__setattr__(self, "algorithms", as_tuple(self.algorithms))
+        budgets = tuple(_number(b) for b in as_tuple(self.budgets))
+        for b in budgets:
+            if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) \
+                    or b <= 0:
+                raise SpecError(f"a budget must be a finite number > 0 (a multiple of "
+                                f"Chinchilla's 20 tokens per parameter), got {b!r}")
+        object.__setattr__(self, "budgets", tuple(sorted({float(b) for b in budgets})))
+        object.__setattr__(self, "trials", freeze(self.trials))
+        object.__setattr__(self, "transfer", freeze(self.transfer))
+        if not self.sizes or not self.algorithms or not self.budgets:
+            raise SpecError("a ladder needs at least one size, one algorithm and one budget")
+        for kind, names in (("size", self.sizes), ("algorithm", self.algorithms)):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise SpecError(f"{kind} {twice[0]!r} is given twice: give each once")
+        for kind, mapping in (("trials", self.trials), ("transfer", self.transfer)):
+            stray = sorted(set(mapping) - set(self.algorithms))
+            if stray:
+                raise SpecError(f"{kind} names {stray[0]!r}, which is not one of the ladder's "
+                                f"algorithms ({', '.join(self.algorithms)})")
+        for algorithm, k in self.trials.items():
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise SpecError(f"trials of {algorithm} must be an integer >= 1, got {k!r}")
+        check_name("ladder name", self.name)
+        for kind, value in (("seeds", self.seeds), ("evals", self.evals)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SpecError(f"{kind} must be an integer >= 1, got {value!r}")
+        check_at_least("tokens_per_param", self.tokens_per_param, 1e-9)
+        check_at_least("batch_size", self.batch_size, 1, optional=True)
+        if not isinstance(self.data, str) or not self.data or "\n" in self.data:
+            raise SpecError(f"data must be 'generated', 'shakespeare' or a path, got "
+                            f"{self.data!r}")
+
+    def trials_of(self, algorithm: str) -> int:
+        """Tuning trials per rung of `algorithm`: 1 (its declared setting) unless given."""
+        return int(self.trials.get(algorithm, 1))
+
+
+def _number(value: Any) -> Any:
+    """A number from text ("2" -> 2.0; papermill and CLI lists); anything else unchanged."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value

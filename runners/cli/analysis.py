@@ -1,4 +1,6 @@
-"""`pacebench score`, `compare`, `budget`, `rank` and `import-algoperf`: the analysis commands.
+"""`pacebench score`, `compare`, `budget`, `rank` and `import-algoperf`: the analysis commands;
+and `pacebench ladder --summary` (ladder_summary_flags, ladder_summary: the ladder command's
+analysis part).
 
 Each prints what workbench.results.Results returns (`--json`: the same dict as the API); no
 analysis is computed here. They load neither torch nor the dashboard's libraries.
@@ -12,7 +14,8 @@ from runners.cli.common import scope_options, store_path
 from runners.cli.flags import scope_flags, store_flag
 from runners.cli_types import csv as _csv, floats as _floats
 
-__all__ = ["add", "score", "compare", "budget", "rank", "import_algoperf"]
+__all__ = ["add", "score", "compare", "budget", "rank", "import_algoperf",
+           "ladder_summary_flags", "ladder_summary"]
 
 
 def add(sub) -> None:
@@ -68,6 +71,30 @@ def add(sub) -> None:
                    help="default: from an external_tuning / self_tuning folder in the path")
     store_flag(p)
     p.set_defaults(func=import_algoperf)
+
+
+def ladder_summary_flags(p) -> None:
+    """`pacebench ladder`'s analysis flags: --summary (print the ladder's summary of the
+    --store instead of running), --json, --reference, --study. The parser adds --store."""
+    p.add_argument("--summary", action="store_true",
+                   help="print the ladder's analysis of --store: final losses, the reference's "
+                        "fit L(D), equal-loss speedups and time ratios with intervals, the "
+                        "trend with size")
+    p.add_argument("--json", action="store_true", help="with --summary: as JSON")
+    p.add_argument("--reference", help="with --summary: the algorithm speedups are measured "
+                                       "against (default: the ladder's first algorithm)")
+    p.add_argument("--study", action="append", default=[], dest="ladder_studies",
+                   metavar="NAME", help="with --summary: only the ladder of this name (its "
+                                        "study name; repeatable); default: every ladder run")
+
+
+def ladder_summary(args: argparse.Namespace) -> int:
+    """`pacebench ladder --summary [--json]`: what Results.ladder returns."""
+    from workbench.results import dumps
+
+    result = _results(args).ladder_result(args.reference, args.ladder_studies)
+    print(dumps(result.to_json()) if args.json else result.text())
+    return 0
 
 
 def _results(args: argparse.Namespace):

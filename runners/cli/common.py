@@ -69,12 +69,12 @@ def launch_options(args: argparse.Namespace):
     """The backend, start method and fault-handling flags as runners.processes.LaunchOptions."""
     from runners.processes import LaunchOptions
 
-    ray_only = [flag for flag, value in (("--address", args.address),
-                                         ("--gpus-per-trial", args.gpus_per_trial))
-                if value is not None]
-    if ray_only and args.backend != "ray":
-        raise ValueError(f"{' and '.join(ray_only)} {'go' if len(ray_only) > 1 else 'goes'} "
-                         f"with --backend ray (this study runs on the {args.backend} backend)")
+    if args.address is not None and args.backend != "ray":
+        raise ValueError(f"--address goes with --backend ray (this study runs on the "
+                         f"{args.backend} backend)")
+    if args.gpus_per_trial is not None and args.backend == "local":
+        raise ValueError("--gpus-per-trial goes with --backend ray or slurm (this study runs on "
+                         "the local backend)")
     if args.start_method is not None and args.backend != "local":
         raise ValueError("--start-method goes with the local backend (--backend local)")
     options = LaunchOptions(backend=args.backend, address=args.address,
@@ -82,9 +82,40 @@ def launch_options(args: argparse.Namespace):
                             gpus_per_trial=args.gpus_per_trial or 0.0,
                             trial_timeout=args.trial_timeout,
                             checkpoint_minutes=args.checkpoint_every,
-                            start_method=args.start_method or "forkserver")
+                            start_method=args.start_method or "forkserver",
+                            slurm=slurm_options(args))
     options.check()
+    if options.backend == "slurm":
+        from runners.slurm_backend import check_cluster, check_slurm_commands
+        check_slurm_commands()  # before the store is made
+        check_cluster()
     return options
+
+
+_SLURM_FLAGS = ("slurm_partition", "slurm_setup", "slurm_array_parallelism", "slurm_param",
+                "slurm_store_check", "detach")
+
+
+def slurm_options(args: argparse.Namespace):
+    """The --slurm-* flags and --detach as runners.processes.SlurmOptions (None when none is
+    given, or with another backend, which LaunchOptions.check then refuses); each checked, a
+    bad one a one-line ValueError."""
+    from runners.processes import SlurmOptions
+
+    given = [f for f in _SLURM_FLAGS if getattr(args, f, None) not in (None, False, [])]
+    if not given and args.backend != "slurm":
+        return None
+    if given and args.backend != "slurm":
+        flag = "--" + given[0].replace("_", "-")
+        raise ValueError(f"{flag} goes with --backend slurm (this study runs on the "
+                         f"{args.backend} backend)")
+    from runners.slurm_backend import check_options, check_setup_line, parse_slurm_param
+
+    return check_options(SlurmOptions(partition=args.slurm_partition,
+                        setup=tuple(check_setup_line(line) for line in args.slurm_setup or ()),
+                        array_parallelism=args.slurm_array_parallelism,
+                        params=tuple(parse_slurm_param(p) for p in args.slurm_param or ()),
+                        store_check=args.slurm_store_check != "off", detach=args.detach))
 
 
 def submission_name(args: argparse.Namespace) -> str | None:

@@ -8,7 +8,7 @@ import math
 from runners.cli_types import floats as _floats, ints as _ints
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
-           "launch_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
+           "launch_flags", "backend_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
            "check_numbers",
            "SCALING_DEFAULTS", "WORKLOAD_HELP", "ALGORITHM_HELP", "ITEM_RULE"]
 
@@ -65,12 +65,20 @@ def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
                         "in --device, --precision, --compile, --channels-last, --threads or "
                         "the hardware (refused otherwise); the new runs record it, and score "
                         "and compare note the pooled mix")
-    if not faults:
-        return
+    if faults:
+        backend_flags(p)
+
+
+def backend_flags(p: argparse.ArgumentParser, detach: bool = True) -> None:
+    """Where trials run (local pool, Ray, Slurm) and the fault handling: the flags that
+    cli.common.launch_options reads. `detach`: offer --detach (a command that analyses its
+    runs right after launching them cannot)."""
     g = p.add_argument_group("where trials run, and faults")
-    g.add_argument("--backend", choices=("local", "ray"), default="local",
+    g.add_argument("--backend", choices=("local", "ray", "slurm"), default="local",
                    help="local: a process pool on this machine (default); ray: one Ray task "
-                        "per trial (the store must be on a path every node shares)")
+                        "per trial; slurm: one job of a Slurm job array per trial, through "
+                        "submitit (ray and slurm: the store must be on a path every node "
+                        "shares; docs/slurm.md)")
     g.add_argument("--start-method", choices=("forkserver", "spawn"),
                    help="local pool: fork each trial from a server that imported torch once "
                         "(default), or start a fresh interpreter per trial")
@@ -80,7 +88,26 @@ def launch_flags(p: argparse.ArgumentParser, faults: bool = True) -> None:
                    help="> 1: each trial is a data-parallel torchrun run of this many "
                         "processes (gloo on CPU, NCCL on GPUs); the batch is global")
     g.add_argument("--gpus-per-trial", type=float,
-                   help="--backend ray: GPUs each trial's task asks for (num_gpus)")
+                   help="--backend ray: GPUs each trial's task asks for (num_gpus); --backend "
+                        "slurm: GPUs each trial's job asks for (a whole number)")
+    g.add_argument("--slurm-partition", metavar="NAME",
+                   help="--backend slurm: the partition to submit to (default: the cluster's)")
+    g.add_argument("--slurm-setup", action="append", metavar="CMD",
+                   help="--backend slurm: a shell line each job runs before its trial (module "
+                        "load, source venv/bin/activate); repeatable, run in order")
+    g.add_argument("--slurm-array-parallelism", type=int, metavar="N",
+                   help="--backend slurm: at most N trials of the array run at once")
+    g.add_argument("--slurm-param", action="append", metavar="KEY=VALUE",
+                   help="--backend slurm: another sbatch option for every job (account=proj, "
+                        "qos=high, mem=16G, constraint=a100); repeatable")
+    g.add_argument("--slurm-store-check", choices=("on", "off"),
+                   help="--backend slurm: check with a probe job that the nodes see the store "
+                        "before submitting (default on)")
+    if detach:
+        g.add_argument("--detach", action="store_true",
+                       help="--backend slurm: submit the trials and return; follow them with "
+                            "the same command plus --resume --status, collect the rest with "
+                            "--resume")
     trial_timeout_flag(g)
     g.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
                    help="save each run's training state this often, so that --resume "
@@ -155,6 +182,7 @@ _NUMBERS = {
     "batch_sizes": ("integers >= 1", lambda v: v >= 1),
     "threads": _POSITIVE_INT,
     "nproc_per_node": _POSITIVE_INT,
+    "slurm_array_parallelism": _POSITIVE_INT,
     "gpus_per_trial": ("a finite number >= 0", lambda v: v >= 0),
     "checkpoint_every": ("a finite number of minutes > 0", lambda v: v > 0),
     "trial_timeout": ("a finite number of seconds > 0", lambda v: v > 0),

@@ -7,9 +7,9 @@ import json
 import math
 from pathlib import Path
 
-from runners.cli.common import (algorithm_sources, execution_options, existing_store,
+from runners.cli.common import (algorithm_sources, execution_options, existing_store, launch_options,
                                 one_workload, store_for_writing, workload_names)
-from runners.cli.flags import ALGORITHM_HELP, WORKLOAD_HELP, training_flags
+from runners.cli.flags import ALGORITHM_HELP, WORKLOAD_HELP, backend_flags, training_flags
 from runners.cli.catalog import list_names
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -36,6 +36,7 @@ def add(sub) -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", help="folder for the target-setting record (default: targets/, or "
                                  "for a plug-in workload from a file targets/ beside it)")
+    backend_flags(p, detach=False)
     training_flags(p)
     p.set_defaults(func=set_targets)
 
@@ -50,6 +51,7 @@ def add(sub) -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--name", help="study name (default noise-<workload>-<algorithm>)")
     p.add_argument("--json", action="store_true")
+    backend_flags(p, detach=False)
     training_flags(p)
     p.set_defaults(func=noise)
 
@@ -69,6 +71,7 @@ def set_targets(args: argparse.Namespace) -> int:
     from workbench.catalog import plugin_source
 
     check_rule(args.reruns, args.reach_quantile, args.horizon)
+    options = launch_options(args)
     if args.max_steps is not None:
         raise ValueError("--max-steps: set-targets trains each run for the workload's step hint "
                          "(the procedure's horizon is --horizon)")
@@ -87,7 +90,7 @@ def set_targets(args: argparse.Namespace) -> int:
                       workers=args.workers,
                       data_dir=args.data_dir, execution=execution_options(args),
                       reuse_tuning=args.reuse_tuning, sources=sources,
-                      estimate_only=args.estimate_only)
+                      estimate_only=args.estimate_only, options=options)
     return 0
 
 
@@ -99,6 +102,7 @@ def noise(args: argparse.Namespace) -> int:
     from workbench.noise_floor import min_detectable_speedup
 
     spec = get_workload(one_workload(args.workload))
+    options = launch_options(args)
     if args.max_steps is not None:
         raise ValueError("--max-steps: a noise floor is measured on whole runs, each stopping at "
                          "its targets or its budget")
@@ -122,7 +126,8 @@ def noise(args: argparse.Namespace) -> int:
     store = store_for_writing(args)
     floor, runs = measure_noise_floor(store, spec.name, algorithm, hparams, seeds, args.name,
                                       args.workers, args.data_dir, execution_options(args),
-                                      progress=not args.quiet, source=source)
+                                      progress=not args.quiet, source=source,
+                                      options=options)
     if args.json:
         print(json.dumps({"workload": spec.name, "algorithm": algorithm, "hparams": hparams,
                           **noise_report(floor, runs, args.studies)}, indent=1))

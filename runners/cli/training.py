@@ -11,7 +11,8 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 search_spaces, store_for_writing, store_path, submission_name,
                                 workload_names)
 from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
-                               launch_flags, scaling_flags, training_flags, trial_timeout_flag)
+                               backend_flags, launch_flags, scaling_flags, training_flags,
+                               trial_timeout_flag)
 from runners.cli.until_decided import decided_pair, until_decided, until_decided_flags
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
@@ -58,6 +59,10 @@ def _add_study(sub) -> None:
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
     until_decided_flags(p)
+    p.add_argument("--status", action="store_true",
+                   help="with --resume: say where each planned trial stands (finished, "
+                        "running, queued on Slurm, failed, interrupted, not started); run "
+                        "nothing")
     p.add_argument("--reuse-from", action="append", default=[], metavar="STORE",
                    help="copy finished runs of the same reuse key (trial, execution options, "
                         "hardware, code, data) from STORE instead of running them; repeatable")
@@ -89,6 +94,7 @@ def _add_scale(sub) -> None:
     p.add_argument("--name", default="scaling", help="study name (resume matches on it)")
     scaling_flags(p, required=True)
     launch_flags(p, faults=False)
+    backend_flags(p, detach=False)
     training_flags(p)
     p.set_defaults(func=scale)
 
@@ -264,6 +270,8 @@ def study(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
         return 0
+    if args.status:
+        return _status(args, spec, plan_study(spec, spaces, sources, chosen))
     options = launch_options(args)
     reuse_from = [open_store(path) for path in args.reuse_from]  # each must be a store
     store = store_for_writing(args)
@@ -284,6 +292,21 @@ def study(args: argparse.Namespace) -> int:
                   f"store: {store.root}   score it: pacebench score --store {store.root}")
 
 
+def _status(args: argparse.Namespace, spec, configs) -> int:
+    """`pacebench study --resume --status`: one line of where the planned trials stand."""
+    from runners.resume import study_status
+
+    if not args.resume:
+        raise ValueError("--status goes with --resume (it reports on a study being run)")
+    store = existing_store(args)
+    if store is None:
+        raise ValueError("no store there yet, so no study to report on: check --store")
+    counts = study_status(configs, store, spec.name)
+    print(f"study {spec.name!r}: {len(configs)} trials planned: "
+          + ", ".join(f"{n} {state}" for state, n in counts.items() if n))
+    return 0
+
+
 def _check_mix_flag(args: argparse.Namespace) -> None:
     if args.allow_mixed_execution and not args.resume:
         raise ValueError("--allow-mixed-execution goes with --resume (a new study mixes nothing)")
@@ -295,6 +318,7 @@ def scale(args: argparse.Namespace) -> int:
     from workbench.spec import ScalingSpec
 
     _check_mix_flag(args)
+    options = launch_options(args)
     spec = ScalingSpec(workloads=workload_names(args.workloads), algorithms=args.algorithms,
                        batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),
                        prune_method=args.prune_method, trials=args.trials, goal=args.goal,
@@ -305,5 +329,6 @@ def scale(args: argparse.Namespace) -> int:
     store = store_for_writing(args)
     return launch_and_report(lambda: run_scaling(spec, store, workers=args.workers, resume=args.resume,
                                        data_dir=args.data_dir, progress=not args.quiet,
-                                       allow_mixed_execution=args.allow_mixed_execution),
+                                       allow_mixed_execution=args.allow_mixed_execution,
+                                       options=options),
                    f"store: {store.root}   analyse it: notebooks/scaling.ipynb (store={store.root})")

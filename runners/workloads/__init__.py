@@ -9,6 +9,7 @@ import torch
 from runners.api import Workload
 from runners.workloads.cifar10 import Cifar10Workload
 from runners.workloads.digits import DigitsWorkload
+from runners.workloads.ladder import LadderWorkload
 from runners.workloads.mnist import MnistLikeWorkload
 from runners.workloads.mnist1d import Mnist1dWorkload
 from runners.workloads.shakespeare import ShakespeareCharWorkload
@@ -28,6 +29,7 @@ WORKLOADS: dict[str, type[Workload]] = {
     "cifar10/resnet9": Cifar10Workload,
     "tinyshakespeare/gpt": ShakespeareCharWorkload,
     "synthetic/mlp": SyntheticWorkload,
+    "generated/gpt": LadderWorkload,
 }
 
 # Plug-in workloads loaded in this process (runners/plugins.py): catalog name -> factory, called

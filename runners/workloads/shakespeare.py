@@ -24,7 +24,7 @@ from runners.data.shakespeare import read_tinyshakespeare
 from runners.workloads.common import activation, classification_metrics, knob, seeded_model
 from workbench.spec import WorkloadSpec
 
-__all__ = ["GPT", "CharCorpus", "ShakespeareCharWorkload", "EVAL_WINDOWS"]
+__all__ = ["GPT", "CausalSelfAttention", "CharCorpus", "ShakespeareCharWorkload", "EVAL_WINDOWS"]
 
 SPLIT_FRACTIONS = {"train": 0.90, "validation": 0.05, "test": 0.05}
 EVAL_WINDOWS = 128     # windows per split scored by evaluate(); 128 x block_size characters
@@ -53,13 +53,13 @@ class CharCorpus:
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention; x (batch, time, n_embd) -> same shape."""
 
-    def __init__(self, n_embd: int, n_head: int) -> None:
+    def __init__(self, n_embd: int, n_head: int, bias: bool = True) -> None:
         super().__init__()
         if n_embd % n_head:
             raise ValueError(f"n_embd ({n_embd}) must be a multiple of n_head ({n_head})")
         self.n_head = n_head
-        self.qkv = nn.Linear(n_embd, 3 * n_embd)
-        self.proj = nn.Linear(n_embd, n_embd)
+        self.qkv = nn.Linear(n_embd, 3 * n_embd, bias=bias)
+        self.proj = nn.Linear(n_embd, n_embd, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, c = x.shape

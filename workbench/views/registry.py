@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 import panel as pn
 
 from workbench.csvout import to_csv
-from workbench.views import (budget, compare, costs, curves, early_ranking, hparams,
+from workbench.views import (budget, compare, costs, curves, early_ranking, hparams, ladder,
                              leaderboard, profiles, robustness, scaling, speedups, studies)
 from workbench.views.base import LOG, View, failure_text
 from workbench.views.narrowed import selection_of
@@ -62,6 +62,7 @@ VIEWS: tuple[ViewEntry, ...] = (
     ViewEntry("early_ranking", "Early ranking", early_ranking.EarlyRanking,
               early_ranking.figures, dashboard={"one_group": True}),
     ViewEntry("scaling", "Scaling", scaling.Scaling, scaling.figures),
+    ViewEntry("ladder", "Ladder", ladder.Ladder, ladder.figures),
 )
 
 

@@ -1,0 +1,59 @@
+"""The dashboard's Ladder tab (workbench/views/ladder.py) without a browser: what it draws on a
+ladder store, its figures, the sidebar's picks, and the line it shows on a store without one.
+(tests/test_browser.py draws it in Chromium with hostile names.)"""
+from __future__ import annotations
+
+import panel as pn
+import pytest
+
+import workbench
+from workbench import testing as T
+from workbench.views.ladder import NONE, Ladder, figures, ladder_of
+from workbench.views.selection import Selection
+
+
+@pytest.fixture(scope="module")
+def ladder_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ladder-view") / "store"
+    T.make_ladder_store(path, {"adamw": 1.0, "fast": 2.0, "slow": 0.5},
+                        rungs=T.LADDER_RUNGS[:2], seeds=3)
+    return path
+
+
+def test_the_tab_draws_the_speedups_and_one_loss_plot_per_rung(ladder_store):
+    selection = Selection(store_path=str(ladder_store))
+    view = Ladder(selection=selection)
+    assert not view.failure.visible
+    kinds = [type(o).__name__ for o in view._body.objects]
+    assert kinds == ["HoloViews", "DataFrame", "HoloViews", "HoloViews"]
+    table = view._body.objects[1].object
+    assert list(table["rung"]) == ["gpt_tiny", "gpt_tiny", "gpt_small", "gpt_small"]
+    assert list(table["seeds (candidate / reference)"]) == ["3 / 3"] * 4
+    # the same numbers as the API's
+    api = workbench.open(ladder_store).ladder()
+    assert ladder_of(selection)["rungs"] == api["rungs"]
+    fast = api["rungs"][0]["speedups"]["fast"]
+    assert table.iloc[0]["speedup"].startswith(f"{fast['value']:.3f}")
+
+
+def test_the_sidebar_picks_rungs_and_candidates(ladder_store):
+    selection = Selection(store_path=str(ladder_store))
+    view = Ladder(selection=selection)
+    selection.param.update(algorithms=["adamw", "slow"], workloads=["gpt_small"])
+    table = view._body.objects[1].object
+    assert list(table["algorithm"]) == ["slow"] and list(table["rung"]) == ["gpt_small"]
+    assert len(view._body.objects) == 3  # speedups, table, one rung
+
+
+def test_figures_name_each_rung_and_the_speedups(ladder_store):
+    names = set(figures(Selection(store_path=str(ladder_store))))
+    assert names == {"ladder_loss_gpt_tiny", "ladder_loss_gpt_small", "ladder_speedup"}
+
+
+def test_a_store_without_ladder_runs_says_so(fake_store):
+    selection = Selection(store_path=str(fake_store))
+    view = Ladder(selection=selection)
+    assert not view.failure.visible
+    assert [o.object for o in view._body.objects] == [NONE]
+    assert figures(selection) == {}
+    assert "pb-ladder" in pn.panel(view).css_classes  # its layout builds

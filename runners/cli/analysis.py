@@ -26,6 +26,10 @@ def add(sub) -> None:
     out.add_argument("--csv", action="store_true", help="one row per algorithm, for spreadsheets")
     p.add_argument("--reference", help="algorithm the speedups are measured against (default: "
                                        "baseline when present, else the top scorer)")
+    p.add_argument("--rank-shift", choices=("train", "wall", "steps"), metavar="AXIS",
+                   help="also rank the algorithms with times counted on AXIS (train, wall or "
+                        "steps), beside the --time-axis ranks, with the probability of each "
+                        "rank over the bootstrap of studies")
     scope_flags(p)
     store_flag(p)
     p.set_defaults(func=score)
@@ -109,7 +113,8 @@ def score(args: argparse.Namespace) -> int:
     """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store."""
     from workbench.results import dumps
 
-    result = _results(args).score_result(args.reference, **scope_options(args))
+    result = _results(args).score_result(args.reference, args.rank_shift,
+                                         **scope_options(args))
     if args.json:
         print(dumps(result.to_json()))
     elif args.csv:

@@ -5,6 +5,7 @@
     res.runs()                         # every run attempt, status included (records.RUN_COLUMNS)
     res.score()                        # == `pacebench score --json`
     res.compare("adamw", "heavy_ball")  # == `pacebench compare --json`
+    res.compare("adamw", "heavy_ball", sequential=True)  # == `compare --sequential --json`
     res.budget()                       # == `pacebench budget --json`
     res.ladder()                       # == `pacebench ladder --summary --json`
     res.cube(time_axis="steps")        # the final cube (xarray) the numbers come from
@@ -182,15 +183,23 @@ class Results:
     def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
                        confidence: float = C.DEFAULT_CONFIDENCE,
                        detect: float = C.DEFAULT_DETECT, study_time: str = "algoperf",
+                       sequential: bool = False, max_studies: int | None = None,
+                       ongoing: bool = False, first: int | None = None,
                        **scope) -> "CompareResult":
         """A against B (workbench.compare.compare_runs) on the scope's time axis (rich), a
         study's time by `study_time` (compare.STUDY_TIME_RULES: "algoperf", the trial that met
         the target at the smallest eval index; "fastest", the trial with the smallest time),
         with each side's search space and trials per study (compare.fairness) and the
-        under-tuned check of `a` against the workloads' tuned records."""
+        under-tuned check of `a` against the workloads' tuned records.
+        `sequential`: replayed round by round with the sequential test (workbench/sequential.py)
+        planned for `max_studies` studies a side (default: those the store holds); `ongoing`
+        and `first` (the first round's size) are for a study under way (`study
+        --until-decided`)."""
         if study_time not in C.STUDY_TIME_RULES:
             raise ValueError(f"unknown study-time rule {study_time!r}: valid are "
                              f"{', '.join(C.STUDY_TIME_RULES)}")
+        if not sequential and (max_studies is not None or ongoing or first is not None):
+            raise ValueError("max_studies, ongoing and first go with sequential=True")
         chosen, scoped, cube = self._prepared(scope)
         for name in (a, b):
             _check_compared(name, scoped, cube)
@@ -198,19 +207,28 @@ class Results:
         names = [str(w) for w in cube["workload"].values]
         floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
         tuned = {w: s for w in names if (s := median_steps_to_target(w)) is not None}
-        comparison = C.compare_runs(
-            scoped.runs, cube, a, b, time_axis=chosen.time_axis,
-            workloads=list(workloads) if workloads else scored_names(config, cube),
-            config=config, confidence=confidence, detect=detect, noise_cov=floors,
-            replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
-            search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc))
+        options = dict(time_axis=chosen.time_axis,
+                       workloads=list(workloads) if workloads else scored_names(config, cube),
+                       config=config, confidence=confidence, detect=detect, noise_cov=floors,
+                       replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
+                       search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc))
+        if sequential:
+            from workbench.sequential import DEFAULT_FIRST_ROUND, sequential_compare
+            comparison = sequential_compare(scoped.runs, cube, a, b, max_studies=max_studies,
+                                            ongoing=ongoing,
+                                            first=first or DEFAULT_FIRST_ROUND, **options)
+        else:
+            comparison = C.compare_runs(scoped.runs, cube, a, b, **options)
         return CompareResult(comparison, scoped, chosen)
 
     def compare(self, a: str, b: str, workloads: Sequence[str] | None = None,
                 confidence: float = C.DEFAULT_CONFIDENCE, detect: float = C.DEFAULT_DETECT,
-                study_time: str = "algoperf", **scope) -> dict[str, Any]:
-        """What `pacebench compare --json` prints."""
-        return self.compare_result(a, b, workloads, confidence, detect, study_time,
+                study_time: str = "algoperf", sequential: bool = False,
+                max_studies: int | None = None, **scope) -> dict[str, Any]:
+        """What `pacebench compare --json` prints (`--study-time`, `--sequential`,
+        `--max-studies`)."""
+        return self.compare_result(a, b, workloads, confidence, detect, study_time=study_time,
+                                   sequential=sequential, max_studies=max_studies,
                                    **scope).to_json()
 
     def budget_result(self, **scope) -> "BudgetResult":
@@ -523,9 +541,10 @@ class BudgetResult:
 
 @dataclass
 class CompareResult:
-    """A head-to-head of a store (Results.compare_result)."""
+    """A head-to-head of a store (Results.compare_result): a fixed design's, or a sequential
+    one's (workbench.sequential.SequentialComparison)."""
 
-    comparison: C.Comparison
+    comparison: Any
     scoped: Scoped
     scope: Scope
 
@@ -535,6 +554,9 @@ class CompareResult:
     def text(self) -> str:
         """What `pacebench compare` prints."""
         result, label = self.comparison, AXIS_LABELS[axis_column(self.scope.time_axis)]
+        sequential = None
+        if not isinstance(result, C.Comparison):  # a sequential comparison (its last look's)
+            sequential, result = result, result.comparison
         lines = [f"ruleset: {self.scoped.ruleset}; time axis: {label}"
                  + (", compilation excluded" if self.scope.exclude_compile else "")
                  + f" (ratios of median study {label} to target)",
@@ -548,8 +570,14 @@ class CompareResult:
         lines += ["fairness: " + line for line in C.fairness_lines(result.search_spaces)]
         lines += [f"warning: {caution}" for caution in result.warnings]
         lines += [f"\nverdict in {label}: {result.verdict}",
-                  f"verdict by steps to target: {result.verdict_by_steps}",
-                  "\n" + result.sentence()]
+                  f"verdict by steps to target: {result.verdict_by_steps}"]
+        if sequential is not None:
+            lines += [f"studies used: {sequential.studies_used} a side of "
+                      f"{sequential.max_studies}; stopped because: "
+                      f"{sequential.stopped_because or 'not decided yet'}",
+                      "\n" + sequential.sentence()]
+        else:
+            lines.append("\n" + result.sentence())
         return "\n".join(lines + _left_out_lines(self.scoped, {}))
 
 

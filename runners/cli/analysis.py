@@ -43,6 +43,12 @@ def add(sub) -> None:
                    help="a study's time: algoperf (default), the trial that met the target at "
                         "the smallest eval index, as AlgoPerf's scorer; fastest, its trial "
                         "with the smallest time to target")
+    p.add_argument("--sequential", action="store_true",
+                   help="replay the studies round by round with the sequential test (valid "
+                        "under a look after every round) and stop at the first verdict")
+    p.add_argument("--max-studies", type=int,
+                   help="with --sequential: the studies a side the test is planned for "
+                        "(default: all the store holds)")
     p.add_argument("--json", action="store_true")
     scope_flags(p)
     store_flag(p)
@@ -126,9 +132,14 @@ def compare(args: argparse.Namespace) -> int:
     if len(args.algorithms) != 2:
         raise ValueError(f"--algorithms takes exactly two names, A,B; got {len(args.algorithms)}"
                          f": {','.join(args.algorithms)}")
+    if args.max_studies is not None and not args.sequential:
+        raise ValueError("--max-studies goes with --sequential")
     result = _results(args).compare_result(*args.algorithms, workloads=args.workloads,
                                            confidence=args.confidence, detect=args.detect,
-                                           study_time=args.study_time, **scope_options(args))
+                                           study_time=args.study_time,
+                                           sequential=args.sequential,
+                                           max_studies=args.max_studies,
+                                           **scope_options(args))
     print(dumps(result.to_json()) if args.json else result.text())
     return 0
 

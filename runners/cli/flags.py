@@ -172,6 +172,7 @@ _NUMBERS = {
     "workers": _POSITIVE_INT,
     "trials": _POSITIVE_INT,
     "studies": _POSITIVE_INT,
+    "max_studies": ("an integer >= 2 (a verdict needs 2 studies a side)", lambda v: v >= 2),
     "reruns": ("an integer >= 2 (a spread needs two runs)", lambda v: v >= 2),
     "seed": _NATURAL,
     "seeds": _NATURAL,

@@ -345,7 +345,7 @@ class SequentialComparison:
 
     def sentence(self) -> str:
         c, look = self.comparison, self.test.looks[self.stop_index]
-        level = f"{c.confidence:.0%}"
+        level = C.level_text(c.confidence)
         why = {"decided": "decided", "max studies": f"reached the most studies, "
                f"{self.max_studies}", "futile": f"futile: {self.max_studies} studies a side "
                f"could not detect a {_x(c.detect)} speedup with 80 % power at the spread "
@@ -360,18 +360,18 @@ class SequentialComparison:
                  else ", no verdict possible at this look")
         if c.withheld:
             text += f"; withheld: {c.withheld}"
-        if c.speedup is not None:
-            interval = (f" ({_x(c.low)} to {_x(c.high)}, {level} interval, not adjusted "
-                        f"for the looks)" if c.low is not None else "")
-            text += (f"; with these studies {c.a} takes {_x(1 / c.speedup)} the "
-                     f"{'steps' if c.unit == 'steps' else 'time'} of {c.b}{interval}")
+        if c.speedup is not None:  # as compare names them: the winner (else the favoured) first
+            first, other, factor, low, high = c._sides(self.sequential_verdict)
+            interval = (f" ({_x(low)} to {_x(high)}, {level} interval, not adjusted "
+                        f"for the looks)" if low is not None else "")
+            how = " in steps to target" if c.unit == "steps" else ""
+            text += f"; with these studies {first} is {_x(factor)} faster than {other}{how}{interval}"
         if c.verdict_by_steps is not None and c.verdict_by_steps != c.verdict:
             text += f"; by steps to target: {c.verdict_by_steps}"
         return text
 
 
-def _x(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}x"
+_x = C._x  # factors as compare writes them: enough digits that a bound near 1 shows
 
 
 def _largest(times: xr.DataArray, workload: str) -> float:

@@ -189,7 +189,7 @@ def sequential_calibration(store: str | None, pool: str, replicates: int, max_st
     for factor in factors:
         rng = np.random.default_rng([seed, int(factor * 1000), max_studies])
         decided = {1: 0, -1: 0}
-        futile, used, naive = 0, [], 0
+        futile, used, naive, spent_error = 0, [], 0, []
         started = time.perf_counter()
         for _ in range(replicates):
             a = _resampled_studies(rng, pools, max_studies, trials, 1.0)
@@ -199,12 +199,15 @@ def sequential_calibration(store: str | None, pool: str, replicates: int, max_st
                        for k in range(2, max_studies)]
             # the first look alone, then every look (a look's boundaries do not depend on the
             # rounds after it); each replicate draws its own random relabellings
-            seed = int(rng.integers(2**31))
-            test = sequential_test(blocks[:1], max_studies, seed=seed)
+            paths_seed = int(rng.integers(2**31))  # not `seed`: the next factor's draws use it
+            test = sequential_test(blocks[:1], max_studies, seed=paths_seed)
             stop, why = stopping_look(test, blocks[:1], caps, max_studies)
             if why is None:
-                test = sequential_test(blocks, max_studies, seed=seed)
+                test = sequential_test(blocks, max_studies, seed=paths_seed)
                 stop, why = stopping_look(test, blocks, caps, max_studies)
+            full = test if len(test.looks) == len(blocks) else sequential_test(
+                blocks, max_studies, seed=paths_seed)
+            spent_error.append(full.error)  # what the boundaries spend over all N looks
             used.append(test.looks[stop].studies)
             if why == "decided":
                 decided[test.direction] += 1
@@ -223,7 +226,8 @@ def sequential_calibration(store: str | None, pool: str, replicates: int, max_st
                   f"(+- {_se(rate, replicates):.3f}); the fixed-sample test repeated after "
                   f"every round, false verdicts {rate_naive:.3f} (+- "
                   f"{_se(rate_naive, replicates):.3f}); studies used, mean {np.mean(used):.2f}"
-                  f"; stopped as futile {futile / replicates:.3f}; {seconds:.2f} s a replicate")
+                  f"; stopped as futile {futile / replicates:.3f}; the boundaries' error over all "
+                  f"looks, mean {np.mean(spent_error):.4f}; {seconds:.2f} s a replicate")
         else:
             power = decided[1] / replicates
             print(f"  B {factor:g}x slower: sequential test, power {power:.3f} (+- "

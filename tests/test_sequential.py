@@ -282,3 +282,23 @@ def test_a_replay_goes_through_one_study_name(tmp_path, capsys):
         "it with --study NAME" in capsys.readouterr().err
     assert main([*argv, "--study", "first"]) == 0
     assert json.loads(capsys.readouterr().out)["studies_used"] == 2
+
+
+def test_with_random_paths_the_false_verdict_rate_is_the_error_spent(monkeypatch):
+    """The Monte Carlo branch's guarantee: the observed labelling is one of the random paths,
+    exchangeable with them under the null, so over uniformly relabelled data and independent
+    seeds the share of data sets with a verdict is the mean share of paths that cross (not
+    more). Every relabelled data set of SMALL, each with three seeds, 100 random paths."""
+    from workbench import sequential as S
+    monkeypatch.setattr(S, "EXACT_PATHS", 10)
+    monkeypatch.setattr(S, "PERMUTATIONS", 100)
+    verdicts, errors = [], []
+    for i, data in enumerate(_relabellings(SMALL)):
+        for seed in range(3):
+            test = sequential_test(_blocks(data), 4, 0.5, seed=1000 * i + seed)
+            assert not test.exact and test.error <= 0.5
+            verdicts.append(test.decided_at is not None)
+            errors.append(test.error)
+    rate, spent_mean = np.mean(verdicts), np.mean(errors)
+    # 1728 draws: the standard error of the rate is about 0.012
+    assert abs(rate - spent_mean) < 0.04 and 0.2 < spent_mean <= 0.5

@@ -27,10 +27,13 @@ one, with the alpha-spending boundaries of Lan and DeMets (1983):
 - **Error guarantee**: the boundaries depend only on the blocks' contents, never on their
   labels, so under the null the observed path is a uniformly drawn one and the probability that
   it ever crosses, over all N looks, is the share of paths that do: at most alpha(1) = 1 -
-  confidence (half each way), exactly so when every path is enumerated (up to
-  `EXACT_PATHS` of them), else up to the Monte Carlo error of `PERMUTATIONS` random paths (each
-  block's relabellings are drawn from a seed of its own, so a look's boundaries are the same
-  whether later rounds exist or not). tests/test_sequential.py checks both by enumeration.
+  confidence (half each way) when every path is enumerated (up to `EXACT_PATHS` of them).
+  With `PERMUTATIONS` random paths instead the observed path is one of them, and under the null
+  it is exchangeable with the others (the boundaries are a symmetric function of the set of
+  paths), so the probability of a false verdict is the expected share of paths that cross: at
+  most 1 - confidence too, with no Monte Carlo slack (each block's relabellings are drawn from a
+  seed of its own, so a look's boundaries are the same whether later rounds exist or not).
+  tests/test_sequential.py checks both, by enumerating relabelled data sets.
 - **Futility** (`"futile"`): at a look with at least `FUTILITY_FROM` studies a side and no
   verdict, when the speedup seen so far (the mean over workloads of log(median B / median A),
   a miss at the budget) is below `detect` either way and the spread of the studies says that N

@@ -52,3 +52,16 @@ def test_worker_start_benchmark_compares_both_start_methods(monkeypatch, capsys)
     assert module.main() == 0
     text = capsys.readouterr().out
     assert "spawn / forkserver = " in text and "forkserver" in text
+
+
+@pytest.mark.slow
+def test_verdicts_benchmark_calibrates_the_sequential_test_on_a_stores_trials(tmp_path):
+    from workbench.testing import make_timing_store
+
+    make_timing_store(tmp_path / "s", {"a": 1.0, "b": 1.0}, workloads=("mnist1d_mlp",),
+                      studies=2, trials=3)
+    text = _script("verdicts.py", "--sequential", "--store", str(tmp_path / "s"), "--pool",
+                   "a", "--replicates", "3", "--max-studies", "4", "--trials", "2")
+    assert "3 replicates; studies resampled from the trials of a" in text
+    assert "no true difference: sequential test, false verdicts" in text
+    assert "B 1.5x slower: sequential test, power" in text

@@ -18,6 +18,11 @@ never zero: PriceTable.missing names the keys to price.
 - Speedup at quality: s(q) = C_reference(q) / C_algorithm(q), defined where both are finite
   (methods.md C.2); s(target) is the ratio of the median costs to target.
 - Pareto front: the runs no other run beats on both cost (lower) and quality (better).
+- Eval share of wall clock (the AlgoPerf working group's 2026 analysis): per algorithm and
+  workload, the evaluation seconds over the wall seconds of its finished runs, both read from
+  each run's last eval row (accumulated values; workbench.query.eval_clock) and summed over
+  the runs before dividing: sum eval_seconds / sum wall_seconds. The training clock pauses
+  during evals, so this is the share of the machine time that no score counts.
 - Inference (DAWNBench): latency = median seconds of one batch-1 forward pass, measured at the end
   of a run (runners/inference.py); its cost per 10,000 examples = latency x price x 10,000.
 
@@ -40,7 +45,7 @@ __all__ = ["Price", "PriceTable", "PRICE_RULES", "default_price", "hardware_key"
            "SECONDS_PER_HOUR", "INFERENCE_EXAMPLES", "cost_usd", "inference_cost_usd",
            "run_costs", "study_costs", "median_costs", "cost_table", "curve_runs",
            "best_so_far", "cost_to_quality", "median_cost_to_quality", "quality_grid",
-           "speedup_at_quality", "pareto_front"]
+           "speedup_at_quality", "pareto_front", "eval_share"]
 
 SECONDS_PER_HOUR = 3600.0
 INFERENCE_EXAMPLES = 10_000   # DAWNBench quoted inference cost per 10,000 examples
@@ -438,3 +443,19 @@ def pareto_front(cost: Sequence[float], quality: Sequence[float], direction: str
     on = np.zeros(cost.shape, dtype=bool)
     on[order[better[order] > previous]] = True
     return on
+
+
+def eval_share(runs: pd.DataFrame, clock: pd.DataFrame) -> pd.DataFrame:
+    """Eval share of wall clock per (algorithm, workload) of `runs` (run-table rows): columns
+    algorithm, workload, runs (those with an eval clock), eval_seconds, wall_seconds (their
+    sums) and share = eval_seconds / wall_seconds (NaN when the wall seconds sum to 0).
+    `clock`: query.eval_clock of the runs (run_id, eval_seconds, wall_seconds)."""
+    joined = runs[["run_id", "algorithm", "workload"]].astype({"run_id": str}).merge(
+        clock, on="run_id", how="inner")
+    sums = joined.groupby(["algorithm", "workload"], sort=True).agg(
+        runs=("run_id", "size"), eval_seconds=("eval_seconds", "sum"),
+        wall_seconds=("wall_seconds", "sum")).reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = sums["eval_seconds"].to_numpy(float) / sums["wall_seconds"].to_numpy(float)
+    sums["share"] = np.where(sums["wall_seconds"].to_numpy(float) > 0, share, np.nan)
+    return sums

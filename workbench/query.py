@@ -37,11 +37,12 @@ import numpy as np
 import pandas as pd
 
 from workbench import records as R
-from workbench.spec import COMPARISONS
+from workbench.spec import COMPARISONS, relaxed_goal
 from workbench.store import Store
 
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
-           "read_index", "RUN_DTYPES", "ladder_records", "last_evals", "ladder_finals"]
+           "read_index", "RUN_DTYPES", "ladder_records", "last_evals", "ladder_finals",
+           "first_hits", "FIRST_HIT_COLUMNS", "eval_clock"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -412,6 +413,86 @@ def _sealed_summaries(docs: pd.DataFrame) -> pd.DataFrame:
         key = c.removeprefix("rows_")
         frame[c] = pd.Series([s[key] for _, s in usable], dtype=object).astype(dtype)
     return frame
+
+
+# The run-table columns a first hit sets (what first_hits recomputes).
+FIRST_HIT_COLUMNS = ("reached_target", *_FIRST_HIT)
+
+
+def first_hits(store: Store, runs: pd.DataFrame, relax: float) -> pd.DataFrame:
+    """The first hits of `runs` (run-table rows of `store`) against their validation targets
+    relaxed by `relax` (spec.relaxed_goal: AlgoPerf's relaxation), recomputed from their eval
+    rows by the run table's first-hit rule (_SUMMARY_SQL): columns run_id and
+    FIRST_HIT_COLUMNS, one row per run of `runs` (a run with no eval row has reached_target
+    False). A run whose rows cannot be read is left out of the read with a warning naming it,
+    and reads as never reaching the target."""
+    docs = runs[["run_id", "target_metric", "target_direction", "target_validation"]].copy()
+    docs["run_id"] = docs["run_id"].astype(str)
+    docs["target_direction"] = docs["target_direction"].astype(object)
+    known = docs["target_direction"].isin(list(COMPARISONS)).to_numpy(bool)
+    goals = docs["target_validation"].to_numpy(float).copy()
+    goals[known] = relaxed_goal(goals[known], docs["target_direction"].to_numpy(object)[known],
+                                relax)
+    docs["target_validation"] = goals
+    con = connect()
+
+    def build(rows: _Rows | None) -> pd.DataFrame:
+        return _summaries(con, docs, rows)
+
+    ids = docs["run_id"].tolist()
+    try:
+        found = _read_rows(con, store, "evals", ids, build) if ids else None
+    except duckdb.Error:
+        bad = _unreadable(con, store, ids, "evals", docs=False)
+        found = _read_rows(con, store, "evals", [r for r in ids if r not in bad], build)
+    out = docs[["run_id"]].merge(found, on="run_id", how="left") if found is not None and \
+        len(found.columns) > 1 else docs[["run_id"]].assign(
+            **{c: np.nan for c in FIRST_HIT_COLUMNS})
+    out["reached_target"] = out["reached_target"].eq(True)
+    return out[["run_id", *FIRST_HIT_COLUMNS]].astype(
+        {c: RUN_DTYPES[c] for c in FIRST_HIT_COLUMNS})
+
+
+# Per run, its last eval row (largest eval_index) whose training, eval and wall seconds are all
+# finite and >= 0 (a row the first-hit rule would not count does not count here either): the
+# evaluation seconds and the wall seconds accumulated by then.
+_EVAL_CLOCK_SQL = """
+SELECT run_id, arg_max(eval_seconds, eval_index) AS eval_seconds,
+       arg_max(wall_seconds, eval_index) AS wall_seconds
+FROM (SELECT run_id, {eval_index} AS eval_index, {train_seconds} AS train_seconds,
+             {eval_seconds} AS eval_seconds, {wall_seconds} AS wall_seconds FROM ({rows}))
+WHERE eval_index IS NOT NULL AND isfinite(train_seconds) AND isfinite(eval_seconds)
+      AND isfinite(wall_seconds) AND train_seconds >= 0 AND eval_seconds >= 0
+      AND wall_seconds >= 0
+GROUP BY run_id
+"""
+
+
+def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
+    """Per run of `run_ids` with such a row: the accumulated eval seconds and wall seconds of
+    its last eval row whose training, eval and wall seconds are finite and >= 0 (columns run_id, eval_seconds,
+    wall_seconds). A run whose rows cannot be read is left out with a warning naming it."""
+    con = connect()
+    ids = [str(r) for r in run_ids]
+
+    def build(rows: _Rows | None) -> pd.DataFrame:
+        if rows is None:
+            return pd.DataFrame({"run_id": pd.Series(dtype="str"),
+                                 "eval_seconds": pd.Series(dtype=float),
+                                 "wall_seconds": pd.Series(dtype=float)})
+        present = {c.lower() for c in rows.columns}
+        typed = {c: f"TRY_CAST({_ident(c)} AS {_ROW_TYPES[c]})" if c in present
+                 else f"NULL::{_ROW_TYPES[c]}"
+                 for c in ("eval_index", "train_seconds", "eval_seconds", "wall_seconds")}
+        sql = _EVAL_CLOCK_SQL.format(rows=rows.sql, **typed)
+        return con.execute(sql, rows.params).df()
+
+    try:
+        found = _read_rows(con, store, "evals", ids, build)
+    except duckdb.Error:
+        bad = _unreadable(con, store, ids, "evals", docs=False)
+        found = _read_rows(con, store, "evals", [r for r in ids if r not in bad], build)
+    return found.astype({"run_id": "str", "eval_seconds": float, "wall_seconds": float})
 
 
 def _parse_hparams(texts: pd.Series) -> list[dict]:

@@ -5,6 +5,7 @@
     res.runs()                         # every run attempt, status included (records.RUN_COLUMNS)
     res.score()                        # == `pacebench score --json`
     res.compare("adamw", "heavy_ball")  # == `pacebench compare --json`
+    res.compare("adamw", "heavy_ball", sequential=True)  # == `compare --sequential --json`
     res.budget()                       # == `pacebench budget --json`
     res.ladder()                       # == `pacebench ladder --summary --json`
     res.cube(time_axis="steps")        # the final cube (xarray) the numbers come from
@@ -12,7 +13,8 @@
     res.view("Leaderboard")            # a dashboard view, inline in JupyterLab (Panel)
 
 Every analysis method takes the scope options (workbench/scope.py): `ruleset`, `studies`,
-`with_adhoc`, `time_axis` ("train", "wall" or "steps") and `exclude_compile`, with the CLI's
+`with_adhoc`, `time_axis` ("train", "wall" or "steps"), `exclude_compile` and `relax_targets`
+(R in [0, 1): targets made easier, first hits recomputed from the eval rows), with the CLI's
 defaults. The CLI's analysis commands print what these methods return, and the dashboard and the
 report draw from the same functions with the same random draws (BOOTSTRAP_DRAWS and
 COMPARE_DRAWS, seed 0), so a store gives one set of numbers everywhere.
@@ -35,9 +37,10 @@ import xarray as xr
 from workbench import compare as C
 from workbench import budget as B
 from workbench import ladder as LD
-from workbench import query, scoring
+from workbench import costs, query, scoring, sensitivity
 from workbench.catalog import median_steps_to_target, noise_floor_of
-from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column, final_cube, on_time_axis
+from workbench.cubes import (AXIS_LABELS, AXIS_UNITS, axis_column, axis_name, final_cube,
+                             on_time_axis)
 from workbench.scope import Scope, Scoped, scoped_runs
 from workbench.store import Store, open_store
 
@@ -52,7 +55,8 @@ BOOTSTRAP_DRAWS = scoring.BOOTSTRAP_DRAWS  # resamplings of the studies behind s
 COMPARE_DRAWS = C.BOOTSTRAP_REPLICATES  # behind a head-to-head's ratio intervals
 INTERVAL_LEVEL = scoring.INTERVAL_LEVEL  # of the score and speedup intervals
 
-_SCOPE_OPTIONS = ("ruleset", "studies", "with_adhoc", "time_axis", "exclude_compile")
+_SCOPE_OPTIONS = ("ruleset", "studies", "with_adhoc", "time_axis", "exclude_compile",
+                  "relax_targets")
 
 
 def open(path: str | Path) -> "Results":  # noqa: A001 - workbench.open, as the user types it
@@ -108,7 +112,11 @@ class Results:
 
     def scoped(self, **scope) -> Scoped:
         """The runs the analyses of `scope` read, and what was left out (workbench/scope.py)."""
-        return scoped_runs(self.runs(), _scope(scope))
+        return scoped_runs(self.runs(), _scope(scope), self._first_hits)
+
+    def _first_hits(self, runs: pd.DataFrame, relax: float) -> pd.DataFrame:
+        """query.first_hits of `runs` against targets relaxed by `relax` (eval rows read)."""
+        return query.first_hits(self.store, runs, relax)
 
     def config(self) -> scoring.ScoringConfig | None:
         """The store's scoring rules (an AlgoPerf import's), or None: the plain rules."""
@@ -125,16 +133,25 @@ class Results:
 
     def _prepared(self, scope: dict) -> tuple[Scope, Scoped, xr.Dataset]:
         chosen = _scope(scope)
-        scoped = scoped_runs(self.runs(), chosen)
+        scoped = scoped_runs(self.runs(), chosen, self._first_hits)
         if scoped.runs.empty:
             raise ValueError(f"store {self.store.root} has no finished runs to analyse"
                              + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
         return chosen, scoped, self._cube(scoped, chosen)
 
     # -- the analyses -----------------------------------------------------------------------
-    def score_result(self, reference: str | None = None, **scope) -> "ScoreResult":
-        """The AlgoPerf scores with their intervals, times to target and speedups (rich)."""
+    def score_result(self, reference: str | None = None, rank_shift: str | None = None,
+                     **scope) -> "ScoreResult":
+        """The AlgoPerf scores with their intervals, times to target and speedups, the pool
+        sensitivity and eval share of wall clock, and with `rank_shift` (a time axis: "train",
+        "wall" or "steps") each algorithm's rank on the scope's axis and on that one, with the
+        probability of each rank (workbench/sensitivity.py) (rich)."""
         chosen, scoped, cube = self._prepared(scope)
+        if rank_shift is not None:
+            rank_shift = axis_name(rank_shift)  # an unknown axis: one line naming the valid ones
+            if rank_shift == axis_name(chosen.time_axis):
+                raise ValueError(f"--rank-shift {rank_shift}: the scores are already on "
+                                 f"{rank_shift}; name another time axis (train, wall or steps)")
         config = self.config()
         column = axis_column(chosen.time_axis)
         study = scoring.study_times(cube)  # once, and one set of bootstrap draws (seed 0) for
@@ -145,25 +162,44 @@ class Results:
                                                    replicas=replicas)
         speedups = _speedups(times, config, reference, table, column, scoped.ruleset, study,
                              replicas)
+        shift = None
+        if rank_shift is not None:
+            other_study = scoring.study_times(on_time_axis(final_cube(scoped.runs), rank_shift))
+            shift = sensitivity.rank_shift(
+                {axis_name(chosen.time_axis): times,
+                 rank_shift: scoring.median_over_studies(other_study)},
+                {axis_name(chosen.time_axis): replicas,
+                 rank_shift: scoring.bootstrap_medians(other_study, BOOTSTRAP_DRAWS)}, config)
         return ScoreResult(table, times, speedups, scoped, chosen,  # the runs _prepared read
-                           dict(self._runs.attrs.get("skipped", {})))
+                           dict(self._runs.attrs.get("skipped", {})),
+                           rank_shift=shift, rank_axes=(axis_name(chosen.time_axis), rank_shift),
+                           pool=sensitivity.pool_sensitivity(times, config), store=self.store)
 
-    def score(self, reference: str | None = None, **scope) -> dict[str, Any]:
+    def score(self, reference: str | None = None, rank_shift: str | None = None,
+              **scope) -> dict[str, Any]:
         """What `pacebench score --json` prints."""
-        return self.score_result(reference, **scope).to_json()
+        return self.score_result(reference, rank_shift, **scope).to_json()
 
     def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
                        confidence: float = C.DEFAULT_CONFIDENCE,
                        detect: float = C.DEFAULT_DETECT, study_time: str = "algoperf",
+                       sequential: bool = False, max_studies: int | None = None,
+                       ongoing: bool = False, first: int | None = None,
                        **scope) -> "CompareResult":
         """A against B (workbench.compare.compare_runs) on the scope's time axis (rich), a
         study's time by `study_time` (compare.STUDY_TIME_RULES: "algoperf", the trial that met
         the target at the smallest eval index; "fastest", the trial with the smallest time),
         with each side's search space and trials per study (compare.fairness) and the
-        under-tuned check of `a` against the workloads' tuned records."""
+        under-tuned check of `a` against the workloads' tuned records.
+        `sequential`: replayed round by round with the sequential test (workbench/sequential.py)
+        planned for `max_studies` studies a side (default: those the store holds); `ongoing`
+        and `first` (the first round's size) are for a study under way (`study
+        --until-decided`)."""
         if study_time not in C.STUDY_TIME_RULES:
             raise ValueError(f"unknown study-time rule {study_time!r}: valid are "
                              f"{', '.join(C.STUDY_TIME_RULES)}")
+        if not sequential and (max_studies is not None or ongoing or first is not None):
+            raise ValueError("max_studies, ongoing and first go with sequential=True")
         chosen, scoped, cube = self._prepared(scope)
         for name in (a, b):
             _check_compared(name, scoped, cube)
@@ -171,19 +207,28 @@ class Results:
         names = [str(w) for w in cube["workload"].values]
         floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
         tuned = {w: s for w in names if (s := median_steps_to_target(w)) is not None}
-        comparison = C.compare_runs(
-            scoped.runs, cube, a, b, time_axis=chosen.time_axis,
-            workloads=list(workloads) if workloads else scored_names(config, cube),
-            config=config, confidence=confidence, detect=detect, noise_cov=floors,
-            replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
-            search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc))
+        options = dict(time_axis=chosen.time_axis,
+                       workloads=list(workloads) if workloads else scored_names(config, cube),
+                       config=config, confidence=confidence, detect=detect, noise_cov=floors,
+                       replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
+                       search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc))
+        if sequential:
+            from workbench.sequential import DEFAULT_FIRST_ROUND, sequential_compare
+            comparison = sequential_compare(scoped.runs, cube, a, b, max_studies=max_studies,
+                                            ongoing=ongoing,
+                                            first=first or DEFAULT_FIRST_ROUND, **options)
+        else:
+            comparison = C.compare_runs(scoped.runs, cube, a, b, **options)
         return CompareResult(comparison, scoped, chosen)
 
     def compare(self, a: str, b: str, workloads: Sequence[str] | None = None,
                 confidence: float = C.DEFAULT_CONFIDENCE, detect: float = C.DEFAULT_DETECT,
-                study_time: str = "algoperf", **scope) -> dict[str, Any]:
-        """What `pacebench compare --json` prints."""
-        return self.compare_result(a, b, workloads, confidence, detect, study_time,
+                study_time: str = "algoperf", sequential: bool = False,
+                max_studies: int | None = None, **scope) -> dict[str, Any]:
+        """What `pacebench compare --json` prints (`--study-time`, `--sequential`,
+        `--max-studies`)."""
+        return self.compare_result(a, b, workloads, confidence, detect, study_time=study_time,
+                                   sequential=sequential, max_studies=max_studies,
                                    **scope).to_json()
 
     def budget_result(self, **scope) -> "BudgetResult":
@@ -241,7 +286,8 @@ class Results:
         as a static copy of its tables and plots, in an exported notebook (nbconvert HTML).
 
         filters: ruleset, studies, with_adhoc (what is read, as in score), workloads,
-        algorithms, time_axis ("train", "wall" or "steps"). An unknown view is a ValueError
+        algorithms, time_axis ("train", "wall" or "steps"), relax_targets (R in [0, 1)). An
+        unknown view is a ValueError
         naming the valid ones; so is a name the store does not hold.
         """
         from workbench.views.registry import notebook_view
@@ -271,7 +317,8 @@ scored_names = scoring.scored_names  # the scored workloads that have runs (scor
 
 def _axis_json(scope: Scope) -> dict[str, Any]:
     return {"time_axis": scope.time_axis, "unit": AXIS_UNITS[axis_column(scope.time_axis)],
-            "exclude_compile": bool(scope.exclude_compile)}
+            "exclude_compile": bool(scope.exclude_compile),
+            "relax_targets": scope.relax_targets}
 
 
 def _speedups(times, config, reference: str | None, table, axis: str, ruleset: str | None,
@@ -306,6 +353,21 @@ class ScoreResult:
     scoped: Scoped
     scope: Scope
     skipped: dict[str, str] = field(default_factory=dict)
+    rank_shift: dict[str, dict] | None = None  # sensitivity.rank_shift over rank_axes
+    rank_axes: tuple[str, str | None] = ("train", None)  # (the scope's axis, the other one)
+    pool: dict[str, dict] = field(default_factory=dict)  # sensitivity.pool_sensitivity
+    store: Store | None = None   # where eval_share reads the eval rows (None: it is empty)
+
+    def eval_share(self) -> pd.DataFrame:
+        """costs.eval_share of the scoped runs (their eval rows are read on the first call:
+        most of a `score --json` of the v0.5 logs, so the text and CSV outputs skip it)."""
+        if not hasattr(self, "_eval_share"):
+            runs = self.scoped.runs
+            clock = query.eval_clock(self.store, runs["run_id"].tolist()) \
+                if self.store is not None and len(runs) else \
+                pd.DataFrame(columns=["run_id", "eval_seconds", "wall_seconds"])
+            self._eval_share = costs.eval_share(runs, clock)
+        return self._eval_share
 
     def to_json(self) -> dict[str, Any]:
         t = self.table
@@ -327,6 +389,17 @@ class ScoreResult:
                 "intervals": {str(a): None if not np.isfinite(r.low) else
                               [_number(r.low), _number(r.high)] for a, r in frame.iterrows()},
                 "interval_level": INTERVAL_LEVEL}
+        out["pool_sensitivity"] = {
+            a: {"without": {b: round(v, 6) for b, v in e["without"].items()},
+                "largest_change": round(e["largest_change"], 6)} for a, e in self.pool.items()}
+        out["eval_share"] = {
+            str(a): {str(r.workload): _number(r.share) for r in rows.itertuples()}
+            for a, rows in self.eval_share().groupby("algorithm", sort=True)}
+        if self.rank_shift is not None:
+            out["rank_shift"] = {a: {k: [round(p, 6) for p in v] if isinstance(v, list) else v
+                                     for k, v in e.items()} for a, e in self.rank_shift.items()}
+            out["rank_shift_spearman"] = _number(sensitivity.spearman(self.rank_shift,
+                                                                      *self.rank_axes))
         return {**out, **_axis_json(self.scope), **self.scoped.to_json(),
                 "skipped_runs": dict(self.skipped)}
 
@@ -358,8 +431,34 @@ class ScoreResult:
             lines.append(_speedup_lines(frame, reference))
         if (reason := scoring.all_zero_reason(self.table)) is not None:
             lines.append("\n" + reason)
+        lines += self._sensitivity_lines()
         lines += _left_out_lines(self.scoped, self.skipped)
         return "\n".join(lines)
+
+    def _sensitivity_lines(self) -> list[str]:
+        """The rank shift (when asked for) and the pool sensitivity, one line per algorithm."""
+        lines: list[str] = []
+        width = max((len(a) for a in self.pool), default=0)
+        if self.rank_shift is not None:
+            first, second = self.rank_axes
+            lines.append(f"\nrank by {first} and by {second} (spearman "
+                         f"{sensitivity.spearman(self.rank_shift, first, second):.3f}; the "
+                         f"probability of each rank over {BOOTSTRAP_DRAWS:,} bootstrap draws of "
+                         "each algorithm's studies, ranks under 5 % left out):")
+            for a, e in self.rank_shift.items():
+                one, two = (f"{e[f'rank_{c}']:>2} ({_ranks_text(e[f'p_rank_{c}'])})"
+                            for c in (first, second))
+                lines.append(f"{a.ljust(width)}  {one}  ->  {two}")
+        if len(self.pool) > 1:
+            lines.append("\npool sensitivity (the largest change of each score when one other "
+                         "algorithm is left out of the pool):")
+            for a in self.table["algorithm"]:
+                e = self.pool[a]
+                who = [b for b, v in e["without"].items()
+                       if math.isclose(v - e["score"], e["largest_change"])]
+                lines.append(f"{a.ljust(width)}  {e['largest_change']:+.4f}"
+                             + (f" (without {', '.join(who)})" if e["largest_change"] else ""))
+        return lines
 
     def csv(self) -> str:
         """What `pacebench score --csv` prints: one row per algorithm, in score order."""
@@ -378,6 +477,11 @@ class ScoreResult:
                 values = frame[source].reindex(out.index).astype(float)
                 out[f"{name} (vs {reference})"] = values.where(np.isfinite(values))
         return to_csv(out, index=True)
+
+
+def _ranks_text(p: list[float]) -> str:
+    """'1: 75 %, 2: 15 %, 3: 9 %': the ranks at least 5 % likely."""
+    return ", ".join(f"{k}: {100 * q:.0f} %" for k, q in enumerate(p, 1) if q >= 0.05)
 
 
 # The CSV's column of median times to target, per time axis.
@@ -437,9 +541,10 @@ class BudgetResult:
 
 @dataclass
 class CompareResult:
-    """A head-to-head of a store (Results.compare_result)."""
+    """A head-to-head of a store (Results.compare_result): a fixed design's, or a sequential
+    one's (workbench.sequential.SequentialComparison)."""
 
-    comparison: C.Comparison
+    comparison: Any
     scoped: Scoped
     scope: Scope
 
@@ -449,6 +554,9 @@ class CompareResult:
     def text(self) -> str:
         """What `pacebench compare` prints."""
         result, label = self.comparison, AXIS_LABELS[axis_column(self.scope.time_axis)]
+        sequential = None
+        if not isinstance(result, C.Comparison):  # a sequential comparison (its last look's)
+            sequential, result = result, result.comparison
         lines = [f"ruleset: {self.scoped.ruleset}; time axis: {label}"
                  + (", compilation excluded" if self.scope.exclude_compile else "")
                  + f" (ratios of median study {label} to target)",
@@ -462,8 +570,14 @@ class CompareResult:
         lines += ["fairness: " + line for line in C.fairness_lines(result.search_spaces)]
         lines += [f"warning: {caution}" for caution in result.warnings]
         lines += [f"\nverdict in {label}: {result.verdict}",
-                  f"verdict by steps to target: {result.verdict_by_steps}",
-                  "\n" + result.sentence()]
+                  f"verdict by steps to target: {result.verdict_by_steps}"]
+        if sequential is not None:
+            lines += [f"studies used: {sequential.studies_used} a side of "
+                      f"{sequential.max_studies}; stopped because: "
+                      f"{sequential.stopped_because or 'not decided yet'}",
+                      "\n" + sequential.sentence()]
+        else:
+            lines.append("\n" + result.sentence())
         return "\n".join(lines + _left_out_lines(self.scoped, {}))
 
 

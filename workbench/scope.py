@@ -22,21 +22,27 @@ analysis can read, and says in `notes` what it left out or changed, one line eac
   (`hardware`), a note says so and counts the runs of each (a study resumed with
   --allow-mixed-execution, or studies run on two machines): their times were not measured alike.
 - `exclude_compile` takes each run's compile seconds off its times (cubes.excluding_compile).
+- `relax_targets` R scores against easier targets (spec.relaxed_goal, AlgoPerf's relaxation: a
+  minimised target times 1 + R, a maximised one times 1 - R): the first hits are recomputed
+  from the eval rows (workbench.query.first_hits, which reads the store) and put in the run
+  table by `relaxed_runs`, before compile seconds are taken off; a note says so.
 
 Pure functions of the run table (records.RUN_COLUMNS); no store access.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from workbench import records as R
 from workbench.cubes import excluding_compile
+from workbench.spec import check_relax
 
-__all__ = ["Scope", "Scoped", "scoped_runs", "labelled_runs", "finished_runs", "is_ad_hoc",
-           "RULESETS_ORDER"]
+__all__ = ["Scope", "Scoped", "scoped_runs", "labelled_runs", "finished_runs", "relaxed_runs",
+           "with_relaxed_targets", "is_ad_hoc", "RULESETS_ORDER"]
 
 RULESETS_ORDER = ("external", "self")  # the default ruleset of a store holding both: the first
 
@@ -50,9 +56,12 @@ class Scope:
     with_adhoc: bool = False            # take in the ad-hoc runs (`pacebench run`)
     time_axis: str = "train"            # train | wall | steps (workbench.cubes.on_time_axis)
     exclude_compile: bool = False       # take compile seconds off the times
+    relax_targets: float = 0.0          # targets made easier by this share, in [0, 1)
+                                        # (spec.relaxed_goal); 0: the recorded targets
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "studies", tuple(self.studies or ()))
+        object.__setattr__(self, "relax_targets", check_relax(self.relax_targets))
 
 
 @dataclass
@@ -278,7 +287,45 @@ def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
                   dict(labelled.shown_apart))
 
 
-def scoped_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
+def relaxed_runs(labelled: Scoped, hits: pd.DataFrame, relax: float) -> Scoped:
+    """`labelled` with each run's first-hit columns (query.FIRST_HIT_COLUMNS) taken from `hits`
+    (query.first_hits of its runs at `relax`; a run `hits` lacks reads as a miss), and a note
+    saying the targets were relaxed. relax = 0: `labelled` as it is."""
+    if not check_relax(relax):
+        return labelled
+    columns = [c for c in hits.columns if c != "run_id"]
+    by_id = hits.drop_duplicates("run_id").set_index("run_id")
+    found = by_id.reindex(labelled.runs["run_id"].astype(str).to_numpy())
+    runs = labelled.runs.copy()
+    for c in columns:
+        values = found[c].to_numpy()
+        runs[c] = pd.Series(values, index=runs.index).astype(runs[c].dtype) \
+            if c != "reached_target" else pd.Series(values, index=runs.index).eq(True)
+    note = (f"targets relaxed by {100 * relax:g} % (a minimised target times {1 + relax:g}, a "
+            f"maximised one times {1 - relax:g}): first hits recomputed from the eval rows")
+    return Scoped(runs, labelled.ruleset, [*labelled.notes, note], dict(labelled.failed),
+                  dict(labelled.shown_apart))
+
+
+def scoped_runs(runs: pd.DataFrame, scope: Scope = Scope(),
+                first_hits: Callable[[pd.DataFrame, float], pd.DataFrame] | None = None
+                ) -> Scoped:
     """The run table an analysis of `scope` reads (see the module doc): labelled_runs, then
-    finished_runs."""
-    return finished_runs(labelled_runs(runs, scope), scope.exclude_compile)
+    (relax_targets > 0) relaxed_runs with `first_hits(runs, relax)` (query.first_hits over the
+    store; needed then: it reads eval rows), then finished_runs."""
+    labelled = with_relaxed_targets(labelled_runs(runs, scope), scope.relax_targets,
+                                    first_hits)
+    return finished_runs(labelled, scope.exclude_compile)
+
+
+def with_relaxed_targets(labelled: Scoped, relax: float,
+                         first_hits: Callable[[pd.DataFrame, float], pd.DataFrame] | None
+                         ) -> Scoped:
+    """relaxed_runs of `labelled` with `first_hits(its finished runs, relax)` (query.first_hits
+    over the store: it reads their eval rows); `labelled` itself when relax is 0."""
+    if not check_relax(relax):
+        return labelled
+    if first_hits is None:
+        raise ValueError("relaxed targets need the eval rows: pass first_hits")
+    finished = labelled.runs[labelled.runs["status"].isin(R.DONE_STATUSES)]
+    return relaxed_runs(labelled, first_hits(finished, relax), relax)

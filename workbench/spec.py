@@ -17,7 +17,8 @@ from typing import Any, Literal, Mapping
 import numpy as np
 
 __all__ = [
-    "Direction", "Target", "meets", "Budget", "EvalCadence", "WorkloadSpec", "ExecutionOptions",
+    "Direction", "Target", "meets", "relaxed_goal", "check_relax", "Budget", "EvalCadence",
+    "WorkloadSpec", "ExecutionOptions",
     "RunConfig", "StudySpec", "ScalingSpec", "LadderSpec", "CHINCHILLA_TOKENS_PER_PARAM",
     "RULESETS", "PRUNE_METHODS", "PRECISIONS", "COMPILE_MODES",
     "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash",
@@ -116,6 +117,31 @@ def meets(values: Any, goal: float, direction: str) -> np.ndarray:
     return better & np.isfinite(values)
 
 
+def check_relax(relax: Any) -> float:
+    """`relax` as a float when it is a valid target relaxation (a number in [0, 1)), else
+    SpecError saying what is valid."""
+    if isinstance(relax, bool) or not isinstance(relax, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(relax) or not 0 <= relax < 1:
+        raise SpecError(f"--relax-targets {relax!r}: must be a number in [0, 1), e.g. 0.1 "
+                        "(targets 10 % easier)")
+    return float(relax)
+
+
+def relaxed_goal(goal: Any, direction: Any, relax: float) -> Any:
+    """A target relaxed by `relax` in AlgoPerf's way (its scoring scripts' target relaxation):
+    a minimised target times (1 + relax), a maximised one times (1 - relax); elementwise over
+    arrays of goals and directions. relax = 0 gives the target back."""
+    relax = check_relax(relax)
+    goal = np.asarray(goal, dtype=float)
+    direction = np.asarray(direction, dtype=object)
+    bad = ~np.isin(direction, list(COMPARISONS))
+    if bad.any():
+        raise SpecError(f"target direction must be 'min' or 'max', got "
+                        f"{direction[bad].ravel()[0]!r}")
+    out = np.where(direction == "min", goal * (1 + relax), goal * (1 - relax))
+    return float(out) if out.ndim == 0 else out
+
+
 @dataclass(frozen=True)
 class Target:
     """The goal of a workload: a metric, its direction and the values to reach on each split."""
@@ -133,6 +159,12 @@ class Target:
         """True when `value` meets the target of `split` (see `meets`); None never does."""
         goal = self.validation if split == "validation" else self.test
         return value is not None and bool(meets(value, goal, self.direction))
+
+    def relaxed(self, relax: float) -> "Target":
+        """This target made easier by `relax` (relaxed_goal: AlgoPerf's relaxation), both
+        splits; relax = 0 gives it back unchanged."""
+        return replace(self, validation=relaxed_goal(self.validation, self.direction, relax),
+                       test=relaxed_goal(self.test, self.direction, relax))
 
     def better(self, a: float, b: float) -> bool:
         """True when metric value `a` is strictly better than `b` in this target's direction."""

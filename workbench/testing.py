@@ -28,7 +28,8 @@ from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import RunWriter, Store, atomic_write_json, open_store
 
-__all__ = ["make_store", "make_timing_store", "make_ladder_store", "ladder_loss", "LADDER_RUNGS",
+__all__ = ["make_store", "make_curve_store", "make_timing_store", "make_ladder_store",
+           "ladder_loss", "LADDER_RUNGS",
            "ladder_replicates", "replicate_intervals", "REPLICATE_TOKENS", "make_planned_store", "make_mixed_store",
            "algorithm_after_algorithm",
            "timing_trials",
@@ -255,6 +256,38 @@ def make_store(path: str | os.PathLike, algorithms: Iterable[str] = ("fast", "sl
             doc = {**doc, **_document(config, 2, i)}
         _write_sealed(store, doc, run, n_evals, "complete",
                       f"step budget of {STEPS_PER_EVAL * n_evals} steps used", None, process)
+    return store
+
+
+def make_curve_store(path: str | os.PathLike,
+                     curves: Mapping[tuple[str, str, int, int], Sequence[float]],
+                     seconds_per_eval: Mapping[str, float] | None = None,
+                     eval_seconds: Mapping[str, float] | None = None) -> Store:
+    """A store of complete runs whose validation curves are given: curves[(algorithm, workload,
+    study, trial)] = the target metric's value at evals 0, 1, ... For hand-computed cases.
+
+    Eval k of algorithm a is at step 25(k+1), after (k+1) * seconds_per_eval[a] training
+    seconds (default 1) and (k+1) * eval_seconds[a] eval seconds (default EVAL_SECONDS); its
+    wall seconds are their sum. The workloads are catalog workloads (their targets apply).
+    """
+    store = open_store(path, create=True)
+    process = dead_process()
+    dts, costs = dict(seconds_per_eval or {}), dict(eval_seconds or {})
+    for i, ((algorithm, workload, study, trial), values) in enumerate(curves.items()):
+        metric = get_workload(workload).target.metric
+        dt, cost = dts.get(algorithm, 1.0), costs.get(algorithm, EVAL_SECONDS)
+        evals = []
+        for k, value in enumerate(values):
+            step = STEPS_PER_EVAL * (k + 1)
+            evals.append({"eval_index": k, "step": step, "examples": step * BATCH_SIZE,
+                          "train_seconds": (k + 1) * dt, "eval_seconds": (k + 1) * cost,
+                          "wall_seconds": (k + 1) * (dt + cost),
+                          **_metric_columns(metric, float(value), 1.0)})
+        run = SyntheticRun(None, dt, evals, [])
+        config = RunConfig(workload=workload, algorithm=algorithm, seed=0,
+                           study_name="curves", study=study, trial=trial, hparams={})
+        _write_sealed(store, _document(config, 1, i), run, len(evals), "complete",
+                      "budget used", None, process)
     return store
 
 

@@ -26,6 +26,10 @@ def add(sub) -> None:
     out.add_argument("--csv", action="store_true", help="one row per algorithm, for spreadsheets")
     p.add_argument("--reference", help="algorithm the speedups are measured against (default: "
                                        "baseline when present, else the top scorer)")
+    p.add_argument("--rank-shift", choices=("train", "wall", "steps"), metavar="AXIS",
+                   help="also rank the algorithms with times counted on AXIS (train, wall or "
+                        "steps), beside the --time-axis ranks, with the probability of each "
+                        "rank over the bootstrap of studies")
     scope_flags(p)
     store_flag(p)
     p.set_defaults(func=score)
@@ -39,6 +43,12 @@ def add(sub) -> None:
                    help="a study's time: algoperf (default), the trial that met the target at "
                         "the smallest eval index, as AlgoPerf's scorer; fastest, its trial "
                         "with the smallest time to target")
+    p.add_argument("--sequential", action="store_true",
+                   help="replay the studies round by round with the sequential test (valid "
+                        "under a look after every round) and stop at the first verdict")
+    p.add_argument("--max-studies", type=int,
+                   help="with --sequential: the studies a side the test is planned for "
+                        "(default: all the store holds)")
     p.add_argument("--json", action="store_true")
     scope_flags(p)
     store_flag(p)
@@ -103,7 +113,8 @@ def score(args: argparse.Namespace) -> int:
     """`pacebench score`: the AlgoPerf scores, times to target and speedups of a store."""
     from workbench.results import dumps
 
-    result = _results(args).score_result(args.reference, **scope_options(args))
+    result = _results(args).score_result(args.reference, args.rank_shift,
+                                         **scope_options(args))
     if args.json:
         print(dumps(result.to_json()))
     elif args.csv:
@@ -121,9 +132,14 @@ def compare(args: argparse.Namespace) -> int:
     if len(args.algorithms) != 2:
         raise ValueError(f"--algorithms takes exactly two names, A,B; got {len(args.algorithms)}"
                          f": {','.join(args.algorithms)}")
+    if args.max_studies is not None and not args.sequential:
+        raise ValueError("--max-studies goes with --sequential")
     result = _results(args).compare_result(*args.algorithms, workloads=args.workloads,
                                            confidence=args.confidence, detect=args.detect,
-                                           study_time=args.study_time, **scope_options(args))
+                                           study_time=args.study_time,
+                                           sequential=args.sequential,
+                                           max_studies=args.max_studies,
+                                           **scope_options(args))
     print(dumps(result.to_json()) if args.json else result.text())
     return 0
 

@@ -243,4 +243,4 @@ def scope_options(args: argparse.Namespace) -> dict:
               "step)", file=sys.stderr)
     return {"ruleset": args.ruleset, "studies": tuple(args.studies),
             "with_adhoc": args.with_adhoc, "time_axis": args.time_axis,
-            "exclude_compile": args.exclude_compile}
+            "exclude_compile": args.exclude_compile, "relax_targets": args.relax_targets}

@@ -172,6 +172,7 @@ _NUMBERS = {
     "workers": _POSITIVE_INT,
     "trials": _POSITIVE_INT,
     "studies": _POSITIVE_INT,
+    "max_studies": ("an integer >= 2 (a verdict needs 2 studies a side)", lambda v: v >= 2),
     "reruns": ("an integer >= 2 (a spread needs two runs)", lambda v: v >= 2),
     "seed": _NATURAL,
     "seeds": _NATURAL,
@@ -196,6 +197,8 @@ _NUMBERS = {
     "sparsities": ("numbers in [0, 1)", lambda v: 0 <= v < 1),
     "fractions": ("numbers in (0, 1]", lambda v: 0 < v <= 1),
     "port": ("a port number in 1..65535", lambda v: 1 <= v <= 65535),
+    "relax_targets": ("a number in [0, 1), e.g. 0.1 (targets 10 % easier)",
+                      lambda v: 0 <= v < 1),
 }
 
 
@@ -222,6 +225,10 @@ def scope_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exclude-compile", action="store_true",
                    help="take each run's compilation seconds off its training and wall "
                         "seconds (no effect on steps)")
+    p.add_argument("--relax-targets", type=float, default=0.0, metavar="R",
+                   help="score against targets made easier by R in [0, 1) (AlgoPerf's "
+                        "relaxation: a minimised target times 1 + R, a maximised one times "
+                        "1 - R); first hits are recomputed from the eval rows (default 0)")
 
 
 def read_flags(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
 from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
                                backend_flags, launch_flags, scaling_flags, training_flags,
                                trial_timeout_flag)
+from runners.cli.until_decided import decided_pair, until_decided, until_decided_flags
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
 
@@ -50,11 +51,14 @@ def _add_study(sub) -> None:
                         "own; repeatable")
     algoperf_flags(p, run=False)
     p.add_argument("--ruleset", choices=("external", "self"), default="external")
-    p.add_argument("--studies", type=int, default=1)
+    p.add_argument("--studies", type=int,
+                   help="studies of each algorithm (default 1; with --until-decided, the first "
+                        "round's, default 2)")
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--seeds", type=_ints, default=[0])
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
+    until_decided_flags(p)
     p.add_argument("--status", action="store_true",
                    help="with --resume: say where each planned trial stands (finished, "
                         "running, queued on Slurm, failed, interrupted, not started); run "
@@ -252,9 +256,13 @@ def study(args: argparse.Namespace) -> int:
     spaces = search_spaces(args.search_space, algorithms)
     if args.tuning_search_space:
         spaces[submission] = args.tuning_search_space
+    from workbench.sequential import DEFAULT_FIRST_ROUND
+
+    pair = decided_pair(args, algorithms)
     spec = StudySpec(workloads=workload_names(args.workloads), algorithms=algorithms,
                      ruleset=args.ruleset,
-                     studies=args.studies, trials=args.trials, seeds=tuple(args.seeds),
+                     studies=args.studies or (DEFAULT_FIRST_ROUND if pair else 1),
+                     trials=args.trials, seeds=tuple(args.seeds),
                      name=args.name, max_steps=args.max_steps,
                      stop_on_target=not args.no_stop_on_target,
                      execution=execution_options(args))
@@ -267,13 +275,21 @@ def study(args: argparse.Namespace) -> int:
     options = launch_options(args)
     reuse_from = [open_store(path) for path in args.reuse_from]  # each must be a store
     store = store_for_writing(args)
-    return launch_and_report(lambda: run_study(spec, store, workers=args.workers, resume=args.resume,
-                                     data_dir=args.data_dir, progress=not args.quiet,
-                                     search_spaces=spaces, early_stop=args.early_stop,
-                                     eta=args.eta or 3, options=options, sources=sources,
-                                     allow_mixed_execution=args.allow_mixed_execution,
-                                     reuse_from=reuse_from),
-                   f"store: {store.root}   score it: pacebench score --store {store.root}")
+
+    def launch(spec: StudySpec, resume: bool, next_step: str) -> int:
+        return launch_and_report(
+            lambda: run_study(spec, store, workers=args.workers, resume=resume,
+                              data_dir=args.data_dir, progress=not args.quiet,
+                              search_spaces=spaces, early_stop=args.early_stop,
+                              eta=args.eta or 3, options=options, sources=sources,
+                              allow_mixed_execution=args.allow_mixed_execution,
+                              reuse_from=reuse_from),
+            next_step)
+
+    if pair:
+        return until_decided(args, spec, store, pair, launch)
+    return launch(spec, args.resume,
+                  f"store: {store.root}   score it: pacebench score --store {store.root}")
 
 
 def _status(args: argparse.Namespace, spec, configs) -> int:

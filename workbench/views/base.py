@@ -30,7 +30,7 @@ DEBUG = "PACEBENCH_DEBUG"  # "1": a failure shows its traceback on the page too
 
 # Selection parameters that change what every view shows.
 FILTERS = ("version", "workloads", "algorithms", "ruleset", "studies", "with_adhoc", "hardware",
-           "time_axis")
+           "time_axis", "relax_targets")
 _NOT_DRAWN = ("name", "selection", "shown", "live")  # View parameters that do not change a drawing
 
 

@@ -15,7 +15,7 @@ LEVEL. The levels, from the broadest to the narrowest:
   READ     once per data read (e.g. the rulesets the store holds): no filter matters.
   LABELLED once per scope: ruleset, studies and with_adhoc, what workbench/scope.py reads (the
            labelled run table, its columns' codes).
-  SCOPE    LABELLED and the hardware filter: values "over every algorithm and workload" (the
+  SCOPE    LABELLED, the hardware filter and the target relaxation: values "over every algorithm and workload" (the
            finished runs and notes of the scope, the full cube), from which the shown ones are
            cut.
   AXIS     SCOPE and the time axis (values over every algorithm and workload that measure time,
@@ -47,7 +47,7 @@ CACHE_SIZE = 64  # cubes and frames kept for recent filter settings (switching b
 # The filters each level depends on (Selection parameter names).
 READ: tuple[str, ...] = ()
 LABELLED = ("ruleset", "studies", "with_adhoc")
-SCOPE = (*LABELLED, "hardware")
+SCOPE = (*LABELLED, "hardware", "relax_targets")
 AXIS = (*SCOPE, "time_axis")
 SHOWN = ("workloads", "algorithms", *SCOPE, "curve_runs", "time_axis")
 LEVELS = {"read": READ, "labelled": LABELLED, "scope": SCOPE, "axis": AXIS, "shown": SHOWN}

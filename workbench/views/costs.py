@@ -31,7 +31,7 @@ from workbench.views.plotting import hv
 __all__ = ["Costs", "figures", "cost_table", "cost_frame", "cost_pivot", "price_frame",
            "train_time_cube", "missing_prices_note", "pareto_data", "pareto_plot",
            "cost_quality_data", "cost_quality_plot", "speedup_data", "speedup_plot", "usd",
-           "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS"]
+           "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS", "eval_share", "eval_share_frame"]
 
 NOT_PRICED = "n/a (no price)"  # a cost whose hardware has no price in the table
 NOT_MEASURED = "n/m"  # latency or energy the runs did not measure (explained under the table)
@@ -222,6 +222,34 @@ def _curve_rows(selection: Selection, workload: str) -> pd.DataFrame:
             return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
         return query.evals_frame(selection.store, ids)
     return selection.full_value(f"costs:evals:{workload}", make, time_axis=False)
+
+
+def eval_share(selection: Selection) -> pd.DataFrame:
+    """costs.eval_share of every finished run of the scope (Selection.full_runs), cut to the
+    shown algorithms and workloads; read once per scope (query.eval_clock)."""
+    def make() -> pd.DataFrame:
+        runs = selection.full_runs()
+        if selection.store is None or not len(runs):
+            return costs.eval_share(runs.iloc[:0], pd.DataFrame(
+                columns=["run_id", "eval_seconds", "wall_seconds"]))
+        return costs.eval_share(runs, query.eval_clock(selection.store,
+                                                       runs["run_id"].tolist()))
+    full = selection.full_value("costs:eval_share", make, time_axis=False)
+    return full[full["algorithm"].isin(selection.algorithms)
+                & full["workload"].isin(selection.workloads)]
+
+
+def eval_share_frame(selection: Selection, workloads: list[str]) -> pd.DataFrame:
+    """eval_share as text, algorithm (rows, score order) x `workloads`: '41.3 %', NO_RUNS
+    where there is no run with an eval row."""
+    share = eval_share(selection)
+    table = share.pivot(index="algorithm", columns="workload", values="share") \
+        if len(share) else pd.DataFrame()
+    order = [a for a in selection.colors if a in set(share["algorithm"])]
+    table = table.reindex(index=order, columns=workloads)
+    text = table.apply(lambda column: column.map(
+        lambda v: NO_RUNS if pd.isna(v) else f"{100 * v:.1f} %"))
+    return text.rename_axis(index="algorithm", columns=None).reset_index()
 
 
 def _quality_of(runs: pd.DataFrame) -> tuple[str, str, float]:
@@ -486,6 +514,9 @@ class Costs(View):
     WATCHES = FILTERS + ("reference",)
     workload = param.Selector(default=None, objects=[], allow_None=True,
                               doc="Workload of the table and plots of one workload.")
+    show_eval_share = param.Boolean(default=False, doc=(
+        "Show the eval share of wall clock per algorithm and workload (eval_share_frame: it "
+        "reads the last eval row of every shown run)."))
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -523,6 +554,14 @@ class Costs(View):
                                       css_classes=[css]) for css in PLOTS}
         self._plots = pn.Column(*self._slots.values(), sizing_mode="stretch_width")
         self._drawn: dict[str, tuple] = {}  # part -> the state it was last drawn for
+        self._share_toggle = pn.widgets.Toggle.from_param(
+            self.param.show_eval_share, name="Show the eval share of wall clock",
+            color="light", css_classes=["pb-eval-share-toggle"], width=320)
+        self._share = pn.widgets.Tabulator(
+            disabled=True, show_index=False, layout="fit_columns", sortable=False,
+            sizing_mode="stretch_width", css_classes=["pb-eval-share"], stylesheets=[TABLE_CSS],
+            widths={"algorithm": 190}, visible=False)
+        self.param.watch(lambda _: self._draw_eval_share(), "show_eval_share")
         self.param.watch(lambda _: self._draw_workload(), "workload")
         self._first_draw()
 
@@ -583,10 +622,22 @@ class Costs(View):
         if self.workload == before:
             self._draw_workload()
         self._draw_overview()
+        self._draw_eval_share()
 
     def _draw_costs(self) -> None:
         self._draw_overview()
         self._draw_workload()
+
+    def _draw_eval_share(self) -> None:
+        """The eval share table (eval_share_frame), while show_eval_share is on."""
+        shown = self.show_eval_share and self.selection.n_runs > 0
+        if shown:
+            workloads = _shown_workloads(self.selection)
+            self._share.param.update(
+                value=eval_share_frame(self.selection, workloads),
+                titles={"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}},
+                text_align={w: "right" for w in workloads})
+        self._share.visible = shown
 
     def _state(self, *extra) -> tuple:
         """What a part drawn from the selection depends on: data, filters, prices and `extra`."""
@@ -691,6 +742,14 @@ class Costs(View):
                 f"median over studies (*{MISS}*: the median study missed; *{NOT_PRICED}*: its "
                 "hardware has no price above)."),
             self._overview,
+            pn.pane.Markdown(
+                "#### Eval share of wall clock\nThe training clock pauses while a run "
+                "evaluates, so no score counts that time: per algorithm and workload, the eval "
+                "seconds over the wall seconds of its shown finished runs, each run's read at "
+                "its last eval row (accumulated values) and summed over the runs before "
+                "dividing (*pacebench score --json*'s *eval_share*). Off until asked: it reads "
+                "every shown run's eval rows."),
+            *([self._share_toggle] if self.live else []), self._share,
             pn.pane.Markdown(
                 "#### One workload\nIts costs per algorithm, cheapest first. *Inference*: the "
                 "median over runs of the batch-1 latency measured at the end of each run (median "

@@ -14,11 +14,12 @@ import panel as pn
 import param
 from bokeh.models.widgets.tables import NumberFormatter
 
-from workbench import scoring
+from workbench import cubes, scoring
 from workbench.catalog import noise_floor_of
 from workbench.scoring import BOOTSTRAP_DRAWS, INTERVAL_LEVEL
 from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, md, percent, ratio_color,
                                      unit_for, wrap_title)
+from workbench.views.sensitivity import other_clock, pool_frame, rank_shift_frame
 from workbench.views.speedups import interval_label, speedup_frame
 from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
@@ -33,6 +34,9 @@ SCORE_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)", "studies": "S
                 "exact_score": "Score (exact)",
                 "workloads_reached": "Workloads within 4x of the fastest",
                 "workloads_scored": "Workloads scored", "speedup": "Speedup"}
+POOL_TITLES = {"algorithm": "Algorithm", "score": "Score (grid)",
+               "largest_change": "Largest change, one algorithm left out",
+               "without": "Left out"}
 GROUP_TITLES = {
     "scored": "Scored workloads",
     "held_out": "Held-out variants (inputs of their base workload's score, not scored alone)",
@@ -154,6 +158,10 @@ class Leaderboard(View):
     of workloads (scored, held-out variants, other variants)."""
 
     WATCHES = FILTERS + ("reference",)
+    show_sensitivity = param.Boolean(default=False, doc=(
+        "Show what the clock and the pool change: each algorithm's rank on the other clock "
+        "with its probabilities, and its score with each other algorithm left out "
+        "(workbench/views/sensitivity.py)."))
     keep_columns = param.Boolean(default=False, doc=(
         "Keep a column for every workload of the store, the unshown ones hidden (the "
         "dashboard: ticking a workload then changes values, not the columns, whose rebuild "
@@ -178,6 +186,15 @@ class Leaderboard(View):
             table.style.apply(lambda frame, name=name: self._style_of(name, frame), axis=None)
         self._times_about = pn.pane.Markdown(sizing_mode="stretch_width")
         self._times = self._groups["scored"][1]  # the scored workloads' table
+        self._sensitivity_toggle = pn.widgets.Toggle.from_param(
+            self.param.show_sensitivity, name="Show what the clock and the pool change",
+            color="light", css_classes=["pb-sensitivity-toggle"], width=320)
+        self._sensitivity_about = pn.pane.Markdown(sizing_mode="stretch_width", visible=False)
+        self._ranks = _table("pb-rank-shift", layout="fit_columns", visible=False)
+        self._pool = _table("pb-pool", visible=False, titles=POOL_TITLES, formatters={
+            "score": NumberFormatter(format="0.0000"),
+            "largest_change": NumberFormatter(format="+0.0000")})
+        self.param.watch(lambda _event: self._selection_changed(), "show_sensitivity")
         self._first_draw()
 
     def _style_of(self, name: str, frame: pd.DataFrame) -> pd.DataFrame:
@@ -188,6 +205,7 @@ class Leaderboard(View):
         return styles.set_axis(frame.index)
 
     def _update(self) -> None:
+        self._update_sensitivity()
         self._times_about.object = self._times_text()
         scores = score_frame(self.selection)
         self._scores.value = scores
@@ -215,6 +233,37 @@ class Leaderboard(View):
                                text_align={w: "right" for w in columns},
                                hidden_columns=[w for w in columns if w not in workloads])
             title.visible = table.visible = bool(workloads) and len(frame) > 0
+
+    def _update_sensitivity(self) -> None:
+        """The rank-shift and pool tables, drawn only while show_sensitivity is on (their
+        bootstrap on the second clock costs about a second on the v0.5 logs)."""
+        shown = self.show_sensitivity and self.selection.n_runs > 0
+        for part in (self._sensitivity_about, self._ranks, self._pool):
+            part.visible = shown
+        if not shown:
+            return
+        ranks = rank_shift_frame(self.selection)
+        axis, other = self.selection.time_axis, other_clock(self.selection.time_axis)
+        titles = {"algorithm": "Algorithm", "studies": "Studies"}
+        widths = {"algorithm": ALGORITHM_WIDTH, "studies": 95}
+        for column in (axis, other):
+            key, label = cubes.axis_name(column), cubes.AXIS_LABELS[column]
+            titles.update({f"rank_{key}": f"Rank by {label}",
+                           f"p_rank_{key}": f"P(rank) by {label}"})
+            widths[f"rank_{key}"] = 110
+        first, second = cubes.AXIS_LABELS[axis], cubes.AXIS_LABELS[other]
+        self._ranks.param.update(  # the probabilities wrap within their columns
+            value=ranks, titles=titles, widths=widths,
+            formatters={c: {"type": "textarea"} for c in ranks.columns if c.startswith("p_")})
+        self._pool.value = pool_frame(self.selection)
+        self._sensitivity_about.object = (
+            f"**Rank shift**: each algorithm's rank (the score table's order) with times to "
+            f"target counted in {first} and in {second}, and how likely each rank is over "
+            f"{BOOTSTRAP_DRAWS:,} bootstrap resamplings of each algorithm's studies (the draws "
+            f"of the score intervals; the same count and seed on the other clock; ranks under "
+            f"5 % left out). **Pool sensitivity**: a score is relative to the pool (the "
+            "fastest time on each workload sets every ratio): each algorithm's score, and the "
+            "largest change when one other shown algorithm is left out, and which one.")
 
     def _rules_text(self) -> str:
         config = self.selection.store_config
@@ -273,5 +322,8 @@ class Leaderboard(View):
             # the heading in a pane of its own: one re-rendered on a time-axis change grew to
             # the page theme's heading size
             pn.pane.Markdown("### Median time to target"), self._times_about, *tables,
+            *([pn.pane.Markdown("### What the clock and the pool change"),
+               self._sensitivity_toggle, self._sensitivity_about, self._ranks, self._pool]
+              if self.live else []),
             sizing_mode="stretch_width",
         )

@@ -7,6 +7,7 @@ import os
 from typing import Iterable
 
 from workbench import cubes
+from workbench.spec import check_relax
 from workbench.views.selection import Selection
 
 __all__ = ["selection_of", "names"]
@@ -32,12 +33,13 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
                  studies: str | Iterable[str] | None = None, with_adhoc: bool = False,
                  workloads: str | Iterable[str] | None = None,
                  algorithms: str | Iterable[str] | None = None,
-                 time_axis: str | None = None) -> Selection:
+                 time_axis: str | None = None, relax_targets: float = 0.0) -> Selection:
     """The selection of the store at `store_path` with the scope and filters given (None: the
     defaults, everything the scope reads): what a report and a notebook's view show.
 
     ruleset, studies, with_adhoc: what is read (workbench/scope.py); workloads, algorithms:
-    names or "a,b", as the scope labels them; time_axis: train, wall or steps. A name the store
+    names or "a,b", as the scope labels them; time_axis: train, wall or steps; relax_targets:
+    R in [0, 1), targets made easier (spec.relaxed_goal). A name the store
     does not hold is an error that lists the ones it does; so is a filter that leaves nothing.
     """
     selection = Selection(store_path=str(store_path))
@@ -64,5 +66,7 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
             update[name] = [v for v in valid if v in values]
     if time_axis is not None:
         update["time_axis"] = cubes.axis_column(time_axis)
+    if relax_targets:
+        update["relax_targets"] = check_relax(relax_targets)  # one line on a bad value
     selection.param.update(**update)
     return selection

@@ -72,7 +72,8 @@ WARM_UPS: tuple[Callable[[str], None], ...] = (early_ranking.warm,)
 
 
 # What notebook_view (Results.view) narrows a view by: workbench.views.narrowed.selection_of's.
-NOTEBOOK_FILTERS = ("ruleset", "studies", "with_adhoc", "workloads", "algorithms", "time_axis")
+NOTEBOOK_FILTERS = ("ruleset", "studies", "with_adhoc", "workloads", "algorithms", "time_axis",
+                    "relax_targets")
 
 
 def tables_csv(layout: pn.viewable.Viewable) -> str:
@@ -194,7 +195,7 @@ def notebook_view(store_root, name: str, **filters) -> NotebookView:
     (workbench/views/notebook.py).
 
     filters: ruleset, studies, with_adhoc (what is read, workbench/scope.py), workloads,
-    algorithms, time_axis (train, wall or steps); an unknown name or value is an error that
+    algorithms, time_axis (train, wall or steps), relax_targets (R in [0, 1)); an unknown name or value is an error that
     lists the valid ones.
     """
     unknown = sorted(set(filters) - set(NOTEBOOK_FILTERS))

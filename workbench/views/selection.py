@@ -23,8 +23,8 @@ import param
 import xarray as xr
 from bokeh.palettes import Category20_20
 
-from workbench import cubes, scoring
-from workbench.scope import Scoped, finished_runs
+from workbench import cubes, query, scoring
+from workbench.scope import Scoped, finished_runs, with_relaxed_targets
 from workbench.views.reading import SCOPE_PARAMETERS, ScopedRead, keep_and_add
 
 __all__ = ["Selection", "TIME_AXES", "PALETTE", "FILTER_COLUMNS", "SCOPE_PARAMETERS",
@@ -39,7 +39,7 @@ FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "hardware"
 # The final cube's variable that time to target is read from, per time axis (cubes owns it).
 TIME_TO_TARGET = cubes.TIME_TO_TARGET
 # The cut of a full value to the shown algorithms and workloads depends on these filters.
-_CUT = ("algorithms", "workloads", *SCOPE_PARAMETERS, "hardware")
+_CUT = ("algorithms", "workloads", *SCOPE_PARAMETERS, "hardware", "relax_targets")
 
 
 class Selection(ScopedRead):
@@ -55,6 +55,10 @@ class Selection(ScopedRead):
     time_axis = param.Selector(default="train_seconds", objects=list(TIME_AXES),
                                doc="What time to target means (training seconds, wall seconds "
                                    "or update steps) and the x axis of the learning curves.")
+    relax_targets = param.Number(default=0.0, bounds=(0.0, 1.0), inclusive_bounds=(True, False),
+                                 doc="Targets made easier by this share (spec.relaxed_goal: a "
+                                     "minimised target times 1 + R, a maximised one times "
+                                     "1 - R); first hits recomputed from the eval rows.")
     curve_runs = param.ListSelector(default=[], objects=[], doc="Runs drawn on the learning "
                                     "curves besides the default (views.curves.shown_curve_runs).")
     reference = param.Selector(default=None, objects=[], allow_None=True,
@@ -92,14 +96,16 @@ class Selection(ScopedRead):
     def scoped(self) -> Scoped:
         """What the cube and every score are made of: scope.finished_runs of the labelled runs
         on the shown hardware (each trial's finished attempts; trials without one counted in
-        `failed`; studies under half finished dropped), with every note of the scope."""
+        `failed`; studies under half finished dropped), with every note of the scope; first
+        hits against targets relaxed by relax_targets (scope.with_relaxed_targets)."""
         def make() -> Scoped:
             labelled = self.labelled()
             if len(self.hardware) < len(self.param.hardware.objects):
                 keep = labelled.runs["hardware"].isin(self.hardware).to_numpy(bool)
                 labelled = Scoped(labelled.runs[keep], labelled.ruleset, labelled.notes, {},
                                   labelled.shown_apart)
-            return finished_runs(labelled)
+            hits = (lambda runs, relax: query.first_hits(self.store, runs, relax))
+            return finished_runs(with_relaxed_targets(labelled, self.relax_targets, hits))
         return self.full_value("scoped", make, time_axis=False)
 
     # -- filtered data --------------------------------------------------------------------

@@ -14,6 +14,9 @@ from workbench.views.selection import TIME_AXES, Selection
 __all__ = ["Filters", "StoreNotice", "MAX_PICKABLE"]
 
 MAX_PICKABLE = 2000  # runs offered by the run picker (the most recent of the selection)
+# The target relaxations offered (AlgoPerf's working group swept 0 to 20 %); a notebook view
+# may set any value in [0, 1), which is then offered too.
+RELAXATIONS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2)
 
 
 def _title(text: str) -> pn.pane.Markdown:
@@ -56,6 +59,11 @@ class Filters(pn.viewable.Viewer):
                                   pn.widgets.CheckBoxGroup.from_param(sel.hardware, name="")),
             "curve_runs": pn.Column(_title("Runs on the curves"), self._runs_picker),
         }
+        self._relax = pn.widgets.Select(options=_relax_options(
+            self.selection.relax_targets), value=self.selection.relax_targets,
+            css_classes=["pb-relax-targets"], width=120)
+        self._relax.param.watch(self._relax_picked, "value")
+        self.selection.param.watch(self._relax_set, "relax_targets")
         self._syncing = False
         self._runs_picker.param.watch(self._picked, "value")
         self._bases.param.watch(self._boxes_changed, "value")
@@ -108,6 +116,17 @@ class Filters(pn.viewable.Viewer):
         finally:
             self._syncing = False
 
+    def _relax_picked(self, event) -> None:
+        if event.new != self.selection.relax_targets:
+            self.selection.relax_targets = event.new
+
+    def _relax_set(self, event) -> None:
+        options = _relax_options(event.new)
+        if list(options.values()) != list(self._relax.options.values()):
+            self._relax.options = options
+        if self._relax.value != event.new:
+            self._relax.value = event.new
+
     def _picked(self, event) -> None:
         if not self._syncing and list(event.new) != list(self.selection.curve_runs):
             self.selection.curve_runs = list(event.new)
@@ -126,9 +145,17 @@ class Filters(pn.viewable.Viewer):
             options={label: column for column, label in TIME_AXES.items()})
         c = self._choices
         return pn.Column(c["ruleset"], c["studies"], c["with_adhoc"], c["reference"],
-                         _title("Time axis"), time_axis, c["algorithms"], c["workloads"],
+                         _title("Time axis"), time_axis,
+                         _title("Targets relaxed by"), self._relax,
+                         c["algorithms"], c["workloads"],
                          c["variants"], c["hardware"], c["curve_runs"],
                          sizing_mode="stretch_width")
+
+
+def _relax_options(current: float) -> dict[str, float]:
+    """The relaxations offered ("0 %", "10 %", ...), `current` among them."""
+    values = sorted({*RELAXATIONS, float(current)})
+    return {f"{100 * v:g} %": v for v in values}
 
 
 class StoreNotice(pn.viewable.Viewer):

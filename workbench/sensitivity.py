@@ -1,0 +1,112 @@
+"""How much a score depends on choices a reader cannot see: the clock and the pool.
+
+Two questions the AlgoPerf working group's 2026 analyses ask of its own leaderboard
+(research/anchors-2026b.md, section 1.3), answered with the scorer of workbench.scoring:
+
+- **Rank shift.** Each algorithm's rank when times to target are counted on one clock (the
+  scope's, by default training seconds) and on another (e.g. update steps), and the probability
+  of each rank over the bootstrap of studies: per clock, the BOOTSTRAP_DRAWS resamplings that
+  give the score intervals (scoring.bootstrap_medians, seed 0), each scored and ranked as the
+  score table is. The probabilities are marginal: one distribution per clock.
+- **Pool sensitivity.** A score is relative to the pool (the fastest time on each workload sets
+  every ratio): each algorithm's score with each other algorithm left out, and the largest
+  change.
+
+Pure functions of study times (algorithm, workload, study) and per-workload times.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from workbench import scoring
+
+__all__ = ["replicate_ranks", "rank_probabilities", "point_ranks", "rank_shift", "spearman",
+           "pool_sensitivity"]
+
+
+def _order(score: np.ndarray, exact: np.ndarray, names: list[str]) -> np.ndarray:
+    """Ranks (1 = best) in scoring.rank_scores' order: score, then exact score (higher first),
+    then name."""
+    order = np.lexsort((np.array(names, dtype=object).argsort().argsort(), -exact, -score))
+    ranks = np.empty(len(names), dtype=int)
+    ranks[order] = np.arange(1, len(names) + 1)
+    return ranks
+
+
+def point_ranks(times: xr.DataArray, config: scoring.ScoringConfig | None = None) -> pd.Series:
+    """Rank of each algorithm (1 = best) in the score table of per-workload `times`
+    (scoring.score_table_of_times, in its order)."""
+    table = scoring.score_table_of_times(times, config)
+    return pd.Series(np.arange(1, len(table) + 1), index=list(table["algorithm"]), name="rank")
+
+
+def replicate_ranks(replicas: xr.DataArray,
+                    config: scoring.ScoringConfig | None = None) -> pd.DataFrame:
+    """Ranks of each bootstrap replicate (scoring.bootstrap_medians), each scored as the score
+    table is (scoring rules, grid score, exact score, name): rows replicates, columns
+    algorithms."""
+    ruled = scoring.apply_rules(replicas, config).transpose("algorithm", "replicate", "workload")
+    score = scoring.benchmark_scores(ruled).transpose("replicate", "algorithm").values
+    exact = scoring.exact_scores(ruled).transpose("replicate", "algorithm").values
+    names = [str(a) for a in ruled["algorithm"].values]
+    ranks = np.stack([_order(s, e, names) for s, e in zip(score, exact)])
+    return pd.DataFrame(ranks, columns=names)
+
+
+def rank_probabilities(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm (rows) the share of replicates at each rank (columns 1..n)."""
+    n = ranks.shape[1]
+    counts = {a: np.bincount(ranks[a].to_numpy() - 1, minlength=n) / len(ranks)
+              for a in ranks.columns}
+    return pd.DataFrame.from_dict(counts, orient="index", columns=range(1, n + 1))
+
+
+def rank_shift(times: Mapping[str, xr.DataArray], replicas: Mapping[str, xr.DataArray],
+               config: scoring.ScoringConfig | None = None) -> dict[str, dict]:
+    """Per algorithm, for each clock of `times` (clock -> per-workload times) and `replicas`
+    (clock -> their bootstrap_medians): {"rank_<clock>": rank, "p_rank_<clock>": [P(rank 1),
+    P(rank 2), ...]}; algorithms in the first clock's rank order."""
+    out: dict[str, dict] = {}
+    for clock, per_workload in times.items():
+        ranks = point_ranks(per_workload, config)
+        probabilities = rank_probabilities(replicate_ranks(replicas[clock], config))
+        for algorithm, rank in ranks.items():
+            entry = out.setdefault(algorithm, {})
+            entry[f"rank_{clock}"] = int(rank)
+            entry[f"p_rank_{clock}"] = [float(p) for p in probabilities.loc[algorithm]]
+    return out
+
+
+def spearman(shift: Mapping[str, Mapping], first: str, second: str) -> float:
+    """Spearman's rank correlation between the ranks of two clocks of a rank_shift (no ties:
+    1 - 6 sum d^2 / (n (n^2 - 1))); NaN below 2 algorithms."""
+    d = np.array([e[f"rank_{first}"] - e[f"rank_{second}"] for e in shift.values()], float)
+    n = len(d)
+    return float("nan") if n < 2 else float(1 - 6 * np.sum(d ** 2) / (n * (n ** 2 - 1)))
+
+
+def pool_sensitivity(times: xr.DataArray,
+                     config: scoring.ScoringConfig | None = None) -> dict[str, dict]:
+    """Per algorithm: {"score": its score, "without": {other: its score with `other` left out
+    of the pool}, "largest_change": the change (without - score) of largest size, signed
+    (0.0 with a single algorithm)}. `times`: per-workload times (algorithm, workload), scored
+    by scoring.score_table_of_times with `config`."""
+    names = [str(a) for a in times["algorithm"].values]
+    full = scoring.score_table_of_times(times, config).set_index("algorithm")["score"]
+    out: dict[str, dict] = {a: {"score": float(full[a]), "without": {}} for a in names}
+    for left in names:
+        rest = [a for a in names if a != left]
+        if not rest:
+            continue
+        scores = scoring.score_table_of_times(times.sel(algorithm=rest), config) \
+            .set_index("algorithm")["score"]
+        for a in rest:
+            out[a]["without"][left] = float(scores[a])
+    for entry in out.values():
+        changes = [s - entry["score"] for s in entry["without"].values()]
+        entry["largest_change"] = float(max(changes, key=abs)) if changes else 0.0
+    return out

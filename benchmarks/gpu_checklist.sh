@@ -13,13 +13,7 @@ out=${1:-gpu-out}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 log="$out/checklist.log"
-step() {  # step <seconds> <title> <command...>
-    local limit=$1 title=$2; shift 2
-    echo "=== $title ($(date -u +%H:%M:%S), limit ${limit}s): $*" | tee -a "$log"
-    local t0=$SECONDS
-    timeout --signal=INT --kill-after=15 "$limit" "$@" 2>&1 | tee -a "$log"
-    echo "=== $title: exit ${PIPESTATUS[0]} after $((SECONDS - t0)) s" | tee -a "$log"
-}
+source "$(dirname "$0")/gpu_step.sh"  # step <seconds> <title> <command...>
 nadamw='{"learning_rate": 0.002, "one_minus_beta1": 0.1, "beta2": 0.99, "weight_decay": 0.1, "warmup_factor": 0.05, "grad_clip": null}'
 store="$out/store"
 

@@ -19,13 +19,7 @@ py=${PYTHON:-python3}
 log="$out/speed.log"
 wide512=${WIDE512:-gpt_28m}
 wide1024=${WIDE1024:-}
-step() {  # step <seconds> <title> <command...>
-    local limit=$1 title=$2; shift 2
-    echo "=== $title ($(date -u +%H:%M:%S), limit ${limit}s): $*" | tee -a "$log"
-    local t0=$SECONDS
-    timeout --signal=INT --kill-after=15 "$limit" "$@" 2>&1 | tee -a "$log"
-    echo "=== $title: exit ${PIPESTATUS[0]} after $((SECONDS - t0)) s" | tee -a "$log"
-}
+source "$(dirname "$0")/gpu_step.sh"  # step <seconds> <title> <command...>
 mfu() { $py benchmarks/throughput.py --device cuda --precision bf16 --compile --steps 50 --warmup 15 --rounds 3 "$@"; }
 
 step 70 "MFU, $wide512, compile default" mfu --workload "$wide512"

@@ -78,8 +78,9 @@ from workbench.noise_floor import studies_needed
 from workbench.scoring import (MIN_STUDIES_FOR_INTERVAL, ruleset_of, study_times,
                                uses_budgets)
 
-__all__ = ["WorkloadComparison", "Comparison", "compare", "comparison_table", "workload_budgets",
-           "miss_budgets", "seconds_per_step", "machine_speed_warnings", "compare_runs",
+__all__ = ["WorkloadComparison", "Comparison", "compare", "check_pair", "comparison_table",
+           "workload_budgets", "miss_budgets", "seconds_per_step", "machine_speed_warnings",
+           "compare_runs",
            "permutation_pvalues", "DEFAULT_CONFIDENCE", "DEFAULT_DETECT", "DEFAULT_SPEED_FLOOR",
            "NO_DIFFERENCE", "STUDY_TIME_RULES", "study_times_by", "under_tuned_warnings",
            "fairness", "fairness_lines", "half_alpha", "reaches", "smallest_p_value",
@@ -501,6 +502,16 @@ def _present(times: xr.DataArray, algorithm: str, workload: str) -> np.ndarray:
     return values[~np.isnan(values)]
 
 
+def check_pair(times: xr.DataArray, a: str, b: str) -> None:
+    """ValueError unless `a` and `b` are two different algorithms of `times`."""
+    names = [str(x) for x in times["algorithm"].values]
+    for name in (a, b):
+        if name not in names:
+            raise ValueError(f"unknown algorithm {name!r}: the store has {', '.join(names)}")
+    if a == b:
+        raise ValueError(f"compare two different algorithms, got {a!r} twice")
+
+
 def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None = None,
             budgets: Mapping[str, float] | None = None, confidence: float = DEFAULT_CONFIDENCE,
             detect: float = DEFAULT_DETECT, noise_cov: Mapping[str, float] | None = None,
@@ -518,12 +529,7 @@ def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if not detect > 1:
         raise ValueError(f"the speedup to detect must be > 1 (e.g. 1.25), got {detect}")
-    names = [str(x) for x in times["algorithm"].values]
-    for name in (a, b):
-        if name not in names:
-            raise ValueError(f"unknown algorithm {name!r}: the store has {', '.join(names)}")
-    if a == b:
-        raise ValueError(f"compare two different algorithms, got {a!r} twice")
+    check_pair(times, a, b)
     available = [str(w) for w in times["workload"].values]
     chosen = list(workloads) if workloads else available
     unknown = [w for w in chosen if w not in available]

@@ -368,7 +368,8 @@ class SequentialComparison:
             interval = (f" ({_x(low)} to {_x(high)}, {level} interval, not adjusted "
                         f"for the looks)" if low is not None else "")
             how = " in steps to target" if c.unit == "steps" else ""
-            text += f"; with these studies {first} is {_x(factor)} faster than {other}{how}{interval}"
+            text += (f"; with these studies {first} is {_x(factor)} faster than {other}{how}"
+                     f"{interval}")
         if c.verdict_by_steps is not None and c.verdict_by_steps != c.verdict:
             text += f"; by steps to target: {c.verdict_by_steps}"
         return text
@@ -403,12 +404,7 @@ def _plan(times: xr.DataArray, a: str, b: str, max_studies: int | None, first: i
           ongoing: bool) -> tuple[int, int]:
     """(the studies the store holds for both a and b, the N the test is planned for), checked;
     ValueError saying what is wrong and what is valid."""
-    names = [str(x) for x in times["algorithm"].values]
-    for name in (a, b):
-        if name not in names:
-            raise ValueError(f"unknown algorithm {name!r}: the store has {', '.join(names)}")
-    if a == b:
-        raise ValueError(f"compare two different algorithms, got {a!r} twice")
+    C.check_pair(times, a, b)
     have = min(len(rounds_of(times, a)), len(rounds_of(times, b)))
     planned = have if max_studies is None else int(max_studies)
     if planned < C.MIN_STUDIES_FOR_VERDICT:

@@ -1,0 +1,10 @@
+# step <seconds> <title> <command...>: one step of a GPU checklist script (gpu_checklist.sh,
+# gpu_speed.sh), sourced by them; needs $log. The step runs under its own time limit, so one slow
+# step cannot take the others' time, and its exit status and seconds go to the log.
+step() {
+    local limit=$1 title=$2; shift 2
+    echo "=== $title ($(date -u +%H:%M:%S), limit ${limit}s): $*" | tee -a "$log"
+    local t0=$SECONDS
+    timeout --signal=INT --kill-after=15 "$limit" "$@" 2>&1 | tee -a "$log"
+    echo "=== $title: exit ${PIPESTATUS[0]} after $((SECONDS - t0)) s" | tee -a "$log"
+}

@@ -133,7 +133,7 @@ def test_pool_sensitivity_by_hand():
 
 def test_spearman_and_ranks_follow_the_score_tables_order():
     times = tiny_times({"a": {"w": 1.0}, "b": {"w": 2.0}, "c": {"w": 2.0}})
-    assert sensitivity.point_ranks(times).to_dict() == {"a": 1, "b": 2, "c": 3}  # tie: by name
+    assert sensitivity.point_ranks(times).to_dict() == {"a": 1, "b": 2, "c": 2}  # tie: shared
     shift = {"a": {"rank_x": 1, "rank_y": 3}, "b": {"rank_x": 2, "rank_y": 2},
              "c": {"rank_x": 3, "rank_y": 1}}
     assert sensitivity.spearman(shift, "x", "y") == -1.0
@@ -169,3 +169,15 @@ def test_the_dashboard_shows_the_commands_numbers(tmp_path, capsys):
     assert share.to_dict("index") == {"a": {"digits_mlp": "20.0 %", "synthetic": "20.0 %"},
                                       "b": {"digits_mlp": "50.0 %", "synthetic": "50.0 %"}}
     assert costs._share.visible and len(costs._share.value) == 2
+
+
+def test_algorithms_equal_in_score_share_a_rank():
+    """Two algorithms that both missed everything (score 0) are tied, not 1st and 2nd."""
+    from workbench.sensitivity import _tied_ranks, spearman
+
+    assert list(_tied_ranks([0.0, 0.0, 1.0], [0.0, 0.0, 1.0])) == [2, 2, 1]
+    assert list(_tied_ranks([0.5, 0.5, 0.2], [0.6, 0.4, 0.2])) == [1, 2, 3]  # exact breaks it
+    shift = {"a": {"rank_train": 1, "rank_steps": 1}, "b": {"rank_train": 1, "rank_steps": 2}}
+    assert math.isnan(spearman(shift, "train", "steps"))  # one clock ties everyone
+    shift["c"] = {"rank_train": 3, "rank_steps": 3}
+    assert spearman(shift, "train", "steps") == pytest.approx(0.8660254)  # scipy's, with ties

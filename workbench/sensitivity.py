@@ -21,6 +21,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.stats import spearmanr
 
 from workbench import scoring
 
@@ -28,20 +29,21 @@ __all__ = ["replicate_ranks", "rank_probabilities", "point_ranks", "rank_shift",
            "pool_sensitivity"]
 
 
-def _order(score: np.ndarray, exact: np.ndarray, names: list[str]) -> np.ndarray:
-    """Ranks (1 = best) in scoring.rank_scores' order: score, then exact score (higher first),
-    then name."""
-    order = np.lexsort((np.array(names, dtype=object).argsort().argsort(), -exact, -score))
-    ranks = np.empty(len(names), dtype=int)
-    ranks[order] = np.arange(1, len(names) + 1)
-    return ranks
+def _tied_ranks(score: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Ranks (1 = best) by score, then exact score, higher first; algorithms equal in both share
+    the best rank of their tie (1, 1, 3: two algorithms that both scored 0 are not 1st and 2nd)."""
+    score, exact = np.asarray(score, float), np.asarray(exact, float)
+    better = (score[None, :] > score[:, None]) | ((score[None, :] == score[:, None])
+                                                  & (exact[None, :] > exact[:, None]))
+    return 1 + better.sum(axis=1)
 
 
 def point_ranks(times: xr.DataArray, config: scoring.ScoringConfig | None = None) -> pd.Series:
-    """Rank of each algorithm (1 = best) in the score table of per-workload `times`
-    (scoring.score_table_of_times, in its order)."""
+    """Rank of each algorithm (1 = best; ties share a rank) in the score table of per-workload
+    `times` (scoring.score_table_of_times, in its order)."""
     table = scoring.score_table_of_times(times, config)
-    return pd.Series(np.arange(1, len(table) + 1), index=list(table["algorithm"]), name="rank")
+    ranks = _tied_ranks(table["score"].to_numpy(), table["exact_score"].to_numpy())
+    return pd.Series(ranks, index=list(table["algorithm"]), name="rank")
 
 
 def replicate_ranks(replicas: xr.DataArray,
@@ -53,7 +55,7 @@ def replicate_ranks(replicas: xr.DataArray,
     score = scoring.benchmark_scores(ruled).transpose("replicate", "algorithm").values
     exact = scoring.exact_scores(ruled).transpose("replicate", "algorithm").values
     names = [str(a) for a in ruled["algorithm"].values]
-    ranks = np.stack([_order(s, e, names) for s, e in zip(score, exact)])
+    ranks = np.stack([_tied_ranks(s, e) for s, e in zip(score, exact)])
     return pd.DataFrame(ranks, columns=names)
 
 
@@ -82,11 +84,13 @@ def rank_shift(times: Mapping[str, xr.DataArray], replicas: Mapping[str, xr.Data
 
 
 def spearman(shift: Mapping[str, Mapping], first: str, second: str) -> float:
-    """Spearman's rank correlation between the ranks of two clocks of a rank_shift (no ties:
-    1 - 6 sum d^2 / (n (n^2 - 1))); NaN below 2 algorithms."""
-    d = np.array([e[f"rank_{first}"] - e[f"rank_{second}"] for e in shift.values()], float)
-    n = len(d)
-    return float("nan") if n < 2 else float(1 - 6 * np.sum(d ** 2) / (n * (n ** 2 - 1)))
+    """Spearman's rank correlation between the ranks of two clocks of a rank_shift (ties take
+    their mean rank, as scipy.stats.spearmanr does); NaN below 2 algorithms or when either
+    clock ties everyone."""
+    pairs = [(e[f"rank_{first}"], e[f"rank_{second}"]) for e in shift.values()]
+    if len(pairs) < 2 or any(len({p[k] for p in pairs}) < 2 for k in (0, 1)):
+        return float("nan")
+    return float(spearmanr(*zip(*pairs)).statistic)
 
 
 def pool_sensitivity(times: xr.DataArray,

@@ -183,6 +183,12 @@ def test_a_study_on_slurm_runs_each_trial_once_in_launch_order_as_the_local_pool
     assert len(registered_jobs(on_slurm.root)) == 16
 
 
+# A run that must still be running when the test cancels it: 150 steps of `synthetic` (a
+# fraction of a second) ended before a fresh clone's CI got its scancel in; 1,000 steps of
+# mnist1d_cnn take seconds
+LONG_WORKLOAD, LONG_RUN = "mnist1d_cnn", 1000
+
+
 def _running_with_an_eval(store, key: str) -> bool:
     return store.latest_eval(key) is not None
 
@@ -192,8 +198,8 @@ def _running_with_an_eval(store, key: str) -> bool:
 def test_a_cancelled_job_is_interrupted_and_resume_completes_it(tmp_path, slurm_cluster,
                                                                  capsys):
     store_dir = tmp_path / "s"
-    argv = ["study", "--workloads", "synthetic", "--algorithms", "adamw", "--trials", "1",
-            "--max-steps", "150", "--no-stop-on-target", "--name", "cancel", "--store",
+    argv = ["study", "--workloads", LONG_WORKLOAD, "--algorithms", "adamw", "--trials", "1",
+            "--max-steps", str(LONG_RUN), "--no-stop-on-target", "--name", "cancel", "--store",
             str(store_dir), "--backend", "slurm", "--slurm-store-check", "off", "--quiet"]
     assert main([*argv, "--detach"]) == 0
     assert "1 submitted and left to the cluster" in capsys.readouterr().out

@@ -75,3 +75,25 @@ def test_a_command_ended_by_sys_exit_says_so_and_does_not_exit_0(
     monkeypatch.setattr(analysis, "_results", exits)
     assert main(["score", "--store", str(fake_store)]) == 2  # not 0: nothing was done
     assert "ended by sys.exit(0)" in _one_line(capsys)
+
+
+def test_a_missing_dataset_is_one_line_saying_where_to_put_it(tmp_path, capsys, monkeypatch):
+    """tiny-Shakespeare neither in the data folder nor downloadable: one `error:` line with the
+    path and what to do, no traceback, nothing written."""
+    import urllib.error
+
+    import runners.data.shakespeare as shakespeare
+    from runners.cli import main
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("offline")
+
+    monkeypatch.setattr(shakespeare, "download", offline)
+    monkeypatch.setenv("PACEBENCH_DATA", str(tmp_path / "data"))
+    code = main(["ladder", "--sizes", "gpt_7k", "--algorithms", "adamw", "--budgets", "1",
+                 "--seeds", "1", "--data", "shakespeare", "--store", str(tmp_path / "s"),
+                 "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert "tinyshakespeare/input.txt" in err and "PACEBENCH_DATA" in err
+    assert "Traceback" not in err and not (tmp_path / "s").exists()

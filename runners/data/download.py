@@ -1,6 +1,7 @@
 """Fetching files over HTTP(S): only a complete, checksum-verified copy ever lands at its path."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
@@ -87,9 +88,10 @@ def fetch_files(files: RemoteFiles, root: str | Path, timeout: float = 60.0) -> 
             try:
                 download(url, path, sha, timeout=timeout)
             except urllib.error.URLError as err:
-                raise OSError(
-                    f"{name} is not at {path} and downloading {url} failed ({err.reason}); copy "
+                raise OSError(  # ENOENT with the path: the CLI says it in one line
+                    errno.ENOENT,
+                    f"{name} is not there and downloading {url} failed ({err.reason}); copy "
                     f"the file there (sha256 {sha}), or point $PACEBENCH_DATA or data_dir at a "
-                    f"folder holding {files.folder}/{name}") from err
+                    f"folder holding {files.folder}/{name}", str(path)) from err
         paths[name] = path
     return paths

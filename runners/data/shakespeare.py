@@ -1,6 +1,7 @@
 """Tiny-Shakespeare (Karpathy's char-rnn corpus): where it lives, fetching it, reading it."""
 from __future__ import annotations
 
+import errno
 import os
 import urllib.error
 from pathlib import Path
@@ -34,10 +35,12 @@ def tinyshakespeare_path(data_dir: str | Path | None = None, timeout: float = 60
         try:
             download(TINYSHAKESPEARE_URL, path, TINYSHAKESPEARE_SHA256, timeout=timeout)
         except urllib.error.URLError as err:  # offline, DNS, HTTP error: say what to do instead
-            raise OSError(
-                f"tiny-Shakespeare is not at {path} and downloading {TINYSHAKESPEARE_URL} failed "
+            raise OSError(  # ENOENT with the path: the CLI says it in one environment line
+                errno.ENOENT,
+                f"tiny-Shakespeare is not there and downloading {TINYSHAKESPEARE_URL} failed "
                 f"({err.reason}); copy input.txt (sha256 {TINYSHAKESPEARE_SHA256}) there, or point "
-                f"${DATA_ENV} or data_dir at a folder holding tinyshakespeare/input.txt") from err
+                f"${DATA_ENV} or data_dir at a folder holding tinyshakespeare/input.txt",
+                str(path)) from err
     return path
 
 

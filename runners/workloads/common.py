@@ -10,7 +10,8 @@ from runners.api import Batch, Workload
 from workbench.spec import WorkloadSpec
 
 __all__ = ["ACTIVATIONS", "activation", "knob", "seeded_model", "scale_init", "mlp",
-           "TensorWorkload", "ArrayClassifier", "classification_metrics"]
+           "TensorWorkload", "ArrayClassifier", "classification_metrics", "next_token_loss",
+           "next_token_metrics"]
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU,
                                            "silu": nn.SiLU}
@@ -81,6 +82,27 @@ def classification_metrics(logits: torch.Tensor, targets: torch.Tensor) -> dict[
     loss = nn.functional.cross_entropy(logits, targets)
     acc = (logits.argmax(dim=-1) == targets).float().mean()
     return {"loss": float(loss), "accuracy": float(acc)}
+
+
+def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """Mean next-token cross-entropy of a language model; batch inputs and targets (n, T)."""
+    logits = model(batch["inputs"])
+    return nn.functional.cross_entropy(logits.flatten(0, 1), batch["targets"].flatten())
+
+
+def next_token_metrics(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
+                       chunk: int | None = None) -> dict[str, float]:
+    """classification_metrics of every next token of fixed eval windows (n, T), in eval mode and
+    without gradients; `chunk`: windows per forward pass (None: all at once)."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            step = chunk or len(inputs)
+            logits = torch.cat([model(inputs[i:i + step]) for i in range(0, len(inputs), step)])
+            return classification_metrics(logits.flatten(0, 1).float(), targets.flatten())
+    finally:
+        model.train(was_training)
 
 
 class TensorWorkload(Workload):

@@ -20,11 +20,10 @@ from typing import Iterator
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from runners.api import Batch, Workload
 from runners.data.tokens import TokenSource, token_source
-from runners.workloads.common import classification_metrics, knob, seeded_model
+from runners.workloads.common import knob, next_token_loss, next_token_metrics, seeded_model
 from runners.workloads.shakespeare import CausalSelfAttention
 from workbench.spec import WorkloadSpec
 
@@ -168,18 +167,9 @@ class LadderWorkload(Workload):
             yield {"inputs": inputs, "targets": targets}
 
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        logits = model(batch["inputs"])
-        return F.cross_entropy(logits.flatten(0, 1), batch["targets"].flatten())
+        return next_token_loss(model, batch)
 
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         if split not in self._eval:
             raise ValueError(f"unknown split {split!r}: valid are {', '.join(self._eval)}")
-        inputs, targets = self._eval[split]
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                logits = torch.cat([model(inputs[i:i + 64]) for i in range(0, len(inputs), 64)])
-                return classification_metrics(logits.flatten(0, 1).float(), targets.flatten())
-        finally:
-            model.train(was_training)
+        return next_token_metrics(model, *self._eval[split], chunk=64)

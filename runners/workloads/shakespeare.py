@@ -21,7 +21,8 @@ from torch.nn import functional as F
 
 from runners.api import Batch, Workload
 from runners.data.shakespeare import read_tinyshakespeare
-from runners.workloads.common import activation, classification_metrics, knob, seeded_model
+from runners.workloads.common import (activation, knob, next_token_loss, next_token_metrics,
+                                      seeded_model)
 from workbench.spec import WorkloadSpec
 
 __all__ = ["GPT", "CausalSelfAttention", "CharCorpus", "ShakespeareCharWorkload", "EVAL_WINDOWS"]
@@ -171,17 +172,9 @@ class ShakespeareCharWorkload(Workload):
             yield {"inputs": w[:, :-1], "targets": w[:, 1:]}
 
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        logits = model(batch["inputs"])
-        return F.cross_entropy(logits.flatten(0, 1), batch["targets"].flatten())
+        return next_token_loss(model, batch)
 
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         if split not in self.eval_windows:
             raise ValueError(f"unknown split {split!r}: valid are {', '.join(self.eval_windows)}")
-        inputs, targets = self.eval_windows[split]
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                return classification_metrics(model(inputs).flatten(0, 1), targets.flatten())
-        finally:
-            model.train(was_training)
+        return next_token_metrics(model, *self.eval_windows[split])

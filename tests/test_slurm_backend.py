@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 
 from runners.cli import main
-from runners.launch import run_configs, run_study
+from runners.launch import run_study
 from runners.processes import LaunchOptions, SlurmOptions
 from runners.slurm_backend import (QUEUED_STATES, SIGNAL_DELAY_S, SLURM_SIGNAL,
                                    parse_slurm_param, registered_jobs, sbatch_parameters,
                                    squeue_states, time_limit_minutes)
 from workbench import query
 from workbench import records as R
-from workbench.spec import RunConfig, StudySpec
+from workbench.spec import StudySpec
 from workbench.store import open_store
 
 # Columns that measure time differ between any two runs; every other column must be identical.
@@ -183,14 +183,42 @@ def test_a_study_on_slurm_runs_each_trial_once_in_launch_order_as_the_local_pool
     assert len(registered_jobs(on_slurm.root)) == 16
 
 
-# A run that must still be running when the test cancels it: 150 steps of `synthetic` (a
-# fraction of a second) ended before a fresh clone's CI got its scancel in; 1,000 steps of
-# mnist1d_cnn take seconds
-LONG_WORKLOAD, LONG_RUN = "mnist1d_cnn", 1000
+# A run that must still be running when the test acts on it, however loaded the machine: a
+# plug-in algorithm (AdamW) that, at its first eval from step BLOCK_AT on, writes `blocked` and
+# waits, off the training clock, until the test creates `gate` (a step count alone raced: 150
+# synthetic steps ended before CI's scancel, 1,000 mnist1d_cnn steps outlived a loaded test's
+# timeout). By then the run has an eval row and, checkpointing every eval, a checkpoint of a
+# step > 0. SIGTERM (scancel, submitit's stop) ends the wait as it ends any step.
+BLOCK_AT, WAIT_LIMIT_S = 10, 240.0
+GATED = """\
+import time
+from pathlib import Path
+
+from runners.algorithms.adamw import AdamW
+
+GATE, BLOCKED = Path({gate!r}), Path({blocked!r})
 
 
-def _running_with_an_eval(store, key: str) -> bool:
-    return store.latest_eval(key) is not None
+class Gated(AdamW):
+    search_space = {{"learning_rate": {{"feasible_points": [0.002]}}}}
+
+    def observe_eval(self, row):
+        if row["step"] < {block_at} or GATE.exists():
+            return
+        BLOCKED.touch()
+        deadline = time.monotonic() + {limit}
+        while not GATE.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+"""
+
+
+def gated_algorithm(folder: Path) -> tuple[str, Path, Path]:
+    """(the --algorithms item of a Gated plug-in in `folder`, its gate file, its blocked file)."""
+    gate, blocked = folder / "gate", folder / "blocked"
+    plugin = folder / "gated.py"
+    plugin.write_text(GATED.format(gate=str(gate), blocked=str(blocked), block_at=BLOCK_AT,
+                                   limit=WAIT_LIMIT_S))
+    return f"gated={plugin}:Gated", gate, blocked
 
 
 @pytest.mark.slurm
@@ -198,8 +226,9 @@ def _running_with_an_eval(store, key: str) -> bool:
 def test_a_cancelled_job_is_interrupted_and_resume_completes_it(tmp_path, slurm_cluster,
                                                                  capsys):
     store_dir = tmp_path / "s"
-    argv = ["study", "--workloads", LONG_WORKLOAD, "--algorithms", "adamw", "--trials", "1",
-            "--max-steps", str(LONG_RUN), "--no-stop-on-target", "--name", "cancel", "--store",
+    algorithm, gate, blocked = gated_algorithm(tmp_path)
+    argv = ["study", "--workloads", "synthetic", "--algorithms", algorithm, "--trials", "1",
+            "--max-steps", "30", "--no-stop-on-target", "--name", "cancel", "--store",
             str(store_dir), "--backend", "slurm", "--slurm-store-check", "off", "--quiet"]
     assert main([*argv, "--detach"]) == 0
     assert "1 submitted and left to the cluster" in capsys.readouterr().out
@@ -208,7 +237,8 @@ def test_a_cancelled_job_is_interrupted_and_resume_completes_it(tmp_path, slurm_
     # a second launch while Slurm still has the job submits nothing
     assert main([*argv, "--resume", "--detach"]) == 0
     assert len(registered_jobs(store_dir, "cancel")) == 1
-    _wait("the trial's first eval", lambda: _running_with_an_eval(store, key))
+    _wait("the run to wait at its gate", blocked.exists, 180)
+    assert store.latest_eval(key) is not None
     subprocess.run(["scancel", job], check=True)
     _wait("the job to end", lambda: squeue_states([job]).get(job) not in QUEUED_STATES)
     _wait("its run to read interrupted",
@@ -216,6 +246,7 @@ def test_a_cancelled_job_is_interrupted_and_resume_completes_it(tmp_path, slurm_
     capsys.readouterr()
     assert main([*argv, "--resume", "--status"]) == 0
     assert "1 trials planned: 1 interrupted" in capsys.readouterr().out
+    gate.touch()  # the new attempt runs through
     assert main([*argv, "--resume"]) == 0
     statuses = [d["status"] for d in open_store(store_dir).attempts(key)]
     assert statuses == ["interrupted", "complete"], statuses
@@ -227,27 +258,31 @@ def test_a_cancelled_job_is_interrupted_and_resume_completes_it(tmp_path, slurm_
 @pytest.mark.slow
 def test_the_stop_signal_requeues_a_job_which_resumes_from_its_checkpoint(tmp_path,
                                                                           slurm_cluster):
-    store = open_store(tmp_path / "s", create=True)
-    config = RunConfig(workload="synthetic", algorithm="adamw", study_name="preempt",
-                       max_steps=150, stop_on_target=False)
-    options = LaunchOptions(backend="slurm", checkpoint_minutes=0.0,  # a checkpoint every eval
-                            slurm=SlurmOptions(store_check=False, detach=True))
-    result = run_configs([config], store, "preempt", progress=False, options=options)
-    assert result.submitted == 1
-    (key, job), = registered_jobs(store.root, "preempt").items()
-    _wait("a checkpoint", lambda: store.checkpoint_path(key).exists())
+    store_dir = tmp_path / "s"
+    algorithm, gate, blocked = gated_algorithm(tmp_path)
+    # a checkpoint every eval (every 60 microseconds)
+    assert main(["study", "--workloads", "synthetic", "--algorithms", algorithm, "--trials", "1",
+                 "--max-steps", "30", "--no-stop-on-target", "--name", "preempt", "--store",
+                 str(store_dir), "--backend", "slurm", "--slurm-store-check", "off",
+                 "--checkpoint-every", "1e-6", "--quiet", "--detach"]) == 0
+    store = open_store(store_dir)
+    (key, job), = registered_jobs(store_dir, "preempt").items()
+    _wait("the run to wait at its gate", blocked.exists, 180)
+    assert store.checkpoint_path(key).exists()
     # what Slurm sends SIGNAL_DELAY_S before the time limit, or on preemption
     subprocess.run(["scancel", f"--signal={SLURM_SIGNAL}", job], check=True)
     # Slurm holds a requeued job for about 2 minutes before it may start again (seen with
     # Slurm 22.05 here); the test moves its start time to now once it is pending again
     _wait("the job to be requeued", lambda: squeue_states([job]).get(job) == "PENDING", 60)
+    gate.touch()  # the requeued attempt runs through
     subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
     _wait("the requeued job to finish",
-          lambda: any(d["status"] == "complete" for d in store.attempts(key)), 120, 0.5)
+          lambda: any(d["status"] == "complete" for d in store.attempts(key)), 180, 0.5)
     first, second = store.attempts(key, effective=True)
     assert first["status"] == "interrupted" and second["status"] == "complete"
     assert second["preemptions"] == 1 and second["resumed_from"] == first["run_id"]
-    assert 0 < second["resumed_at_step"] < 150 and second["steps"] == 150
+    # it waited at step BLOCK_AT with the checkpoint of the eval before
+    assert 0 < second["resumed_at_step"] < BLOCK_AT and second["steps"] == 30
     assert first["slurm_job_id"] == second["slurm_job_id"] == job  # the same job, requeued
 
 

@@ -44,6 +44,7 @@ import torch
 
 from runners.algoperf_workload import AlgoPerfWorkload
 from runners.api import Algorithm, Batch, TrainingComplete, Workload
+from runners.plugins import ExitAtImport, no_exit_at_import
 from workbench.spec import WorkloadSpec
 
 __all__ = ["AlgoPerfAlgorithm", "AlgoPerfWorkload", "SubmissionError", "ALGOPERF_PREFIX",
@@ -158,10 +159,14 @@ def load_submission(path: str | Path) -> ModuleType:
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module  # before exec: dataclasses and pickling look the module up
     try:
-        module_spec.loader.exec_module(module)
+        with no_exit_at_import():
+            module_spec.loader.exec_module(module)
     except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
         del sys.modules[name]
         raise
+    except ExitAtImport as err:
+        del sys.modules[name]
+        raise SubmissionError(f"could not import submission {path}: {err}") from None
     except BaseException as err:  # a syntax error, a failed import, anything its top level
         del sys.modules[name]     # raises, SystemExit included
         if isinstance(err, ModuleNotFoundError) and err.name:

@@ -25,16 +25,18 @@ worker process loads the same code, and a file changed since the study was plann
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
-__all__ = ["PluginError", "ALGORITHM_GROUP", "WORKLOAD_GROUP", "entry_points", "is_file_spec",
+__all__ = ["PluginError", "ExitAtImport", "no_exit_at_import", "ALGORITHM_GROUP", "WORKLOAD_GROUP", "entry_points", "is_file_spec",
            "named_item", "sha256_of", "import_object", "WorkloadSource", "resolve_workloads",
            "load_workloads", "use_workload_source", "with_workload_source"]
 
@@ -78,6 +80,30 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+class ExitAtImport(BaseException):
+    """os._exit called by a plug-in's top level (BaseException: its own handlers let it by)."""
+
+    def __str__(self) -> str:
+        return f"it called os._exit({self.args[0]}) at import"
+
+
+@contextlib.contextmanager
+def no_exit_at_import() -> Iterator[None]:
+    """While a plug-in is imported, os._exit raises instead of ending the process at once, so
+    a plug-in that exits at import is a one-line error (in a worker: a failed set-up), never a
+    command that ends silently with nothing recorded."""
+    real = os._exit
+
+    def refuse(code: int = 0) -> None:
+        raise ExitAtImport(code)
+
+    os._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
 def _import_file(path: Path) -> Any:
     module_name = f"pacebench_plugin_{sha256_of(path)[:12]}"
     if module_name in sys.modules:
@@ -88,7 +114,8 @@ def _import_file(path: Path) -> Any:
     if str(path.parent) not in sys.path:
         sys.path.append(str(path.parent))  # its sibling files import
     try:
-        spec.loader.exec_module(module)
+        with no_exit_at_import():
+            spec.loader.exec_module(module)
     except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
         del sys.modules[module_name]
         raise
@@ -100,6 +127,8 @@ def _import_file(path: Path) -> Any:
 
 def _raised(err: BaseException) -> str:
     """What an import raised, in one line: 'SystemExit: 0', 'ValueError: bad value'."""
+    if isinstance(err, ExitAtImport):
+        return str(err)
     text = " ".join(str(err).split())
     text = text if len(text) <= 200 else text[:197] + "..."
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
@@ -108,7 +137,8 @@ def _raised(err: BaseException) -> str:
 def _import_module(where: str, spec: str) -> Any:
     """The module `where` (of `spec`), imported; PluginError naming its file on any failure."""
     try:
-        return importlib.import_module(where)
+        with no_exit_at_import():
+            return importlib.import_module(where)
     except ImportError as err:
         raise PluginError(f"cannot import {where!r} for {spec!r}: {err} (is "
                           f"{where.split('.')[0]!r} installed?)") from None

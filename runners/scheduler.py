@@ -402,11 +402,14 @@ class Scheduler:
 
     def _reap(self, outcome: Outcome, config: RunConfig, result: StudyResult,
               started_at: str, place: dict | None = None, grace: float = WRITER_GRACE_S) -> None:
-        if outcome.returncode == 0 and not outcome.note:
+        unreported = _unreported(self.store, config, started_at, outcome)
+        if outcome.returncode == 0 and not outcome.note and unreported is None:
             result.succeeded += 1
             return
-        how = outcome.note or (f"worker {describe_exit(outcome.returncode)}"
-                               if outcome.returncode is not None else "worker lost")
+        if unreported is not None:
+            outcome.status = "failed"
+        how = unreported or outcome.note or (f"worker {describe_exit(outcome.returncode)}"
+                                             if outcome.returncode is not None else "worker lost")
         sealed = [d for d in self.store.attempts(config.trial_key)
                   if (d.get("started_at") or "") >= started_at
                   and d.get("status") in DONE_STATUSES]
@@ -504,6 +507,25 @@ def _error_line(store: Store, config: RunConfig, started_at: str, log: Path,
     return found[-1][:300] if found else None
 
 
+def _unreported(store: Store, config: RunConfig, started_at: str,
+                outcome: Outcome) -> str | None:
+    """'worker exited with code N before reporting' when a worker ended of itself (no note
+    from the launcher) without a result: an exit, whatever its code, that left its run
+    unsealed or started none (e.g. os._exit at a plug-in's import), or a kill before its
+    first eval row; such an attempt is `failed`. None otherwise: it recorded its own end, or
+    a kill (preemption, the OOM killer) met a run that had evals, which stays `interrupted`
+    and resumable."""
+    if outcome.note or outcome.returncode is None:
+        return None
+    mine = [d for d in store.attempts(config.trial_key)
+            if (d.get("started_at") or "") >= started_at]
+    if any(d.get("status") != "running" for d in mine):
+        return None
+    if outcome.returncode < 0 and any(store.live_rows(d["run_id"], "evals") for d in mine):
+        return None
+    return f"worker {describe_exit(outcome.returncode)} before reporting"
+
+
 def _record_death(store: Store, config: RunConfig, how: str, outcome: Outcome,
                   started_at: str, place: dict | None = None,
                   grace: float = WRITER_GRACE_S) -> None:
@@ -534,4 +556,5 @@ def _record_death(store: Store, config: RunConfig, how: str, outcome: Outcome,
                "launch_order": place}
         with store.new_run(doc) as writer:
             writer.finish(outcome.status or ("interrupted" if killed else "failed"),
-                          stop_reason=f"{how} before its run started")
+                          stop_reason=how if how.endswith(" before reporting")
+                          else f"{how} before its run started")

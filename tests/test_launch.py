@@ -343,6 +343,74 @@ def test_a_worker_that_exits_badly_after_sealing_its_run_complete_is_a_warning(t
     assert result.succeeded == 1 and len(result.failed) == 1
 
 
+EXITING = """\
+import os
+import signal
+
+from runners.algorithms.adamw import AdamW
+
+
+class ExitsInInit(AdamW):
+    search_space = {"learning_rate": {"feasible_points": [0.002]}}
+
+    def init(self, model, workload):
+        os._exit(0)
+
+
+class KilledInInit(ExitsInInit):
+    def init(self, model, workload):
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_that_ends_without_a_result_is_failed(tmp_path, capsys):
+    """A worker that exits (even with code 0) or is killed before its first eval left no
+    result: its trial is `failed`, "... before reporting", and the command exits 1."""
+    plugin = tmp_path / "exiting.py"
+    plugin.write_text(EXITING)
+    store = tmp_path / "s"
+    code = main(["study", "--workloads", "synthetic", "--algorithms",
+                 f"exits={plugin}:ExitsInInit,killed={plugin}:KilledInInit", "--trials", "1",
+                 "--max-steps", "5", "--workers", "2", "--quiet", "--store", str(store)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "0 ran, 2 failed" in out
+    reasons = {d["algorithm"]: (d["status"], d["stop_reason"])
+               for d in open_store(store).documents()}
+    assert reasons == {"exits": ("failed", "worker exited with code 0 before reporting"),
+                       "killed": ("failed", "worker killed by signal 9 (SIGKILL) before "
+                                            "reporting")}, reasons
+
+
+def test_a_worker_killed_after_its_first_eval_stays_interrupted(tmp_path):
+    """A kill of a run that had evals (preemption) stays `interrupted`, resumable; an exit of
+    code 0 with nothing recorded is failed, not a success."""
+    from runners.processes import Outcome
+    from runners.scheduler import Scheduler, StudyResult
+    from workbench.catalog import get_workload
+    from workbench.records import run_identity
+    from workbench.spec import RunConfig
+    from workbench.store import utc_now
+
+    store = open_store(tmp_path / "store", create=True)
+    scheduler = Scheduler(store, None, 1, None, False, None, LaunchOptions())
+    evaluated, silent = (RunConfig(workload="synthetic", algorithm="adamw", study_name="k",
+                                   trial=t) for t in (0, 1))
+    started_at = utc_now()
+    writer = store.new_run(run_identity(evaluated, get_workload("synthetic")))
+    writer.update(process={"pid": 12345, "host": "here"})
+    writer.append_eval({"eval_index": 0, "step": 0})
+    result = StudyResult()
+    scheduler._reap(Outcome(returncode=-signal.SIGKILL, pid=12345, host="here"), evaluated,
+                    result, started_at)
+    assert [d["status"] for d in store.attempts(evaluated.trial_key)] == ["interrupted"]
+    scheduler._reap(Outcome(returncode=0, pid=12346, host="here"), silent, result, started_at)
+    assert result.succeeded == 0 and len(result.failed) == 2
+    assert [(d["status"], d["stop_reason"]) for d in store.attempts(silent.trial_key)] == [
+        ("failed", "worker exited with code 0 before reporting")]
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_run_child_stops_its_child_when_this_process_is_signalled(tmp_path, signum):
     """`pacebench serve`'s server process: Ctrl-C or SIGTERM here stops it, and the status says

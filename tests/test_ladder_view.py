@@ -57,3 +57,25 @@ def test_a_store_without_ladder_runs_says_so(fake_store):
     assert [o.object for o in view._body.objects] == [NONE]
     assert figures(selection) == {}
     assert "pb-ladder" in pn.panel(view).css_classes  # its layout builds
+
+
+def test_a_rung_with_fewer_than_3_budgets_draws_with_the_cli_s_warning(tmp_path):
+    """One budget per rung: no fit and no speedup; the tab (and the report, which renders the
+    same view) draws each rung's losses, a line instead of the speedup plot, and the warning
+    `pacebench ladder` prints (it failed to render: "not enough values to unpack")."""
+    from workbench import ladder as L
+    from workbench.views.formats import md
+    from workbench.views.ladder import NO_SPEEDUP
+
+    path = tmp_path / "store"
+    T.make_ladder_store(path, rungs=T.LADDER_RUNGS[:1], budgets=(1,), seeds=2)
+    view = Ladder(selection=Selection(store_path=str(path)))
+    assert not view.failure.visible
+    texts = [o.object for o in view._body.objects if isinstance(o, pn.pane.Markdown)]
+    warning = workbench.open(path).ladder()["rungs"][0]["warnings"][0]
+    assert "needs 3 or more" in warning and L.MIN_FIT_BUDGETS >= 3
+    assert texts == [NO_SPEEDUP, f"warning ({md('gpt_tiny')}): {md(warning)}"]
+    pn.panel(view).get_root()  # Bokeh renders every part
+    out = tmp_path / "r.html"
+    workbench.open(path).report(out)
+    assert "No equal-loss speedup to draw here" in out.read_text()

@@ -27,6 +27,10 @@ NONE = ("No model-size ladder here: this tab shows the runs of `pacebench ladder
         "--algorithms ...` (their final validation loss per data budget and model size).")
 
 
+NO_SPEEDUP = ("No equal-loss speedup to draw here: the warnings under each rung say why "
+              "(e.g. a reference with fewer than 3 budgets has no fit).")
+
+
 def ladder_of(selection: Selection) -> dict | None:
     """ladder_analysis of the store's final ladder runs (None without any), once per read."""
     def make():
@@ -73,7 +77,7 @@ def loss_plot(rung: dict, reference: str, algorithms: list[str], colors: dict) -
     ticks = sorted({row["tokens"] for rows in rung["losses"].values() for row in rows})
     return hv.Overlay(parts).opts(hv.opts.Overlay(
         responsive=True, min_height=300, logx=True, logy=True, show_grid=True, title=title,
-        xticks=[(t, _size_label(t)) for t in ticks],
+        xticks=[(t, _size_label(t)) for t in ticks] or None,  # (none: Bokeh's own)
         xlabel="training tokens D", ylabel="final validation loss (nats/token)",
         legend_position="right"))
 
@@ -116,7 +120,7 @@ def speedup_plot(rows: pd.DataFrame, reference: str, level: float, colors: dict)
     sizes = sorted(set(rows["params"]))
     return hv.Overlay(parts).opts(hv.opts.Overlay(
         responsive=True, min_height=320, logx=True, logy=True, show_grid=True,
-        xticks=[(n, _size_label(n)) for n in sizes],
+        xticks=[(n, _size_label(n)) for n in sizes] or None,  # (none: Bokeh's own)
         title=f"equal-loss speedup over {reference} ({100 * level:.0f} % intervals)",
         xlabel="non-embedding parameters", ylabel="speedup D_ref(L) / D (x)",
         legend_position="right"))
@@ -184,11 +188,13 @@ class Ladder(View):
         colors = self.selection.colors
         reference = result["reference"]
         rows = speedup_rows(result, rungs, names)
-        parts = [pn.pane.HoloViews(speedup_plot(rows, reference, result["interval_level"],
-                                                colors), sizing_mode="stretch_width",
-                                   css_classes=["pb-ladder-speedup"], linked_axes=False)]
         if len(rows):
-            parts.append(pn.pane.DataFrame(_table(rows, result), index=False, escape=True))
+            parts = [pn.pane.HoloViews(speedup_plot(rows, reference, result["interval_level"],
+                                                    colors), sizing_mode="stretch_width",
+                                       css_classes=["pb-ladder-speedup"], linked_axes=False),
+                     pn.pane.DataFrame(_table(rows, result), index=False, escape=True)]
+        else:  # e.g. a rung with fewer than 3 budgets: its warning below says why
+            parts = [pn.pane.Markdown(NO_SPEEDUP, css_classes=["pb-ladder-no-speedup"])]
         for rung in rungs:
             parts.append(pn.pane.HoloViews(loss_plot(rung, reference, names, colors),
                                            sizing_mode="stretch_width",

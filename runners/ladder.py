@@ -38,7 +38,7 @@ from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import LadderSpec, RunConfig, SpecError, stable_hash, to_plain
 from workbench.store import Store
 
-__all__ = ["Rung", "TRANSFER_RULES", "LOSS_COLUMN", "planned_steps", "tuning_name",
+__all__ = ["Rung", "TRANSFER_RULES", "LOSS_COLUMN", "MAX_STEPS", "planned_steps", "tuning_name",
            "tuning_counts", "fairness_warnings", "tuning_configs", "final_configs",
            "choose_tuned", "plan_ladder", "describe_ladder", "run_ladder", "LadderResult"]
 
@@ -58,6 +58,7 @@ class Rung:
     width: int               # the residual stream's width (transfer rules scale with it)
     budget_steps: int        # the catalog's step budget (a ladder run may need more)
     tokens_available: int | None = None  # distinct training tokens of the data; None: unlimited
+    window_problem: str | None = None  # why the data holds no window of this rung, or None
 
 
 # Transfer rules: how an algorithm's declared setting moves from the smallest rung of the
@@ -72,6 +73,10 @@ def _width_rule(hparams: Mapping[str, Any], rung: Rung, base: Rung) -> dict[str,
 TRANSFER_RULES: dict[str, Callable[[Mapping[str, Any], Rung, Rung], dict[str, Any]]] = {
     "width": _width_rule,
 }
+
+
+MAX_STEPS = 10**9  # steps of one ladder run, at most (1e9 steps of even the smallest rung are
+                  # years of compute: a larger plan is a typing error, and overflows floats)
 
 
 def planned_steps(budget: float, tokens_per_param: float, non_embedding_params: int,
@@ -168,9 +173,15 @@ def _ladder_fields(spec: LadderSpec, algorithm: str, rung: Rung, budget: float,
 
 
 def _steps(spec: LadderSpec, rung: Rung, budget: float) -> int:
-    """The planned steps of `rung` at `budget` (the ladder's batch size, else the rung's)."""
-    return planned_steps(budget, spec.tokens_per_param, rung.non_embedding_params,
-                         spec.batch_size or rung.batch_size, rung.block_size)
+    """The planned steps of `rung` at `budget` (the ladder's batch size, else the rung's); more
+    than MAX_STEPS (e.g. --budgets 1e308) is refused: no run could take them."""
+    steps = planned_steps(budget, spec.tokens_per_param, rung.non_embedding_params,
+                          spec.batch_size or rung.batch_size, rung.block_size)
+    if steps > MAX_STEPS:
+        raise ValueError(f"budget {budget:g} x {spec.tokens_per_param:g} tokens per parameter "
+                         f"at rung {rung.name} plans more than {MAX_STEPS:.0e} steps, the "
+                         "most one run may take: give smaller --budgets")
+    return steps
 
 
 def _config(spec: LadderSpec, algorithm: str, rung: Rung, budget: float, hparams, seed: int,
@@ -270,6 +281,11 @@ def plan_ladder(spec: LadderSpec, rungs: Mapping[str, Rung],
                                                                    list[RunConfig]]:
     """(tuning runs, final runs) of a ladder whose sweeps are not run yet: the final runs of
     swept algorithms are left out until choose_tuned can name their points."""
+    for size in spec.sizes:  # every run would fail at its first batch
+        problem = size in rungs and rungs[size].window_problem
+        if problem:
+            raise ValueError(f"data {spec.data}: {problem} of rung {size}: give more tokens "
+                             "(larger token files) or smaller rungs")
     for algorithm, rule in spec.transfer.items():
         if rule not in TRANSFER_RULES:
             raise SpecError(f"unknown transfer rule {rule!r} for {algorithm}: valid are "
@@ -405,5 +421,6 @@ def catalog_rungs(data: str, data_dir=None) -> dict[str, Rung]:
             params=int(counts["params"]), flops_per_token=float(counts["flops_per_token"]),
             batch_size=spec.batch_size, block_size=int(spec.model["block_size"]),
             width=int(spec.model["n_embd"]), budget_steps=spec.budget.steps,
-            tokens_available=int(source.tokens_available))
+            tokens_available=int(source.tokens_available),
+            window_problem=source.window_problem(int(spec.model["block_size"])))
     return rungs

@@ -201,6 +201,8 @@ def test_the_best_sweep_trial_is_rerun_at_every_budget(tmp_path):
     (["--tokens-per-param", "-1"], "--tokens-per-param -1.0: must be a finite number > 0"),
     (["--evals", "0"], "--evals 0: must be an integer >= 1"),
     (["--workers", "0"], "--workers 0: must be an integer >= 1"),
+    (["--budgets", "1e308"], "plans more than 1e+09 steps, the most one run may take"),
+    (["--tokens-per-param", "1e300"], "plans more than 1e+09 steps"),
 ])
 def test_hostile_flags_are_one_line_errors_and_write_nothing(tmp_path, monkeypatch, capsys,
                                                              flags, says):
@@ -231,4 +233,25 @@ def test_the_dry_run_prints_the_tuning_budget_per_algorithm_and_writes_nothing(
     assert "tuning budget of adamw: 0 tuning trials" in out
     assert "tuning budget of nadamw: 4 tuning trials per rung" in out
     assert "warning: nadamw got 4" in out
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_token_files_smaller_than_one_window_are_refused_at_plan_time(tmp_path, capsys,
+                                                                      dry_run):
+    """Every run would fail at its first batch: the plan (the dry run too) says so in one
+    line, and nothing is written."""
+    import numpy as np
+
+    data = tmp_path / "tokens"
+    data.mkdir()
+    np.asarray(np.arange(5000) % 300, dtype="<u2").tofile(data / "train.bin")
+    np.asarray(np.arange(20) % 300, dtype="<u2").tofile(data / "val.bin")  # < one window
+    code = main(["ladder", "--sizes", "gpt_7k", "--algorithms", "adamw", "--budgets", "1",
+                 "--data", str(data), "--store", str(tmp_path / "s"), *dry_run])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "the validation tokens (20) are fewer than one window" in err
+    assert "of rung gpt_7k" in err
     assert not (tmp_path / "s").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -290,3 +291,40 @@ def test_the_machine_speed_check_covers_reused_runs(tmp_path):
     assert any("machine speed differed" in w for w in result["warnings"])
     assert result["withheld"] and result["verdict_by_steps"]
     assert result["reused_runs"] == {"a": 9}
+
+
+def test_deeply_nested_json_is_a_skipped_run_and_leaves_no_store_behind(tmp_path, capsys):
+    """json.loads of a document nested 100,000 deep raises RecursionError (was "internal
+    error", with an empty store folder left behind)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    nested = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    pq.write_table(pa.table({"run_id": ["r1"], "document": [nested]}), out / "runs.parquet")
+    pq.write_table(pa.table({"run_id": pa.array([], pa.string())}), out / "evals.parquet")
+    assert main(["import-parquet", str(out), "--store", str(tmp_path / "t")]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (f"warning: skipped run r1 of {out}: its document is JSON "
+                                    "nested too deeply to read"), captured.err
+    assert "imported 0 runs" in captured.out and "1 bad runs skipped" in captured.out
+    assert not (tmp_path / "t").exists()
+
+
+def test_merge_removes_the_temp_folders_a_killed_merge_left(fake_store, tmp_path):
+    """A killed merge leaves `.tmp-*` folders under runs/ (readers ignore them); the next merge
+    removes those whose owner is gone, never a live importer's."""
+    import subprocess
+    import sys
+
+    from workbench.store import _host_tag
+
+    target = open_store(tmp_path / "c", create=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    left = target.runs_dir / f".tmp-{'a' * 12}-{gone}-{_host_tag()}-run-1"
+    live = target.runs_dir / f".tmp-{'b' * 12}-{os.getpid()}-{_host_tag()}-run-2"
+    for folder in (left, live):
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text("{}")
+    a = _split(fake_store, tmp_path / "a", lambda d: d["study"] == 0)
+    merge_stores(target, [open_store(a)])
+    assert not left.exists() and live.exists()

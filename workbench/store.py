@@ -39,6 +39,7 @@ import datetime as _dt
 import errno
 import fcntl
 import glob
+import hashlib
 import json
 import math
 import os
@@ -74,6 +75,8 @@ HEARTBEAT_EVERY_S = 10.0   # a live run touches its heartbeat file this often
 STALE_AFTER_S = 120.0      # a `running` run on another host with an older heartbeat is interrupted
 
 
+STALE_TEMP_S = 24 * 3600.0  # a batch's temp folder from another host, or unowned, this old is
+                           # left by a killed importer (one of this host: its process is gone)
 NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or a full quota
 
 
@@ -396,6 +399,31 @@ def _with_run_id(table: "pa.Table", run_id: str) -> "pa.Table":  # noqa: F821
     return table.add_column(0, "run_id", pa.repeat(pa.scalar(run_id, pa.string()), table.num_rows))
 
 
+def _host_tag(host: str | None = None) -> str:
+    """8 hex digits naming a host in temp folder names (any hostname fits a file name so)."""
+    return hashlib.sha256((host or socket.gethostname()).encode()).hexdigest()[:8]
+
+
+_TEMP_NAME = re.compile(r"\.tmp-[0-9a-f]{12}-(\d+)-([0-9a-f]{8})-")
+
+
+def _temp_left(path: Path, now: float) -> bool:
+    """Whether the batch temp folder `path` was left by a killed importer: its owner (pid and
+    host in its name) is a process of this host that is gone (or a later one under its pid);
+    of another host, or unnamed, when untouched for STALE_TEMP_S."""
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return False
+    owner = _TEMP_NAME.match(path.name)
+    if owner is None or owner.group(2) != _host_tag():
+        return now - mtime > STALE_TEMP_S
+    try:
+        return psutil.Process(int(owner.group(1))).create_time() > mtime + 1.0
+    except (psutil.Error, ValueError, OverflowError):
+        return True
+
+
 class SealedBatch:
     """Finished runs added to a store together (importers): `add` writes each run, as
     Store.write_sealed_run describes, into a hidden folder under runs/; `publish` makes them
@@ -437,7 +465,7 @@ class SealedBatch:
         runs_dir = self.store.runs_dir
         if (runs_dir / run_id).exists():
             return False
-        tmp = runs_dir / f".tmp-{run_id}-{uuid.uuid4().hex[:12]}"
+        tmp = runs_dir / f".tmp-{uuid.uuid4().hex[:12]}-{os.getpid()}-{_host_tag()}-{run_id}"
         tmp.mkdir(parents=True)
         try:
             files = []
@@ -587,6 +615,21 @@ class Store:
     def sealed_batch(self, durable: bool = True) -> "SealedBatch":
         """A SealedBatch of this store: finished runs added together (see SealedBatch)."""
         return SealedBatch(self, durable)
+
+    def remove_left_temps(self) -> int:
+        """Remove the `.tmp-*` folders under runs/ that killed importers (merge, import) left
+        (_temp_left: never a live one's); how many were removed."""
+        now, removed = time.time(), 0
+        try:
+            names = [n for n in os.listdir(self.runs_dir) if n.startswith(".tmp-")]
+        except OSError:
+            return 0
+        for name in names:
+            path = self.runs_dir / name
+            if not path.is_symlink() and path.is_dir() and _temp_left(path, now):
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+        return removed
 
     # -- the scoring rules and the run index ------------------------------------------------
     def scoring_config(self) -> dict[str, Any] | None:

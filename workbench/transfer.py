@@ -283,6 +283,7 @@ def merge_stores(store: Store, sources: Iterable[Store]) -> MergeReport:
     rules = _rules(stores)
     runs = _gather(stores, report)
     store.ensure()
+    store.remove_left_temps()  # a killed merge's
     if rules is not None and store.scoring_config() is None:
         store.write_scoring_config(rules)
     with store.sealed_batch() as batch:
@@ -383,6 +384,8 @@ def _parsed(text: Any) -> tuple[dict | None, str | None]:
         doc = json.loads(text) if isinstance(text, str) else None
     except ValueError as err:
         return None, f"its document is not JSON ({str(err)[:80]})"
+    except RecursionError:
+        return None, "its document is JSON nested too deeply to read"
     return (doc, None) if isinstance(doc, dict) else (None, "its document is not a JSON object")
 
 
@@ -395,25 +398,29 @@ def import_parquet(folder: str | Path, store: Store) -> ImportReport:
     evals = _read_parquet(folder, "evals", ("run_id",))
     train = _read_parquet(folder, "train", ("run_id",)) \
         if (folder / PARQUET_FILES["train"]).exists() else None
+    good: dict[str, tuple[dict, dict]] = {}
+    for run_id, text in zip(runs.column("run_id").to_pylist(),
+                            runs.column("document").to_pylist()):
+        shown = str(run_id)[:80]
+        doc, problem = _parsed(text)
+        problem = problem or doc_problem(doc) or (
+            "its document names another run id" if doc["run_id"] != run_id else None) or (
+            "it is listed twice" if run_id in good else None)
+        rows = {k: _run_rows(t, run_id, k) for k, t in (("evals", evals), ("train", train))} \
+            if not problem else {}
+        problem = problem or rows_problem(rows["evals"], "evals") or \
+            rows_problem(rows["train"], "train")
+        if problem:
+            _skip(str(folder), shown, problem)
+            report.skipped.append(shown)
+            continue
+        good[run_id] = (doc, rows)
+    if not good and not _is_store(store):
+        return report  # nothing to import: no empty store left behind
     store.ensure()
-    seen: set[str] = set()
+    store.remove_left_temps()  # a killed import's
     with store.sealed_batch() as batch:
-        for run_id, text in zip(runs.column("run_id").to_pylist(),
-                                runs.column("document").to_pylist()):
-            shown = str(run_id)[:80]
-            doc, problem = _parsed(text)
-            problem = problem or doc_problem(doc) or (
-                "its document names another run id" if doc["run_id"] != run_id else None) or (
-                "it is listed twice" if run_id in seen else None)
-            rows = {k: _run_rows(t, run_id, k) for k, t in (("evals", evals), ("train", train))} \
-                if not problem else {}
-            problem = problem or rows_problem(rows["evals"], "evals") or \
-                rows_problem(rows["train"], "train")
-            if problem:
-                _skip(str(folder), shown, problem)
-                report.skipped.append(shown)
-                continue
-            seen.add(run_id)
+        for run_id, (doc, rows) in good.items():
             if not batch.add(doc, rows["evals"], run_id, rows["train"]):
                 report.existing += 1
         report.imported = sum(batch.publish().values())

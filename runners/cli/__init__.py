@@ -96,6 +96,13 @@ def _failure(err: BaseException) -> int:
               f"plug-in's top level?): nothing {'more ' if writing_begun() else ''}was run",
               file=sys.stderr)
         return 1 if writing_begun() else 2
+    if not writing_begun() and isinstance(err, (OverflowError, RecursionError)):
+        # before any writing, only the input holds numbers this large or nesting this deep
+        what = "a number too large to compute with" if isinstance(err, OverflowError) else \
+            "data nested too deeply to read"
+        print(f"error: the input holds {what} ({type(err).__name__}): give values within "
+              "range; nothing was written", file=sys.stderr)
+        return 2
     if not writing_begun() and isinstance(err, _BAD_INPUT):
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"error: {message}", file=sys.stderr)

@@ -56,6 +56,10 @@ class TokenSource(abc.ABC):
     def identity(self) -> dict:
         """The data's description for a run's record: kind, seed or path, sha256."""
 
+    def window_problem(self, block_size: int) -> str | None:
+        """Why windows of block_size + 1 tokens cannot be drawn from every split, or None."""
+        return None
+
 
 class GeneratedSource(TokenSource):
     """The generated corpus: training window i of run seed s is train document i of stream s."""
@@ -86,11 +90,17 @@ class _ArraySource(TokenSource):
 
     splits: dict[str, np.ndarray]
 
-    def _check(self, block_size: int) -> None:
+    def window_problem(self, block_size: int) -> str | None:
         for split, ids in self.splits.items():
             if len(ids) < block_size + 2:
-                raise ValueError(f"the {split} tokens ({len(ids):,}) are fewer than one window "
-                                 f"of block_size + 1 = {block_size + 1}: use a smaller block_size")
+                return (f"the {split} tokens ({len(ids):,}) are fewer than one window of "
+                        f"block_size + 1 = {block_size + 1}")
+        return None
+
+    def _check(self, block_size: int) -> None:
+        problem = self.window_problem(block_size)
+        if problem:
+            raise ValueError(f"{problem}: use a smaller block_size")
 
     def train_windows(self, batch_size: int, block_size: int, seed: int) -> Iterator[np.ndarray]:
         self._check(block_size)

@@ -22,6 +22,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from runners.api import Workload
+from workbench.catalog import scoring_eval_period
 from workbench.records import metric_column
 
 __all__ = ["AlgoPerfWorkload", "parameter_types", "seed_from_rng", "LOSS_TYPES"]
@@ -231,11 +232,10 @@ class AlgoPerfWorkload:
 
     @property
     def eval_period_time_sec(self) -> float:
-        """Training seconds between evals; a step cadence is converted at the budget's pace."""
-        spec = self.workload.spec
-        if spec.eval_every.seconds is not None:
-            return spec.eval_every.seconds
-        return spec.budget.seconds * spec.eval_every.steps / spec.budget.steps
+        """AlgoPerf's meaning: the workload's scoring eval period in training seconds, which
+        submissions read to size their work (workbench.catalog.scoring_eval_period), not how
+        often Pacebench evaluates (its eval cadence may be finer)."""
+        return scoring_eval_period(self.workload.spec)
 
     @property
     def num_train_examples(self) -> int:

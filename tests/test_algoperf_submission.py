@@ -191,8 +191,9 @@ def test_workload_facts_come_from_the_catalog():
     assert surface.validation_target_value == spec.target.validation
     assert surface.test_target_value == spec.target.test
     assert surface.max_allowed_runtime_sec == spec.budget.seconds
-    # the step cadence in seconds, at the budget's pace: 60 s x (cadence / 800 steps)
-    assert surface.eval_period_time_sec == pytest.approx(60.0 * spec.eval_every.steps / 800)
+    # AlgoPerf's scoring eval period (workbench.catalog.SCORING_EVAL_PERIOD_S), not the eval
+    # cadence: 25 of 800 steps in 60 s, as at e9b2ec6
+    assert surface.eval_period_time_sec == 1.875 != 60.0 * spec.eval_every.steps / 800
     assert surface.num_train_examples > 1000 and surface.metrics_logger is None
     assert surface.has_reached_validation_target({"validation/accuracy": 0.99})
     assert not surface.has_reached_test_target({"test/accuracy": 0.5})
@@ -365,3 +366,32 @@ def test_several_submissions_run_in_one_study_under_their_folder_names(tmp_path)
     runs = query.runs_frame(open_store(store))
     assert sorted(runs.algorithm) == ["adamw", "algoperf_adamw", "other_entry"]
     assert set(runs.status) == {"complete"}
+
+
+def test_the_scoring_eval_period_is_the_workloads_as_when_the_submissions_ran():
+    """A submission sizes its work from eval_period_time_sec (LAWA EMA: its averaging loop;
+    when the adapter reported the eval cadence of 5 digits_mlp steps, an off-by-one of its own
+    raised TypeError). The period is each built-in's of commit e9b2ec6, where the 11
+    competition submissions ran unchanged; a variant takes its base's unless it had its own
+    there (shakespeare_char_gpu); a finer measuring
+    cadence changes nothing; an entry without one (a ladder rung, a plug-in) reads its
+    cadence in seconds."""
+    import dataclasses
+
+    from workbench.catalog import CATALOG, SCORING_EVAL_PERIOD_S, scoring_eval_period
+    from workbench.spec import EvalCadence
+
+    at_e9b2ec6 = {"digits_mlp": 60 * 25 / 800, "digits_cnn_wide": 60 * 25 / 800,
+                  "mnist1d_mlp": 60 * 50 / 1500, "mnist1d_cnn_tanh": 180 * 100 / 2000,
+                  "mnist_cnn": 600 * 200 / 6000, "fashion_mnist_cnn_wide": 600 * 200 / 6000,
+                  "cifar10_resnet_gelu": 600 * 88 / 2640, "shakespeare_char": 300 * 100 / 1500,
+                  "shakespeare_char_gpu": 900 * 250 / 5000, "synthetic_tanh": 30 * 20 / 400}
+    for name, period in at_e9b2ec6.items():
+        assert scoring_eval_period(get_workload(name)) == pytest.approx(period), name
+    assert {CATALOG[n].base for n in at_e9b2ec6} | {"shakespeare_char_gpu"} == \
+        set(SCORING_EVAL_PERIOD_S)
+    finer = dataclasses.replace(get_workload("digits_mlp"), eval_every=EvalCadence(steps=1))
+    assert scoring_eval_period(finer) == 1.875
+    rung = get_workload("gpt_7k")
+    assert scoring_eval_period(rung) == pytest.approx(
+        rung.budget.seconds * rung.eval_every.steps / rung.budget.steps)

@@ -20,8 +20,9 @@ times at budget k, the budget-k analogue of the median over studies of the best 
 A trial here is any (study, trial, seed) cell of the store's final cube: studies are pooled, since
 every study draws its trials from the same search space. The time is the cube's time to target:
 training seconds, or wall seconds or steps on a cube moved to that axis (cubes.on_time_axis);
-AlgoPerf's rule within a study (the smallest eval index first) can differ from it only between
-trials that reach the target at the same eval.
+AlgoPerf's rule within a study (the smallest eval index first; among trials tied there, the
+smallest time, then the lowest trial number: scoring.study_times) can differ from the smallest
+time only where a trial that met the target at a later eval index took less time.
 """
 from __future__ import annotations
 

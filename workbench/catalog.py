@@ -42,6 +42,7 @@ from workbench.spec import Budget, EvalCadence, Target, WorkloadSpec, check_name
 __all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "CADENCE_SHARE",
            "get_workload", "workload_names", "base_workloads", "variants_of", "target_record",
            "noise_floor_of", "tuned_baseline", "median_steps_to_target", "cadence_limit",
+           "SCORING_EVAL_PERIOD_S", "scoring_eval_period",
            "register_plugin", "plugin_source", "LADDER", "GENERATED_VOCAB", "TOKENS_PER_PARAM",
            "ladder_rungs", "rung_counts", "budget_steps"]
 
@@ -49,6 +50,21 @@ __all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "CADENCE_S
 TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
 # A built-in's eval cadence is at most 1/CADENCE_SHARE of its median steps to target (see above)
 CADENCE_SHARE = 20
+# The scoring eval period of each built-in workload, in training seconds: AlgoPerf's
+# `eval_period_time_sec`, a constant of the workload that submissions read to size their work
+# (e.g. an averaging window), apart from how often Pacebench measures (eval_every). Fixed at
+# the catalog's eval cadence when the AlgoPerf surface was published (commit e9b2ec6), at the
+# budget's pace, so the competition submissions that ran then run unchanged; a variant not
+# named takes its base's. Entries not named (ladder rungs, plug-ins): their cadence in seconds.
+SCORING_EVAL_PERIOD_S = {
+    "digits_mlp": 1.875, "digits_cnn": 1.875,          # 25 of 800 steps in 60 s
+    "mnist1d_mlp": 2.0, "mnist1d_cnn": 9.0,            # 50 of 1,500 in 60 s; 100 of 2,000 in 180 s
+    "mnist_cnn": 20.0, "fashion_mnist_cnn": 20.0,      # 200 of 6,000 steps in 600 s
+    "cifar10_resnet": 20.0,                            # 88 of 2,640 steps in 600 s
+    "shakespeare_char": 20.0,                          # 100 of 1,500 steps in 300 s
+    "shakespeare_char_gpu": 45.0,                      # (a variant) 250 of 5,000 in 900 s
+    "synthetic": 1.5,                                  # 20 of 400 steps in 30 s
+}
 
 
 def _variant(base: WorkloadSpec, variant: str, target: Target, description: str,
@@ -389,6 +405,19 @@ def get_workload(name: str) -> WorkloadSpec:
     except KeyError:
         raise KeyError(f"unknown workload {name!r}: known are "
                        f"{', '.join([*CATALOG, *_PLUGINS])}") from None
+
+
+def scoring_eval_period(spec: WorkloadSpec) -> float:
+    """The scoring eval period of catalog entry `spec` in training seconds (AlgoPerf's
+    eval_period_time_sec): SCORING_EVAL_PERIOD_S of its name, else of its base, else its eval
+    cadence in seconds
+    (a step cadence converted at its budget's pace)."""
+    for name in (spec.name, spec.base):
+        if name in SCORING_EVAL_PERIOD_S and name in CATALOG:
+            return SCORING_EVAL_PERIOD_S[name]
+    if spec.eval_every.seconds is not None:
+        return spec.eval_every.seconds
+    return spec.budget.seconds * spec.eval_every.steps / spec.budget.steps
 
 
 def workload_names() -> list[str]:

@@ -2,7 +2,8 @@
 
 The input is a store's study times (`scoring.study_times`): per algorithm, workload and study, the
 time of the study's chosen trial (AlgoPerf's trial rule: the trial that met the target at the
-smallest eval index; `study_times_by(..., "fastest")` takes the trial with the smallest time),
+smallest eval index, among trials tied there the smallest time, then the lowest trial number;
+`study_times_by(..., "fastest")` takes the trial with the smallest time),
 +inf when no trial of the study reached the target, NaN when there is no such study. Each
 algorithm's studies on a workload are a sample of what one tuning study of it gives; two
 algorithms' studies are independent samples.
@@ -808,7 +809,8 @@ STUDY_TIME_RULES = ("algoperf", "fastest")  # how a study's time is taken from i
 
 def study_times_by(cube: xr.Dataset, rule: str = "algoperf") -> xr.DataArray:
     """Study times (algorithm, workload, study) of a final cube by `rule`: "algoperf", the trial
-    that met the target at the smallest eval index (scoring.study_times, AlgoPerf's scorer);
+    that met the target at the smallest eval index, ties by the smaller time, then the lower
+    trial number (scoring.study_times, AlgoPerf's scorer);
     "fastest", the smallest time to target over the study's trials (the two differ when evals
     are not evenly spaced in time, or a trial's evals cost more). +inf: no trial met the
     target; NaN: no trial."""

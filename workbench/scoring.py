@@ -4,8 +4,8 @@ The chain (research/algoperf.md sections 5.1, 5.2 and 8):
 
     final cube (algorithm, workload, study, trial, seed)
       -> study_times: per study, the trial with the smallest eval index at which it first met the
-         validation target (ties: the lowest trial number, as AlgoPerf's idxmin); its training
-         seconds there; +inf if none did
+         validation target (among trials tied there, the smallest time to target; then the
+         lowest trial number); its training seconds there; +inf if none did
       -> workload_times: median over the studies present (+inf takes part), NaN if none
       -> scored_times: the rules of a ScoringConfig: the v0.5 held-out variant rule (if it
          applies), the 4x cut-off, then the scored (base) workloads only
@@ -133,10 +133,12 @@ def _trials(values: xr.DataArray) -> xr.DataArray:
 def study_times(cube: xr.Dataset) -> xr.DataArray:
     """Per (algorithm, workload, study): the time of the study's chosen trial, in seconds.
 
-    Every (trial, seed) cell is a trial. The chosen trial is the one that met the validation
-    target at the smallest eval index, ties broken by the lowest trial number (then seed), as
-    AlgoPerf's scorer's `idxmin` takes the first; +inf when no trial met it; NaN when the study
-    has no trial at all.
+    Every (trial, seed) cell is a trial. The chosen trial is the earliest eval index at which
+    the target was met; among trials tied there, the smallest time to target; then the lowest
+    trial number (then seed). AlgoPerf's scorer takes the first of the tied trials in its
+    directory listing (`idxmin`), which differs from one file system to another; the smallest
+    time reproduces every published board we hold (docs/algoperf.md). +inf when no trial met
+    the target; NaN when the study has no trial at all.
     """
     _need(cube, ("trial", "seed"), "cube")
     time, _, _ = _chosen(cube)
@@ -149,9 +151,14 @@ def _chosen(cube: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]
     index = _trials(cube["eval_index_to_target"])
     time = _trials(cube["time_to_target"])
     first = index.min("_trial", skipna=True)  # +inf when none reached, NaN when no trial
-    first_met = (index == first) & np.isfinite(first)
-    found = first_met.any("_trial")
-    pick = first_met.argmax("_trial")  # the lowest trial number (trial-major order)
+    tied = (index == first) & np.isfinite(first)  # met the target at the earliest eval index
+    found = tied.any("_trial")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no trial met it: NaN, masked below
+        best = time.where(tied).min("_trial", skipna=True)  # the smallest time among them
+    fastest = tied & (time == best)
+    fastest = fastest | (tied & ~fastest.any("_trial"))  # (no time among them: the tie alone)
+    pick = fastest.argmax("_trial")  # then the lowest trial number (trial-major order)
     taken = np.take_along_axis(time.transpose(*pick.dims, "_trial").values,
                                pick.values[..., None], axis=-1)[..., 0]
     chosen_time = pick.copy(data=taken).astype(float).where(found, np.where(

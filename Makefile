@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 # Real data beside the project (CI and developers): tiny-Shakespeare is read from there, no download.
 export PACEBENCH_DATA ?= $(if $(wildcard $(SHARED)/data/tinyshakespeare/input.txt),$(abspath $(SHARED)/data),)
 
-.PHONY: install test test-fast demo ladder-demo ladder-null serve clean
+.PHONY: install test test-fast wheel-check demo ladder-demo ladder-null serve clean
 
 install: $(STAMP)
 
@@ -35,8 +35,27 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 # Two pytest workers (the machine's 2 cores); tests sharing an expensive fixture stay together.
-test: install
+test: install wheel-check
 	$(PY) -m pytest -q -ra -n 2 --dist loadgroup
+
+# The package as a user installs it: the wheel built from a copy of this checkout's files (what
+# git tracks or would add; no stale build/ folder), installed with constraints.txt and the pinned
+# CPU torch into a fresh virtual environment outside the checkout (no system site packages, so
+# a dependency missing from pyproject.toml fails here; pip's cache and wheel sources make it
+# quick), then `pacebench list` and one short `pacebench run` from another folder.
+WHEEL_CHECK ?= $(or $(TMPDIR),/tmp)/pacebench-wheel-check
+wheel-check: install
+	@start=$$(date +%s); set -e; rm -rf $(WHEEL_CHECK); mkdir -p $(WHEEL_CHECK)/src $(WHEEL_CHECK)/run; \
+	  git ls-files -z --cached --others --exclude-standard \
+	    | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C $(WHEEL_CHECK)/src; \
+	  $(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w $(WHEEL_CHECK)/dist $(WHEEL_CHECK)/src; \
+	  $(PY) -m venv $(WHEEL_CHECK)/venv; \
+	  $(WHEEL_CHECK)/venv/bin/python -m pip install --quiet --no-compile torch==2.13.0; \
+	  $(WHEEL_CHECK)/venv/bin/python -m pip install --quiet --no-compile -c constraints.txt $(WHEEL_CHECK)/dist/pacebench-*.whl; \
+	  cd $(WHEEL_CHECK)/run; \
+	  ../venv/bin/pacebench list > list.txt; grep -q digits_mlp list.txt; \
+	  ../venv/bin/pacebench run --workload synthetic --algorithm adamw --max-steps 10 --store store; \
+	  echo "wheel-check: the wheel installs and runs ($$(( $$(date +%s) - start )) s)"
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not browser and not gpu"

@@ -41,7 +41,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from workbench import query
-from workbench.catalog import get_workload, plugin_source
+from workbench.catalog import TARGETS_DIR, get_workload, plugin_source
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
 from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import ExecutionOptions, StudySpec, Target, to_plain
@@ -167,7 +167,7 @@ def _recorded_tuning(path: Path, workload: str) -> tuple[list[dict], dict]:
 def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
                 reruns: int = DEFAULT_RERUNS,
                 reach_quantile: float | None = DEFAULT_REACH_QUANTILE,
-                horizon: float = DEFAULT_HORIZON, out_dir: Path = Path("targets"), store_path: Path = Path("results"),
+                horizon: float = DEFAULT_HORIZON, out_dir: Path = TARGETS_DIR, store_path: Path = Path("results"),
                 workers: int = 2, data_dir=None, execution: ExecutionOptions | None = None,
                 reuse_tuning: bool = False, sources: Mapping[str, Any] | None = None,
                 rerun_eval_every: int | None = None, estimate_only: bool = False,
@@ -343,7 +343,7 @@ def _public(summary: dict, goal: float | None = None) -> dict:
     return out
 
 
-def measure_steps_to_target(workload: str, out_dir: Path = Path("targets"),
+def measure_steps_to_target(workload: str, out_dir: Path = TARGETS_DIR,
                             store_path: Path = Path("results/steps-to-target"),
                             eval_every: int = 1, workers: int = 2, data_dir=None,
                             execution: ExecutionOptions | None = None,

@@ -11,7 +11,7 @@ from workbench.catalog import (CADENCE_SHARE, CATALOG, LADDER, PUBLISHED_TARGETS
                                cadence_limit, get_workload, median_steps_to_target,
                                noise_floor_of, variants_of)
 
-TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
+from workbench.catalog import TARGETS_DIR
 
 
 def test_every_base_workload_has_two_variants_with_their_own_targets():
@@ -40,7 +40,7 @@ def test_unknown_workload_lists_the_valid_names():
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_target_equals_the_target_setting_record(name):
-    """Targets are set by `pacebench set-targets`; its record is committed under targets/.
+    """Targets are set by `pacebench set-targets`; its record is committed under workbench/targets/.
 
     The entries of PUBLISHED_TARGETS are the exception: their record says `"source": "published"`,
     cites the same source as the catalog, names the command still owed, and claims no reruns."""

@@ -7,12 +7,12 @@ pipeline, a loss and an eval. A variant changes knobs and restates its own targe
 
 Targets are not guesses: they come from the target-setting command (`pacebench set-targets`, see
 runners/target_setting.py): the value that 90 % of ten seeded reruns of a tuned baseline reach.
-Its records are committed under `targets/` (with the reruns' noise floor, read by noise_floor_of)
+Its records are committed under `workbench/targets/` (with the reruns' noise floor, read by noise_floor_of)
 and a test checks that every target below equals its record. The exceptions are listed in
 PUBLISHED_TARGETS: the entries whose dataset could not be downloaded where the catalog was written
 (MNIST, Fashion-MNIST, CIFAR-10) or whose model is too large to tune on a CPU
 (shakespeare_char_gpu). Their targets are
-published goals (or the base workload's tuned target), cited there and in their `targets/` record
+published goals (or the base workload's tuned target), cited there and in their `workbench/targets/` record
 (`"source": "published"`), which also names the target-setting command still owed.
 
 Eval cadence: an eval quantizes the time to target (a run is seen to reach its target only at
@@ -46,8 +46,9 @@ __all__ = ["CATALOG", "DATASETS", "PUBLISHED_TARGETS", "TARGETS_DIR", "CADENCE_S
            "register_plugin", "plugin_source", "LADDER", "GENERATED_VOCAB", "TOKENS_PER_PARAM",
            "ladder_rungs", "rung_counts", "budget_steps"]
 
-# The target-setting records (`pacebench set-targets` writes them; the repository commits them)
-TARGETS_DIR = Path(__file__).resolve().parents[1] / "targets"
+# The target-setting records (`pacebench set-targets` writes them; the repository commits them):
+# package data of workbench, so an installed wheel reads them too
+TARGETS_DIR = Path(__file__).resolve().parent / "targets"
 # A built-in's eval cadence is at most 1/CADENCE_SHARE of its median steps to target (see above)
 CADENCE_SHARE = 20
 # The scoring eval period of each built-in workload, in training seconds: AlgoPerf's

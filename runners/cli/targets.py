@@ -34,7 +34,8 @@ def add(sub) -> None:
     p.add_argument("--estimate-only", action="store_true",
                    help="print the time estimate (a short probe of the workload) and stop")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--out", help="folder for the target-setting record (default: targets/, or "
+    p.add_argument("--out", help="folder for the target-setting record (default: workbench/"
+                                 "targets/, or "
                                  "for a plug-in workload from a file targets/ beside it)")
     backend_flags(p, detach=False)
     training_flags(p)
@@ -68,7 +69,7 @@ def add(sub) -> None:
 def set_targets(args: argparse.Namespace) -> int:
     """`pacebench set-targets`: targets from a tuned baseline, for each workload given."""
     from runners.target_setting import check_rule, set_targets as run_procedure
-    from workbench.catalog import plugin_source
+    from workbench.catalog import TARGETS_DIR, plugin_source
 
     check_rule(args.reruns, args.reach_quantile, args.horizon)
     options = launch_options(args)
@@ -81,9 +82,9 @@ def set_targets(args: argparse.Namespace) -> int:
     for workload in workloads:
         out = args.out
         source = plugin_source(workload)
-        if out is None:  # a plug-in's record goes beside its file; a built-in's to targets/
+        if out is None:  # a plug-in's record goes beside its file; a built-in's to the catalog's
             where = source[0].rpartition(":")[0] if source and source[1] else None
-            out = Path(where).parent / "targets" if where else Path("targets")
+            out = Path(where).parent / "targets" if where else TARGETS_DIR
         run_procedure(workload, list(sources), trials=args.trials, reruns=args.reruns,
                       reach_quantile=args.reach_quantile, horizon=args.horizon,
                       out_dir=Path(out), store_path=store.root if store else Path(),

@@ -210,7 +210,8 @@ def load_mnist1d_splits(data_dir: str | Path | None = None,
 
 
 def _repo_cache() -> Path:
-    """The repository's datasets/cache folder (the data root when nothing else is configured)."""
-    import runners  # local import: only to locate the repository, no I/O
+    """The repository's datasets/cache folder (the data root when nothing else is configured;
+    installed from a wheel, the user's cache: runners.data.shakespeare.default_cache)."""
+    from runners.data.shakespeare import default_cache
 
-    return Path(runners.__file__).resolve().parents[1] / "datasets" / "cache"
+    return default_cache()

@@ -9,7 +9,7 @@ from pathlib import Path
 from runners.data.download import download
 
 __all__ = ["TINYSHAKESPEARE_URL", "TINYSHAKESPEARE_SHA256", "TINYSHAKESPEARE_BYTES",
-           "data_root", "tinyshakespeare_path", "read_tinyshakespeare"]
+           "data_root", "default_cache", "tinyshakespeare_path", "read_tinyshakespeare"]
 
 TINYSHAKESPEARE_URL = ("https://raw.githubusercontent.com/karpathy/char-rnn/master/"
                        "data/tinyshakespeare/input.txt")
@@ -24,8 +24,19 @@ def data_root(data_dir: str | Path | None = None) -> Path:
         return Path(data_dir)
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
+    return default_cache()
+
+
+def default_cache() -> Path:
+    """The repository's datasets/cache in a checkout; installed from a wheel (no checkout around
+    the package), $XDG_CACHE_HOME/pacebench or ~/.cache/pacebench: never a folder inside
+    site-packages (where `datasets` would shadow Hugging Face's package)."""
     import runners  # local import: only to locate the repository, no I/O
-    return Path(runners.__file__).resolve().parents[1] / "datasets" / "cache"
+    root = Path(runners.__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file():
+        return root / "datasets" / "cache"
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "pacebench"
 
 
 def tinyshakespeare_path(data_dir: str | Path | None = None, timeout: float = 60.0) -> Path:

@@ -86,9 +86,11 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # The run index: Parquet parts, each holding finished runs' rows of the run table (RUN_COLUMNS,
 # hparams as JSON text), so that the run table of a large store is read in one scan. Derived data
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
-# Its version changes with RUN_COLUMNS, not with the run document.
+# Its version changes with RUN_COLUMNS, not with the run document. Version 5: each row also holds
+# its run document's size and modification time (query.INDEX_STAT_COLUMNS), and a part's name
+# ends with its bytes' digest: a row whose document changed, or a part edited, is not believed.
 INDEX_DIR = "index"
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",

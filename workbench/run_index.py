@@ -23,7 +23,7 @@ def _index_table(frame: pd.DataFrame) -> "pa.Table":  # noqa: F821
     """Run-table rows as an Arrow table for an index part (hparams as JSON text)."""
     import pyarrow as pa
 
-    out = frame[list(R.RUN_COLUMNS)].copy()
+    out = frame[[*R.RUN_COLUMNS, *query.INDEX_STAT_COLUMNS]].copy()
     out["hparams"] = [json.dumps(h, sort_keys=True) for h in out["hparams"]]
     return pa.Table.from_pandas(out, preserve_index=False)
 
@@ -41,6 +41,7 @@ def refresh_index(store: Store) -> int:
     added.
     """
     frame, fresh, listed, read = query.runs_table(store)
+    fresh = fresh[fresh["doc_size"].notna()] if "doc_size" in fresh else fresh.iloc[:0]
     added = _finished(fresh)
     if len(added):
         store.write_index_part(_index_table(added))

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from workbench import records as R
 from workbench.spec import NAME
 from workbench.store import Store, StoreError, read_jsonl
+from workbench.validate import run_problem
 
 __all__ = ["RunProblem", "doc_problem", "rows_problem", "read_run", "reusable", "copy_runs",
            "merge_stores", "MergeConflict", "export_parquet", "import_parquet",
@@ -133,7 +134,7 @@ def _rows(store: Store, run_id: str, kind: str) -> pa.Table | None:
     sealed, live = store.row_files(kind, [run_id])
     if sealed:
         return pq.read_table(sealed[0])
-    rows = read_jsonl(Path(live[0])) if live else []
+    rows = read_jsonl(Path(live[0]), store.root) if live else []
     return pa.Table.from_pylist(rows) if rows else None
 
 
@@ -146,7 +147,8 @@ def read_run(store: Store, doc: Mapping[str, Any]) -> tuple[dict, pa.Table | Non
         evals, train = (_rows(store, doc["run_id"], kind) for kind in ("evals", "train"))
     except (OSError, ValueError, KeyError, pa.ArrowException) as err:
         raise RunProblem(f"its rows cannot be read ({str(err)[:200]})") from None
-    problem = rows_problem(evals, "evals") or rows_problem(train, "train")
+    problem = rows_problem(evals, "evals") or rows_problem(train, "train") or \
+        run_problem(doc, evals)
     if problem:
         raise RunProblem(problem)
     return dict(doc), evals, train
@@ -408,7 +410,7 @@ def import_parquet(folder: str | Path, store: Store) -> ImportReport:
             rows = {k: _run_rows(t, run_id, k) for k, t in (("evals", evals), ("train", train))} \
                 if not problem else {}
             problem = problem or rows_problem(rows["evals"], "evals") or \
-                rows_problem(rows["train"], "train")
+                rows_problem(rows["train"], "train") or run_problem(doc, rows["evals"])
             if problem:
                 _skip(str(folder), shown, problem)
                 report.skipped.append(shown)

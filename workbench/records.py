@@ -104,6 +104,14 @@ EARLY_STOP_DIR = "pruning"
 # a trial at the same time. The lock dies with its process; the empty files stay (removing a lock
 # file while another process may hold it open would let two claims pass).
 CLAIMS_DIR = "claims"
+# Launches plan one at a time: <store>/planning.lock, held with an exclusive flock(2) while a
+# launcher checks its plan against the study's runs and plans and records it in
+# <store>/plans/<study_name>.json = {"configs": [RunConfig.to_dict(), ...]} (every trial any
+# launch of the study planned), so that a second launch of another design is refused even before
+# the first one's runs have documents. On a network file system the lock needs locks that every
+# machine sees (NFSv4, or NFSv3 with lockd; Lustre mounted with `flock`).
+PLANNING_LOCK = "planning.lock"
+PLANS_DIR = "plans"
 # A launcher's space reserve (Store.reserve_space): <store>/.space-reserve-*, removed from the
 # folder as soon as it is made (its blocks stay allocated while the launcher holds it open).
 RESERVE_PREFIX = ".space-reserve-"

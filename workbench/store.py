@@ -35,6 +35,7 @@ workbench.query's, which reads the files this module lists.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import fcntl
@@ -851,6 +852,46 @@ class Store:
             os.close(fd)
             return None
         return TrialClaim(fd)
+
+    @contextlib.contextmanager
+    def planning_lock(self) -> Iterator[None]:
+        """Hold the store's planning lock (records.PLANNING_LOCK) for the `with` block: launches
+        check and record their plans one at a time. Blocks until the lock is free; a process's
+        end releases it."""
+        self.ensure()
+        fd = os.open(self.root / R.PLANNING_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases its lock
+
+    def _plan_path(self, study_name: str) -> Path:
+        return self.root / R.PLANS_DIR / f"{_file_part(study_name)}.json"
+
+    def planned(self, study_name: str) -> list[dict[str, Any]]:
+        """The trial configs (RunConfig.to_dict) launches of study `study_name` have planned
+        (records.PLANS_DIR); [] when none, or when the record cannot be read (a warning)."""
+        try:
+            doc = json.loads(self.read_file(self._plan_path(study_name)))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, RecursionError) as exc:
+            warnings.warn(f"the plan of study {study_name!r} cannot be read ({exc}): not "
+                          "compared", stacklevel=2)
+            return []
+        configs = doc.get("configs") if isinstance(doc, dict) else None
+        return [c for c in configs if isinstance(c, dict)] if isinstance(configs, list) else []
+
+    def record_plan(self, study_name: str, configs: Iterable[Mapping[str, Any]]) -> None:
+        """Add `configs` (RunConfig.to_dict) to study `study_name`'s plan, atomically; call it
+        under planning_lock."""
+        known = self.planned(study_name)
+        texts = {json.dumps(c, sort_keys=True) for c in known}
+        new = [dict(c) for c in configs if json.dumps(_clean(c), sort_keys=True) not in texts]
+        if new or not self._plan_path(study_name).exists():
+            self._plan_path(study_name).parent.mkdir(exist_ok=True)
+            atomic_write_json(self._plan_path(study_name), {"configs": known + new})
 
     def live_trial_keys(self) -> set[str]:
         """Trial keys with an attempt whose process is alive (this host) or whose heartbeat is

@@ -15,8 +15,14 @@ Parquet parts of runs_frame rows. runs_frame reads the index in one scan and rea
 folders only for runs the index lacks, so a store of thousands of runs is read in a fraction of a
 second. Only runs whose document has a final status are indexed (their documents and rows never
 change again); a run folder that is gone drops out of the table even if the index still lists
-it; a part that cannot be read is ignored (its runs are read from their folders), so the index
-can never hide or change a run.
+it; a part that cannot be read, or whose bytes are not those its name's digest says, is ignored
+(its runs are read from their folders); and a row is taken only while its run's document has the
+size and modification time the row was read at (INDEX_STAT_COLUMNS, one lstat a run), so the
+index can never hide or change a run.
+
+Only regular files inside the store are opened (workbench.store.file_problem): a run with a FIFO,
+a device or a link out of the store among its files is skipped, named in a warning, before any
+path is handed to DuckDB (which would block on a FIFO).
 
 A finished run's folder is read in one pass over its document: the figures the run table
 computes from eval rows (time to target, best value, ...) are sealed into the document with the
@@ -43,8 +49,8 @@ from workbench.spec import COMPARISONS, relaxed_goal
 from workbench.store import Store, read_regular
 
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
-           "read_index", "INDEX_STAT_COLUMNS", "RUN_DTYPES", "ladder_records", "last_evals", "ladder_finals",
-           "first_hits", "FIRST_HIT_COLUMNS", "eval_clock"]
+           "read_index", "INDEX_STAT_COLUMNS", "RUN_DTYPES", "ladder_records", "last_evals",
+           "ladder_finals", "first_hits", "FIRST_HIT_COLUMNS", "eval_clock"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -190,7 +196,8 @@ def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[
     bad = set()
     for run_id in run_ids:
         try:
-            if docs and len(_sealed_summaries(_read_docs(con, store.doc_paths([run_id]), store.root))):
+            paths = store.doc_paths([run_id])
+            if docs and len(_sealed_summaries(_read_docs(con, paths, store.root))):
                 continue  # the run table reads no rows of a run with a usable summary
             rows = _rows_source(con, *store.row_files(kind, [run_id]))
             if rows is not None:

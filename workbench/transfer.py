@@ -3,11 +3,11 @@
 Every run read from another store or from Parquet files is validated like an import (DESIGN.md,
 "Hostile input") before anything is written: its document (records.run_doc_problem, plain names,
 finite numbers, times >= 0) and its rows (the eval columns present and typed, integer steps and
-indices >= 0, times finite and >= 0 or null, metric values numbers), then by the rules every door shares (workbench/validate.py run_problem:
-clocks that never go back, wall >= training time, metrics in range, ladder tokens); and merge and
-import-parquet take a run only into a trial slot empty or holding its own design
-(validate.TrialSlots). A bad run is skipped with one warning line saying what was wrong, never
-copied blindly and never an aborted command.
+indices >= 0, times finite and >= 0 or null, metric values numbers), then by the rules every door
+shares (workbench/validate.py run_problem: clocks that never go back, wall >= training time,
+metrics in range, ladder tokens); merge and import-parquet take a run only into a trial slot that
+is empty or holds its own design (validate.TrialSlots). A bad run is skipped with one warning line
+saying what was wrong, never copied blindly and never an aborted command.
 
   reusable / copy_runs   `pacebench study --reuse-from`: finished runs of the same reuse key
                          (runners/reuse.py) copied into the study's store, each recording

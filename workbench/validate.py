@@ -2,15 +2,17 @@
 brings could have been measured. `merge`, `import-parquet` and `--reuse-from`
 (workbench/transfer.py, through run_problem) and the AlgoPerf import
 (workbench/importers/algoperf.py, through eval_rows_problem) refuse a run that breaks a rule,
-in one line naming the rule, and write nothing of it.
+in one line naming the rule, and write nothing of it. TrialSlots keeps one design per trial
+slot for merge and import-parquet, by the checks `--resume` makes (design_differences).
 
 The rules, along a run's eval rows in eval order (a missing value, null or NaN, is not checked):
 - steps and the training, evaluation and wall seconds are finite and >= 0;
 - none of them ever decreases from one eval to the next;
 - wall seconds >= training seconds on each row (the wall clock runs while the training clock
   does; WALL_SLACK_S allows for the two timers' rounding);
-- metric values are finite (inf is no measurement, but in a run that diverged); losses (`<split>/loss`, `<split>/*_loss`)
-  are >= 0; accuracies and other fractions (FRACTION_METRICS, `*accuracy*`) lie in [0, 1];
+- metric values are finite (inf is no measurement, but in a run that diverged); losses
+  (`<split>/loss`, `<split>/*_loss`) are >= 0; accuracies and other fractions
+  (FRACTION_METRICS, `*accuracy*`) lie in [0, 1];
 - a complete ladder run's recorded tokens are its planned steps times its tokens per step
   (batch size x the rung's context), within one step's tokens (ladder_problem).
 """

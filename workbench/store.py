@@ -17,6 +17,8 @@ into paths)::
     <store>/checkpoints/<trial>.pt      a long run's training state (runners/checkpoint.py)
     <store>/pruning/<study>/<trial>.json  the early-stopping tuner's record of a trial
     <store>/studies/<study>.json        a study's summary
+    <store>/planning.lock               launches check and record their plans one at a time
+    <store>/plans/<study>.json          every trial config the study's launches planned
 
 Each attempt at a trial gets its own folder, created with an atomic mkdir, so many processes on
 many machines can write one store at once and nothing written is ever overwritten by another run.
@@ -29,6 +31,10 @@ Importers add finished runs in one step with Store.write_sealed_run: the folder 
 fsynced under a hidden temporary name and renamed into place, so a reader (or a crash) sees the
 whole run or none of it. A finished run's document changes afterwards only through Store.amend,
 which keeps its identity and status.
+
+Every reader opens only regular files inside the store (file_problem, read_regular): a FIFO
+would block it, a device never end, a link lead out of the store; such a run is skipped with a
+warning naming it.
 
 This module reads documents and files; tables of runs and rows (pandas, DuckDB) are
 workbench.query's, which reads the files this module lists.

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from workbench import query
+from workbench.store import file_problem
 
 __all__ = ["Checkpoint", "RunPosition"]
 
@@ -80,6 +81,10 @@ class Checkpoint:
         attempt's rows up to the saved step into `writer`, advance `batches` to the saved step.
         Returns the saved position, RunPosition() when there is nothing to resume."""
         if not self.path.exists():
+            return RunPosition()
+        problem = file_problem(self.path, self.path.parent.parent)  # <store>/checkpoints/<key>.pt
+        if problem:  # a FIFO would block torch.load, a device never end: start afresh
+            print(f"warning: checkpoint not restored: {problem}", file=sys.stderr)
             return RunPosition()
         optimizer = _optimizer(p.algorithm)
         if optimizer is None:

@@ -273,6 +273,28 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     return result
 
 
+def _plan(store: Store, name: str, configs: list[RunConfig], resume: bool,
+          allow_mixed_execution: bool, here: bool) -> tuple[list[RunConfig], dict[str, str]]:
+    """Check the plan `configs` of study `name` against the study's runs and the plans other
+    launches recorded (runners/resume.py; `here`: the trials run on this machine), then record
+    it; call under the store's planning lock. Returns the configs (marked with any execution mix
+    allowed) and {planned trial key: the key of its place's trial, differing in execution only}."""
+    docs = list(store.documents(study_name=name))
+    if docs and not resume:
+        raise StudyExistsError(
+            f"store {store.root} already has {len(docs)} runs of study {name!r}: pass "
+            "--resume to run only the missing trials, or --name to start a new study")
+    planned = [{"config": c} for c in store.planned(name)]  # a launch whose runs are not yet
+    same = {}                                               # in the store has planned them
+    if docs or planned:
+        mixed = check_mix(docs, name, configs, allow_mixed_execution, here) if docs else None
+        same = check_same_plan(store.root, name, configs, docs + planned, allow_mixed_execution)
+        if mixed:
+            configs = [replace(c, mixed_execution=mixed) for c in configs]
+    store.record_plan(name, [c.to_dict() for c in configs])
+    return configs, same
+
+
 def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int = 1,
                 resume: bool = False, data_dir: str | Path | None = None, progress: bool = True,
                 hooks: Mapping[str, Any] | None = None,
@@ -296,17 +318,9 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     store.ensure()
-    docs = list(store.documents(study_name=name))
-    if docs and not resume:
-        raise StudyExistsError(
-            f"store {store.root} already has {len(docs)} runs of study {name!r}: pass "
-            "--resume to run only the missing trials, or --name to start a new study")
-    same = {}  # planned trial key -> the key of its place's trial, differing in execution only
-    if docs:
-        mixed = check_mix(docs, name, configs, allow_mixed_execution, options.backend == "local")
-        same = check_same_plan(store.root, name, configs, docs, allow_mixed_execution)
-        if mixed:
-            configs = [replace(c, mixed_execution=mixed) for c in configs]
+    with store.planning_lock():  # launches plan one at a time (records.PLANNING_LOCK)
+        configs, same = _plan(store, name, configs, resume, allow_mixed_execution,
+                              options.backend == "local")
     # resume: not the trials already done, nor those another launcher is running right now
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
     if resume:  # and not those Slurm still has pending or running (runners/slurm_backend.py)

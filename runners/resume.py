@@ -20,13 +20,14 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from runners.env import cpu_model
 from workbench.records import DONE_STATUSES
 from workbench.spec import ExecutionOptions, RunConfig
+from workbench.validate import PLACE as _PLACE, design_differences
 
 __all__ = ["queued_on_slurm", "study_status", "STATUS_STATES", "StudyExistsError", "StudyChangedError", "ExecutionChangedError", "check_same_plan",
            "hardware_class", "hardware_class_here", "recorded_mix", "check_mix"]
@@ -48,9 +49,6 @@ class ExecutionChangedError(StudyChangedError, ValueError):
     runs, and the mix was not allowed (a ValueError too: bad input, whatever command ran it)."""
 
 
-_PLACE = ("workload", "algorithm", "ruleset", "study", "trial", "seed")  # a trial's place
-
-
 def check_same_plan(root: Path, name: str, configs: list[RunConfig], docs: list[dict],
                     execution_may_differ: bool = False) -> dict[str, str]:
     """StudyChangedError when a planned trial of study `name` has other settings than the runs
@@ -65,12 +63,11 @@ def check_same_plan(root: Path, name: str, configs: list[RunConfig], docs: list[
             old = RunConfig.from_dict(doc["config"])
             recorded.setdefault(tuple(getattr(old, k) for k in _PLACE), old)
     changed, same = [], {}
-    for config in configs:
+    for config in configs:  # the checks every door makes (workbench/validate.py)
         old = recorded.get(tuple(getattr(config, k) for k in _PLACE))
         if old is None or old.trial_key == config.trial_key:
             continue
-        if execution_may_differ and \
-                replace(config, execution=old.execution).trial_key == old.trial_key:
+        if not design_differences(old, config, execution_may_differ):
             same[config.trial_key] = old.trial_key
         else:
             changed.append((config, old))

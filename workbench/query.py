@@ -15,8 +15,14 @@ Parquet parts of runs_frame rows. runs_frame reads the index in one scan and rea
 folders only for runs the index lacks, so a store of thousands of runs is read in a fraction of a
 second. Only runs whose document has a final status are indexed (their documents and rows never
 change again); a run folder that is gone drops out of the table even if the index still lists
-it; a part that cannot be read is ignored (its runs are read from their folders), so the index
-can never hide or change a run.
+it; a part that cannot be read, or whose bytes are not those its name's digest says, is ignored
+(its runs are read from their folders); and a row is taken only while its run's document has the
+size and modification time the row was read at (INDEX_STAT_COLUMNS, one lstat a run), so the
+index can never hide or change a run.
+
+Only regular files inside the store are opened (workbench.store.file_problem): a run with a FIFO,
+a device or a link out of the store among its files is skipped, named in a warning, before any
+path is handed to DuckDB (which would block on a FIFO).
 
 A finished run's folder is read in one pass over its document: the figures the run table
 computes from eval rows (time to target, best value, ...) are sealed into the document with the
@@ -27,6 +33,8 @@ reads one small file per run, not two.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +46,11 @@ import pandas as pd
 
 from workbench import records as R
 from workbench.spec import COMPARISONS, relaxed_goal
-from workbench.store import Store
+from workbench.store import Store, read_regular
 
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
-           "read_index", "RUN_DTYPES", "ladder_records", "last_evals", "ladder_finals",
-           "first_hits", "FIRST_HIT_COLUMNS", "eval_clock"]
+           "read_index", "INDEX_STAT_COLUMNS", "RUN_DTYPES", "ladder_records", "last_evals",
+           "ladder_finals", "first_hits", "FIRST_HIT_COLUMNS", "eval_clock"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -75,6 +83,10 @@ _ROW_TYPES = {"run_id": "VARCHAR", "eval_index": "BIGINT", "step": "BIGINT", "ex
               "loss": "DOUBLE"}
 
 _RETRIES = 3  # a live file may be sealed (and removed) between listing and reading it
+
+# Kept beside each run's row in the run index: its run document's size and modification time
+# (ns) when the row was read. A run whose document stats otherwise now is read from its folder.
+INDEX_STAT_COLUMNS = ("doc_size", "doc_mtime_ns")
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -130,7 +142,10 @@ def _read_rows(con: duckdb.DuckDBPyConnection, store: Store, kind: str,
     live file vanished meanwhile."""
     run_ids = None if run_ids is None else list(run_ids)
     for attempt in range(_RETRIES):
-        parquet, jsonl = store.row_files(kind, run_ids)
+        problems: dict[str, str] = {}
+        parquet, jsonl = store.row_files(kind, run_ids, problems)
+        for run_id, problem in problems.items():  # never handed to DuckDB (a FIFO blocks it)
+            _skip(None, run_id, problem)
         try:
             return build(_rows_source(con, parquet, jsonl))
         except duckdb.IOException:
@@ -181,7 +196,8 @@ def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[
     bad = set()
     for run_id in run_ids:
         try:
-            if docs and len(_sealed_summaries(_read_docs(con, store.doc_paths([run_id])))):
+            paths = store.doc_paths([run_id])
+            if docs and len(_sealed_summaries(_read_docs(con, paths, store.root))):
                 continue  # the run table reads no rows of a run with a usable summary
             rows = _rows_source(con, *store.row_files(kind, [run_id]))
             if rows is not None:
@@ -233,17 +249,20 @@ _NUMERIC_DOC_KEYS = tuple(c for c, t in _DOC_TYPES.items() if t in ("BIGINT", "D
 _TEXT_DOC_KEYS = tuple(c for c in R.REQUIRED_DOC_FIELDS if c != "run_id")
 
 
-def _texts(files: list[str]) -> list[str]:
-    """The text of each file; a file that cannot be read (gone since it was listed, not UTF-8)
-    raises duckdb.IOException, as DuckDB's own readers do, so one error path handles both."""
-    texts = []
+def _texts(files: list[str], root: Path) -> tuple[list[str], list[tuple[int, int]]]:
+    """The text of each file, and its (size, modification time in ns) when it was read; only a
+    regular file inside the store `root` is opened (store.read_regular). A file that cannot be
+    read (gone since it was listed, not UTF-8, a FIFO) raises duckdb.IOException, as DuckDB's own
+    readers do, so one error path handles both."""
+    texts, stats = [], []
     for path in files:
         try:
-            with open(path, "rb") as handle:
-                texts.append(handle.read().decode("utf-8"))
+            data, st = read_regular(path, root)
+            texts.append(data.decode("utf-8"))
+            stats.append((st.st_size, st.st_mtime_ns))
         except (OSError, UnicodeDecodeError) as exc:
             raise duckdb.IOException(f"cannot read {path}: {exc}") from None
-    return texts
+    return texts, stats
 
 
 def _typed_key(key: str, sql_type: str) -> str:
@@ -257,7 +276,7 @@ def _typed_key(key: str, sql_type: str) -> str:
     return f"TRY_CAST({value} AS {sql_type})"
 
 
-def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame:
+def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str], root: Path) -> pd.DataFrame:
     """The run documents, one row each, typed; run_id falls back to the folder name. Column
     `mistyped` lists the numeric keys whose value is not a number (they read as NULL) and the
     required text keys whose value is not text."""
@@ -277,7 +296,8 @@ def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame
            f"{_typed_key('schema_version', 'BIGINT')} AS schema_version, "
            f"d.j.{_ident(R.EVAL_SUMMARY)} AS {_ident(R.EVAL_SUMMARY)}, {raw} "
            "FROM (SELECT filename, from_json(content, ?) AS j FROM texts) AS d")
-    con.register("texts", pa.table({"filename": files, "content": _texts(files)}))
+    texts, stats = _texts(files, root)
+    con.register("texts", pa.table({"filename": files, "content": texts}))
     try:
         docs = con.sql(sql, params=[structure]).to_arrow_table().to_pandas()  # 1.7x .df()
     finally:
@@ -292,6 +312,8 @@ def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str]) -> pd.DataFrame
             kind = "a number" if c in _NUMERIC_DOC_KEYS else "text"
             mistyped[i].append(f"{c} = {str(given.iloc[i])[:40]} (expected {kind})")
     docs["mistyped"] = mistyped
+    for i, c in enumerate(INDEX_STAT_COLUMNS):
+        docs[c] = pd.Series([st[i] for st in stats], index=docs.index, dtype="int64")
     return docs
 
 
@@ -527,7 +549,7 @@ def _finish_runs(docs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
             frame[c] = pd.Series(np.nan, index=frame.index)
     frame["reached_target"] = frame["reached_target"].eq(True)  # no eval rows: False
     frame["hparams"] = _parse_hparams(frame["hparams"])
-    frame = frame[list(R.RUN_COLUMNS)]
+    frame = frame[list(R.RUN_COLUMNS) + [c for c in INDEX_STAT_COLUMNS if c in frame]]
     return frame.astype(RUN_DTYPES).sort_values("run_id", ignore_index=True)
 
 
@@ -536,6 +558,10 @@ def _runs_from_folders(con: duckdb.DuckDBPyConnection, store: Store, run_ids: li
     """Run-table rows of `run_ids` read from their folders; `status` as the documents say. Runs
     whose files cannot be read or whose document fails records.run_doc_problem are left out,
     each named in a warning and in `skipped`."""
+    unsafe = store.unsafe_runs(run_ids)  # never opened: a FIFO blocks, a device never ends
+    for run_id, problem in unsafe.items():
+        _skip(skipped, run_id, problem)
+    run_ids = [r for r in run_ids if r not in unsafe]
     if not run_ids:
         return _empty_runs()
     try:
@@ -579,7 +605,7 @@ def _valid_docs(docs: pd.DataFrame, skipped: dict[str, str]) -> pd.DataFrame:
 
 def _read_runs(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str],
                skipped: dict[str, str]) -> pd.DataFrame:
-    docs = _valid_docs(_read_docs(con, store.doc_paths(run_ids)), skipped)
+    docs = _valid_docs(_read_docs(con, store.doc_paths(run_ids), store.root), skipped)
     sealed = _sealed_summaries(docs)
     known = set(sealed["run_id"].tolist())
     # rows are read only for the runs without a usable summary (nor for a run left out)
@@ -594,40 +620,72 @@ def _read_runs(con: duckdb.DuckDBPyConnection, store: Store, run_ids: list[str],
     return _read_rows(con, store, "evals", run_ids, build)
 
 
-def _read_parts(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> pd.DataFrame | None:
-    """Rows of index parts, or None when one cannot be read, lacks run-table columns or holds
-    values of other types."""
-    try:
-        # through Arrow: 2.5x faster than .df() on 100,000 rows (dtypes set by the caller)
-        frame = con.sql("SELECT * FROM read_parquet(?, union_by_name = true)",
-                        params=[[str(p) for p in parts]]).to_arrow_table().to_pandas()
-    except duckdb.Error:  # not Parquet, torn, or removed by a merge since it was listed
+def _read_parts(store: Store, parts: list[Path]) -> pd.DataFrame | None:
+    """Rows of index parts, or None when one cannot be read (or is not what was written:
+    Store.read_index_part), lacks run-table or stat columns or holds values of other types."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for part in parts:
+        data = store.read_index_part(part)
+        if data is None:
+            return None
+        try:
+            tables.append(pq.read_table(pa.BufferReader(data)))
+        except (pa.ArrowException, OSError):  # not Parquet
+            return None
+    try:  # through Arrow: 2.5x faster than .df() on 100,000 rows (dtypes set by the caller)
+        frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    except (pa.ArrowException, ValueError, TypeError):
         return None
-    if not all(c in frame.columns for c in R.RUN_COLUMNS):
+    columns = [*R.RUN_COLUMNS, *INDEX_STAT_COLUMNS]
+    if not all(c in frame.columns for c in columns):
         return None
     try:  # a part whose values are not of the run table's types is not read either
-        return frame[list(R.RUN_COLUMNS)].astype(
-            {c: t for c, t in RUN_DTYPES.items() if c != "hparams"})
+        return frame[columns].astype(
+            {**{c: t for c, t in RUN_DTYPES.items() if c != "hparams"},
+             **dict.fromkeys(INDEX_STAT_COLUMNS, "int64")})
     except (ValueError, TypeError):
         return None
 
 
 def read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFrame, list, list]:
-    """(run-table rows of the index, the parts listed, the parts read); bad parts are skipped."""
+    """(run-table rows of the index with INDEX_STAT_COLUMNS, the parts listed, the parts read);
+    bad parts are skipped; of a run listed twice, the row of the newest part."""
     parts = store.index_parts()
     if not parts:
-        return _empty_runs(), [], []
-    frame, read = _read_parts(con, parts), parts
+        return _empty_index(), [], []
+    frame, read = _read_parts(store, parts), parts
     if frame is None:  # find the parts that can be read
-        pieces = {p: _read_parts(con, [p]) for p in parts}
+        pieces = {p: _read_parts(store, [p]) for p in parts}
         read = [p for p, f in pieces.items() if f is not None]
         if not read:
-            return _empty_runs(), parts, []
-        frame = pd.concat([pieces[p].astype(RUN_DTYPES) for p in read],
-                          ignore_index=True)
-    frame = frame.drop_duplicates("run_id")[list(R.RUN_COLUMNS)]
+            return _empty_index(), parts, []
+        frame = pd.concat([pieces[p] for p in read], ignore_index=True)
+    frame = frame.drop_duplicates("run_id", keep="last").reset_index(drop=True)
     frame["hparams"] = _parse_hparams(frame["hparams"])
     return frame.astype(RUN_DTYPES), parts, read
+
+
+def _empty_index() -> pd.DataFrame:
+    return _empty_runs().assign(**{c: pd.Series(dtype="int64") for c in INDEX_STAT_COLUMNS})
+
+
+def _unchanged(store: Store, indexed: pd.DataFrame) -> np.ndarray:
+    """Which rows of the index still describe their run: its run document is a regular file
+    whose size and modification time are those the row was read at (one lstat a run). A run
+    whose folder is gone, or whose document changed since, is not taken from the index."""
+    runs_dir = str(store.runs_dir)
+    now = []
+    for run_id in indexed["run_id"].tolist():
+        try:
+            st = os.lstat(os.path.join(runs_dir, run_id, R.RUN_DOC))
+            now.append((st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None)
+        except OSError:
+            now.append(None)
+    then = zip(indexed["doc_size"].tolist(), indexed["doc_mtime_ns"].tolist())
+    return np.fromiter((n == t for n, t in zip(now, then)), bool, count=len(now))
 
 
 def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
@@ -639,15 +697,13 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     Store.run_names returned, when the caller has just listed the run folders."""
     con = con or connect()
     indexed, parts, read = index if index is not None else read_index(con, store)
+    if len(indexed):  # the index is a cache: only rows whose run is as it was when read
+        indexed = indexed[_unchanged(store, indexed)]
     # as a list: iterating the Arrow-backed column itself costs 2 us an id
     indexed_ids = indexed["run_id"].tolist()
     known = set(indexed_ids)
     run_ids = store.run_ids(known, names)
     present = set(run_ids)
-    if not known <= present:  # a run folder that is gone drops out
-        # a set lookup per id: pandas' isin on Arrow strings is ~50x slower for 100,000 ids
-        indexed = indexed[np.fromiter((r in present for r in indexed_ids), bool,
-                                      count=len(indexed_ids))]
     new = present - known
     skipped: dict[str, str] = {}
     fresh = _runs_from_folders(con, store, [r for r in run_ids if r in new] if new else [],
@@ -679,7 +735,9 @@ def runs_frame(store: Store, index: tuple | None = None,
     Store.run_names's, when the caller has just read them (the dashboard reads both first to
     fingerprint the store).
     """
-    frame = runs_table(store, index=index, names=names)[0]
+    table = runs_table(store, index=index, names=names)[0]
+    frame = table[list(R.RUN_COLUMNS)]  # not the index's stat columns
+    frame.attrs["skipped"] = table.attrs["skipped"]
     _effective_status(store, frame)
     return frame
 
@@ -696,15 +754,14 @@ def ladder_records(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
                and r not in ("", ".", "..")]  # folder names: never a path out of runs/
     for run_id, path in zip(run_ids, store.doc_paths(run_ids)):
         try:
-            with open(path, "rb") as handle:
-                text = handle.read()
-        except OSError:
+            text = store.read_file(path)
+        except OSError:  # gone, or no regular file inside the store
             continue
         if b'"ladder"' not in text:
             continue
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         config = doc.get("config") if isinstance(doc, dict) else None
         if isinstance(config, dict) and config.get("ladder") is not None:

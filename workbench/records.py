@@ -86,9 +86,11 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # The run index: Parquet parts, each holding finished runs' rows of the run table (RUN_COLUMNS,
 # hparams as JSON text), so that the run table of a large store is read in one scan. Derived data
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
-# Its version changes with RUN_COLUMNS, not with the run document.
+# Its version changes with RUN_COLUMNS, not with the run document. Version 5: each row also holds
+# its run document's size and modification time (query.INDEX_STAT_COLUMNS), and a part's name
+# ends with its bytes' digest: a row whose document changed, or a part edited, is not believed.
 INDEX_DIR = "index"
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
@@ -102,6 +104,14 @@ EARLY_STOP_DIR = "pruning"
 # a trial at the same time. The lock dies with its process; the empty files stay (removing a lock
 # file while another process may hold it open would let two claims pass).
 CLAIMS_DIR = "claims"
+# Launches plan one at a time: <store>/planning.lock, held with an exclusive flock(2) while a
+# launcher checks its plan against the study's runs and plans and records it in
+# <store>/plans/<study_name>.json = {"configs": [RunConfig.to_dict(), ...]} (every trial any
+# launch of the study planned), so that a second launch of another design is refused even before
+# the first one's runs have documents. On a network file system the lock needs locks that every
+# machine sees (NFSv4, or NFSv3 with lockd; Lustre mounted with `flock`).
+PLANNING_LOCK = "planning.lock"
+PLANS_DIR = "plans"
 # A launcher's space reserve (Store.reserve_space): <store>/.space-reserve-*, removed from the
 # folder as soon as it is made (its blocks stay allocated while the launcher holds it open).
 RESERVE_PREFIX = ".space-reserve-"

@@ -23,7 +23,7 @@ def _index_table(frame: pd.DataFrame) -> "pa.Table":  # noqa: F821
     """Run-table rows as an Arrow table for an index part (hparams as JSON text)."""
     import pyarrow as pa
 
-    out = frame[list(R.RUN_COLUMNS)].copy()
+    out = frame[[*R.RUN_COLUMNS, *query.INDEX_STAT_COLUMNS]].copy()
     out["hparams"] = [json.dumps(h, sort_keys=True) for h in out["hparams"]]
     return pa.Table.from_pandas(out, preserve_index=False)
 
@@ -41,10 +41,14 @@ def refresh_index(store: Store) -> int:
     added.
     """
     frame, fresh, listed, read = query.runs_table(store)
+    fresh = fresh[fresh["doc_size"].notna()] if "doc_size" in fresh else fresh.iloc[:0]
     added = _finished(fresh)
     if len(added):
         store.write_index_part(_index_table(added))
     parts = store.index_parts()
+    older = [p for p in (store.root / R.INDEX_DIR).glob("runs-v*.parquet")
+             if not p.name.startswith(R.INDEX_PART_PREFIX)]
+    store.drop_index_parts(older)  # parts of older index versions are never read again
     if len(parts) > MAX_INDEX_PARTS or len(read) < len(listed):
         store.write_index_part(_index_table(_finished(frame)))
         store.drop_index_parts(parts)  # their runs are all in the merged part (or re-read)

@@ -17,6 +17,8 @@ into paths)::
     <store>/checkpoints/<trial>.pt      a long run's training state (runners/checkpoint.py)
     <store>/pruning/<study>/<trial>.json  the early-stopping tuner's record of a trial
     <store>/studies/<study>.json        a study's summary
+    <store>/planning.lock               launches check and record their plans one at a time
+    <store>/plans/<study>.json          every trial config the study's launches planned
 
 Each attempt at a trial gets its own folder, created with an atomic mkdir, so many processes on
 many machines can write one store at once and nothing written is ever overwritten by another run.
@@ -30,11 +32,16 @@ fsynced under a hidden temporary name and renamed into place, so a reader (or a 
 whole run or none of it. A finished run's document changes afterwards only through Store.amend,
 which keeps its identity and status.
 
+Every reader opens only regular files inside the store (file_problem, read_regular): a FIFO
+would block it, a device never end, a link lead out of the store; such a run is skipped with a
+warning naming it.
+
 This module reads documents and files; tables of runs and rows (pandas, DuckDB) are
 workbench.query's, which reads the files this module lists.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import fcntl
@@ -46,6 +53,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -62,7 +70,7 @@ from workbench import records as R
 
 __all__ = ["Store", "SealedBatch", "RunWriter", "TrialClaim", "SpaceReserve", "open_store",
            "StoreError", "atomic_write_json", "utc_now", "read_jsonl", "no_space", "full_path",
-           "NO_SPACE_ERRNOS", "ROW_KINDS"]
+           "NO_SPACE_ERRNOS", "ROW_KINDS", "UnsafeFile", "file_problem", "read_regular"]
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
@@ -98,6 +106,60 @@ def full_path(err: OSError, root: str | os.PathLike) -> str:
     if not name or Path(os.path.abspath(name)).is_relative_to(os.path.abspath(root)):
         return str(root)
     return str(name)
+
+
+class UnsafeFile(OSError):
+    """A path in a store that is no regular file inside it (a FIFO, a socket, a device, a folder,
+    a link out of the store): never opened. Its text names the file and what it is."""
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _kind(mode: int) -> str:
+    return next((words for test, words in _KINDS if test(mode)), "of an unknown kind")
+
+
+def file_problem(path: str | os.PathLike, root: str | os.PathLike,
+                 st: os.stat_result | None = None) -> str | None:
+    """Why the file at `path` may not be opened as part of the store at `root` (None when it may;
+    FileNotFoundError when there is nothing there): every reader of a store opens only regular
+    files inside it. A FIFO blocks its reader until a writer comes (DuckDB too), a device may
+    give endless bytes, and a link may lead out of the store. One lstat (`st`: its result, when
+    the caller has it); a link costs a realpath more."""
+    st = os.lstat(path) if st is None else st
+    if stat.S_ISREG(st.st_mode):
+        return None
+    if not stat.S_ISLNK(st.st_mode):
+        return f"{path} is not a regular file ({_kind(st.st_mode)})"
+    real, inside = os.path.realpath(path), os.path.realpath(root)
+    if os.path.commonpath([real, inside]) != inside:
+        return f"{path} is a link out of the store (to {real[:120]})"
+    target = os.stat(real)
+    return None if stat.S_ISREG(target.st_mode) else \
+        f"{path} is a link to {_kind(target.st_mode)}, not a regular file"
+
+
+def read_regular(path: str | os.PathLike, root: str | os.PathLike
+                 ) -> tuple[bytes, os.stat_result]:
+    """(the bytes, the fstat) of the store file `path` when file_problem allows it; UnsafeFile
+    otherwise (FileNotFoundError when there is none). Opened without blocking and checked again
+    after the open, in case another file was swapped in between."""
+    problem = file_problem(path, root)
+    if problem:
+        raise UnsafeFile(problem)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFile(f"{path} is not a regular file ({_kind(st.st_mode)})")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
 
 
 class StoreError(RuntimeError):
@@ -352,15 +414,21 @@ class RunWriter:
             self.finish("complete")
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSON-lines file; a torn last line (the writer was killed mid-write) is dropped."""
+def read_jsonl(path: Path, root: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """Rows of a JSON-lines file; a torn last line (the writer was killed mid-write) is dropped.
+    `root`: the store the file belongs to, when it is read from a store others wrote (then only
+    a regular file inside it is opened: read_regular)."""
+    if root is not None:
+        lines = read_regular(path, root)[0].decode("utf-8").splitlines()
+    else:
+        with open(path) as f:
+            lines = f.readlines()
     rows = []
-    with open(path) as f:
-        for line in f:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
     return rows
 
 
@@ -636,9 +704,11 @@ class Store:
         """The store's scoring rules (records.SCORING_DOC), or None: score by the plain rules."""
         path = self.root / R.SCORING_DOC
         try:
-            return json.loads(path.read_text())
+            return json.loads(self.read_file(path))
         except FileNotFoundError:
             return None
+        except UnsafeFile as e:
+            raise StoreError(f"{e}: the scoring rules are a regular JSON file") from None
         except json.JSONDecodeError as e:
             raise StoreError(f"{path} is not valid JSON ({e}); delete it to score by the plain "
                              "rules, or import the benchmark's logs again") from None
@@ -653,21 +723,42 @@ class Store:
         folder = self.root / R.INDEX_DIR
         if not folder.is_dir():
             return []
-        return sorted(p for p in folder.iterdir()
-                      if p.name.startswith(R.INDEX_PART_PREFIX) and p.name.endswith(".parquet"))
+        with os.scandir(folder) as entries:  # regular files only: DuckDB would block on a FIFO
+            return sorted(folder / e.name for e in entries
+                          if e.name.startswith(R.INDEX_PART_PREFIX)
+                          and e.name.endswith(".parquet") and e.is_file(follow_symlinks=False))
 
     def write_index_part(self, table: "pa.Table") -> Path:  # noqa: F821
-        """Add one part to the run index, atomically (readers see all of it or none of it)."""
+        """Add one part to the run index, atomically (readers see all of it or none of it). Its
+        name ends with the start of its bytes' sha256 (read_index_part checks it)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         folder = self.root / R.INDEX_DIR
         folder.mkdir(exist_ok=True)
-        name = f"{R.INDEX_PART_PREFIX}{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
-        tmp = folder / f".{name}.tmp"
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        data = sink.getvalue().to_pybytes()
+        name = f"{R.INDEX_PART_PREFIX}{time.time_ns():020d}-{_digest(data)}.parquet"
+        tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
         try:
-            _write_parquet(table, tmp)
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, folder / name)
         finally:
             tmp.unlink(missing_ok=True)
         return folder / name
+
+    def read_index_part(self, path: Path) -> bytes | None:
+        """The bytes of index part `path`, or None when it cannot be read or they are not what
+        was written (the digest in its name differs: the part was edited, or torn)."""
+        try:
+            data = self.read_file(path)
+        except OSError:
+            return None
+        return data if path.name.endswith(f"-{_digest(data)}.parquet") else None
 
     def drop_index_parts(self, parts: Iterable[Path]) -> None:
         """Remove index parts (after their rows were written into a merged part)."""
@@ -678,6 +769,11 @@ class Store:
     def run_path(self, run_id: str) -> Path:
         """The folder of run `run_id` (it may not exist)."""
         return self.runs_dir / run_id
+
+    def read_file(self, path: str | os.PathLike) -> bytes:
+        """The bytes of a file of this store: a regular file inside it only (read_regular;
+        UnsafeFile otherwise, FileNotFoundError when there is none)."""
+        return read_regular(path, self.root)[0]
 
     def has_run(self, run_id: str) -> bool:
         return (self.runs_dir / run_id / R.RUN_DOC).exists()
@@ -714,8 +810,9 @@ class Store:
             return []
         runs_dir = str(self.runs_dir)
         # set operations: a loop over 100,000 names in Python costs more than the listing
+        # a folder whose run.json is no regular file is a run: its readers skip it and say why
         docless = {n for n in set(names).difference(known)
-                   if not os.path.isfile(os.path.join(runs_dir, n, R.RUN_DOC))}
+                   if not os.path.lexists(os.path.join(runs_dir, n, R.RUN_DOC))}
         return [n for n in names if n not in docless] if docless else list(names)
 
     def run_dirs(self) -> list[Path]:
@@ -732,7 +829,7 @@ class Store:
         whose process is gone reads `interrupted`)."""
         path = self.runs_dir / run_id / R.RUN_DOC
         try:
-            return self._effective(json.loads(path.read_text()), path.parent)
+            return self._effective(json.loads(self.read_file(path)), path.parent)
         except FileNotFoundError:
             raise KeyError(f"no run {run_id!r} in {self.root}") from None
 
@@ -748,10 +845,10 @@ class Store:
         """A run folder's document as written, or None (with a warning naming the folder) when
         it cannot be read: one bad document never hides the others."""
         try:
-            doc = json.loads((run_dir / R.RUN_DOC).read_text())
+            doc = json.loads(self.read_file(run_dir / R.RUN_DOC))
         except FileNotFoundError:
             return None  # removed since it was listed
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             warnings.warn(f"skipped run {run_dir.name}: its {R.RUN_DOC} cannot be read ({exc})",
                           stacklevel=3)
             return None
@@ -804,6 +901,46 @@ class Store:
             return None
         return TrialClaim(fd)
 
+    @contextlib.contextmanager
+    def planning_lock(self) -> Iterator[None]:
+        """Hold the store's planning lock (records.PLANNING_LOCK) for the `with` block: launches
+        check and record their plans one at a time. Blocks until the lock is free; a process's
+        end releases it."""
+        self.ensure()
+        fd = os.open(self.root / R.PLANNING_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases its lock
+
+    def _plan_path(self, study_name: str) -> Path:
+        return self.root / R.PLANS_DIR / f"{_file_part(study_name)}.json"
+
+    def planned(self, study_name: str) -> list[dict[str, Any]]:
+        """The trial configs (RunConfig.to_dict) launches of study `study_name` have planned
+        (records.PLANS_DIR); [] when none, or when the record cannot be read (a warning)."""
+        try:
+            doc = json.loads(self.read_file(self._plan_path(study_name)))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, RecursionError) as exc:
+            warnings.warn(f"the plan of study {study_name!r} cannot be read ({exc}): not "
+                          "compared", stacklevel=2)
+            return []
+        configs = doc.get("configs") if isinstance(doc, dict) else None
+        return [c for c in configs if isinstance(c, dict)] if isinstance(configs, list) else []
+
+    def record_plan(self, study_name: str, configs: Iterable[Mapping[str, Any]]) -> None:
+        """Add `configs` (RunConfig.to_dict) to study `study_name`'s plan, atomically; call it
+        under planning_lock."""
+        known = self.planned(study_name)
+        texts = {json.dumps(c, sort_keys=True) for c in known}
+        new = [dict(c) for c in configs if json.dumps(_clean(c), sort_keys=True) not in texts]
+        if new or not self._plan_path(study_name).exists():
+            self._plan_path(study_name).parent.mkdir(exist_ok=True)
+            atomic_write_json(self._plan_path(study_name), {"configs": known + new})
+
     def live_trial_keys(self) -> set[str]:
         """Trial keys with an attempt whose process is alive (this host) or whose heartbeat is
         fresh (another host): running in some launcher now."""
@@ -825,14 +962,16 @@ class Store:
         """The rows a live run has flushed so far (kind "evals" or "train"); [] once sealed."""
         live = self.runs_dir / run_id / ROW_KINDS[kind][1]
         try:
-            return read_jsonl(live)
+            return read_jsonl(live, self.root)
         except FileNotFoundError:
             return []
 
-    def row_files(self, kind: str, run_ids: Iterable[str] | None = None
-                  ) -> tuple[list[str], list[str]]:
+    def row_files(self, kind: str, run_ids: Iterable[str] | None = None,
+                  problems: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
         """(sealed Parquet files, non-empty live JSON-lines files) holding the rows of `kind`
         ("evals" or "train") of `run_ids` (None: every run); a sealed file wins over a live one.
+        Only regular files inside the store are listed (file_problem): a run with another kind
+        of file there is left out, with the reason in `problems` ({run id: why}) when given.
         KeyError naming the first unknown run id."""
         sealed, live = ROW_KINDS[kind]
         if run_ids is None:
@@ -843,14 +982,40 @@ class Store:
             ids = list(dict.fromkeys(run_ids))
             dirs = [os.path.join(str(self.runs_dir), rid) for rid in ids]
             missing = [rid for rid, d in zip(ids, dirs)
-                       if not os.path.exists(os.path.join(d, R.RUN_DOC))]
-            parquet = [p for p in (os.path.join(d, sealed) for d in dirs) if os.path.exists(p)]
-            jsonl = [p for p in (os.path.join(d, live) for d in dirs) if os.path.exists(p)]
+                       if not os.path.lexists(os.path.join(d, R.RUN_DOC))]
+            parquet = [p for p in (os.path.join(d, sealed) for d in dirs) if os.path.lexists(p)]
+            jsonl = [p for p in (os.path.join(d, live) for d in dirs) if os.path.lexists(p)]
             if missing:
                 raise KeyError(f"no run {missing[0]!r} in {self.root} ({len(missing)} unknown run "
                                "ids); valid ids are the run_id column of query.runs_frame(store)")
+        bad = self._unsafe(parquet + jsonl)
+        if bad and problems is not None:
+            problems.update(bad)
+        parquet = [p for p in parquet if os.path.basename(os.path.dirname(p)) not in bad]
         done = {os.path.dirname(p) for p in parquet}
-        return parquet, [p for p in jsonl if os.path.dirname(p) not in done and _nonempty(p)]
+        return parquet, [p for p in jsonl if os.path.dirname(p) not in done and _nonempty(p)
+                         and os.path.basename(os.path.dirname(p)) not in bad]
+
+    def _unsafe(self, paths: Iterable[str]) -> dict[str, str]:
+        """{run id: why} for the runs among whose files `paths` one may not be opened
+        (file_problem); one lstat a file."""
+        bad = {}
+        for path in paths:
+            try:
+                problem = file_problem(path, self.root)
+            except OSError:
+                continue  # gone since it was listed: the reader retries
+            if problem:
+                bad.setdefault(os.path.basename(os.path.dirname(path)), problem)
+        return bad
+
+    def unsafe_runs(self, run_ids: Iterable[str]) -> dict[str, str]:
+        """{run id: why} for the runs of `run_ids` with a file that may not be opened (their
+        document or row files: file_problem): readers skip them, naming why."""
+        names = (R.RUN_DOC, R.EVALS_SEALED, R.EVALS_LIVE, R.TRAIN_SEALED, R.TRAIN_LIVE)
+        runs_dir = str(self.runs_dir)
+        return self._unsafe(p for rid in run_ids for p in
+                            (os.path.join(runs_dir, rid, n) for n in names) if os.path.lexists(p))
 
     def signature(self, finished: set[str] | frozenset[str] = frozenset(),
                   names: list[str] | None = None) -> tuple:
@@ -889,7 +1054,7 @@ class Store:
                              "times and eval summary are fixed once written")
         path = self.runs_dir / run_id / R.RUN_DOC
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(self.read_file(path))
         except FileNotFoundError:
             raise KeyError(f"no run {run_id!r} in {self.root}") from None
         if doc.get("status") not in R.TERMINAL:
@@ -904,7 +1069,7 @@ class Store:
         `status`: interrupted, or failed when the launcher killed it for the run's own doing
         (the watchdog)."""
         path = self.runs_dir / run_id / R.RUN_DOC
-        doc = json.loads(path.read_text())
+        doc = json.loads(self.read_file(path))
         if doc.get("status") == "running":
             doc.update(status=status, stop_reason=reason, ended_at=utc_now())
             atomic_write_json(path, doc)
@@ -952,7 +1117,7 @@ class Store:
         docs = []
         for path in sorted(folder.glob("*.json")):
             try:
-                docs.append(json.loads(path.read_text()))
+                docs.append(json.loads(self.read_file(path)))
             except (ValueError, OSError):
                 continue  # being replaced right now: atomic writes make this rare and harmless
         return docs
@@ -969,9 +1134,14 @@ class Store:
     def study_summary(self, study_name: str) -> dict[str, Any] | None:
         """A study's summary document, or None when it has none (or it cannot be read)."""
         try:
-            return json.loads(self._summary_path(study_name).read_text())
+            return json.loads(self.read_file(self._summary_path(study_name)))
         except (OSError, ValueError):
             return None
+
+
+def _digest(data: bytes) -> str:
+    """The name-part digest of an index part's bytes (16 hex digits of their sha256)."""
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def _nonempty(path: str) -> bool:

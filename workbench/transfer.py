@@ -3,8 +3,11 @@
 Every run read from another store or from Parquet files is validated like an import (DESIGN.md,
 "Hostile input") before anything is written: its document (records.run_doc_problem, plain names,
 finite numbers, times >= 0) and its rows (the eval columns present and typed, integer steps and
-indices >= 0, times finite and >= 0 or null, metric values numbers). A bad run is skipped with
-one warning line saying what was wrong, never copied blindly and never an aborted command.
+indices >= 0, times finite and >= 0 or null, metric values numbers), then by the rules every door
+shares (workbench/validate.py run_problem: clocks that never go back, wall >= training time,
+metrics in range, ladder tokens); merge and import-parquet take a run only into a trial slot that
+is empty or holds its own design (validate.TrialSlots). A bad run is skipped with one warning line
+saying what was wrong, never copied blindly and never an aborted command.
 
   reusable / copy_runs   `pacebench study --reuse-from`: finished runs of the same reuse key
                          (runners/reuse.py) copied into the study's store, each recording
@@ -33,6 +36,7 @@ import pyarrow.parquet as pq
 from workbench import records as R
 from workbench.spec import NAME
 from workbench.store import Store, StoreError, read_jsonl
+from workbench.validate import TrialSlots, run_problem
 
 __all__ = ["RunProblem", "doc_problem", "rows_problem", "read_run", "reusable", "copy_runs",
            "merge_stores", "MergeConflict", "export_parquet", "import_parquet",
@@ -133,7 +137,7 @@ def _rows(store: Store, run_id: str, kind: str) -> pa.Table | None:
     sealed, live = store.row_files(kind, [run_id])
     if sealed:
         return pq.read_table(sealed[0])
-    rows = read_jsonl(Path(live[0])) if live else []
+    rows = read_jsonl(Path(live[0]), store.root) if live else []
     return pa.Table.from_pylist(rows) if rows else None
 
 
@@ -146,7 +150,8 @@ def read_run(store: Store, doc: Mapping[str, Any]) -> tuple[dict, pa.Table | Non
         evals, train = (_rows(store, doc["run_id"], kind) for kind in ("evals", "train"))
     except (OSError, ValueError, KeyError, pa.ArrowException) as err:
         raise RunProblem(f"its rows cannot be read ({str(err)[:200]})") from None
-    problem = rows_problem(evals, "evals") or rows_problem(train, "train")
+    problem = rows_problem(evals, "evals") or rows_problem(train, "train") or \
+        run_problem(doc, evals)
     if problem:
         raise RunProblem(problem)
     return dict(doc), evals, train
@@ -286,10 +291,18 @@ def merge_stores(store: Store, sources: Iterable[Store]) -> MergeReport:
     store.remove_left_temps()  # a killed merge's
     if rules is not None and store.scoring_config() is None:
         store.write_scoring_config(rules)
+    slots = TrialSlots(run[0] for run in runs.values() if run[3] is store)
     with store.sealed_batch() as batch:
         for run_id, (doc, evals, train, where, _) in sorted(runs.items()):
-            if where is not store:
-                batch.add(doc, evals, run_id, train)
+            if where is store:
+                continue
+            problem = slots.problem(doc)  # a trial slot holds one design, whatever the door
+            if problem:
+                _skip(str(where.root), run_id, problem)
+                report.skipped.append(run_id)
+                continue
+            slots.add(doc)
+            batch.add(doc, evals, run_id, train)
         report.added = sum(batch.publish().values())
     return report
 
@@ -409,7 +422,7 @@ def import_parquet(folder: str | Path, store: Store) -> ImportReport:
         rows = {k: _run_rows(t, run_id, k) for k, t in (("evals", evals), ("train", train))} \
             if not problem else {}
         problem = problem or rows_problem(rows["evals"], "evals") or \
-            rows_problem(rows["train"], "train")
+            rows_problem(rows["train"], "train") or run_problem(doc, rows["evals"])
         if problem:
             _skip(str(folder), shown, problem)
             report.skipped.append(shown)
@@ -419,8 +432,15 @@ def import_parquet(folder: str | Path, store: Store) -> ImportReport:
         return report  # nothing to import: no empty store left behind
     store.ensure()
     store.remove_left_temps()  # a killed import's
+    slots = TrialSlots(store.documents())  # a trial slot holds one design, whatever the door
     with store.sealed_batch() as batch:
         for run_id, (doc, rows) in good.items():
+            problem = slots.problem(doc)
+            if problem:
+                _skip(str(folder), str(run_id)[:80], problem)
+                report.skipped.append(str(run_id)[:80])
+                continue
+            slots.add(doc)
             if not batch.add(doc, rows["evals"], run_id, rows["train"]):
                 report.existing += 1
         report.imported = sum(batch.publish().values())

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 from workbench import records as R
 from workbench.importers.workers import WorkerPool
 from workbench.store import SealedBatch, Store, open_store
+from workbench.validate import eval_rows_problem
 
 if TYPE_CHECKING:
     from workbench.scoring import ScoringConfig
@@ -415,39 +416,34 @@ def _eval_rows(raw: "pa.Table", path, counts: list[int] | None = None) -> "pa.Ta
         kind = pa.int64() if ours in ("step", "examples") else pa.float64()
         columns[ours] = _column(raw, theirs, kind, path) if theirs in raw.column_names \
             else pa.nulls(n, kind)
-    _check_clocks(columns, path, np.repeat(np.arange(len(counts)), counts))
     for name in sorted(c for c in raw.column_names if R.split_of(c)):
         values = _column(raw, name, pa.float64(), path)  # inf and -inf read as NaN: no metric
         if np.isinf(values.to_numpy(zero_copy_only=False)).any():  # value meets a target
             values = pc.if_else(pc.is_inf(values), float("nan"), values)
         columns[name] = values
+    _check_clocks(columns, path, np.repeat(np.arange(len(counts)), counts))
     return pa.table(columns)
 
 
 def _check_clocks(columns: Mapping[str, "pa.Array"], path,  # noqa: F821
                   log: "np.ndarray") -> None:  # noqa: F821
-    """Steps and times of an eval log must be finite, non-negative and non-decreasing along the
-    log (the training time `score` and the step on every row; the other clocks where given): a
-    log that breaks this would move every other submission's score, so its trial is refused.
+    """Steps and times of an eval log must be given on every row (the training time `score` and
+    the step), and the rows must pass every door's rules (workbench.validate: clocks finite,
+    >= 0 and non-decreasing, wall >= training time, metrics in range): a log that breaks them
+    would move every other submission's score, so its trial is refused.
     `log`: each row's log (0 on every row of a single log), along which clocks never fall."""
     import numpy as np
 
-    for ours, theirs in (("step", "global_step"), ("train_seconds", "score"),
-                         ("eval_seconds", "accumulated_eval_time"),
-                         ("wall_seconds", "total_duration")):
-        values = columns[ours].to_numpy(zero_copy_only=False).astype(float)
-        given = ~np.isnan(values)
-        if ours in ("step", "train_seconds") and not given.all():
-            raise _BadFile(f"{path}: column {theirs!r} has empty cells (row "
+    theirs = {"step": "global_step", "train_seconds": "score",
+              "eval_seconds": "accumulated_eval_time", "wall_seconds": "total_duration"}
+    for ours in ("step", "train_seconds"):
+        given = ~np.isnan(columns[ours].to_numpy(zero_copy_only=False).astype(float))
+        if not given.all():
+            raise _BadFile(f"{path}: column {theirs[ours]!r} has empty cells (row "
                            f"{int(np.argmin(given)) + 1}); every eval needs a step and a time")
-        values, same_log = values[given], np.diff(log[given]) == 0
-        if not np.isfinite(values).all() or (values < 0).any():
-            raise _BadFile(f"{path}: column {theirs!r} holds a negative or infinite value; "
-                           "steps and times are finite and >= 0")
-        falls = np.flatnonzero((np.diff(values) < 0) & same_log)
-        if len(falls):
-            raise _BadFile(f"{path}: column {theirs!r} decreases (from {values[falls[0]]:g} to "
-                           f"{values[falls[0] + 1]:g}); steps and times never go back along a log")
+    problem = eval_rows_problem(columns, log, theirs)  # every door's rules (workbench/validate)
+    if problem:
+        raise _BadFile(f"{path}: {problem}")
 
 
 def _column(raw: "pa.Table", name: str, kind: "pa.DataType", path) -> "pa.Array":  # noqa: F821

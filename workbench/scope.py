@@ -13,6 +13,12 @@ analysis can read, and says in `notes` what it left out or changed, one line eac
   with the same design (RunConfig.design: trials per study, search space, execution options;
   for runs recorded without one, trials per study, device and precision); otherwise each name's
   runs are shown apart, as "<algorithm> [<study name>]", and a note says why and how to pick one.
+- **One trial, counted once.** Pooled names whose trials were drawn by design, not by name
+  (draw scheme 2, workbench/spec.py DRAW_SCHEMES) hold the same trials: runs of one
+  `design_trial_key` under several names are one trial, not independent draws. Its runs under
+  one name only are kept (the name holding most of the study's trials), the names' copies of
+  one study are one study, and a note and `duplicate_trials` ({algorithm: trials held by
+  several names}) say so.
 - **Finished trials only.** A trial counts through its latest finished attempt (complete,
   diverged, stalled: records.DONE_STATUSES); a trial with none (failed, interrupted, running)
   is neither a time nor a miss: it is left out and counted in `failed` per algorithm and
@@ -74,12 +80,15 @@ class Scoped:
     failed: dict[str, dict[str, int]] = field(default_factory=dict)  # algorithm -> workload ->
                                         # trials with no finished attempt
     shown_apart: dict[str, list[str]] = field(default_factory=dict)  # algorithm -> its names
+    duplicates: dict[str, int] = field(default_factory=dict)  # algorithm -> trials that several
+                                        # study names held, counted once (see the module doc)
 
     def to_json(self) -> dict:
         return {"ruleset": self.ruleset, "notes": list(self.notes),
                 "failed_trials": {a: dict(w) for a, w in self.failed.items()},
                 "shown_apart": {a: list(n) for a, n in self.shown_apart.items()},
-                **self._reused_json()}
+                **self._reused_json(),
+                **({"duplicate_trials": dict(self.duplicates)} if self.duplicates else {})}
 
     def _reused_json(self) -> dict:
         """{"reused_runs": {algorithm: runs copied from other stores}}, when there are any."""
@@ -166,7 +175,64 @@ def _design_keys(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(out, dtype=object)
 
 
-def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict) -> pd.DataFrame:
+class _Pairs:
+    """Union-find over (study name, study) pairs: the names' copies of one study."""
+
+    def __init__(self) -> None:
+        self.parent: dict[tuple, tuple] = {}
+
+    def find(self, pair: tuple) -> tuple:
+        self.parent.setdefault(pair, pair)
+        while self.parent[pair] != pair:
+            self.parent[pair] = self.parent[self.parent[pair]]
+            pair = self.parent[pair]
+        return pair
+
+    def join(self, pairs: list[tuple]) -> None:
+        roots = sorted({self.find(p) for p in pairs})
+        for root in roots[1:]:
+            self.parent[root] = roots[0]
+
+
+def _one_per_trial(mine: pd.DataFrame) -> tuple[pd.DataFrame, int, list[str]]:
+    """(one algorithm's pooled runs `mine` with each trial that several study names hold, one
+    design_trial_key, kept under one name, and each study those names share labelled as the
+    one holding most of its trials; the number of such trials; the names that shared)."""
+    keyed = mine[mine["design_trial_key"].notna()]
+    names = keyed.groupby("design_trial_key")["study_name"].nunique()
+    shared = names[names > 1].index
+    if len(shared) == 0:
+        return mine, 0, []
+    pairs = _Pairs()
+    both = keyed[keyed["design_trial_key"].isin(shared)]
+    for _, group in both.groupby("design_trial_key"):
+        pairs.join(list(set(zip(group["study_name"], group["study"]))))
+    place = list(zip(mine["study_name"], mine["study"]))
+    held = keyed.groupby(["study_name", "study"])["design_trial_key"].nunique()
+    canonical = {}  # a component's root -> the pair holding most of its trials (then the first)
+    for pair in sorted(pairs.parent, key=lambda p: (-held.get(p, 0), p)):
+        canonical.setdefault(pairs.find(pair), pair)
+    target = [canonical.get(pairs.find(p), p) if p in pairs.parent else p for p in place]
+    # of a trial several names hold, the canonical pair's runs (else the first name's) stay
+    keep_name = {}
+    for key, name, pair in sorted(zip(mine["design_trial_key"], mine["study_name"], target),
+                                  key=lambda t: (str(t[0]), t[1] != t[2][0], t[1])):
+        if isinstance(key, str) and key in shared:
+            keep_name.setdefault(key, name)
+    keep = [not (isinstance(k, str) and k in shared) or n == keep_name[k]
+            for k, n in zip(mine["design_trial_key"], mine["study_name"])]
+    out = mine[keep].assign(study_name=[t[0] for t, k in zip(target, keep) if k],
+                            study=[t[1] for t, k in zip(target, keep) if k])
+    clash = out.groupby(["study_name", "workload", "study", "trial", "seed"])[
+        "design_trial_key"].nunique()
+    if (clash > 1).any():  # two trials in one place (a mixed-execution resume): not one study
+        out = mine[keep]
+    shared_names = sorted(set(both["study_name"]))
+    return out.astype({"study": mine["study"].dtype}), len(shared), shared_names
+
+
+def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict,
+                   duplicates: dict[str, int] | None = None) -> pd.DataFrame:
     names = runs.groupby("algorithm")["study_name"].nunique()
     several = names[names > 1].index
     if len(several) == 0:
@@ -177,6 +243,12 @@ def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict) -> pd.Data
         mine = runs[runs["algorithm"] == algorithm]
         own = keys[algorithm]
         if own.nunique() == 1:  # one design: the names' studies are one sample, renumbered
+            mine, same, names = _one_per_trial(mine)
+            if same:
+                (duplicates if duplicates is not None else {})[algorithm] = same
+                notes.append(f"{algorithm}: {same} trials are in more than one of the studies "
+                             f"{', '.join(names)} (one design, drawn alike: the same trials), "
+                             "counted once")
             pairs = mine[["study_name", "study"]].drop_duplicates().sort_values(
                 ["study_name", "study"])
             number = {(n, s): i for i, (n, s) in enumerate(pairs.itertuples(index=False))}
@@ -269,8 +341,9 @@ def labelled_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
     runs = _studies(runs, scope.studies)
     runs = _ad_hoc(runs, scope.with_adhoc, notes)
     apart: dict[str, list[str]] = {}
-    runs = _pool_or_split(runs, notes, apart)
-    return Scoped(runs, ruleset, notes, {}, apart)
+    duplicates: dict[str, int] = {}
+    runs = _pool_or_split(runs, notes, apart, duplicates)
+    return Scoped(runs, ruleset, notes, {}, apart, duplicates)
 
 
 def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
@@ -284,7 +357,7 @@ def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
     if exclude_compile:
         runs = excluding_compile(runs)
     return Scoped(runs.reset_index(drop=True), labelled.ruleset, notes, failed,
-                  dict(labelled.shown_apart))
+                  dict(labelled.shown_apart), dict(labelled.duplicates))
 
 
 def relaxed_runs(labelled: Scoped, hits: pd.DataFrame, relax: float) -> Scoped:
@@ -304,7 +377,7 @@ def relaxed_runs(labelled: Scoped, hits: pd.DataFrame, relax: float) -> Scoped:
     note = (f"targets relaxed by {100 * relax:g} % (a minimised target times {1 + relax:g}, a "
             f"maximised one times {1 - relax:g}): first hits recomputed from the eval rows")
     return Scoped(runs, labelled.ruleset, [*labelled.notes, note], dict(labelled.failed),
-                  dict(labelled.shown_apart))
+                  dict(labelled.shown_apart), dict(labelled.duplicates))
 
 
 def scoped_runs(runs: pd.DataFrame, scope: Scope = Scope(),

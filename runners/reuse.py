@@ -162,11 +162,12 @@ def _as_planned(doc: Mapping[str, Any], config: RunConfig) -> dict[str, Any]:
     """The fields a copy of run `doc` takes to be the planned trial `config` of this study
     (workbench/transfer.py copy_runs `changes`): its study name, trial key, config and design,
     and a run id made of its trial key."""
-    run_id = str(doc["run_id"])
+    run_id, key = str(doc.get("run_id")), doc.get("trial_key")
     return {"study_name": config.study_name, "trial_key": config.trial_key,
             "config": config.to_dict(), "design": config.design,
             "mixed_execution": config.mixed_execution,
-            "run_id": run_id.replace(str(doc["trial_key"]), config.trial_key)}
+            "run_id": run_id.replace(key, config.trial_key) if isinstance(key, str) and key
+            else run_id}
 
 
 def reuse_finished(configs: list[RunConfig], store: "Store", sources: list["Store"],
@@ -183,7 +184,8 @@ def reuse_finished(configs: list[RunConfig], store: "Store", sources: list["Stor
     for key, (source, doc) in found.items():
         config = keys[key][0]
         if doc.get("design_trial_key") != config.design_trial_key:  # forged or corrupted
-            warnings.warn(f"skipped run {doc['run_id'][:80]} of {source.root}: its reuse key is "
+            warnings.warn(f"skipped run {str(doc.get('run_id'))[:80]} of {source.root}: its "
+                          "reuse key is "
                           f"that of trial {config.trial_key}, its design key "
                           f"{str(doc.get('design_trial_key'))[:40]}: not reused", stacklevel=2)
             continue
@@ -221,8 +223,10 @@ def reuse_plan(configs: list[RunConfig], sources: list["Store"],
     places: dict[tuple, list[dict]] = {}
     for source in sources:
         for doc in source.documents():
-            if doc.get("status") in DONE_STATUSES:
-                places.setdefault(tuple(doc.get(k) for k in _PLACE), []).append(doc)
+            place = tuple(doc.get(k) for k in _PLACE)
+            if doc.get("status") in DONE_STATUSES and \
+                    all(isinstance(v, (str, int)) for v in place):
+                places.setdefault(place, []).append(doc)
     inputs = {config.trial_key: ours for config, ours in keys.values()}
     why: dict[str, list[RunConfig]] = {}
     for config in configs:
@@ -256,10 +260,12 @@ def _why_not(config: RunConfig, ours: dict | None,
     if not found:
         return "the run in its place has the same reuse inputs but another key (edited?)"
     field, mine, theirs = found[0]
-    return f"{field} differs: {_shown(mine)} here, {_shown(theirs)} there"
+    name = json.dumps(field)[1:-1][:80]  # a key of the source's may be anything
+    return f"{name} differs: {_shown(mine)} here, {_shown(theirs)} there"
 
 
 def _shown(value: Any) -> str:
-    """A reuse input's value in at most 60 characters."""
+    """A reuse input's value (or name) as JSON in at most 60 characters: one line, control
+    characters escaped (a source store's values are not trusted)."""
     text = json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= 60 else text[:57] + "..."

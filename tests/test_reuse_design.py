@@ -14,6 +14,7 @@ import pytest
 
 from runners.cli import main
 from runners.launch import plan_study, run_study, study_draw_scheme
+from runners.reuse import _why_not, first_difference
 from workbench import query
 from workbench.results import Results
 from workbench.scope import Scope, scoped_runs
@@ -67,6 +68,21 @@ def test_an_old_scheme_store_keeps_its_draws_and_resumes(tmp_path):
     assert (result.planned, result.skipped, result.succeeded) == (2, 2, 0)
     assert dict(Results(store).cube().sizes) == {"algorithm": 1, "workload": 1, "study": 1,
                                                  "trial": 2, "seed": 1}
+
+
+def test_the_dry_run_names_the_first_differing_input_in_one_line_even_for_hostile_keys():
+    ours = {"version": 2, "trial": {"workload": "synthetic", "max_steps": 4}, "torch": "2.13"}
+    assert first_difference(ours, ours) is None
+    assert first_difference(ours, {**ours, "trial": {"workload": "synthetic", "max_steps": 3}}) \
+        == ("trial.max_steps", 4, 3)
+    assert first_difference(ours, {**ours, "torch": "2.12"}) == ("torch", "2.13", "2.12")
+    config = plan_study(_spec("first"))[0]
+    place = tuple(getattr(config, k) for k in ("workload", "algorithm", "study", "trial", "seed"))
+    hostile = {**ours, "<script>\n" * 40: "x" * 500}
+    reason = _why_not(config, ours, {place: [{"reuse_inputs": hostile}]})
+    assert "\n" not in reason and len(reason) < 250 and reason.endswith('xxx... there')
+    assert _why_not(config, ours, {}) == "no finished run in its place in the source store(s)"
+    assert "never reused" in _why_not(config, ours, {place: [{"reuse_key": "k"}]})
 
 
 # -- counted once ------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from it.
 `resume=True` runs only the trials that have no complete or diverged attempt in the store yet,
 and none that another launcher is running right now; it refuses a plan that gives a trial other
 settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
-its study and index alone, so more trials, studies or seeds extend a study), and one that would
+its study's design, study and index alone, so more trials, studies or seeds extend a study; a
+study keeps the draw scheme it began with, study_draw_scheme), and one that would
 mix other execution options or hardware into the study's finished runs unless
 `allow_mixed_execution` (runners/resume.py). Many launchers, on many machines, may write one
 store at once (workbench/store.py): each claims a trial in the store before starting it
@@ -33,8 +34,15 @@ several workers the trials running at once are neighbours in that order. The see
 of the study's name and the block (and algorithm), so `--resume` and a study extended with more
 trials keep every planned trial's place relative to the others. Each run records its place
 (`launch_position`, `launch_order` in its run document). A trial's `rng_seed` depends on its
-seed, study and trial index only, never on its algorithm or its place: two algorithms' trials at
-one place see the same initialisation and data order (common random numbers).
+seed, study and trial index only (and its study's name, under draw scheme 1), never on its
+algorithm or its place: two algorithms' trials at one place see the same initialisation and data
+order (common random numbers).
+
+Draws (plan_study, runners/tuning.py draw_seed): under draw scheme 2 (workbench/spec.py
+DRAW_SCHEMES) a trial's hyperparameters and rng_seed depend on the study's design (workload,
+algorithm, search space, execution options), its study and its index, never on the study's name:
+two studies of one design are the same trials, so `--reuse-from` (runners/reuse.py) finds a
+trial's run whatever study made it.
 
 Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/worker.py.
 """

@@ -121,7 +121,7 @@ def test_reuse_from_a_study_of_another_name_reuses_every_trial(tmp_path, capsys)
     counts them (and names what differs when the design differs), the launch runs none, the
     copies are `second`'s trials, and a store holding both names scores each trial once."""
     a = open_store(tmp_path / "a", create=True)
-    assert run_study(_spec("first"), a, progress=False).succeeded == 2
+    assert run_study(_spec("first"), a, workers=2, progress=False).succeeded == 2
     cli = ["study", "--workloads", "synthetic", "--algorithms", "adamw", "--trials", "2",
            "--name", "second", "--reuse-from", str(a.root), "--quiet"]
     assert main([*cli, "--max-steps", "3", "--store", str(tmp_path / "b"), "--dry-run"]) == 0

@@ -198,6 +198,8 @@ def _one_per_trial(mine: pd.DataFrame) -> tuple[pd.DataFrame, int, list[str]]:
     """(one algorithm's pooled runs `mine` with each trial that several study names hold, one
     design_trial_key, kept under one name, and each study those names share labelled as the
     one holding most of its trials; the number of such trials; the names that shared)."""
+    if "design_trial_key" not in mine:  # a table made before the column (tests, notebooks)
+        return mine, 0, []
     keyed = mine[mine["design_trial_key"].notna()]
     names = keyed.groupby("design_trial_key")["study_name"].nunique()
     shared = names[names > 1].index

@@ -108,6 +108,10 @@ def test_two_names_holding_the_same_trials_are_counted_once(tmp_path):
         assert both.runs[key].sort_values(key).reset_index(drop=True).equals(
             alone.runs[key].sort_values(key).reset_index(drop=True))
     assert "duplicate_trials" not in alone.to_json()
+    # `second` (first by name) failed a trial that `synthetic` finished: the finished one counts
+    broken = again.assign(status=["failed"] + ["complete"] * (len(again) - 1))
+    both = scoped_runs(pd.concat([runs, broken], ignore_index=True), Scope())
+    assert both.failed == {} and len(both.runs) == len(runs)
     other = runs.assign(study_name="second", run_id=runs["run_id"] + "-b",
                         design_trial_key=runs["trial_key"] + "-b")  # drawn by name: 4 studies
     apart = scoped_runs(pd.concat([runs, other], ignore_index=True), Scope())

@@ -202,39 +202,47 @@ def _one_per_trial(mine: pd.DataFrame) -> tuple[pd.DataFrame, int, list[str]]:
         return mine, 0, []
     keyed = mine[mine["design_trial_key"].notna()]
     names = keyed.groupby("design_trial_key")["study_name"].nunique()
-    shared = names[names > 1].index
-    if len(shared) == 0:
+    shared = set(names[names > 1].index)
+    if not shared:
         return mine, 0, []
-    pairs = _Pairs()
     both = keyed[keyed["design_trial_key"].isin(shared)]
-    for _, group in both.groupby("design_trial_key"):
-        pairs.join(list(set(zip(group["study_name"], group["study"]))))
-    place = list(zip(mine["study_name"], mine["study"]))
-    held = keyed.groupby(["study_name", "study"])["design_trial_key"].nunique()
-    canonical = {}  # a component's root -> the pair holding most of its trials (then the first)
-    for pair in sorted(pairs.parent, key=lambda p: (-held.get(p, 0), p)):
-        canonical.setdefault(pairs.find(pair), pair)
-    target = [canonical.get(pairs.find(p), p) if p in pairs.parent else p for p in place]
-    # of a trial several names hold, the canonical pair's runs (else the first name's) stay
-    keep_name = {}
-    for key, name, pair in sorted(zip(mine["design_trial_key"], mine["study_name"], target),
-                                  key=lambda t: (str(t[0]), t[1] != t[2][0], t[1])):
-        if isinstance(key, str) and key in shared:
-            keep_name.setdefault(key, name)
-    keep = [not (isinstance(k, str) and k in shared) or n == keep_name[k]
-            for k, n in zip(mine["design_trial_key"], mine["study_name"])]
+    target = _shared_studies(mine, both)
+    done = both[both["status"].isin(R.DONE_STATUSES)]
+    finished = set(zip(done["design_trial_key"], done["study_name"]))
+    rows = list(zip(mine["design_trial_key"], mine["study_name"], target))
+    keep_name: dict[str, str] = {}  # of a shared trial, a name with a finished run, the
+    for key, name, pair in sorted(  # shared study's own name first
+            (r for r in rows if r[0] in shared),
+            key=lambda r: ((r[0], r[1]) not in finished, r[1] != r[2][0], r[1])):
+        keep_name.setdefault(key, name)
+    keep = [key not in shared or name == keep_name[key] for key, name, _ in rows]
     out = mine[keep].assign(study_name=[t[0] for t, k in zip(target, keep) if k],
                             study=[t[1] for t, k in zip(target, keep) if k])
     clash = out.groupby(["study_name", "workload", "study", "trial", "seed"])[
         "design_trial_key"].nunique()
     if (clash > 1).any():  # two trials in one place (a mixed-execution resume): not one study
         out = mine[keep]
-    shared_names = sorted(set(both["study_name"]))
-    return out.astype({"study": mine["study"].dtype}), len(shared), shared_names
+    return (out.astype({"study": mine["study"].dtype}), len(shared),
+            sorted(set(both["study_name"])))
+
+
+def _shared_studies(mine: pd.DataFrame, both: pd.DataFrame) -> list[tuple]:
+    """For each row of `mine`, the (study name, study) it belongs to: a study that several
+    names hold (their runs `both` share design keys) is labelled as the name holding most of
+    its trials (then the first name); other rows keep their own."""
+    pairs = _Pairs()
+    for _, group in both.groupby("design_trial_key"):
+        pairs.join(list(set(zip(group["study_name"], group["study"]))))
+    held = mine.groupby(["study_name", "study"])["design_trial_key"].nunique()
+    canonical: dict[tuple, tuple] = {}
+    for pair in sorted(pairs.parent, key=lambda p: (-held.get(p, 0), p)):
+        canonical.setdefault(pairs.find(pair), pair)
+    return [canonical[pairs.find(p)] if p in pairs.parent else p
+            for p in zip(mine["study_name"], mine["study"])]
 
 
 def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict,
-                   duplicates: dict[str, int] | None = None) -> pd.DataFrame:
+                   duplicates: dict[str, int]) -> pd.DataFrame:
     names = runs.groupby("algorithm")["study_name"].nunique()
     several = names[names > 1].index
     if len(several) == 0:
@@ -247,7 +255,7 @@ def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict,
         if own.nunique() == 1:  # one design: the names' studies are one sample, renumbered
             mine, same, names = _one_per_trial(mine)
             if same:
-                (duplicates if duplicates is not None else {})[algorithm] = same
+                duplicates[algorithm] = same
                 notes.append(f"{algorithm}: {same} trials are in more than one of the studies "
                              f"{', '.join(names)} (one design, drawn alike: the same trials), "
                              "counted once")

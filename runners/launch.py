@@ -18,7 +18,7 @@ from it.
 and none that another launcher is running right now; it refuses a plan that gives a trial other
 settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
 its study's design, study and index alone, so more trials, studies or seeds extend a study; a
-study keeps the draw scheme it began with, study_draw_scheme), and one that would
+study keeps its draw scheme: runners/resume.py study_draw_scheme), and one that would
 mix other execution options or hardware into the study's finished runs unless
 `allow_mixed_execution` (runners/resume.py). Many launchers, on many machines, may write one
 store at once (workbench/store.py): each claims a trial in the store before starting it
@@ -37,12 +37,7 @@ trials keep every planned trial's place relative to the others. Each run records
 seed, study and trial index only (and its study's name, under draw scheme 1), never on its
 algorithm or its place: two algorithms' trials at one place see the same initialisation and data
 order (common random numbers).
-
-Draws (plan_study, runners/tuning.py draw_seed): under draw scheme 2 (workbench/spec.py
-DRAW_SCHEMES) a trial's hyperparameters and rng_seed depend on the study's design (workload,
-algorithm, search space, execution options), its study and its index, never on the study's name:
-two studies of one design are the same trials, so `--reuse-from` (runners/reuse.py) finds a
-trial's run whatever study made it.
+Draws: runners/tuning.py draw_seed (under draw scheme 2, by design, never by the study's name).
 
 Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/worker.py.
 """
@@ -57,17 +52,16 @@ from typing import Any, Mapping, Sequence
 
 from runners.processes import LaunchOptions
 from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
-                            check_mix, check_same_plan, queued_on_slurm)
+                            check_mix, check_same_plan, queued_on_slurm, study_draw_scheme)
 from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
-from runners.tuning import ChosenSpace
+from runners.tuning import DRAW_WORDS, ChosenSpace
 from workbench.catalog import get_workload
 from workbench.run_index import refresh_index
-from workbench.spec import (DRAW_SCHEME, DRAW_SCHEMES, RunConfig, StudySpec, stable_hash,
-                            to_plain)
+from workbench.spec import DRAW_SCHEME, RunConfig, StudySpec, stable_hash, to_plain
 from workbench.store import Store
 
-__all__ = ["choose_search_spaces", "plan_study", "study_draw_scheme", "describe_plan",
-           "launch_order", "study_hooks", "run_study",
+__all__ = ["choose_search_spaces", "plan_study", "describe_plan", "launch_order",
+           "study_hooks", "run_study",
            "run_configs", "StudyResult", "StudyInterrupted", "StudyExistsError",
            "StudyChangedError", "ExecutionChangedError",
            "EARLY_STOP_CHOICES"]
@@ -119,6 +113,7 @@ def plan_study(spec: StudySpec,
     drawn (workbench/spec.py DRAW_SCHEMES; study_draw_scheme gives a study's).
     """
     from runners.plugins import with_workload_source
+    from runners.tuning import study_points
 
     for name in spec.workloads:
         get_workload(name)  # fail before launching anything on a typo
@@ -131,7 +126,7 @@ def plan_study(spec: StudySpec,
         space = chosen[algorithm].search_space() if spec.ruleset == "external" else None
         design = _design(spec, space)
         for workload in spec.workloads:
-            points = _draws(spec, algorithm, workload, space, draw_scheme)
+            points = study_points(space, spec, algorithm, workload, draw_scheme)
             for study, trials in enumerate(points):
                 for trial, hparams in enumerate(trials):
                     for seed in spec.seeds:
@@ -145,32 +140,6 @@ def plan_study(spec: StudySpec,
                             stop_on_target=spec.stop_on_target, execution=spec.execution,
                             design=design, draw_scheme=draw_scheme))
     return with_workload_source(configs)
-
-
-def _draws(spec: StudySpec, algorithm: str, workload: str, space,
-           scheme: int) -> list[list[dict[str, Any]]]:
-    """Each study's trials' hyperparameters of `algorithm` on `workload` (self-tuning: one
-    trial of its defaults per study)."""
-    from runners.tuning import draw_seed, study_trials
-
-    if space is None:
-        return [[{}] for _ in range(spec.studies)]
-    seed = draw_seed(scheme, spec.name, workload, algorithm, spec.ruleset, space,
-                     spec.execution.identity())
-    return study_trials(space, spec.studies, spec.trials, seed)
-
-
-def study_draw_scheme(store: Store | None, name: str) -> int:
-    """The draw scheme of study `name` (workbench/spec.py DRAW_SCHEMES): that of its runs in
-    `store` (a run recorded without one was drawn by scheme 1, as every run before schemes
-    were recorded), so that --resume continues it with its own draws; DRAW_SCHEME for a study
-    the store does not hold (or no store)."""
-    if store is None or not store.runs_dir.is_dir():
-        return DRAW_SCHEME
-    for doc in store.documents(study_name=name):
-        scheme = doc.get("draw_scheme", 1)
-        return scheme if scheme in DRAW_SCHEMES else 1
-    return DRAW_SCHEME
 
 
 def _design(spec: StudySpec, space) -> str:
@@ -223,18 +192,10 @@ def describe_plan(spec: StudySpec, configs: list[RunConfig],
                 problem = _build_problem(config)
                 lines.append(f"    trial {config.trial}: {_short(config.hparams)}"
                              + (f"  CANNOT BE BUILT: {problem}" if problem else ""))
-    lines.append(_DRAW_WORDS[configs[0].draw_scheme if configs else DRAW_SCHEME])
+    lines.append(DRAW_WORDS[configs[0].draw_scheme if configs else DRAW_SCHEME])
     lines.append(f"nothing was run or written; {runs} runs would be (every trial once per "
                  "workload and seed)")
     return "\n".join(lines)
-
-
-_DRAW_WORDS = {
-    1: "draws: scheme 1, seeded by the study's name (the study began before scheme 2; "
-       "--resume keeps its draws)",
-    2: "draws: scheme 2, seeded by the design (workload, algorithm, search space, execution "
-       "options), not the study's name: a study of the same design elsewhere holds the same "
-       "trials (--reuse-from copies them)"}
 
 
 def _short(hparams: Mapping[str, Any]) -> str:

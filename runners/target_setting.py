@@ -139,7 +139,8 @@ def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, m
           workers: int, data_dir, execution: ExecutionOptions | None,
           sources: Mapping[str, Any] | None = None, options: Any = None) -> pd.DataFrame:
     """Run (or resume) the tuning study; return its finished attempts, one per trial."""
-    from runners.launch import plan_study, run_study, study_draw_scheme
+    from runners.launch import plan_study, run_study
+    from runners.resume import study_draw_scheme
 
     spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
                      name=name, max_steps=max_steps, stop_on_target=False,

@@ -22,16 +22,23 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.stats import qmc
 
-from workbench.spec import DRAW_SCHEMES, stable_hash, to_plain
+from workbench.spec import DRAW_SCHEMES, StudySpec, stable_hash, to_plain
 
 __all__ = ["SearchSpaceError", "Range", "Choice", "SearchSpace", "draw_trials", "study_trials",
-           "draw_seed", "ChosenSpace", "SPACE_ORIGINS"]
+           "draw_seed", "study_points", "DRAW_WORDS", "ChosenSpace", "SPACE_ORIGINS"]
 
 SCALINGS = ("linear", "log")
 # Where a study's search space comes from: the algorithm class gives it ("declared"), a JSON
 # file (its own, one beside it, or --search-space), or the optimizer's constructor signature
 # (runners/algorithms/wrapper.py derived_search_space).
 SPACE_ORIGINS = ("declared", "file", "signature")
+# What `study --dry-run` says of a study's draw scheme (workbench/spec.py DRAW_SCHEMES)
+DRAW_WORDS = {
+    1: "draws: scheme 1, seeded by the study's name (the study began before scheme 2; "
+       "--resume keeps its draws)",
+    2: "draws: scheme 2, seeded by the design (workload, algorithm, search space, execution "
+       "options), not the study's name: a study of the same design elsewhere holds the same "
+       "trials (--reuse-from copies them)"}
 
 
 class SearchSpaceError(ValueError):
@@ -211,6 +218,17 @@ def draw_seed(scheme: int, name: str, workload: str, algorithm: str, ruleset: st
                                f"{', '.join(map(str, DRAW_SCHEMES))}")
     design = ["draws", scheme, workload, algorithm, ruleset, to_plain(space), dict(execution)]
     return int(stable_hash(design, 8), 16)
+
+
+def study_points(space: SearchSpace | None, spec: StudySpec, algorithm: str, workload: str,
+                 scheme: int) -> list[list[dict[str, Any]]]:
+    """Each study's trials' hyperparameters of `algorithm` on `workload` in study `spec`,
+    drawn by `scheme` (draw_seed); no space (self-tuning): one trial of its defaults each."""
+    if space is None:
+        return [[{}] for _ in range(spec.studies)]
+    seed = draw_seed(scheme, spec.name, workload, algorithm, spec.ruleset, space,
+                     spec.execution.identity())
+    return study_trials(space, spec.studies, spec.trials, seed)
 
 
 def draw_trials(space: SearchSpace, n: int, seed: int) -> list[dict[str, Any]]:

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from runners.cli import main
-from runners.launch import plan_study, run_study, study_draw_scheme
+from runners.launch import plan_study, run_study
+from runners.resume import study_draw_scheme
 from runners.reuse import _why_not, first_difference
 from workbench import query
 from workbench.results import Results

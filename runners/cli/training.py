@@ -244,7 +244,9 @@ def study(args: argparse.Namespace) -> int:
     With --dry-run: print the plan (launch.describe_plan) and write nothing, not even the
     store (an existing one is read, to refuse a name its runs give to other code)."""
     from runners.launch import (choose_search_spaces, describe_plan, plan_study, run_study,
-                                study_draw_scheme)
+                                study_hooks)
+    from runners.resume import study_draw_scheme
+    from runners.reuse import reuse_context, reuse_plan
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
@@ -272,8 +274,10 @@ def study(args: argparse.Namespace) -> int:
     if args.dry_run:
         configs = plan_study(spec, spaces, sources, chosen, scheme)
         print(describe_plan(spec, configs, chosen, sources))
-        if args.reuse_from:
-            print(_reuse_plan(args, configs))
+        if args.reuse_from:  # how many trials those stores would give, and why not the others
+            hooks = study_hooks(args.early_stop, args.eta or 3)
+            print(reuse_plan(configs, [open_store(path) for path in args.reuse_from],
+                             reuse_context(hooks, launch_options(args).nproc_per_node)))
         return 0
     if args.status:
         return _status(args, spec, plan_study(spec, spaces, sources, chosen, scheme))
@@ -295,19 +299,6 @@ def study(args: argparse.Namespace) -> int:
         return until_decided(args, spec, store, pair, launch)
     return launch(spec, args.resume,
                   f"store: {store.root}   score it: pacebench score --store {store.root}")
-
-
-def _reuse_plan(args: argparse.Namespace, configs) -> str:
-    """`study --dry-run --reuse-from S`: how many planned trials S would give, and why not the
-    others (runners/reuse.py reuse_plan), with the hooks and width the launch would have."""
-    from runners.launch import study_hooks
-    from runners.reuse import reuse_context, reuse_plan
-    from workbench.store import open_store
-
-    sources = [open_store(path) for path in args.reuse_from]  # each must be a store
-    hooks = study_hooks(args.early_stop, args.eta or 3)
-    return reuse_plan(configs, sources,
-                      reuse_context(hooks, launch_options(args).nproc_per_node))
 
 
 def _status(args: argparse.Namespace, spec, configs) -> int:

@@ -17,7 +17,8 @@ from it.
 `resume=True` runs only the trials that have no complete or diverged attempt in the store yet,
 and none that another launcher is running right now; it refuses a plan that gives a trial other
 settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
-its study and index alone, so more trials, studies or seeds extend a study), and one that would
+its study's design, study and index alone, so more trials, studies or seeds extend a study; a
+study keeps its draw scheme: runners/resume.py study_draw_scheme), and one that would
 mix other execution options or hardware into the study's finished runs unless
 `allow_mixed_execution` (runners/resume.py). Many launchers, on many machines, may write one
 store at once (workbench/store.py): each claims a trial in the store before starting it
@@ -33,8 +34,10 @@ several workers the trials running at once are neighbours in that order. The see
 of the study's name and the block (and algorithm), so `--resume` and a study extended with more
 trials keep every planned trial's place relative to the others. Each run records its place
 (`launch_position`, `launch_order` in its run document). A trial's `rng_seed` depends on its
-seed, study and trial index only, never on its algorithm or its place: two algorithms' trials at
-one place see the same initialisation and data order (common random numbers).
+seed, study and trial index only (and its study's name, under draw scheme 1), never on its
+algorithm or its place: two algorithms' trials at one place see the same initialisation and data
+order (common random numbers).
+Draws: runners/tuning.py draw_seed (under draw scheme 2, by design, never by the study's name).
 
 Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/worker.py.
 """
@@ -49,15 +52,16 @@ from typing import Any, Mapping, Sequence
 
 from runners.processes import LaunchOptions
 from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
-                            check_mix, check_same_plan, queued_on_slurm)
+                            check_mix, check_same_plan, queued_on_slurm, study_draw_scheme)
 from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
-from runners.tuning import ChosenSpace
+from runners.tuning import DRAW_WORDS, ChosenSpace
 from workbench.catalog import get_workload
 from workbench.run_index import refresh_index
-from workbench.spec import RunConfig, StudySpec, stable_hash, to_plain
+from workbench.spec import DRAW_SCHEME, RunConfig, StudySpec, stable_hash, to_plain
 from workbench.store import Store
 
-__all__ = ["choose_search_spaces", "plan_study", "describe_plan", "launch_order", "run_study",
+__all__ = ["choose_search_spaces", "plan_study", "describe_plan", "launch_order",
+           "study_hooks", "run_study",
            "run_configs", "StudyResult", "StudyInterrupted", "StudyExistsError",
            "StudyChangedError", "ExecutionChangedError",
            "EARLY_STOP_CHOICES"]
@@ -93,7 +97,8 @@ def choose_search_spaces(spec: StudySpec,
 def plan_study(spec: StudySpec,
                search_spaces: Mapping[str, str | Path] | None = None,
                sources: Mapping[str, Any] | None = None,
-               chosen: Mapping[str, ChosenSpace] | None = None) -> list[RunConfig]:
+               chosen: Mapping[str, ChosenSpace] | None = None,
+               draw_scheme: int = DRAW_SCHEME) -> list[RunConfig]:
     """Every run of the study, in plan order: algorithms x workloads x studies x trials x seeds
     (launch_order gives the order they run in).
 
@@ -104,10 +109,11 @@ def plan_study(spec: StudySpec,
     submission's --tuning-search-space). `sources` maps an algorithm's display name to its
     AlgorithmSource (runners/algorithms/sources.py) when its name alone does not load it: its
     runs record the source, and its search space is the source's unless overridden. `chosen`:
-    choose_search_spaces's answer, when the caller has it.
+    choose_search_spaces's answer, when the caller has it. `draw_scheme`: how the trials are
+    drawn (workbench/spec.py DRAW_SCHEMES; study_draw_scheme gives a study's).
     """
     from runners.plugins import with_workload_source
-    from runners.tuning import study_trials
+    from runners.tuning import study_points
 
     for name in spec.workloads:
         get_workload(name)  # fail before launching anything on a typo
@@ -117,14 +123,10 @@ def plan_study(spec: StudySpec,
     for algorithm in spec.algorithms:
         source = (sources or {}).get(algorithm)
         loader = None if source is None or source.loaded_by_name else source
-        if spec.ruleset == "external":
-            draw_seed = int(stable_hash([spec.name, algorithm], 8), 16)
-            space = chosen[algorithm].search_space()
-            points = study_trials(space, spec.studies, spec.trials, draw_seed)
-        else:
-            space, points = None, [[{}] for _ in range(spec.studies)]
+        space = chosen[algorithm].search_space() if spec.ruleset == "external" else None
         design = _design(spec, space)
         for workload in spec.workloads:
+            points = study_points(space, spec, algorithm, workload, draw_scheme)
             for study, trials in enumerate(points):
                 for trial, hparams in enumerate(trials):
                     for seed in spec.seeds:
@@ -136,7 +138,7 @@ def plan_study(spec: StudySpec,
                             batch_size=spec.batch_size, max_steps=spec.max_steps,
                             budget_multiplier=spec.budget_multiplier,
                             stop_on_target=spec.stop_on_target, execution=spec.execution,
-                            design=design))
+                            design=design, draw_scheme=draw_scheme))
     return with_workload_source(configs)
 
 
@@ -177,14 +179,20 @@ def describe_plan(spec: StudySpec, configs: list[RunConfig],
             items = (space.space.items() if isinstance(space.space, Mapping)
                      else enumerate(space.space))
             lines += [f"    {key}: {json.dumps(value)}" for key, value in items]
-        mine = [c for c in configs if c.algorithm == algorithm
-                and c.workload == spec.workloads[0] and c.seed == spec.seeds[0]]
-        for config in mine:
-            if config.trial == 0:
-                lines.append(f"  study {config.study}")
-            problem = _build_problem(config)
-            lines.append(f"    trial {config.trial}: {_short(config.hparams)}"
-                         + (f"  CANNOT BE BUILT: {problem}" if problem else ""))
+        # scheme 1 draws the same points on every workload, scheme 2 a workload's own
+        per_workload = space is not None and len(spec.workloads) > 1 and \
+            any(c.draw_scheme != 1 for c in configs)
+        for workload in spec.workloads if per_workload else spec.workloads[:1]:
+            mine = [c for c in configs if c.algorithm == algorithm
+                    and c.workload == workload and c.seed == spec.seeds[0]]
+            for config in mine:
+                if config.trial == 0:
+                    lines.append(f"  study {config.study}"
+                                 + (f" on {workload}" if per_workload else ""))
+                problem = _build_problem(config)
+                lines.append(f"    trial {config.trial}: {_short(config.hparams)}"
+                             + (f"  CANNOT BE BUILT: {problem}" if problem else ""))
+    lines.append(DRAW_WORDS[configs[0].draw_scheme if configs else DRAW_SCHEME])
     lines.append(f"nothing was run or written; {runs} runs would be (every trial once per "
                  "workload and seed)")
     return "\n".join(lines)
@@ -235,6 +243,11 @@ def launch_order(configs: list[RunConfig], name: str) -> list[tuple[RunConfig, d
     return out
 
 
+def study_hooks(early_stop: str, eta: int) -> dict[str, Any]:
+    """The workers' hooks of a study (runners/worker.py): the early-stopping tuner's, if on."""
+    return {"early_stop": {"estimator": early_stop, "eta": eta}} if early_stop != "none" else {}
+
+
 def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = False,
               data_dir: str | Path | None = None, progress: bool = True,
               search_spaces: Mapping[str, str | Path] | None = None,
@@ -260,10 +273,11 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
     if early_stop not in EARLY_STOP_CHOICES:
         raise ValueError(f"unknown --early-stop {early_stop!r}: valid are "
                          f"{', '.join(EARLY_STOP_CHOICES)}")
-    hooks = {"early_stop": {"estimator": early_stop, "eta": eta}} if early_stop != "none" else {}
+    hooks = study_hooks(early_stop, eta)
     chosen = choose_search_spaces(spec, search_spaces, sources)
-    result = run_configs(plan_study(spec, search_spaces, sources, chosen), store, spec.name,
-                         workers, resume, data_dir, progress, hooks, options, chosen,
+    scheme = study_draw_scheme(store, spec.name)  # a resumed study keeps its draws
+    result = run_configs(plan_study(spec, search_spaces, sources, chosen, scheme), store,
+                         spec.name, workers, resume, data_dir, progress, hooks, options, chosen,
                          allow_mixed_execution, reuse_from)
     if early_stop != "none" and not result.no_space:
         from workbench.early_stopping import write_study_summary

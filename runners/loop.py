@@ -130,7 +130,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
     before the clock (runners/machine.py), `launched_by` what started it (records.py; default:
     "study" when it has a launch order), `reuse_context` the launcher's part of its reuse key
     (runners/reuse.py; None: no key, never reused)."""
-    from runners.reuse import reuse_key
+    from runners.reuse import reuse_record
 
     c, s, threads = p.config, p.spec, p.config.execution.threads
     return {
@@ -151,7 +151,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         "probe_seconds": (machine or {}).get("probe_seconds"),  # the mean of both at the end
         "machine": {"probe": PROBE, "start": dict(machine)} if machine else None,
         **p.accelerator.document(),
-        "reuse_key": reuse_key(c, s, device_class(p.device), reuse_context),
+        **reuse_record(c, s, device_class(p.device), reuse_context),  # reuse_key, its inputs
         "reused_from": None,  # made here (a run copied from another store names it)
     }
 

@@ -5,6 +5,8 @@ the implicit resumes of `noise` and `set-targets`), so that a study is never two
   its place (workload, algorithm, ruleset, study, trial, seed): another search space, budget or
   batch size is StudyChangedError, naming what differs; new places (more trials, studies or
   seeds) extend the study.
+- **Its draws** (study_draw_scheme): a study keeps the draw scheme it began with
+  (workbench/spec.py DRAW_SCHEMES), so that its trials keep their points.
 - **How it runs** (check_mix): the plan's execution options (workbench.spec.ExecutionOptions:
   device, precision, compile, channels_last, threads) and this machine's hardware class (its CPU
   model, or its GPU's name; not compared on Ray, whose trials run elsewhere) must be those of
@@ -22,15 +24,19 @@ import subprocess
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from runners.env import cpu_model
 from workbench.records import DONE_STATUSES
-from workbench.spec import ExecutionOptions, RunConfig
+from workbench.spec import DRAW_SCHEME, DRAW_SCHEMES, ExecutionOptions, RunConfig
 from workbench.validate import PLACE as _PLACE, design_differences
 
+if TYPE_CHECKING:
+    from workbench.store import Store
+
 __all__ = ["queued_on_slurm", "study_status", "STATUS_STATES", "StudyExistsError", "StudyChangedError", "ExecutionChangedError", "check_same_plan",
-           "hardware_class", "hardware_class_here", "recorded_mix", "check_mix"]
+           "hardware_class", "hardware_class_here", "recorded_mix", "check_mix",
+           "study_draw_scheme"]
 
 HARDWARE = "hardware"  # the name of the hardware class among the compared fields
 
@@ -81,6 +87,19 @@ def check_same_plan(root: Path, name: str, configs: list[RunConfig], docs: list[
             f"{what} ({len(changed)} trials differ). Resume with the study's own settings "
             "(more --trials, --studies or --seeds are fine), or use --name for a new study")
     return same
+
+
+def study_draw_scheme(store: "Store | None", name: str) -> int:
+    """The draw scheme of study `name` (workbench/spec.py DRAW_SCHEMES): that of its runs in
+    `store` (a run recorded without one was drawn by scheme 1, as every run before schemes
+    were recorded), so that --resume continues it with its own draws; DRAW_SCHEME for a study
+    the store does not hold (or no store)."""
+    if store is None or not store.runs_dir.is_dir():
+        return DRAW_SCHEME
+    for doc in store.documents(study_name=name):
+        scheme = doc.get("draw_scheme", 1)
+        return scheme if scheme in DRAW_SCHEMES else 1
+    return DRAW_SCHEME
 
 
 def hardware_class(environment: Any) -> str | None:

@@ -140,11 +140,13 @@ def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, m
           sources: Mapping[str, Any] | None = None, options: Any = None) -> pd.DataFrame:
     """Run (or resume) the tuning study; return its finished attempts, one per trial."""
     from runners.launch import plan_study, run_study
+    from runners.resume import study_draw_scheme
 
     spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
                      name=name, max_steps=max_steps, stop_on_target=False,
                      execution=execution or ExecutionOptions())
-    keys = {c.trial_key for c in plan_study(spec, sources=sources)}
+    scheme = study_draw_scheme(store, name)  # the one run_study draws with
+    keys = {c.trial_key for c in plan_study(spec, sources=sources, draw_scheme=scheme)}
     run_study(spec, store, workers=workers, resume=True, data_dir=data_dir,
               sources=sources, options=options).check_space()
     runs = query.runs_frame(store)  # diverged runs count: a configuration that diverges is part of the record

@@ -6,7 +6,10 @@ tuning ruleset), or a list of fixed points, sampled without replacement. Drawn v
 (never rounded), so a trial's hyperparameters are reproducible from the seed alone.
 
 A study records, in every run's document, the space its trials were drawn from and where that
-came from (ChosenSpace; workbench/records.py SEARCH_SPACE_FIELDS).
+came from (ChosenSpace; workbench/records.py SEARCH_SPACE_FIELDS). Which sequence a study's
+trials come from is its draw scheme's choice (draw_seed; workbench/spec.py DRAW_SCHEMES): under
+scheme 2, the design's (workload, algorithm, search space, execution options), never the
+study's name, so two studies of one design draw the same trials.
 """
 from __future__ import annotations
 
@@ -19,14 +22,23 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.stats import qmc
 
+from workbench.spec import DRAW_SCHEMES, StudySpec, stable_hash, to_plain
+
 __all__ = ["SearchSpaceError", "Range", "Choice", "SearchSpace", "draw_trials", "study_trials",
-           "ChosenSpace", "SPACE_ORIGINS"]
+           "draw_seed", "study_points", "DRAW_WORDS", "ChosenSpace", "SPACE_ORIGINS"]
 
 SCALINGS = ("linear", "log")
 # Where a study's search space comes from: the algorithm class gives it ("declared"), a JSON
 # file (its own, one beside it, or --search-space), or the optimizer's constructor signature
 # (runners/algorithms/wrapper.py derived_search_space).
 SPACE_ORIGINS = ("declared", "file", "signature")
+# What `study --dry-run` says of a study's draw scheme (workbench/spec.py DRAW_SCHEMES)
+DRAW_WORDS = {
+    1: "draws: scheme 1, seeded by the study's name (the study began before scheme 2; "
+       "--resume keeps its draws)",
+    2: "draws: scheme 2, seeded by the design (workload, algorithm, search space, execution "
+       "options), not the study's name: a study of the same design elsewhere holds the same "
+       "trials (--reuse-from copies them)"}
 
 
 class SearchSpaceError(ValueError):
@@ -190,6 +202,33 @@ def _study_seed(seed: int, study: int) -> int | list[int]:
     """The seed of study `study`'s sequence. Study 0 keeps the plain seed, which is what every
     plan of one study used before studies drew separately, so such studies resume unchanged."""
     return seed if study == 0 else [seed, study]
+
+
+def draw_seed(scheme: int, name: str, workload: str, algorithm: str, ruleset: str,
+              space: SearchSpace, execution: Mapping[str, Any]) -> int:
+    """The seed of study_trials for `algorithm`'s trials on `workload` in study `name`: under
+    draw scheme 1 the study's name and the algorithm's (the same points on every workload);
+    under scheme 2 the design alone: workload, algorithm, ruleset, the space (its
+    hyperparameters in file order: the Halton dimensions follow it) and `execution` (the
+    execution options that change what a run computes, ExecutionOptions.identity)."""
+    if scheme == 1:
+        return int(stable_hash([name, algorithm], 8), 16)
+    if scheme not in DRAW_SCHEMES:
+        raise SearchSpaceError(f"unknown draw scheme {scheme!r}: valid are "
+                               f"{', '.join(map(str, DRAW_SCHEMES))}")
+    design = ["draws", scheme, workload, algorithm, ruleset, to_plain(space), dict(execution)]
+    return int(stable_hash(design, 8), 16)
+
+
+def study_points(space: SearchSpace | None, spec: StudySpec, algorithm: str, workload: str,
+                 scheme: int) -> list[list[dict[str, Any]]]:
+    """Each study's trials' hyperparameters of `algorithm` on `workload` in study `spec`,
+    drawn by `scheme` (draw_seed); no space (self-tuning): one trial of its defaults each."""
+    if space is None:
+        return [[{}] for _ in range(spec.studies)]
+    seed = draw_seed(scheme, spec.name, workload, algorithm, spec.ruleset, space,
+                     spec.execution.identity())
+    return study_trials(space, spec.studies, spec.trials, seed)
 
 
 def draw_trials(space: SearchSpace, n: int, seed: int) -> list[dict[str, Any]]:

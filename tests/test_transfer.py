@@ -58,9 +58,25 @@ def test_the_key_changes_with_what_a_result_depends_on_and_nothing_else(monkeypa
     monkeypatch.setattr("torch.__version__", "0.0.1")
     assert _key(config) != key
     inputs = reuse_inputs(config, get_workload("digits_mlp"), CPU, reuse_context({}))
-    assert {"trial_key", "hardware", "runner_code", "pacebench", "torch", "dataset",
+    assert {"trial", "hardware", "runner_code", "pacebench", "torch", "dataset",
             "algorithm_source", "workload_source", "workload", "config"} <= set(inputs)
     assert "rng_seed" not in json.dumps(inputs) and "launch_position" not in json.dumps(inputs)
+
+
+def test_the_study_name_is_in_the_key_only_where_it_seeds_the_draws():
+    """Draw scheme 2 draws by design: two names' trial is one run; scheme 1 (older studies)
+    seeded the draws and the rng_seed with the name, so there the name stays in the key."""
+    old = RunConfig(workload="digits_mlp", algorithm="adamw", hparams={"learning_rate": 1e-3},
+                    study_name="first", trial=1)
+    new = dataclasses.replace(old, draw_scheme=2)
+    assert _key(dataclasses.replace(new, study_name="second")) == _key(new)
+    assert dataclasses.replace(new, study_name="second").rng_seed == new.rng_seed
+    assert dataclasses.replace(new, study_name="second").trial_key != new.trial_key
+    assert _key(dataclasses.replace(old, study_name="second")) != _key(old)
+    assert dataclasses.replace(old, study_name="second").rng_seed != old.rng_seed
+    assert len({_key(old), _key(new), _key(dataclasses.replace(new, trial=2))}) == 3
+    inputs = reuse_inputs(new, get_workload("digits_mlp"), CPU, reuse_context({}))
+    assert "first" not in json.dumps(inputs) and inputs["version"] == 2
 
 
 def test_runs_without_a_key_are_never_reused(fake_store):

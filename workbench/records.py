@@ -164,7 +164,7 @@ RUN_COLUMNS = (
     "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
     "compile_seconds", "compile_cache", "probe_seconds", "launch_position", "stalled_at_step",
     "launched_by", "design", "execution", "mixed_execution", "started_at", "ended_at", "error",
-    "reused_from",
+    "reused_from", "design_trial_key",
 )
 
 # Top-level run-document fields of where a run came from and how it ran (schema 3; null in older
@@ -186,6 +186,16 @@ RUN_COLUMNS = (
 #   "reused_from": {"store": the source store's path, "run_id": the run's id there} for a run
 #       copied by `pacebench study --reuse-from` (workbench/transfer.py); null for runs made
 #       here. The run table's column of the same name holds it as JSON text (null: made here).
+#   "reuse_inputs": runners/reuse.py reuse_inputs, what the reuse key hashes, in full (so that
+#       `study --dry-run --reuse-from` can name the first input that differs); null where
+#       reuse_key is
+# Top-level run-document fields of how a trial was drawn (run_identity; absent in documents
+# written before them, which read as draw scheme 1 and have no design key):
+#   "draw_scheme": RunConfig.draw_scheme, how its hyperparameters and rng_seed were drawn
+#       (workbench/spec.py DRAW_SCHEMES: 1 by the study's name, 2 by the study's design)
+#   "design_trial_key": RunConfig.design_trial_key, the trial's identity without its study's
+#       name under scheme 2: two study names' runs of one key are one trial (workbench/scope.py
+#       counts it once). Also a run-table column (null for older documents).
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
 # AD_HOC_NAME (the name `pacebench run` gave its runs before).
 AD_HOC_NAME = "adhoc"
@@ -336,7 +346,7 @@ def split_of(column: str) -> str | None:
 IDENTITY_FIELDS = ("trial_key", "study_name", "workload", "base_workload", "variant", "algorithm",
                    "ruleset", "study", "trial", "seed", "rng_seed", "hparams", "source",
                    "target_metric", "target_direction", "target_validation", "target_test",
-                   "config")
+                   "config", "draw_scheme", "design_trial_key")
 
 
 def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, Any]:
@@ -348,7 +358,8 @@ def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, 
         "trial_key": c.trial_key, "study_name": c.study_name, "workload": c.workload,
         "algorithm": c.algorithm, "ruleset": c.ruleset, "study": c.study, "trial": c.trial,
         "seed": c.seed, "rng_seed": c.rng_seed, "hparams": dict(c.hparams),
-        "source": "pacebench", "config": c.to_dict()}
+        "source": "pacebench", "config": c.to_dict(), "draw_scheme": c.draw_scheme,
+        "design_trial_key": c.design_trial_key}
     if c.ladder is not None:
         doc["ladder"] = dict(c.ladder)
     if spec is not None:

@@ -13,6 +13,12 @@ analysis can read, and says in `notes` what it left out or changed, one line eac
   with the same design (RunConfig.design: trials per study, search space, execution options;
   for runs recorded without one, trials per study, device and precision); otherwise each name's
   runs are shown apart, as "<algorithm> [<study name>]", and a note says why and how to pick one.
+- **One trial, counted once.** Pooled names whose trials were drawn by design, not by name
+  (draw scheme 2, workbench/spec.py DRAW_SCHEMES) hold the same trials: runs of one
+  `design_trial_key` under several names are one trial, not independent draws. Its runs under
+  one name only are kept (the name holding most of the study's trials), the names' copies of
+  one study are one study, and a note and `duplicate_trials` ({algorithm: trials held by
+  several names}) say so.
 - **Finished trials only.** A trial counts through its latest finished attempt (complete,
   diverged, stalled: records.DONE_STATUSES); a trial with none (failed, interrupted, running)
   is neither a time nor a miss: it is left out and counted in `failed` per algorithm and
@@ -74,12 +80,15 @@ class Scoped:
     failed: dict[str, dict[str, int]] = field(default_factory=dict)  # algorithm -> workload ->
                                         # trials with no finished attempt
     shown_apart: dict[str, list[str]] = field(default_factory=dict)  # algorithm -> its names
+    duplicates: dict[str, int] = field(default_factory=dict)  # algorithm -> trials that several
+                                        # study names held, counted once (see the module doc)
 
     def to_json(self) -> dict:
         return {"ruleset": self.ruleset, "notes": list(self.notes),
                 "failed_trials": {a: dict(w) for a, w in self.failed.items()},
                 "shown_apart": {a: list(n) for a, n in self.shown_apart.items()},
-                **self._reused_json()}
+                **self._reused_json(),
+                **({"duplicate_trials": dict(self.duplicates)} if self.duplicates else {})}
 
     def _reused_json(self) -> dict:
         """{"reused_runs": {algorithm: runs copied from other stores}}, when there are any."""
@@ -166,7 +175,74 @@ def _design_keys(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(out, dtype=object)
 
 
-def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict) -> pd.DataFrame:
+class _Pairs:
+    """Union-find over (study name, study) pairs: the names' copies of one study."""
+
+    def __init__(self) -> None:
+        self.parent: dict[tuple, tuple] = {}
+
+    def find(self, pair: tuple) -> tuple:
+        self.parent.setdefault(pair, pair)
+        while self.parent[pair] != pair:
+            self.parent[pair] = self.parent[self.parent[pair]]
+            pair = self.parent[pair]
+        return pair
+
+    def join(self, pairs: list[tuple]) -> None:
+        roots = sorted({self.find(p) for p in pairs})
+        for root in roots[1:]:
+            self.parent[root] = roots[0]
+
+
+def _one_per_trial(mine: pd.DataFrame) -> tuple[pd.DataFrame, int, list[str]]:
+    """(one algorithm's pooled runs `mine` with each trial that several study names hold, one
+    design_trial_key, kept under one name, and each study those names share labelled as the
+    one holding most of its trials; the number of such trials; the names that shared)."""
+    if "design_trial_key" not in mine:  # a table made before the column (tests, notebooks)
+        return mine, 0, []
+    keyed = mine[mine["design_trial_key"].notna()]
+    names = keyed.groupby("design_trial_key")["study_name"].nunique()
+    shared = set(names[names > 1].index)
+    if not shared:
+        return mine, 0, []
+    both = keyed[keyed["design_trial_key"].isin(shared)]
+    target = _shared_studies(mine, both)
+    done = both[both["status"].isin(R.DONE_STATUSES)]
+    finished = set(zip(done["design_trial_key"], done["study_name"]))
+    rows = list(zip(mine["design_trial_key"], mine["study_name"], target))
+    keep_name: dict[str, str] = {}  # of a shared trial, a name with a finished run, the
+    for key, name, pair in sorted(  # shared study's own name first
+            (r for r in rows if r[0] in shared),
+            key=lambda r: ((r[0], r[1]) not in finished, r[1] != r[2][0], r[1])):
+        keep_name.setdefault(key, name)
+    keep = [key not in shared or name == keep_name[key] for key, name, _ in rows]
+    out = mine[keep].assign(study_name=[t[0] for t, k in zip(target, keep) if k],
+                            study=[t[1] for t, k in zip(target, keep) if k])
+    clash = out.groupby(["study_name", "workload", "study", "trial", "seed"])[
+        "design_trial_key"].nunique()
+    if (clash > 1).any():  # two trials in one place (a mixed-execution resume): not one study
+        out = mine[keep]
+    return (out.astype({"study": mine["study"].dtype}), len(shared),
+            sorted(set(both["study_name"])))
+
+
+def _shared_studies(mine: pd.DataFrame, both: pd.DataFrame) -> list[tuple]:
+    """For each row of `mine`, the (study name, study) it belongs to: a study that several
+    names hold (their runs `both` share design keys) is labelled as the name holding most of
+    its trials (then the first name); other rows keep their own."""
+    pairs = _Pairs()
+    for _, group in both.groupby("design_trial_key"):
+        pairs.join(list(set(zip(group["study_name"], group["study"]))))
+    held = mine.groupby(["study_name", "study"])["design_trial_key"].nunique()
+    canonical: dict[tuple, tuple] = {}
+    for pair in sorted(pairs.parent, key=lambda p: (-held.get(p, 0), p)):
+        canonical.setdefault(pairs.find(pair), pair)
+    return [canonical[pairs.find(p)] if p in pairs.parent else p
+            for p in zip(mine["study_name"], mine["study"])]
+
+
+def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict,
+                   duplicates: dict[str, int]) -> pd.DataFrame:
     names = runs.groupby("algorithm")["study_name"].nunique()
     several = names[names > 1].index
     if len(several) == 0:
@@ -177,6 +253,12 @@ def _pool_or_split(runs: pd.DataFrame, notes: list[str], apart: dict) -> pd.Data
         mine = runs[runs["algorithm"] == algorithm]
         own = keys[algorithm]
         if own.nunique() == 1:  # one design: the names' studies are one sample, renumbered
+            mine, same, names = _one_per_trial(mine)
+            if same:
+                duplicates[algorithm] = same
+                notes.append(f"{algorithm}: {same} trials are in more than one of the studies "
+                             f"{', '.join(names)} (one design, drawn alike: the same trials), "
+                             "counted once")
             pairs = mine[["study_name", "study"]].drop_duplicates().sort_values(
                 ["study_name", "study"])
             number = {(n, s): i for i, (n, s) in enumerate(pairs.itertuples(index=False))}
@@ -269,8 +351,9 @@ def labelled_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
     runs = _studies(runs, scope.studies)
     runs = _ad_hoc(runs, scope.with_adhoc, notes)
     apart: dict[str, list[str]] = {}
-    runs = _pool_or_split(runs, notes, apart)
-    return Scoped(runs, ruleset, notes, {}, apart)
+    duplicates: dict[str, int] = {}
+    runs = _pool_or_split(runs, notes, apart, duplicates)
+    return Scoped(runs, ruleset, notes, {}, apart, duplicates)
 
 
 def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
@@ -284,7 +367,7 @@ def finished_runs(labelled: Scoped, exclude_compile: bool = False) -> Scoped:
     if exclude_compile:
         runs = excluding_compile(runs)
     return Scoped(runs.reset_index(drop=True), labelled.ruleset, notes, failed,
-                  dict(labelled.shown_apart))
+                  dict(labelled.shown_apart), dict(labelled.duplicates))
 
 
 def relaxed_runs(labelled: Scoped, hits: pd.DataFrame, relax: float) -> Scoped:
@@ -304,7 +387,7 @@ def relaxed_runs(labelled: Scoped, hits: pd.DataFrame, relax: float) -> Scoped:
     note = (f"targets relaxed by {100 * relax:g} % (a minimised target times {1 + relax:g}, a "
             f"maximised one times {1 - relax:g}): first hits recomputed from the eval rows")
     return Scoped(runs, labelled.ruleset, [*labelled.notes, note], dict(labelled.failed),
-                  dict(labelled.shown_apart))
+                  dict(labelled.shown_apart), dict(labelled.duplicates))
 
 
 def scoped_runs(runs: pd.DataFrame, scope: Scope = Scope(),

@@ -20,7 +20,7 @@ __all__ = [
     "Direction", "Target", "meets", "relaxed_goal", "check_relax", "Budget", "EvalCadence",
     "WorkloadSpec", "ExecutionOptions",
     "RunConfig", "StudySpec", "ScalingSpec", "LadderSpec", "CHINCHILLA_TOKENS_PER_PARAM",
-    "RULESETS", "PRUNE_METHODS", "PRECISIONS", "COMPILE_MODES",
+    "RULESETS", "PRUNE_METHODS", "PRECISIONS", "COMPILE_MODES", "DRAW_SCHEMES", "DRAW_SCHEME",
     "LR_SCALINGS", "SELF_TUNING_BUDGET_MULTIPLIER", "SpecError", "freeze", "stable_hash",
     "to_plain", "as_tuple", "check_name", "check_at_least", "NAME",
 ]
@@ -29,6 +29,14 @@ Direction = Literal["min", "max"]
 RULESETS = ("external", "self")
 SELF_TUNING_BUDGET_MULTIPLIER = 1.5  # AlgoPerf v0.6: self-tuning runs get 1.5x the budget
 PRUNE_METHODS = ("snip", "magnitude", "random")  # pruning at initialisation (runners/sparsity.py)
+# How a trial's hyperparameters and rng_seed are drawn (RunConfig.draw_scheme; runners/tuning.py
+# draw_seed): 1 seeded by the study's name (every run recorded before schemes were: two study
+# names drew different trials); 2 by the study's design (workload, algorithm, search space,
+# execution options), never its name: two studies of one design are the same trials, so a run
+# is reused whatever study it was made in. A study keeps the scheme it began with; new ones
+# take DRAW_SCHEME.
+DRAW_SCHEMES = (1, 2)
+DRAW_SCHEME = 2
 LR_SCALINGS = ("none", "sqrt", "linear")  # how a scaling study shifts the learning-rate range
 PRECISIONS = ("fp32", "bf16")
 # torch.compile's modes; which is fastest depends on the model and the card, so it is measured
@@ -316,6 +324,9 @@ class RunConfig:
     ladder: Mapping[str, Any] | None = None  # a ladder run's place (runners/ladder.py; fields:
                                             # workbench/records.py LADDER_FIELDS); its "steps"
                                             # is the schedule's horizon, its "data" the corpus
+    draw_scheme: int = 1                    # how its hparams and rng_seed were drawn: one of
+                                            # DRAW_SCHEMES (1: by the study's name, the runs of
+                                            # every older store; the study planner gives 2)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
@@ -332,6 +343,9 @@ class RunConfig:
         if self.eval_every is not None and self.eval_every < 1:
             raise SpecError(f"eval_every must be >= 1 step, got {self.eval_every}")
         check_name("study name", self.study_name)
+        if self.draw_scheme not in DRAW_SCHEMES:
+            raise SpecError(f"unknown draw scheme {self.draw_scheme!r}: valid are "
+                            f"{', '.join(map(str, DRAW_SCHEMES))}")
         for kind, low in (("seed", 0), ("study", 0), ("trial", 0)):
             check_at_least(kind, getattr(self, kind), low)
         check_at_least("batch_size", self.batch_size, 1, optional=True)
@@ -340,12 +354,37 @@ class RunConfig:
 
     @property
     def rng_seed(self) -> int:
-        """The seed given to torch: distinct for every (seed, study, trial), stable across machines."""
-        return int(stable_hash([self.seed, self.study_name, self.study, self.trial], 8), 16) % 2**31
+        """The seed given to torch: distinct for every (seed, study, trial), stable across
+        machines; under draw scheme 1 its study's name seeds it too, under 2 never."""
+        if self.draw_scheme == 1:
+            return int(stable_hash([self.seed, self.study_name, self.study, self.trial], 8),
+                       16) % 2**31
+        return int(stable_hash(["rng", self.seed, self.study, self.trial], 8), 16) % 2**31
 
     @property
     def trial_key(self) -> str:
         """Identity of the trial, shared by all attempts at it (a resumed trial keeps its key)."""
+        ident, extra = self._identity()
+        return stable_hash(ident + ([extra] if extra else []), 12)
+
+    def design_identity(self) -> dict[str, Any]:
+        """What the trial computes, by name: the trial key's fields, without the study's name
+        when its draws do not depend on it (draw scheme 2; under 1 the name seeds them and
+        stays in). Two runs of one design identity are one trial, whatever study planned
+        them (runners/reuse.py keys reuse by it; workbench/scope.py counts it once)."""
+        ident, extra = self._identity()
+        named = dict(zip(_IDENTITY_NAMES, ident))
+        if self.draw_scheme != 1:
+            del named["study_name"]
+        return {**named, **extra}
+
+    @property
+    def design_trial_key(self) -> str:
+        """design_identity hashed (12 hex digits): the run document's `design_trial_key`."""
+        return stable_hash(self.design_identity(), 12)
+
+    def _identity(self) -> tuple[list[Any], dict[str, Any]]:
+        """(the trial key's fields in order, its later fields that are set: see trial_key)."""
         ident = [self.study_name, self.workload, self.algorithm, self.ruleset, self.study,
                  self.trial, self.seed, dict(self.hparams), self.batch_size, self.max_steps]
         # Fields added later join the identity only when set, so old trials keep their keys.
@@ -356,12 +395,13 @@ class RunConfig:
                  "algorithm_sha256": self.algorithm_sha256,
                  "workload_source": self.workload_source,
                  "workload_sha256": self.workload_sha256,
-                 "ladder": dict(self.ladder) if self.ladder is not None else None}
+                 "ladder": dict(self.ladder) if self.ladder is not None else None,
+                 "draw_scheme": self.draw_scheme}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
         extra.update(self.execution.identity())
-        return stable_hash(ident + ([extra] if extra else []), 12)
+        return ident, extra
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)
@@ -393,7 +433,9 @@ class RunConfig:
 
 _RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None,
                  "algorithm_source": None, "algorithm_sha256": None, "workload_source": None,
-                 "workload_sha256": None, "ladder": None}
+                 "workload_sha256": None, "ladder": None, "draw_scheme": 1}
+_IDENTITY_NAMES = ("study_name", "workload", "algorithm", "ruleset", "study", "trial", "seed",
+                   "hparams", "batch_size", "max_steps")  # RunConfig._identity's list, by name
 
 
 @dataclass(frozen=True)

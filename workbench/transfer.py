@@ -187,21 +187,26 @@ def _free_id(store: Store, run_id: str, taken: set[str]) -> str:
     return candidate
 
 
-def copy_runs(store: Store, picked: Iterable[tuple[Store, dict]]) -> list[dict]:
-    """Copy each (source store, run document) of `picked` into `store`, validated (a bad run is
-    skipped with a warning), recording `reused_from`; the copied runs' new documents."""
+def copy_runs(store: Store, picked: Iterable[tuple[Store, dict] | tuple[Store, dict, dict]]
+              ) -> list[dict]:
+    """Copy each (source store, run document[, changes]) of `picked` into `store`, validated (a
+    bad run is skipped with a warning), recording `reused_from`; the copied runs' new
+    documents. `changes`: document fields the copy takes instead of the original's (a reused
+    run made in a study of another name becomes the planned trial: runners/reuse.py); its
+    "run_id", if any, is the id the copy asks for."""
     store.ensure()
     copied, taken = [], set()
     with store.sealed_batch() as batch:
-        for source, doc in picked:
+        for source, doc, *changes in picked:
             try:
                 doc, evals, train = read_run(source, doc)
             except RunProblem as problem:
                 _skip(str(source.root), doc.get("run_id", "?"), str(problem))
                 continue
-            run_id = _free_id(store, doc["run_id"], taken)
+            changes = dict(changes[0]) if changes else {}
+            run_id = _free_id(store, changes.pop("run_id", doc["run_id"]), taken)
             attempt = run_id.rsplit("-a", 1)[-1]
-            new = {**doc, "run_id": run_id,
+            new = {**doc, **changes, "run_id": run_id,
                    "attempt": int(attempt) if attempt.isdigit() else doc.get("attempt"),
                    "reused_from": {"store": str(source.root.resolve()), "run_id": doc["run_id"]}}
             if batch.add(new, evals, run_id, train):

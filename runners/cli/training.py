@@ -243,7 +243,10 @@ def study(args: argparse.Namespace) -> int:
     """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset.
     With --dry-run: print the plan (launch.describe_plan) and write nothing, not even the
     store (an existing one is read, to refuse a name its runs give to other code)."""
-    from runners.launch import choose_search_spaces, describe_plan, plan_study, run_study
+    from runners.launch import (choose_search_spaces, describe_plan, plan_study, run_study,
+                                study_hooks)
+    from runners.resume import study_draw_scheme
+    from runners.reuse import reuse_context, reuse_plan
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
@@ -267,11 +270,17 @@ def study(args: argparse.Namespace) -> int:
                      stop_on_target=not args.no_stop_on_target,
                      execution=execution_options(args))
     chosen = choose_search_spaces(spec, spaces, sources)
+    scheme = study_draw_scheme(existing_store(args), spec.name)  # a study keeps its draws
     if args.dry_run:
-        print(describe_plan(spec, plan_study(spec, spaces, sources, chosen), chosen, sources))
+        configs = plan_study(spec, spaces, sources, chosen, scheme)
+        print(describe_plan(spec, configs, chosen, sources))
+        if args.reuse_from:  # how many trials those stores would give, and why not the others
+            hooks = study_hooks(args.early_stop, args.eta or 3)
+            print(reuse_plan(configs, [open_store(path) for path in args.reuse_from],
+                             reuse_context(hooks, launch_options(args).nproc_per_node)))
         return 0
     if args.status:
-        return _status(args, spec, plan_study(spec, spaces, sources, chosen))
+        return _status(args, spec, plan_study(spec, spaces, sources, chosen, scheme))
     options = launch_options(args)
     reuse_from = [open_store(path) for path in args.reuse_from]  # each must be a store
     store = store_for_writing(args)

@@ -103,7 +103,7 @@ class Selection(ScopedRead):
             if len(self.hardware) < len(self.param.hardware.objects):
                 keep = labelled.runs["hardware"].isin(self.hardware).to_numpy(bool)
                 labelled = Scoped(labelled.runs[keep], labelled.ruleset, labelled.notes, {},
-                                  labelled.shown_apart)
+                                  labelled.shown_apart, labelled.duplicates)
             hits = (lambda runs, relax: query.first_hits(self.store, runs, relax))
             return finished_runs(with_relaxed_targets(labelled, self.relax_targets, hits))
         return self.full_value("scoped", make, time_axis=False)

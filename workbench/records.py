@@ -39,7 +39,7 @@ __all__ = [
     "SLURM_JOB_ID", "slurm_job_id", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "EXPORT_FILES",
     "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
-    "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "AD_HOC_NAME", "PHASES", "TUNE_PREFIX", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns", "LADDER_FIELDS",
     "LADDER_PHASES",
@@ -88,7 +88,7 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # only: every row is recomputable from the run folders, and deleting the folder is always safe.
 # Its version changes with RUN_COLUMNS, not with the run document.
 INDEX_DIR = "index"
-INDEX_VERSION = 4
+INDEX_VERSION = 5  # 5: the run table gained `phase`
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
@@ -154,7 +154,7 @@ RUN_COLUMNS = (
     "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
     "compile_seconds", "compile_cache", "probe_seconds", "launch_position", "stalled_at_step",
     "launched_by", "design", "execution", "mixed_execution", "started_at", "ended_at", "error",
-    "reused_from",
+    "reused_from", "phase",
 )
 
 # Top-level run-document fields of where a run came from and how it ran (schema 3; null in older
@@ -176,9 +176,15 @@ RUN_COLUMNS = (
 #   "reused_from": {"store": the source store's path, "run_id": the run's id there} for a run
 #       copied by `pacebench study --reuse-from` (workbench/transfer.py); null for runs made
 #       here. The run table's column of the same name holds it as JSON text (null: made here).
+#   "phase": "tuning" for a run of a `pacebench tune` sweep (study name "tune-<algorithm>", a
+#       quarter of the step budget, the schedule over those steps: runners/tune.py); null for
+#       every other run and in documents written before it (read as not tuning). workbench/
+#       scope.py leaves tuning runs out of every score and comparison.
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
 # AD_HOC_NAME (the name `pacebench run` gave its runs before).
 AD_HOC_NAME = "adhoc"
+PHASES = ("tuning",)  # the values of a run document's `phase` (null: a run of a study or ad hoc)
+TUNE_PREFIX = "tune-"  # the study name of `pacebench tune`'s runs: TUNE_PREFIX + the algorithm
 
 # Top-level run-document fields of where a run ran on a cluster (null in runs made elsewhere and
 # in documents written before them):
@@ -219,8 +225,10 @@ SEARCH_SPACE_FIELDS = (
     "search_space",         # the space, as JSON in AlgoPerf's format (an object or a list)
     "search_space_origin",  # "declared" (the algorithm class gives it) | "file" | "signature"
                             # (derived from an optimizer's constructor: runners/algorithms/
-                            # wrapper.py)
-    "search_space_file",    # the JSON file's absolute path, for origin "file"; else null
+                            # wrapper.py) | "tuned" (a file `pacebench tune` wrote, its
+                            # sidecar <file>.origin.json beside it: runners/tune.py)
+    "search_space_file",    # the JSON file's absolute path, for origin "file" or "tuned"; else
+                            # null
 )
 
 # Extra eval-row columns of the machine's speed during a run (runners/machine.py), read at each

@@ -316,6 +316,10 @@ class RunConfig:
     ladder: Mapping[str, Any] | None = None  # a ladder run's place (runners/ladder.py; fields:
                                             # workbench/records.py LADDER_FIELDS); its "steps"
                                             # is the schedule's horizon, its "data" the corpus
+    step_hint: int | None = None            # the schedule's horizon instead of the workload's
+                                            # step hint (`pacebench tune`: the run's own steps)
+    phase: str | None = None                # "tuning": a `pacebench tune` sweep run (records.py
+                                            # PHASES), left out of scores; not the trial's identity
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
@@ -336,7 +340,10 @@ class RunConfig:
             check_at_least(kind, getattr(self, kind), low)
         check_at_least("batch_size", self.batch_size, 1, optional=True)
         check_at_least("max_steps", self.max_steps, 1, optional=True)
+        check_at_least("step_hint", self.step_hint, 1, optional=True)
         check_at_least("budget_multiplier", self.budget_multiplier, 1e-9)
+        if self.phase not in (None, "tuning"):
+            raise SpecError(f"unknown run phase {self.phase!r}: valid are tuning or none")
 
     @property
     def rng_seed(self) -> int:
@@ -356,7 +363,8 @@ class RunConfig:
                  "algorithm_sha256": self.algorithm_sha256,
                  "workload_source": self.workload_source,
                  "workload_sha256": self.workload_sha256,
-                 "ladder": dict(self.ladder) if self.ladder is not None else None}
+                 "ladder": dict(self.ladder) if self.ladder is not None else None,
+                 "step_hint": self.step_hint}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
@@ -393,7 +401,7 @@ class RunConfig:
 
 _RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None,
                  "algorithm_source": None, "algorithm_sha256": None, "workload_source": None,
-                 "workload_sha256": None, "ladder": None}
+                 "workload_sha256": None, "ladder": None, "step_hint": None}
 
 
 @dataclass(frozen=True)

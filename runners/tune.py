@@ -76,6 +76,7 @@ class TunePlan:
     points: int = DEFAULT_POINTS
     decades: float = DEFAULT_DECADES
     steps: int = 100                        # update steps per run, the schedule's horizon
+    seed: int = 0                           # the runs' seed (RunConfig.seed)
     own_space: Mapping[str, Any] = field(default_factory=dict)  # the algorithm's own (AlgoPerf)
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
     algorithm_source: str | None = None     # as RunConfig's (runners/algorithms/sources.py)
@@ -101,11 +102,12 @@ class TunePlan:
 def log_grid(plan: TunePlan, low_k: int | None = None, high_k: int | None = None
              ) -> dict[int, float]:
     """{k: center x 10^(k x step)} for k in [low_k, high_k] (default: the plan's grid, k from
-    -(points // 2)). Values come from their index alone, so a value is the same float in every
-    sweep of the same plan (its run is found in the store again)."""
+    -(points // 2)), to 12 significant digits: a value is the same float in every sweep of the
+    same lattice (its run is found in the store again), whichever of its points is the centre."""
     low = -(plan.points // 2) if low_k is None else low_k
     high = low + plan.points - 1 if high_k is None else high_k
-    return {k: plan.center * 10 ** (k * plan.step_decades) for k in range(low, high + 1)}
+    return {k: float(f"{plan.center * 10 ** (k * plan.step_decades):.12g}")
+            for k in range(low, high + 1)}
 
 
 def extension_steps(plan: TunePlan) -> int:
@@ -197,6 +199,7 @@ def plan_configs(plan: TunePlan, values: Mapping[int, float], store: Store | Non
     holds of the same settings (it is not run again), else the next free one of the study."""
     name = study_name(plan.algorithm)
     base = RunConfig(workload=plan.workload, algorithm=plan.algorithm, study_name=name,
+                     seed=plan.seed,
                      max_steps=plan.steps, step_hint=plan.steps, stop_on_target=False,
                      phase="tuning", execution=plan.execution,
                      algorithm_source=plan.algorithm_source,

@@ -32,6 +32,7 @@ def add(sub) -> None:
     p.add_argument("--out", metavar="SPACE.json",
                    help="the search space written (default tuned-<algorithm>-<workload>.json); "
                         "its sidecar is SPACE.json.origin.json")
+    p.add_argument("--seed", type=int, default=0, help="the runs' seed (default 0)")
     p.add_argument("--workers", type=int, default=1, help="runs at once, one process each")
     trial_timeout_flag(p)
     training_flags(p)
@@ -112,6 +113,7 @@ def _plan(args: argparse.Namespace):
     return TunePlan(workload=workload, algorithm=name, hparam=args.hparam,
                     center=_center(args.hparam, args.center, own, name), points=args.points,
                     decades=args.decades, steps=max(1, math.ceil(BUDGET_FRACTION * budget)),
+                    seed=args.seed,
                     own_space=own, execution=execution_options(args),
                     algorithm_source=loader.spec if loader else None,
                     algorithm_sha256=loader.sha256 if loader else None,

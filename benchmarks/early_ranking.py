@@ -47,8 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-RUNGS = (1 / 9, 1 / 3)   # runners/early_stop.py DEFAULT_RUNGS
-ETA = 3
+RULES = {"1/9,1/3 eta 3": ((1 / 9, 1 / 3), 3)}  # runners/early_stop.py: DEFAULT_RUNGS, eta 3
 METRIC_TOLERANCE = 0.01  # relative, when no setting reached the target
 
 
@@ -85,13 +84,27 @@ class FullRuns:
             self.cache[value] = self._run(value)
         return self.cache[value]
 
+    def _recorded(self, value: float) -> str | None:
+        """The run id of a complete full-length run of `value` the store already holds."""
+        for doc in self.store.documents(study_name=f"full-{self.plan.algorithm}"):
+            hparams = (doc.get("config") or {}).get("hparams") or {}
+            recorded = hparams.get(self.plan.hparam)
+            if isinstance(recorded, float) and math.isclose(recorded, value, rel_tol=1e-9) \
+                    and doc.get("status") == "complete":
+                return doc["run_id"]
+        return None
+
     def _run(self, value: float) -> dict:
         from runners.loop import run
         from workbench.spec import RunConfig
 
+        recorded = self._recorded(value)  # a rerun of the benchmark reads it again
+        if recorded is not None:
+            return self._summary(recorded, value)
+        trial = len(list(self.store.documents(study_name=f"full-{self.plan.algorithm}")))
         config = RunConfig(workload=self.plan.workload, algorithm=self.plan.algorithm,
                            hparams={self.plan.hparam: value}, seed=self.plan.seed,
-                           study_name=f"full-{self.plan.algorithm}", trial=len(self.cache),
+                           study_name=f"full-{self.plan.algorithm}", trial=trial,
                            stop_on_target=False, max_steps=self.budget,
                            algorithm_source=self.plan.algorithm_source,
                            algorithm_sha256=self.plan.algorithm_sha256)
@@ -140,14 +153,16 @@ def _same(pick: dict, best: dict, cov: float, direction: str) -> bool:
     return gap <= METRIC_TOLERANCE * abs(best["final_metric"])
 
 
-def replay_early_stop(rows: list[dict], budget: int, rng: np.random.Generator) -> dict:
+def replay_early_stop(rows: list[dict], budget: int, rng: np.random.Generator,
+                      rungs: tuple[float, ...], eta: int) -> dict:
     """`study --early-stop lcga` with one worker over `rows` (full-length runs) in a random
-    order: {"steps": spent, "stopped": values stopped early, "kept": rows not stopped}."""
+    order, rungs at the fractions `rungs` of the budget, keeping the best 1/eta:
+    {"steps": spent, "stopped": values stopped early, "kept": rows not stopped}."""
     from runners.early_stop import estimate
     from workbench.early_stopping import rung_decision
 
-    rung_steps = [max(1, int(round(f * budget))) for f in RUNGS]
-    seen = {r: [] for r in range(len(RUNGS))}
+    rung_steps = [max(1, int(round(f * budget))) for f in rungs]
+    seen = {r: [] for r in range(len(rungs))}
     spent, stopped, kept = 0, [], []
     for i in rng.permutation(len(rows)):
         row, end = rows[i], rows[i]["study_steps"]
@@ -155,7 +170,7 @@ def replay_early_stop(rows: list[dict], budget: int, rng: np.random.Generator) -
             if end < step:  # it met its targets before this rung
                 break
             value = estimate("lcga", row["train_steps"], row["train_losses"], step, budget)
-            keep, _, _ = rung_decision(value, seen[r], ETA)
+            keep, _, _ = rung_decision(value, seen[r], eta)
             seen[r].append(value)
             if not keep:
                 end = step
@@ -192,8 +207,14 @@ def sweep(workload: str, algorithm: str, seed: int, windows: int, root: str,
         best = _pick(seen, direction)
         study_cost = sum(r["study_steps"] for r in window)
         tune_steps = sum(plan.steps for p in result.points if p.run_id)
-        es = replay_early_stop(window, full.budget, np.random.default_rng([seed, j + 1000]))
-        es_pick = _pick(es["kept"], direction)
+        early = {}
+        for name, (rungs, eta) in RULES.items():
+            es = replay_early_stop(window, full.budget, np.random.default_rng([seed, j + 1000]),
+                                   rungs, eta)
+            early[name] = {"steps": es["steps"], "stopped": len(es["stopped"]),
+                           "pick": _pick(es["kept"], direction)["value"],
+                           "same": _same(_pick(es["kept"], direction),
+                                         _pick(window, direction), cov, direction)}
         cases.append({
             "algorithm": algorithm, "seed": seed, "window": j, "center": center,
             "full_pick": best["value"], "full_pick_steps_to_target": best["step_to_target"],
@@ -201,9 +222,7 @@ def sweep(workload: str, algorithm: str, seed: int, windows: int, root: str,
             "tune_steps": tune_steps, "tune_pick": result.best.value,
             "tune_ranked_by": result.ranked_by, "tune_extensions": result.extensions,
             "tune_same": _same(full.get(result.best.value), best, cov, direction),
-            "early_stop_steps": es["steps"], "early_stop_stopped": len(es["stopped"]),
-            "early_stop_pick": es_pick["value"],
-            "early_stop_same": _same(es_pick, _pick(window, direction), cov, direction),
+            "early_stop": early,
             "cpu_seconds": time.process_time() - t0})
         print("case " + json.dumps(cases[-1], default=str), flush=True)
     return cases
@@ -214,7 +233,6 @@ def summary(cases: list[dict]) -> dict:
     study = sum(c["study_steps"] for c in cases)
     budget = sum(c["budget_steps"] for c in cases)
     tune = sum(c["tune_steps"] for c in cases)
-    es = sum(c["early_stop_steps"] for c in cases)
     return {"cases": len(cases),
             "tune": {"less_compute_than_study": study / tune,
                      "less_compute_than_full_budget": budget / tune,
@@ -222,10 +240,13 @@ def summary(cases: list[dict]) -> dict:
                      "ranked_by_estimate": sum(c["tune_ranked_by"] == "estimate"
                                                for c in cases),
                      "extended": sum(bool(c["tune_extensions"]) for c in cases)},
-            "early_stop": {"less_compute_than_study": study / es,
-                           "saved_fraction": 1 - es / study,
-                           "same_pick_rate": float(np.mean([c["early_stop_same"]
-                                                            for c in cases]))}}
+            "early_stop": {name: _rule_summary(cases, name, study) for name in RULES}}
+
+
+def _rule_summary(cases: list[dict], name: str, study: float) -> dict:
+    spent = sum(c["early_stop"][name]["steps"] for c in cases)
+    return {"less_compute_than_study": study / spent, "saved_fraction": 1 - spent / study,
+            "same_pick_rate": float(np.mean([c["early_stop"][name]["same"] for c in cases]))}
 
 
 def main() -> int:

@@ -204,7 +204,7 @@ def plan_configs(plan: TunePlan, values: Mapping[int, float], store: Store | Non
                      phase="tuning", execution=plan.execution,
                      algorithm_source=plan.algorithm_source,
                      algorithm_sha256=plan.algorithm_sha256)
-    known, used = {}, set()
+    known, used, seen = {}, set(), []
     for doc in (store.documents(study_name=name) if store is not None else ()):
         try:
             recorded = RunConfig.from_dict(doc["config"])
@@ -212,8 +212,10 @@ def plan_configs(plan: TunePlan, values: Mapping[int, float], store: Store | Non
             continue
         used.add((recorded.workload, recorded.trial))
         known.setdefault(replace(recorded, trial=0).trial_key, recorded.trial)
+        seen.append(recorded.hparams.get(plan.hparam))
     out, free = {}, 0
     for k, value in sorted(values.items()):
+        value = _snapped(value, seen)
         config = replace(base, hparams={plan.hparam: value})
         trial = known.get(config.trial_key)
         if trial is None:
@@ -223,6 +225,15 @@ def plan_configs(plan: TunePlan, values: Mapping[int, float], store: Store | Non
             used.add((plan.workload, trial))
         out[k] = replace(config, trial=trial)
     return out
+
+
+def _snapped(value: float, recorded: Sequence[Any]) -> float:
+    """A recorded value within a relative 1e-9 of `value` (the same lattice point computed
+    from another centre, its last digit apart), else `value`."""
+    for v in recorded:
+        if isinstance(v, float) and math.isclose(v, value, rel_tol=1e-9):
+            return v
+    return value
 
 
 def read_points(store: Store, configs: Mapping[int, RunConfig], plan: TunePlan

@@ -47,7 +47,14 @@ from pathlib import Path
 
 import numpy as np
 
-RULES = {"1/9,1/3 eta 3": ((1 / 9, 1 / 3), 3)}  # runners/early_stop.py: DEFAULT_RUNGS, eta 3
+# Early-stopping rules replayed: name -> (rungs as fractions of the budget, eta, the fewest
+# estimates a rung decides on). The first is the tuner's (runners/early_stop.py DEFAULT_RUNGS,
+# eta 3, workbench.early_stopping.rung_decision's default of eta estimates).
+RULES = {"1/9,1/3 eta 3 (the tuner's)": ((1 / 9, 1 / 3), 3, 3),
+         "1/9,1/3 eta 3, from 2 estimates": ((1 / 9, 1 / 3), 3, 2),
+         "1/27,1/9,1/3 eta 3, from 2": ((1 / 27, 1 / 9, 1 / 3), 3, 2),
+         "1/16,1/4 eta 4, from 2": ((1 / 16, 1 / 4), 4, 2),
+         "1/4 eta 7, from 2": ((1 / 4,), 7, 2)}
 METRIC_TOLERANCE = 0.01  # relative, when no setting reached the target
 
 
@@ -154,7 +161,7 @@ def _same(pick: dict, best: dict, cov: float, direction: str) -> bool:
 
 
 def replay_early_stop(rows: list[dict], budget: int, rng: np.random.Generator,
-                      rungs: tuple[float, ...], eta: int) -> dict:
+                      rungs: tuple[float, ...], eta: int, min_trials: int) -> dict:
     """`study --early-stop lcga` with one worker over `rows` (full-length runs) in a random
     order, rungs at the fractions `rungs` of the budget, keeping the best 1/eta:
     {"steps": spent, "stopped": values stopped early, "kept": rows not stopped}."""
@@ -170,7 +177,7 @@ def replay_early_stop(rows: list[dict], budget: int, rng: np.random.Generator,
             if end < step:  # it met its targets before this rung
                 break
             value = estimate("lcga", row["train_steps"], row["train_losses"], step, budget)
-            keep, _, _ = rung_decision(value, seen[r], eta)
+            keep, _, _ = rung_decision(value, seen[r], eta, min_trials)
             seen[r].append(value)
             if not keep:
                 end = step
@@ -208,9 +215,9 @@ def sweep(workload: str, algorithm: str, seed: int, windows: int, root: str,
         study_cost = sum(r["study_steps"] for r in window)
         tune_steps = sum(plan.steps for p in result.points if p.run_id)
         early = {}
-        for name, (rungs, eta) in RULES.items():
+        for name, (rungs, eta, least) in RULES.items():
             es = replay_early_stop(window, full.budget, np.random.default_rng([seed, j + 1000]),
-                                   rungs, eta)
+                                   rungs, eta, least)
             early[name] = {"steps": es["steps"], "stopped": len(es["stopped"]),
                            "pick": _pick(es["kept"], direction)["value"],
                            "same": _same(_pick(es["kept"], direction),

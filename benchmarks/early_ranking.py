@@ -30,8 +30,7 @@ update steps (independent of the machine's load); training seconds are reported 
 
 Usage (the figures in docs/verdicts.md "Early ranking and tune"):
     PYTHONPATH=. python benchmarks/early_ranking.py --workload mnist1d_mlp \
-        --algorithms adamw,heavy_ball --seeds 0 --windows 5 --workers 2 \
-        --out reports/early_ranking.json
+        --algorithms adamw,heavy_ball --seeds 0 --windows 5 --workers 2
 """
 from __future__ import annotations
 

@@ -300,6 +300,11 @@ def plan_ladder(spec: LadderSpec, rungs: Mapping[str, Rung],
     if unknown:
         raise SpecError(f"--search-space {unknown[0]}=...: not an algorithm of the ladder "
                         f"({', '.join(spec.algorithms)})")
+    unswept = sorted(a for a in (search_spaces or {}) if spec.trials_of(a) < 2)
+    if unswept:
+        raise SpecError(f"--search-space {unswept[0]}=...: {unswept[0]} runs its declared "
+                        f"setting (--trials 1), so nothing draws from a space; give it --trials "
+                        f"K (K > 1) to sweep the space")
     return (tuning_configs(spec, rungs, sources, search_spaces),
             final_configs(spec, rungs, {}, sources))
 

@@ -210,3 +210,14 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error:") and says in err, err
     assert not (tmp_path / "s").exists() and not list(tmp_path.glob("tuned-*"))
+
+
+def test_the_ladder_refuses_a_space_nothing_draws_from(tmp_path, capsys):
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"learning_rate": {"min": 1e-3, "max": 1e-2, "scaling": "log"}}))
+    argv = ["ladder", "--sizes", "gpt_7k", "--algorithms", "adamw", "--budgets", "1",
+            "--store", str(tmp_path / "s"), "--dry-run"]
+    assert main(argv + ["--search-space", f"adamw={space}"]) == 2
+    assert "runs its declared setting (--trials 1)" in capsys.readouterr().err
+    assert main(argv + ["--search-space", f"adamw={space}", "--trials", "3"]) == 0
+    assert "nothing was run or written" in capsys.readouterr().out

@@ -193,6 +193,8 @@ def test_tune_runs_are_tuning_runs_that_scores_leave_out_and_studies_record_tune
     (["--hparam", "momentum"], "--hparam momentum: not a hyperparameter of adamw; valid are"),
     (["--hparam", "beta2"], "--hparam beta2: has a list of feasible points in adamw's search "
                             "space, no range"),
+    (["--algorithm", "torch.optim:SGD", "--hparam", "schedule"],
+     "--hparam schedule: takes 'cosine', not a number"),
     (["--out", "DIR"], "is a folder"),
     (["--out", "space.txt"], "--out space.txt: give a file name ending in .json"),
     (["--out", "missing/space.json"], "no folder missing"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -80,6 +81,8 @@ def _check_out(text: str) -> Path:
                          "AlgoPerf's JSON format)")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"--out {text}: no folder {out.parent}: create it first")
+    if not os.access(out.parent, os.W_OK):
+        raise PermissionError(f"--out {text}: the folder {out.parent} is not writable")
     for path in (out, sidecar_path(out)):
         if path.is_dir():
             raise IsADirectoryError(f"--out {text}: {path} is a folder; give a file name")
@@ -107,6 +110,9 @@ def _plan(args: argparse.Namespace):
     if args.hparam not in defaults:
         raise ValueError(f"--hparam {args.hparam}: not a hyperparameter of {name}; valid are "
                          f"{', '.join(sorted(defaults))}")
+    if isinstance(defaults[args.hparam], (str, bool)):
+        raise ValueError(f"--hparam {args.hparam}: takes {defaults[args.hparam]!r}, not a "
+                         "number to sweep on a log grid")
     workload = one_workload(args.workload)
     spec = get_workload(workload)
     budget = min(spec.budget.steps, args.max_steps or spec.budget.steps)

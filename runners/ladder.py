@@ -40,7 +40,8 @@ from workbench.store import Store
 
 __all__ = ["Rung", "TRANSFER_RULES", "LOSS_COLUMN", "MAX_STEPS", "planned_steps", "tuning_name",
            "tuning_counts", "fairness_warnings", "tuning_configs", "final_configs",
-           "choose_tuned", "plan_ladder", "describe_ladder", "run_ladder", "LadderResult"]
+           "choose_tuned", "chosen_space", "sweep_space", "plan_ladder", "describe_ladder",
+           "run_ladder", "LadderResult"]
 
 LOSS_COLUMN = metric_column("validation", "loss")  # the eval rows' final loss a ladder compares
 
@@ -139,24 +140,38 @@ def _declared(spec: LadderSpec, algorithm: str, rung: Rung, base: Rung,
     return TRANSFER_RULES[rule](_defaults(algorithm, sources), rung, base)
 
 
-def _sweep_space(algorithm: str, sources: Mapping[str, Any] | None):
-    """The algorithm's search space cut down to its learning_rate and weight_decay ranges."""
+def chosen_space(algorithm: str, sources: Mapping[str, Any] | None,
+                 search_spaces: Mapping[str, Any] | None = None):
+    """The algorithm's search space (runners.tuning.ChosenSpace): the file `search_spaces`
+    names for it (`ladder --search-space NAME=FILE`; a `pacebench tune` file: origin tuned),
+    else its own."""
     from runners.algorithms import search_space_path
     from runners.algorithms.sources import choose_search_space
-    from runners.tuning import ChosenSpace, Range, SearchSpace
+    from runners.tuning import ChosenSpace
 
     loader = _loader(sources, algorithm)
+    if (search_spaces or {}).get(algorithm) is not None:
+        return ChosenSpace.from_file(search_spaces[algorithm])
     if loader is not None and loader.kind not in ("builtin", "algoperf"):
-        chosen = choose_search_space(loader)
-    else:
-        chosen = ChosenSpace.from_file(search_space_path(loader.spec if loader else algorithm))
-    space = chosen.search_space()
-    params = tuple(p for p in space.params if isinstance(p, Range)
-                   and p.name in ("learning_rate", "weight_decay"))
+        return choose_search_space(loader)
+    return ChosenSpace.from_file(search_space_path(loader.spec if loader else algorithm))
+
+
+def sweep_space(algorithm: str, sources: Mapping[str, Any] | None,
+                search_spaces: Mapping[str, Any] | None = None):
+    """The algorithm's search space (chosen_space) cut down to its learning_rate and
+    weight_decay ranges, as a ChosenSpace of the same origin and file (what its sweep draws
+    from, and what the sweep's runs record)."""
+    from runners.tuning import ChosenSpace, Range
+
+    chosen = chosen_space(algorithm, sources, search_spaces)
+    params = {p.name: {"min": p.low, "max": p.high, "scaling": p.scaling}
+              for p in chosen.search_space().params if isinstance(p, Range)
+              and p.name in ("learning_rate", "weight_decay")}
     if not params:
         raise SpecError(f"cannot sweep {algorithm}: its search space has no learning_rate or "
                         "weight_decay range; give it --trials 1")
-    return SearchSpace(params=params)
+    return ChosenSpace(params, chosen.origin, chosen.file)
 
 
 def _ladder_fields(spec: LadderSpec, algorithm: str, rung: Rung, budget: float,
@@ -204,7 +219,8 @@ def _config(spec: LadderSpec, algorithm: str, rung: Rung, budget: float, hparams
 
 
 def tuning_configs(spec: LadderSpec, rungs: Mapping[str, Rung],
-                   sources: Mapping[str, Any] | None = None) -> list[RunConfig]:
+                   sources: Mapping[str, Any] | None = None,
+                   search_spaces: Mapping[str, Any] | None = None) -> list[RunConfig]:
     """The sweeps of the algorithms with trials K > 1: K points per rung, at the smallest
     budget and seed 0; trial t's point depends on (ladder name, algorithm, t) only, the same
     points at every rung."""
@@ -216,7 +232,8 @@ def tuning_configs(spec: LadderSpec, rungs: Mapping[str, Rung],
         if k < 2:
             continue
         seed = int(stable_hash([spec.name, algorithm, "ladder sweep"], 8), 16)
-        points = draw_trials(_sweep_space(algorithm, sources), k, seed)
+        points = draw_trials(sweep_space(algorithm, sources, search_spaces).search_space(), k,
+                             seed)
         for rung in _rungs_of(spec, rungs):
             for trial, hparams in enumerate(points):
                 configs.append(_config(spec, algorithm, rung, spec.budgets[0], hparams, 0,
@@ -277,10 +294,12 @@ def final_configs(spec: LadderSpec, rungs: Mapping[str, Rung],
 
 
 def plan_ladder(spec: LadderSpec, rungs: Mapping[str, Rung],
-                sources: Mapping[str, Any] | None = None) -> tuple[list[RunConfig],
-                                                                   list[RunConfig]]:
+                sources: Mapping[str, Any] | None = None,
+                search_spaces: Mapping[str, Any] | None = None) -> tuple[list[RunConfig],
+                                                                         list[RunConfig]]:
     """(tuning runs, final runs) of a ladder whose sweeps are not run yet: the final runs of
-    swept algorithms are left out until choose_tuned can name their points."""
+    swept algorithms are left out until choose_tuned can name their points. `search_spaces`:
+    {algorithm: search-space file} drawn from instead of its own (chosen_space)."""
     for size in spec.sizes:  # every run would fail at its first batch
         problem = size in rungs and rungs[size].window_problem
         if problem:
@@ -293,7 +312,17 @@ def plan_ladder(spec: LadderSpec, rungs: Mapping[str, Rung],
         if spec.trials_of(algorithm) > 1:
             raise SpecError(f"{algorithm}: a transfer rule replaces tuning at each rung; give "
                             "it --trials 1 or no rule")
-    return tuning_configs(spec, rungs, sources), final_configs(spec, rungs, {}, sources)
+    unknown = sorted(set(search_spaces or {}) - set(spec.algorithms))
+    if unknown:
+        raise SpecError(f"--search-space {unknown[0]}=...: not an algorithm of the ladder "
+                        f"({', '.join(spec.algorithms)})")
+    unswept = sorted(a for a in (search_spaces or {}) if spec.trials_of(a) < 2)
+    if unswept:
+        raise SpecError(f"--search-space {unswept[0]}=...: {unswept[0]} runs its declared "
+                        f"setting (--trials 1), so nothing draws from a space; give it --trials "
+                        f"K (K > 1) to sweep the space")
+    return (tuning_configs(spec, rungs, sources, search_spaces),
+            final_configs(spec, rungs, {}, sources))
 
 
 def describe_ladder(spec: LadderSpec, rungs: Mapping[str, Rung]) -> str:
@@ -369,12 +398,15 @@ class LadderResult:
 def run_ladder(spec: LadderSpec, rungs: Mapping[str, Rung], store: Store, workers: int = 1,
                resume: bool = False, data_dir=None, progress: bool = True,
                sources: Mapping[str, Any] | None = None, options=None,
-               allow_mixed_execution: bool = False) -> LadderResult:
-    """Run the ladder's missing runs: the sweeps first (if any), then the final runs of each
-    algorithm's declared or tuned setting; writes the ladder's summary document."""
+               allow_mixed_execution: bool = False,
+               search_spaces: Mapping[str, Any] | None = None) -> LadderResult:
+    """Run the ladder's missing runs: the sweeps first (if any; each run records the search
+    space it was drawn from and its origin), then the final runs of each algorithm's declared
+    or tuned setting; writes the ladder's summary document."""
     from runners.launch import run_configs
 
-    tuning, _ = plan_ladder(spec, rungs, sources)
+    tuning, _ = plan_ladder(spec, rungs, sources, search_spaces)
+    chosen = {a: sweep_space(a, sources, search_spaces) for a in {c.algorithm for c in tuning}}
     doc = {"study_name": spec.name, "kind": "ladder", "spec": to_plain(spec),
            "tuning_trials": tuning_counts(spec), "warnings": fairness_warnings(spec)}
     store.ensure()
@@ -382,7 +414,7 @@ def run_ladder(spec: LadderSpec, rungs: Mapping[str, Rung], store: Store, worker
     tuning_result = None
     if tuning:
         tuning_result = run_configs(tuning, store, tuning_name(spec), workers, resume, data_dir,
-                                    progress, {}, options,
+                                    progress, {}, options, chosen,
                                     allow_mixed_execution=allow_mixed_execution)
         if tuning_result.no_space or tuning_result.stopped:
             return LadderResult(tuning_result, None, [])

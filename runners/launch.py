@@ -151,7 +151,8 @@ def _design(spec: StudySpec, space) -> str:
 
 
 _ORIGIN_WORDS = {"declared": "the class's search_space", "file": "",
-                 "signature": "derived from the constructor's defaults"}
+                 "signature": "derived from the constructor's defaults",
+                 "tuned": "measured by `pacebench tune`"}
 
 
 def describe_plan(spec: StudySpec, configs: list[RunConfig],

@@ -87,6 +87,8 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     device = resolve_device(options.device if device is None else device)
     torch.set_num_threads(options.threads)  # fixed per run: reductions (and so results) depend on it
     spec = ladder_workload(get_workload(config.workload), config.ladder)
+    if config.step_hint is not None:  # `pacebench tune`: the schedule over the run's own steps
+        spec = replace(spec, step_hint=int(config.step_hint))
     algorithm = algorithm or get_algorithm(config.algorithm, config.hparams,
                                            config.algorithm_source, config.algorithm_sha256)
     if config.sparsity:  # pruning at init: masks chosen in init (before the clock), kept fixed
@@ -153,6 +155,7 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
         **p.accelerator.document(),
         **reuse_record(c, s, device_class(p.device), reuse_context),  # reuse_key, its inputs
         "reused_from": None,  # made here (a run copied from another store names it)
+        "phase": c.phase,  # "tuning": a `pacebench tune` sweep run (records.py PHASES)
     }
 
 

@@ -25,13 +25,16 @@ from scipy.stats import qmc
 from workbench.spec import DRAW_SCHEMES, StudySpec, stable_hash, to_plain
 
 __all__ = ["SearchSpaceError", "Range", "Choice", "SearchSpace", "draw_trials", "study_trials",
-           "draw_seed", "study_points", "DRAW_WORDS", "ChosenSpace", "SPACE_ORIGINS"]
+           "draw_seed", "study_points", "DRAW_WORDS", "ChosenSpace", "SPACE_ORIGINS",
+           "SIDECAR_SUFFIX", "TUNE_RECORD_KIND", "sidecar_path", "file_origin"]
 
 SCALINGS = ("linear", "log")
 # Where a study's search space comes from: the algorithm class gives it ("declared"), a JSON
 # file (its own, one beside it, or --search-space), or the optimizer's constructor signature
-# (runners/algorithms/wrapper.py derived_search_space).
-SPACE_ORIGINS = ("declared", "file", "signature")
+# (runners/algorithms/wrapper.py derived_search_space), or a file that `pacebench tune` wrote,
+# known by its sidecar <file>.origin.json ("tuned": runners/tune.py).
+SPACE_ORIGINS = ("declared", "file", "signature", "tuned")
+SIDECAR_SUFFIX = ".origin.json"  # <space file> + this: the record of the tune that wrote it
 # What `study --dry-run` says of a study's draw scheme (workbench/spec.py DRAW_SCHEMES)
 DRAW_WORDS = {
     1: "draws: scheme 1, seeded by the study's name (the study began before scheme 2; "
@@ -130,10 +133,12 @@ class ChosenSpace:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "ChosenSpace":
-        """The space in the JSON file at `path` (errors name the file and the bad key)."""
+        """The space in the JSON file at `path` (errors name the file and the bad key); origin
+        "tuned" when `pacebench tune` wrote it (file_origin), else "file"."""
         path = Path(path).resolve()
         SearchSpace.from_json(path)
-        return cls(json.loads(path.read_text()), "file", str(path))
+        data = path.read_bytes()
+        return cls(json.loads(data), file_origin(path, data), str(path))
 
     def search_space(self) -> SearchSpace:
         return SearchSpace.parse(self.space)
@@ -142,6 +147,41 @@ class ChosenSpace:
         """The run document's search_space, search_space_origin and search_space_file."""
         return {"search_space": self.space, "search_space_origin": self.origin,
                 "search_space_file": self.file}
+
+
+TUNE_RECORD_KIND = "pacebench-tune"  # the sidecar's "kind" (runners/tune.py writes it)
+
+
+def sidecar_path(path: str | Path) -> Path:
+    """The sidecar of the search-space file at `path`: `<path>.origin.json`."""
+    return Path(str(path) + SIDECAR_SUFFIX)
+
+
+def file_origin(path: Path, data: bytes) -> str:
+    """"tuned" when the sidecar of the space file at `path` (content `data`) is `pacebench
+    tune`'s record of it and its space_sha256 is still the file's; "file" when there is no
+    sidecar, or the file was edited since (a warning says so). A sidecar that is not such a
+    record is a SearchSpaceError naming it."""
+    import hashlib
+    import warnings
+
+    sidecar = sidecar_path(path)
+    if not sidecar.is_file():
+        return "file"
+    try:
+        record = json.loads(sidecar.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise SearchSpaceError(f"{sidecar}: not valid JSON ({err}); remove it or run `pacebench "
+                               "tune` again") from None
+    if not isinstance(record, Mapping) or record.get("kind") != TUNE_RECORD_KIND:
+        raise SearchSpaceError(f"{sidecar}: not a `pacebench tune` record (no \"kind\": "
+                               f"\"{TUNE_RECORD_KIND}\"); remove it or run `pacebench tune` again")
+    if record.get("space_sha256") != hashlib.sha256(data).hexdigest():
+        warnings.warn(f"{path} was edited after `pacebench tune` wrote it (its sha256 is not the "
+                      f"one {sidecar.name} records): its runs record origin file, not tuned",
+                      stacklevel=2)
+        return "file"
+    return "tuned"
 
 
 def _parse_param(name: str, spec: Any) -> Range | Choice:

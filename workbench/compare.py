@@ -856,7 +856,7 @@ def under_tuned_warnings(times_in_steps: xr.DataArray, reference: str,
     return out
 
 
-SPACE_ORIGINS = ("declared", "file", "signature")  # records.SEARCH_SPACE_FIELDS
+SPACE_ORIGINS = ("declared", "file", "signature", "tuned")  # records.SEARCH_SPACE_FIELDS
 
 
 def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
@@ -893,7 +893,8 @@ def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
 
 
 _ORIGIN_WORDS = {"declared": "declared by the algorithm", "file": "from a file",
-                 "signature": "derived from the optimizer's signature (automatic)"}
+                 "signature": "derived from the optimizer's signature (automatic)",
+                 "tuned": "measured by `pacebench tune`"}
 
 
 def fairness_lines(spaces: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -39,7 +39,7 @@ __all__ = [
     "SLURM_JOB_ID", "slurm_job_id", "NOISE_COLUMNS", "EVAL_COLUMNS",
     "TRAIN_COLUMNS", "RUN_COLUMNS", "EXPORT_FILES",
     "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
-    "AD_HOC_NAME", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
+    "AD_HOC_NAME", "PHASES", "TUNE_PREFIX", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
     "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns", "LADDER_FIELDS",
     "LADDER_PHASES",
@@ -90,7 +90,7 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # its run document's size and modification time (query.INDEX_STAT_COLUMNS), and a part's name
 # ends with its bytes' digest: a row whose document changed, or a part edited, is not believed.
 INDEX_DIR = "index"
-INDEX_VERSION = 5
+INDEX_VERSION = 5  # 5: each row's document size and mtime; the run table gained `phase`
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
@@ -164,7 +164,7 @@ RUN_COLUMNS = (
     "device", "precision", "peak_memory_bytes", "mfu", "energy_joules",
     "compile_seconds", "compile_cache", "probe_seconds", "launch_position", "stalled_at_step",
     "launched_by", "design", "execution", "mixed_execution", "started_at", "ended_at", "error",
-    "reused_from", "design_trial_key",
+    "reused_from", "design_trial_key", "phase",
 )
 
 # Top-level run-document fields of where a run came from and how it ran (schema 3; null in older
@@ -196,9 +196,15 @@ RUN_COLUMNS = (
 #   "design_trial_key": RunConfig.design_trial_key, the trial's identity without its study's
 #       name under scheme 2: two study names' runs of one key are one trial (workbench/scope.py
 #       counts it once). Also a run-table column (null for older documents).
+#   "phase": "tuning" for a run of a `pacebench tune` sweep (study name "tune-<algorithm>", a
+#       quarter of the step budget, the schedule over those steps: runners/tune.py); null for
+#       every other run and in documents written before it (read as not tuning). workbench/
+#       scope.py leaves tuning runs out of every score and comparison.
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
 # AD_HOC_NAME (the name `pacebench run` gave its runs before).
 AD_HOC_NAME = "adhoc"
+PHASES = ("tuning",)  # the values of a run document's `phase` (null: a run of a study or ad hoc)
+TUNE_PREFIX = "tune-"  # the study name of `pacebench tune`'s runs: TUNE_PREFIX + the algorithm
 
 # Top-level run-document fields of where a run ran on a cluster (null in runs made elsewhere and
 # in documents written before them):
@@ -239,8 +245,10 @@ SEARCH_SPACE_FIELDS = (
     "search_space",         # the space, as JSON in AlgoPerf's format (an object or a list)
     "search_space_origin",  # "declared" (the algorithm class gives it) | "file" | "signature"
                             # (derived from an optimizer's constructor: runners/algorithms/
-                            # wrapper.py)
-    "search_space_file",    # the JSON file's absolute path, for origin "file"; else null
+                            # wrapper.py) | "tuned" (a file `pacebench tune` wrote, its
+                            # sidecar <file>.origin.json beside it: runners/tune.py)
+    "search_space_file",    # the JSON file's absolute path, for origin "file" or "tuned"; else
+                            # null
 )
 
 # Extra eval-row columns of the machine's speed during a run (runners/machine.py), read at each

@@ -8,6 +8,9 @@ analysis can read, and says in `notes` what it left out or changed, one line eac
   the store's only one, else "external" (a note names the other and how to score it).
 - **Ad-hoc runs** (records.py: launched by `pacebench run`) are left out unless `with_adhoc`;
   taken in, each distinct run (trial key) of an ad-hoc name is a trial of one study of its own.
+- **Tuning runs** (records.py `phase` "tuning": the sweeps of `pacebench tune`, a quarter of
+  the step budget each) are always left out: they are how a search space was measured, not
+  trials of a study (a note counts them); documents without `phase` read as not tuning.
 - **Study names.** `studies` narrows to some names. An algorithm whose runs come from several
   study names has them pooled (its studies renumbered across the names) when every name ran it
   with the same design (RunConfig.design: trials per study, search space, execution options;
@@ -48,7 +51,7 @@ from workbench.cubes import excluding_compile
 from workbench.spec import check_relax
 
 __all__ = ["Scope", "Scoped", "scoped_runs", "labelled_runs", "finished_runs", "relaxed_runs",
-           "with_relaxed_targets", "is_ad_hoc", "RULESETS_ORDER"]
+           "with_relaxed_targets", "is_ad_hoc", "is_tuning", "RULESETS_ORDER"]
 
 RULESETS_ORDER = ("external", "self")  # the default ruleset of a store holding both: the first
 
@@ -105,6 +108,23 @@ def is_ad_hoc(runs: pd.DataFrame) -> np.ndarray:
     unknown = by.isna().to_numpy(bool)
     return (by.eq("run").to_numpy(bool, na_value=False)
             | (unknown & runs["study_name"].eq(R.AD_HOC_NAME).to_numpy(bool, na_value=False)))
+
+
+def is_tuning(runs: pd.DataFrame) -> np.ndarray:
+    """Which rows are tuning runs (records.py `phase` "tuning": `pacebench tune`'s sweeps); a
+    table or document without the field reads as not tuning."""
+    if "phase" not in runs:
+        return np.zeros(len(runs), dtype=bool)
+    return runs["phase"].astype(object).isin(R.PHASES).to_numpy(bool, na_value=False)
+
+
+def _tuning(runs: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    mask = is_tuning(runs)
+    if not mask.any():
+        return runs
+    notes.append(f"left out {int(mask.sum())} tuning runs (pacebench tune: a quarter of the "
+                 "step budget each, how a search space was measured)")
+    return runs[~mask]
 
 
 def _one_ruleset(runs: pd.DataFrame, wanted: str | None, notes: list[str]
@@ -349,6 +369,7 @@ def labelled_runs(runs: pd.DataFrame, scope: Scope = Scope()) -> Scoped:
     notes: list[str] = []
     runs, ruleset = _one_ruleset(runs, scope.ruleset, notes)
     runs = _studies(runs, scope.studies)
+    runs = _tuning(runs, notes)
     runs = _ad_hoc(runs, scope.with_adhoc, notes)
     apart: dict[str, list[str]] = {}
     duplicates: dict[str, int] = {}

@@ -327,6 +327,10 @@ class RunConfig:
     draw_scheme: int = 1                    # how its hparams and rng_seed were drawn: one of
                                             # DRAW_SCHEMES (1: by the study's name, the runs of
                                             # every older store; the study planner gives 2)
+    step_hint: int | None = None            # the schedule's horizon instead of the workload's
+                                            # step hint (`pacebench tune`: the run's own steps)
+    phase: str | None = None                # "tuning": a `pacebench tune` sweep run (records.py
+                                            # PHASES), left out of scores; not the trial's identity
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hparams", freeze(self.hparams))
@@ -350,7 +354,10 @@ class RunConfig:
             check_at_least(kind, getattr(self, kind), low)
         check_at_least("batch_size", self.batch_size, 1, optional=True)
         check_at_least("max_steps", self.max_steps, 1, optional=True)
+        check_at_least("step_hint", self.step_hint, 1, optional=True)
         check_at_least("budget_multiplier", self.budget_multiplier, 1e-9)
+        if self.phase not in (None, "tuning"):
+            raise SpecError(f"unknown run phase {self.phase!r}: valid are tuning or none")
 
     @property
     def rng_seed(self) -> int:
@@ -396,7 +403,8 @@ class RunConfig:
                  "workload_source": self.workload_source,
                  "workload_sha256": self.workload_sha256,
                  "ladder": dict(self.ladder) if self.ladder is not None else None,
-                 "draw_scheme": self.draw_scheme}
+                 "draw_scheme": self.draw_scheme,
+                 "step_hint": self.step_hint}
         extra = {k: v for k, v in extra.items() if v != _RUN_DEFAULTS[k]}
         if extra.get("prune_method") and not self.sparsity:
             del extra["prune_method"]  # no pruning: the method is moot
@@ -433,7 +441,8 @@ class RunConfig:
 
 _RUN_DEFAULTS = {"sparsity": 0.0, "prune_method": "snip", "eval_every": None,
                  "algorithm_source": None, "algorithm_sha256": None, "workload_source": None,
-                 "workload_sha256": None, "ladder": None, "draw_scheme": 1}
+                 "workload_sha256": None, "ladder": None, "draw_scheme": 1,
+                 "step_hint": None}
 _IDENTITY_NAMES = ("study_name", "workload", "algorithm", "ruleset", "study", "trial", "seed",
                    "hparams", "batch_size", "max_steps")  # RunConfig._identity's list, by name
 

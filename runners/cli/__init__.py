@@ -1,8 +1,8 @@
-"""The `pacebench` command: run, study, scale, score, compare, budget, rank, report, serve,
+"""The `pacebench` command: run, study, scale, tune, score, compare, budget, rank, report, serve,
 set-targets, noise, list, ladder, import-algoperf, merge, export, import-parquet.
 
-The commands are defined one group to a module: training.py (run, study, scale), analysis.py
-(score, compare, budget, rank, import-algoperf: printing what workbench.results returns),
+The commands are defined one group to a module: training.py (run, study, scale), tune.py (tune),
+analysis.py (score, compare, budget, rank, import-algoperf: printing what workbench.results returns),
 views.py (report, serve), targets.py (set-targets, noise, list), stores.py (merge, export,
 import-parquet), catalog.py (list's output) and ladder.py (ladder; running one: ladder_run.py);
 common.py holds the flags and options they share. The store is `--store`, else
@@ -17,7 +17,7 @@ import os
 import sys
 import warnings
 
-from runners.cli import analysis, ladder, stores, targets, training, views
+from runners.cli import analysis, ladder, stores, targets, training, tune, views
 from runners.cli.common import reset_writing, store_path, writing_begun
 from runners.cli.flags import add_execution_flags, check_numbers
 from workbench.store import StoreError
@@ -41,7 +41,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pacebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (training, analysis, views, targets, stores, ladder):
+    for group in (training, tune, analysis, views, targets, stores, ladder):
         group.add(sub)
     return parser
 
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     written), 1 an environment problem or an internal error (see _failure), 130 stopped by
     Ctrl-C (one line; a launch says what it did)."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what was run (tune records it)
     if not os.environ.get("PACEBENCH_DEBUG"):  # e.g. "warning: skipped run X: ..." in one line
         warnings.showwarning = _one_line_warning
     reset_writing()

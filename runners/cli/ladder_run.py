@@ -7,7 +7,8 @@ import math
 import sys
 
 from runners.cli.common import (algorithm_sources, execution_options, existing_store,
-                                launch_and_report, launch_options, store_for_writing)
+                                launch_and_report, launch_options, search_spaces,
+                                store_for_writing)
 from runners.cli.flags import ALGORITHM_HELP, add_execution_flags, launch_flags, store_flag
 from runners.cli_types import csv as _csv, floats as _floats
 
@@ -67,6 +68,10 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
                         " K quasirandom points of learning rate and weight decay per rung at "
                         "the smallest budget, the best rerun at every budget and seed; or "
                         "NAME=K items per algorithm")
+    g.add_argument("--search-space", action="append", default=[], metavar="NAME=SPACE.json",
+                   help="the space an algorithm's sweep (--trials K > 1) draws its learning "
+                        "rate and weight decay from, instead of its own (e.g. one `pacebench "
+                        "tune` wrote); repeatable")
     g.add_argument("--transfer", type=transfer_flag, default={}, metavar="NAME=RULE",
                    help="an algorithm's transfer rule from the smallest rung (width: learning "
                         "rate x base width / width), with --trials 1; e.g. adamw_mup=width "
@@ -125,7 +130,8 @@ def run_ladder_command(args: argparse.Namespace) -> int:
     sources = algorithm_sources(args.algorithms or [], existing_store(args))
     spec = _spec(args, list(sources))
     rungs = catalog_rungs(spec.data, args.data_dir)
-    plan_ladder(spec, rungs, sources)  # every name, rule and space checked before writing
+    spaces = search_spaces(args.search_space, spec.algorithms)
+    plan_ladder(spec, rungs, sources, spaces)  # every name, rule and space checked before writing
     plan = describe_ladder(spec, rungs)
     if args.dry_run:
         print(plan)
@@ -138,7 +144,8 @@ def run_ladder_command(args: argparse.Namespace) -> int:
     status = launch_and_report(
         lambda: run_ladder(spec, rungs, store, workers=args.workers, resume=args.resume,
                            data_dir=args.data_dir, progress=not args.quiet, sources=sources,
-                           options=options, allow_mixed_execution=args.allow_mixed_execution),
+                           options=options, allow_mixed_execution=args.allow_mixed_execution,
+                           search_spaces=spaces),
         f"store: {store.root}   its summary: pacebench ladder --summary --store {store.root}")
     _print_summary(store, spec.name)
     return status

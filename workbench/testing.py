@@ -387,7 +387,8 @@ def make_planned_store(path: str | os.PathLike,
     Where a run came from (records.py): `ruleset` (default external), `launched_by` ("study",
     "run" for an ad-hoc run; default None), `design` (default None), `hparams` (default a
     learning rate of 0.01), and `status` (default complete; failed: half its evals, sealed,
-    with a traceback).
+    with a traceback; or diverged, stalled). `doc`: more top-level run-document fields, e.g. a
+    search space (records.SEARCH_SPACE_FIELDS) or `"phase": "tuning"`.
     """
     store = open_store(path, create=True)
     process = dead_process()
@@ -404,7 +405,8 @@ def make_planned_store(path: str | os.PathLike,
         doc = {**_document(config, 1, i), "compile_seconds": planned.get("compile_seconds"),
                "probe_seconds": planned.get("probe_seconds"),
                "launch_position": planned.get("launch_position"),
-               "launched_by": planned.get("launched_by"), "design": planned.get("design")}
+               "launched_by": planned.get("launched_by"), "design": planned.get("design"),
+               **planned.get("doc", {})}
         if planned.get("status", "complete") == "failed":
             _write_sealed(store, doc, run, n_evals // 2, "failed", "RuntimeError: planned",
                           "Traceback (most recent call last):\nRuntimeError: planned\n", process)

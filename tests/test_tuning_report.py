@@ -219,3 +219,39 @@ def test_the_hparam_flag_is_checked(tmp_path, capsys):
                  "<b>", "--json"]) != 0
     err = capsys.readouterr().err
     assert "a hyperparameter name is letters" in err and len(err.strip().splitlines()) == 1
+
+
+# -- ladders --------------------------------------------------------------------------------------
+def _lr_of(space_lr, where):
+    return space_lr[0] * (space_lr[1] / space_lr[0]) ** where
+
+
+def test_the_ladder_summary_reports_each_sweep_and_warns_at_an_edge(tmp_path, capsys):
+    from runners.cli import main
+    from workbench.testing import LADDER_RUNGS, make_ladder_store
+
+    adamw, nadamw = (3e-3, 1e-1), (3e-4, 3e-2)  # their shipped learning-rate ranges
+    sweeps = {"adamw": [({"learning_rate": _lr_of(adamw, p), "weight_decay": 0.01}, loss)
+                        for p, loss in ((0.2, 3.4), (0.5, 3.0), (0.8, 3.1))],
+              "nadamw": [({"learning_rate": _lr_of(nadamw, p), "weight_decay": 0.01}, loss)
+                         for p, loss in ((0.3, 3.6), (0.6, 3.5), (0.97, 3.0))]}
+    store = make_ladder_store(tmp_path / "s", {"adamw": 1.0, "nadamw": 1.0},
+                              rungs=LADDER_RUNGS[:1], budgets=(1, 2, 4), seeds=2,
+                              sweeps=sweeps, tuning_trials={"adamw": 3, "nadamw": 3})
+    assert main(["ladder", "--summary", "--json", "--store", str(store.root)]) == 0
+    (rung,) = json.loads(capsys.readouterr().out)["rungs"]
+    assert rung["tuning"] == {"adamw": 3, "nadamw": 3}  # the counts stay beside
+    report = rung["tuning_report"]
+    assert report["adamw"]["trials"] == 3 and report["adamw"]["bracketed"] is True
+    assert report["adamw"]["chosen"] == {"learning_rate": pytest.approx(_lr_of(adamw, 0.5)),
+                                         "weight_decay": 0.01}
+    assert report["nadamw"]["edge"] == {"learning_rate": "high"}
+    assert report["nadamw"]["bracketed"] is False
+    assert set(report["nadamw"]) >= {"trials", "chosen", "edge", "bracketed"}
+    (warning,) = [w for w in rung["warnings"] if w.startswith("tuning at rung")]
+    assert "nadamw: best learning_rate 0.026 at the top of its range" in warning
+    assert main(["ladder", "--summary", "--store", str(store.root)]) == 0
+    text = capsys.readouterr().out
+    assert "warning: tuning at rung" in text
+    row = next(x for x in text.splitlines() if x.split()[:2] == ["nadamw", "3"])
+    assert row.split()[-2:] == ["high", "no"]

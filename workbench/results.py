@@ -288,8 +288,8 @@ class Results:
         its folder and what is valid (in `.attrs["skipped"]`)."""
         runs = self.runs()
         wanted = (studies,) if isinstance(studies, str) else tuple(studies)
-        if wanted:
-            runs = runs[runs["study_name"].isin(wanted)]
+        if wanted:  # and their sweeps (runners/ladder.py tuning_name: "<name>.tuning")
+            runs = runs[runs["study_name"].isin(wanted + tuple(f"{w}.tuning" for w in wanted))]
         finals, skipped = query.ladder_finals(self.store, runs)
         for run_id, problem in skipped.items():
             warnings.warn(f"skipped ladder run {run_id}: {problem}", stacklevel=2)

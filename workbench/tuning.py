@@ -58,7 +58,7 @@ __all__ = ["EDGE_SHARE", "DEFAULT_NOISE_FLOOR", "DEFAULT_JUDGED", "TUNE_PREFIX",
            "Range", "ranges_of", "position", "edge_of", "judged_names", "tuning_report",
            "report_entry", "fair_tuning", "tuning_warnings", "tuning_runs", "tuning_line",
            "space_table", "report_table", "ladder_entry", "shipped_space", "is_tuning_run",
-           "check_hparam_names"]
+           "check_hparam_names", "hparams_of", "value_text"]
 
 EDGE_SHARE = 0.10           # the outermost share of a range at each end that counts as its edge
 DEFAULT_NOISE_FLOOR = 0.10  # the relative floor of a workload without a measured noise floor
@@ -214,7 +214,9 @@ def _outcome(row: Any, time_column: str) -> Outcome:
                    "min" if direction == "min" else "max")
 
 
-def _hparams_of(value: Any) -> Mapping[str, Any]:
+def hparams_of(value: Any) -> Mapping[str, Any]:
+    """A run's hyperparameters as a mapping (the run index keeps them as JSON text; anything
+    else reads {})."""
     if isinstance(value, str):  # the run index keeps hparams as JSON text
         try:
             value = json.loads(value)
@@ -412,7 +414,7 @@ def _side_entry(name: str, workload: str, mine: pd.DataFrame, tried: pd.DataFram
     why = "self-tuning: no search space to judge" if self_tuning else None
     rows = list(done.itertuples(index=False))
     return report_entry(name, doc.get("search_space"),
-                        [_hparams_of(getattr(r, "hparams", None)) for r in rows],
+                        [hparams_of(getattr(r, "hparams", None)) for r in rows],
                         [_outcome(r, column) for r in rows], trials=trials, bad=bad,
                         planned=planned, floor=floor, judged=judged, why=why,
                         workload=workload, origin=_origin(doc))
@@ -518,7 +520,8 @@ def tuning_line(report: Mapping[str, Mapping[str, Mapping[str, Any]]], a: str, b
     return "tuning: not comparable: " + "; ".join(parts) + " (the tuning report below says more)"
 
 
-def _value_text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A hyperparameter value in a table cell: 3 significant digits, "-" for none."""
     if value is None:
         return "-"
     return f"{value:.3g}" if _number(value) else str(value)
@@ -535,12 +538,12 @@ def space_table(report: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> pd.Dat
                 points = info.get("points")
                 rows.append({
                     "hyperparameter": hp, "algorithm": side, "workload": workload,
-                    "low": (", ".join(_value_text(p) for p in points[:4])
+                    "low": (", ".join(value_text(p) for p in points[:4])
                             + (", ..." if len(points) > 4 else "")) if points is not None
-                    else _value_text(info.get("low")),
-                    "high": "" if points is not None else _value_text(info.get("high")),
+                    else value_text(info.get("low")),
+                    "high": "" if points is not None else value_text(info.get("high")),
                     "scaling": "points" if points is not None else str(info.get("scaling")),
-                    "best": _value_text(info.get("value")),
+                    "best": value_text(info.get("value")),
                     "position": "" if info.get("position") is None
                     else f"{info['position']:.2f}",
                     "edge": (entry["edge"].get(hp) or "none") if hp in entry["edge"] else ""})
@@ -597,12 +600,14 @@ def ladder_entry(algorithm: str, space: Any, sweep: pd.DataFrame, chosen: Mappin
     outcomes = [Outcome(False, math.inf, float(r.final_loss) if r.status == "complete"
                         and pd.notna(r.final_loss) else math.nan, "min") for r in done]
     bad = sum(1 for r in rows if r.status != "complete" or not pd.notna(r.final_loss))
-    why = None if rows else "not swept: its declared setting or transfer rule"
-    entry = report_entry(algorithm, space, [_hparams_of(r.hparams) for r in done], outcomes,
+    why = ("not swept: its declared setting or transfer rule" if not rows else
+           "its sweep's range is not known here (no search space shipped under that name)"
+           if space is None else None)
+    entry = report_entry(algorithm, space, [hparams_of(r.hparams) for r in done], outcomes,
                          trials=len(rows), bad=bad, planned=len(rows) or None, floor=floor,
                          judged=judged, why=why)
     return {"trials": len(rows), "chosen": {k: _plain(v) for k, v in chosen.items()},
             "edge": entry["edge"], "bracketed": entry["bracketed"],
-            "position": {hp: info.get("position") for hp, info in entry["hparams"].items()
-                         if "points" not in info},
+            "position": {hp: info["position"] for hp, info in entry["hparams"].items()
+                         if info.get("position") is not None},
             "why": entry["why"], "finding": entry["finding"]}

@@ -847,16 +847,32 @@ def test_an_imported_store_counts_a_workload_without_runs_as_missed_ours_leaves_
     assert (v.studies_b, v.misses_b, v.probability_of_improvement) == (3, 3, 1.0)
 
 
-def test_the_compare_view_shows_search_spaces_and_escapes_them():
-    from workbench.views.compare import _about
+def test_the_compare_view_shows_the_tuning_report_and_escapes_it():
+    from workbench import tuning as T
+    from workbench.views.compare import _about, tuning_tables
 
     times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
     result = C.compare(times, "a", "b", budgets={"w": 10.0})
-    hostile = {"<img src=x>": {"origin": "file", "space": {"lr": "<script>"}, "trials": 4}}
-    text = _about(replace(result, search_spaces=hostile), "a", "b")
-    assert "Search spaces (fairness)" in text and "4 trials per study" in text
-    assert "<img" not in text and "<script>" not in text
+    bad = "<img src=x>"
+    space = {"learning_rate": {"min": 1e-4, "max": 1e-2, "scaling": "log"},
+             bad: {"min": 1, "max": 2, "scaling": "linear"}}
+    entry = T.report_entry(bad, space, [{"learning_rate": 9e-3, bad: 1.5},
+                                        {"learning_rate": 1e-3, bad: 1.2}],
+                           [T.Outcome(True, 1.0, 0.9, "max"), T.Outcome(True, 5.0, 0.9, "max")],
+                           trials=2, bad=0, planned=2, floor=0.1, workload="<b>w</b>")
+    report = {bad: {"<b>w</b>": entry}}
+    result = replace(result, tuning=report, fair_tuning=False,
+                     tuning_warnings=(entry["finding"],),
+                     tuning_runs={bad: {"runs": 2, "origin": "<script>"}})
+    text = _about(result, "a", "b")
+    assert "**Tuning:** not comparable" in text and "(edge high)" in text
+    assert "<img" not in text and "<script>" not in text and "<b>" not in text
     assert "the smallest eval index (AlgoPerf" in text
+    report_table, spaces = tuning_tables(result)  # text cells: Tabulator shows them as text
+    assert list(report_table["algorithm"]) == [bad] and set(spaces["hyperparameter"]) == \
+        {bad, "learning_rate"}
+    assert list(spaces.columns) == ["hyperparameter", "algorithm", "workload", "low", "high",
+                                    "scaling", "best", "position", "edge"]
 
 
 @pytest.mark.slow

@@ -44,7 +44,7 @@ from workbench import tuning as T
 __all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means", "interval", "widening",
            "rung_analysis", "trend", "ladder_analysis", "ladder_text", "record_problem",
-           "finals_frame", "sweep_frame", "SWEEP_COLUMNS"]
+           "finals_frame", "sweep_frame", "SWEEP_COLUMNS", "tuning_table"]
 
 # Columns of the frame the analysis reads: one row per run.
 FINAL_COLUMNS = (
@@ -761,9 +761,9 @@ def ladder_text(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _tuning_lines(rung: Mapping[str, Any]) -> list[str]:
-    """The rung's tuning report as a table: per algorithm its sweep's trials, the chosen value
-    of each hyperparameter, edges and bracketed."""
+def tuning_table(rung: Mapping[str, Any]) -> pd.DataFrame:
+    """The rung's tuning report as a table (text cells): per algorithm its sweep's trials, the
+    chosen value of each hyperparameter, edges and bracketed."""
     rows = []
     for algorithm, e in rung.get("tuning_report", {}).items():
         edges = ", ".join(f"{hp} {v}" for hp, v in e["edge"].items() if v)
@@ -772,10 +772,15 @@ def _tuning_lines(rung: Mapping[str, Any]) -> list[str]:
                                          for hp, v in e["chosen"].items()) or "defaults",
                      "edge": edges or "none",
                      "bracketed": {True: "yes", False: "no", None: "n/a"}[e["bracketed"]]})
-    if not rows:
+    return pd.DataFrame(rows, columns=["algorithm", "trials", "chosen", "edge", "bracketed"])
+
+
+def _tuning_lines(rung: Mapping[str, Any]) -> list[str]:
+    table = tuning_table(rung)
+    if table.empty:
         return []
     return ["tuning (each sweep's best at an edge of its range, beyond the seeds' spread?):",
-            _indent(pd.DataFrame(rows).to_string(index=False))]
+            _indent(table.to_string(index=False))]
 
 
 def _indent(text: str) -> str:

@@ -777,7 +777,7 @@ def tuning_table(rung: Mapping[str, Any]) -> pd.DataFrame:
 
 def _tuning_lines(rung: Mapping[str, Any]) -> list[str]:
     table = tuning_table(rung)
-    if table.empty:
+    if table.empty or not (table["trials"] > 0).any():  # no sweep at this rung: nothing judged
         return []
     return ["tuning (each sweep's best at an edge of its range, beyond the seeds' spread?):",
             _indent(table.to_string(index=False))]

@@ -339,9 +339,9 @@ def is_tuning_run(runs: pd.DataFrame) -> np.ndarray:
     """Which rows are tuning runs (`pacebench tune`'s: study name "tune-<name>", or a `phase`
     column of "tuning" where the run table has one)."""
     names = runs["study_name"].astype(object).fillna("").astype(str)
-    mask = names.str.startswith(TUNE_PREFIX).to_numpy(bool)
+    mask = np.array(names.str.startswith(TUNE_PREFIX).to_numpy(bool), dtype=bool)  # a copy
     if "phase" in runs.columns:
-        mask |= runs["phase"].astype(object).eq("tuning").to_numpy(bool, na_value=False)
+        mask = mask | runs["phase"].astype(object).eq("tuning").to_numpy(bool, na_value=False)
     return mask
 
 
@@ -474,7 +474,7 @@ def tuning_runs(runs: pd.DataFrame, algorithms: Sequence[str],
     for side in algorithms:
         base = side.split(" [", 1)[0]
         mine = runs[runs["algorithm"].astype(str).isin([side, base]).to_numpy(bool)]
-        flagged = is_tuning_run(mine)
+        flagged = is_tuning_run(mine).copy()
         for i, run_id in enumerate(mine["run_id"].astype(str)):
             if not flagged[i] and run_id not in inside:
                 flagged[i] = _space_doc([run_id], read_doc).get("phase") == "tuning"

@@ -194,7 +194,7 @@ class Ladder(View):
                                            sizing_mode="stretch_width",
                                            css_classes=["pb-ladder-loss"], linked_axes=False))
             tuning = ladder.tuning_table(rung)
-            if len(tuning):
+            if len(tuning) and (tuning["trials"] > 0).any():  # a sweep to judge
                 parts += [pn.pane.Markdown(f"Tuning at {md(rung['name'])} (the tuning report's "
                                            "edge rule on each sweep):"),
                           pn.pane.DataFrame(tuning, index=False, escape=True,

@@ -276,21 +276,28 @@ class Comparison:
             text += (f"; this design cannot reach {level} (the smallest p-value of "
                      f"{self.design} is {self.smallest_p:.3g}); {k} + {k} studies"
                      f"{' on each workload' if ' on ' in self.design else ''} could")
-        scored = [r for r in self.per_workload if r.ratio is not None]
-        have = min((min(r.studies_a, r.studies_b) for r in scored), default=0)
-        if self.studies_needed is not None and self.studies_needed > have:
-            text += (f"; to detect a {_x(self.detect)} speedup with 80 % power, about "
-                     f"{self.studies_needed} studies per algorithm")
-        elif self.studies_needed is not None:
-            faster = sum(r.ratio > 1 for r in scored)
-            slower = sum(r.ratio < 1 for r in scored)
-            text += (f"; {have} studies would detect a {_x(self.detect)} speedup on every "
-                     f"workload alike, so the spread of studies is not what hides a "
-                     f"difference: {self.a} is faster on {faster} of {len(scored)} workloads "
-                     f"and slower on {slower}")
+        text += self._studies_text()
         if not labelled:
             text += f"; the test on these times alone: '{verdict}' at {level} confidence"
         return text
+
+
+    def _studies_text(self) -> str:
+        """The studies a verdict would need, or why the spread of studies is not what hides a
+        difference ("" when no estimate was made)."""
+        scored = [r for r in self.per_workload if r.ratio is not None]
+        have = min((min(r.studies_a, r.studies_b) for r in scored), default=0)
+        if self.studies_needed is None:
+            return ""
+        if self.studies_needed > have:
+            return (f"; to detect a {_x(self.detect)} speedup with 80 % power, about "
+                    f"{self.studies_needed} studies per algorithm")
+        faster = sum(r.ratio > 1 for r in scored)
+        slower = sum(r.ratio < 1 for r in scored)
+        return (f"; {have} studies would detect a {_x(self.detect)} speedup on every "
+                f"workload alike, so the spread of studies is not what hides a "
+                f"difference: {self.a} is faster on {faster} of {len(scored)} workloads "
+                f"and slower on {slower}")
 
 
 def _num(value: float | None) -> float | None:

@@ -45,7 +45,7 @@ def runs_of(selection: Selection, algorithms: list[str]) -> dict[str, dict]:
         raw = raw if isinstance(raw, pd.DataFrame) else selection.labelled().runs
         return T.tuning_runs(raw, algorithms, open_store(selection.store_path).run_doc,
                              selection.full_runs()["run_id"].astype(str))
-    return selection.full_value("tuning_runs/" + "\x00".join(algorithms), make,
+    return selection.full_value("tuning_runs:" + "\x00".join(algorithms), make,
                                 time_axis=False)
 
 

@@ -255,3 +255,27 @@ def test_the_ladder_summary_reports_each_sweep_and_warns_at_an_edge(tmp_path, ca
     assert "warning: tuning at rung" in text
     row = next(x for x in text.splitlines() if x.split()[:2] == ["nadamw", "3"])
     assert row.split()[-2:] == ["high", "no"]
+
+
+# -- the verdict paragraph ------------------------------------------------------------------------
+def test_the_verdict_says_what_each_number_is_when_they_seem_to_disagree():
+    import numpy as np
+    import xarray as xr
+
+    from workbench import compare as C
+
+    def tiny_times(table):  # study times (algorithm, workload, study)
+        data = np.array([[table[a]["w"]] for a in table], float)
+        return xr.DataArray(data, dims=("algorithm", "workload", "study"),
+                            coords={"algorithm": list(table), "workload": ["w"]})
+
+    # a's median study is faster (3.0 against 3.2 s) though most pairs of studies favour b
+    times = tiny_times({"a": {"w": [2.9, 2.95, 3.0, 10.0, 10.0]},
+                        "b": {"w": [1.0, 3.1, 3.2, 3.3, 3.4]}})
+    text = C.compare(times, "a", "b", budgets={"w": 100.0}, replicates=50).sentence()
+    assert "a is 1.07x faster than b" in text and "P(a faster in a study) = 0.48" in text
+    assert ("(no contradiction: 1.07x is the ratio of the median studies' times, 0.48 the "
+            "chance that one study of a beats one of b") in text
+    agree = tiny_times({"a": {"w": [1.0, 2.0, 3.0]}, "b": {"w": [4.0, 5.0, 6.0]}})
+    assert "no contradiction" not in C.compare(agree, "a", "b", budgets={"w": 10.0},
+                                               replicates=50).sentence()

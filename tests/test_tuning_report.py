@@ -279,3 +279,4 @@ def test_the_verdict_says_what_each_number_is_when_they_seem_to_disagree():
     agree = tiny_times({"a": {"w": [1.0, 2.0, 3.0]}, "b": {"w": [4.0, 5.0, 6.0]}})
     assert "no contradiction" not in C.compare(agree, "a", "b", budgets={"w": 10.0},
                                                replicates=50).sentence()
+

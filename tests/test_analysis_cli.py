@@ -185,12 +185,21 @@ def test_compare_withholds_the_time_verdict_when_the_machine_speed_differed(spee
                               "over 4 runs of a, 0.2 s over 4 runs of b, ratio 0.500, beyond "
                               "the noise floor of 20.7 %")
     assert doc["verdict_by_steps"] == "no difference shown"  # the same steps
-    assert "The times measured: a faster at 95% confidence" in doc["sentence"]
+    assert doc["sentence"].startswith("The times measured, not a verdict (withheld, see "
+                                      "above): a is ")
+    assert "the test on these times alone: 'a faster' at 95% confidence" in doc["sentence"]
     assert main(["compare", "--store", speed, "--algorithms", "a,b"]) == 0
     text = capsys.readouterr().out
     assert f"warning: machine speed differed on {W1}" in text
     assert "verdict in training seconds: no difference shown" in text
     assert "verdict by steps to target: no difference shown" in text
+    # the withholding is its own line before the verdict, never nested in it (issue 38)
+    lines = text.splitlines()
+    withheld = next(i for i, x in enumerate(lines) if x.startswith("warning: verdict in time "
+                                                                   "withheld"))
+    assert withheld < lines.index("verdict in training seconds: no difference shown")
+    assert not any(x.count("no difference shown:") > 0 or "The times measured: no" in x
+                   for x in lines)
 
 
 def test_the_time_axis_flag_is_checked_and_names_the_cubes_axes(planned, capsys):

@@ -566,10 +566,14 @@ def test_the_machine_speed_check_warns_and_withholds_the_time_verdict(probes_b, 
     assert ("the default" in warning) == (floor == "10.0 %")
     assert r.verdict == "no difference shown" and r.measured_verdict == "a faster"
     assert r.withheld.startswith("the machine's speed differed between the two sides")
-    text = r.sentence()
-    assert text.startswith("no difference shown: the machine's speed differed")
+    line, text = r.withheld_line(), r.sentence()
+    assert line.startswith("verdict in time withheld (no difference shown): the machine's "
+                           "speed differed")
     assert "so time cannot separate them; rerun with the interleaved order or compare by " \
-           "steps" in text and "By steps to target: a faster" in text
+           "steps" in line and "By steps to target: a faster" in text
+    # the withholding is a line of its own; the sentence nests no verdict inside another
+    assert "machine's speed" not in text and "no difference shown:" not in text
+    assert text.startswith("The times measured, not a verdict")
     doc = r.to_json()
     assert doc["verdict"] == "no difference shown" and doc["warnings"] == [warning]
     swapped = C.compare_runs(runs, cube, "b", "a", noise_cov=noise_cov, replicates=200)
@@ -813,12 +817,14 @@ def test_compare_runs_warns_when_the_reference_looks_under_tuned():
     # a's median study took 215 steps; its tuned record says 100, with a 10 % noise floor
     r = C.compare_runs(runs, cube, "a", "b", replicates=50, tuned_steps={"w": 100.0},
                        noise_cov={"w": 0.1})
-    assert [w.split(":")[0] for w in r.warnings] == ["a looks under-tuned on w"]
-    assert "215 steps to target over 4 studies, 2.15x the 100 steps" in r.warnings[0]
+    # a tuning warning (compare --json's tuning_warnings), not a machine-speed caution
+    assert r.warnings == () and r.to_json()["tuning_warnings"] == list(r.tuning_warnings)
+    assert [w.split(":")[0] for w in r.tuning_warnings] == ["a looks under-tuned on w"]
+    assert "215 steps to target over 4 studies, 2.15x the 100 steps" in r.tuning_warnings[0]
     assert r.verdict == "b faster" and r.withheld is None  # a caution, not a withheld verdict
     calm = C.compare_runs(runs, cube, "b", "a", replicates=50, tuned_steps={"w": 100.0},
                           noise_cov={"w": 0.2})  # b's 115 steps: within 20 % of 100
-    assert calm.warnings == ()
+    assert calm.warnings == () and calm.tuning_warnings == ()
 
 
 def test_an_imported_store_counts_a_workload_without_runs_as_missed_ours_leaves_it_out():
@@ -841,16 +847,32 @@ def test_an_imported_store_counts_a_workload_without_runs_as_missed_ours_leaves_
     assert (v.studies_b, v.misses_b, v.probability_of_improvement) == (3, 3, 1.0)
 
 
-def test_the_compare_view_shows_search_spaces_and_escapes_them():
-    from workbench.views.compare import _about
+def test_the_compare_view_shows_the_tuning_report_and_escapes_it():
+    from workbench import tuning as T
+    from workbench.views.compare import _about, tuning_tables
 
     times = study_times({"a": {"w": [1.0, 2, 3]}, "b": {"w": [4.0, 5, 6]}})
     result = C.compare(times, "a", "b", budgets={"w": 10.0})
-    hostile = {"<img src=x>": {"origin": "file", "space": {"lr": "<script>"}, "trials": 4}}
-    text = _about(replace(result, search_spaces=hostile), "a", "b")
-    assert "Search spaces (fairness)" in text and "4 trials per study" in text
-    assert "<img" not in text and "<script>" not in text
+    bad = "<img src=x>"
+    space = {"learning_rate": {"min": 1e-4, "max": 1e-2, "scaling": "log"},
+             bad: {"min": 1, "max": 2, "scaling": "linear"}}
+    entry = T.report_entry(bad, space, [{"learning_rate": 9e-3, bad: 1.5},
+                                        {"learning_rate": 1e-3, bad: 1.2}],
+                           [T.Outcome(True, 1.0, 0.9, "max"), T.Outcome(True, 5.0, 0.9, "max")],
+                           trials=2, bad=0, planned=2, floor=0.1, workload="<b>w</b>")
+    report = {bad: {"<b>w</b>": entry}}
+    result = replace(result, tuning=report, fair_tuning=False,
+                     tuning_warnings=(entry["finding"],),
+                     tuning_runs={bad: {"runs": 2, "origin": "<script>"}})
+    text = _about(result, "a", "b")
+    assert "**Tuning:** not comparable" in text and "(edge high)" in text
+    assert "<img" not in text and "<script>" not in text and "<b>" not in text
     assert "the smallest eval index (AlgoPerf" in text
+    report_table, spaces = tuning_tables(result)  # text cells: Tabulator shows them as text
+    assert list(report_table["algorithm"]) == [bad] and set(spaces["hyperparameter"]) == \
+        {bad, "learning_rate"}
+    assert list(spaces.columns) == ["hyperparameter", "algorithm", "workload", "low", "high",
+                                    "scaling", "best", "position", "edge"]
 
 
 @pytest.mark.slow

@@ -54,9 +54,11 @@ a miss counting as the longest any run trained in that unit (`miss_budgets`), pl
   same speed for both, and a verdict in seconds or wall seconds is withheld ("no difference
   shown"). Nothing else withholds a verdict; steps do not
   depend on the machine's speed;
-- **fairness**: each side's search space, its origin and its trials per study (`fairness`), and
-  a warning when A's median steps to target on a workload exceed its tuned record's by more
-  than the workload's noise floor (`under_tuned_warnings`).
+- **fairness**: each side's search space, its origin and its trials per study (`fairness`);
+  the tuning report (workbench/tuning.py: `tuning`, `fair_tuning`, `tuning_warnings`,
+  `tuning_runs`), whose warnings include the one given when A's median steps to target on a
+  workload exceed its tuned record's by more than the workload's noise floor
+  (`under_tuned_warnings`).
 """
 from __future__ import annotations
 
@@ -74,6 +76,7 @@ import xarray as xr
 from scipy.special import gammaln
 
 from workbench import records as R
+from workbench import tuning as T
 from workbench.cubes import AXIS_UNITS, axis_column, axis_name, on_time_axis
 from workbench.noise_floor import studies_needed
 from workbench.scoring import (MIN_STUDIES_FOR_INTERVAL, ruleset_of, study_times,
@@ -95,7 +98,8 @@ _EXACT_GRID = 2_000_000     # above this many cells of the null distribution, Mo
 _MONTE_CARLO = 40_000
 EXACT_BOOTSTRAP = 100_000  # above this many resamples (multisets a side; combinations over
                             # workloads), the bootstrap draws Monte Carlo replicates instead
-DEFAULT_SPEED_FLOOR = 0.10  # machine-speed check: the floor of a workload without a noise floor
+DEFAULT_SPEED_FLOOR = T.DEFAULT_NOISE_FLOOR  # machine-speed check: the floor of a workload
+                                            # without a noise floor (10 %)
 NO_DIFFERENCE = "no difference shown"
 # Run-table column of the total a run trained, per time axis (what a miss counts as in ratios).
 _TRAINED = {"train_seconds": "train_seconds", "wall_seconds": "wall_seconds", "step": "steps"}
@@ -154,6 +158,10 @@ class Comparison:
     counted_as_missed: dict[str, str] = field(default_factory=dict)  # workload -> why (imports)
     study_time: str = "algoperf"      # the study-time rule (STUDY_TIME_RULES)
     search_spaces: dict[str, dict[str, Any]] = field(default_factory=dict)  # compare.fairness
+    tuning: dict[str, dict[str, Any]] = field(default_factory=dict)  # tuning.tuning_report
+    fair_tuning: bool | None = None   # tuning.fair_tuning of a and b
+    tuning_warnings: tuple[str, ...] = ()  # tuning.tuning_warnings (under-tuning included)
+    tuning_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # tuning.tuning_runs
 
     @property
     def unit(self) -> str:
@@ -181,15 +189,26 @@ class Comparison:
                 "can_reach_confidence": self.p_value is not None
                 and self.studies_to_reach is None,
                 "studies_to_reach": self.studies_to_reach,
-                "search_spaces": {k: dict(v) for k, v in self.search_spaces.items()}}
+                "search_spaces": {k: dict(v) for k, v in self.search_spaces.items()},
+                "tuning": {k: dict(v) for k, v in self.tuning.items()},
+                "fair_tuning": self.fair_tuning, "tuning_warnings": list(self.tuning_warnings),
+                "tuning_runs": {k: dict(v) for k, v in self.tuning_runs.items()}}
+
+    def withheld_line(self) -> str | None:
+        """Why the verdict in time was withheld, one line of its own (shown before the verdict,
+        never inside it); None when it was not."""
+        if not self.withheld:
+            return None
+        return (f"verdict in time withheld ({self.verdict}): {self.withheld}, so time cannot "
+                "separate them; rerun with the interleaved order or compare by steps")
 
     def sentence(self) -> str:
-        """The verdict in words, with its numbers; why it was withheld, if it was; the verdict by
-        steps when it differs, with what a step costs each side."""
-        text = self._measured()
+        """The verdict in words, with its numbers (when the verdict was withheld: what the times
+        measured say, as measurements, not as a verdict; withheld_line says why); the verdict
+        by steps when it differs, with what a step costs each side."""
+        text = self._measured(labelled=not self.withheld)
         if self.withheld:
-            text = (f"{self.verdict}: {self.withheld}, so time cannot separate them; rerun with "
-                    f"the interleaved order or compare by steps. The times measured: {text}")
+            text = f"The times measured, not a verdict (withheld, see above): {text}"
         if self.verdict_by_steps is not None and self.verdict_by_steps != self.verdict:
             text += f". By steps to target: {self.verdict_by_steps}"
             if self.step_cost_ratio is not None:
@@ -211,12 +230,14 @@ class Comparison:
         high = None if self.low is None else 1 / self.low
         return self.b, self.a, 1 / self.speedup, low, high
 
-    def _measured(self) -> str:
-        """The sentence of the verdict the times gave."""
+    def _measured(self, labelled: bool = True) -> str:
+        """The sentence of the verdict the times gave; `labelled`: led by the verdict (else
+        the test's reading comes after the numbers, so no verdict is nested in another)."""
         verdict = self.measured_verdict or self.verdict
         level = level_text(self.confidence)
         if self.speedup is None:
-            return f"{verdict}: no workload where both {self.a} and {self.b} have a time"
+            return (f"{verdict}: " if labelled else "") + \
+                f"no workload where both {self.a} and {self.b} have a time"
         first, other, factor, low, high = self._sides(verdict)
         how = " in steps to target" if self.unit == "steps" else ""
         if factor == 1:
@@ -227,17 +248,25 @@ class Comparison:
             claim = (f"{first} wins more studies than it loses, though its median ratio is "
                      f"{_x(factor)}{how} against {other}")
         if self.p_value is None:  # out of a verdict: too few studies on every workload
-            return f"{verdict}: {self.method}; {claim} in the studies there are"
+            why = self.method.removeprefix("no verdict: ")
+            return (f"{verdict}: " if labelled else "") + \
+                f"{why}, so no test; {claim} in the studies there are"
         interval = (f" ({_x(low)} to {_x(high)}, {level} interval)" if low is not None
                     else " (no interval: too few studies)")
         p_first = self.p_value if first == self.a else self.p_value_b
         poi = (self.probability_of_improvement if first == self.a
                else 1 - self.probability_of_improvement)
-        text = (f"{verdict} at {level} confidence: {claim}{interval}; p = {p_first:.3g} for "
+        lead = f"{verdict} at {level} confidence: " if labelled else ""
+        text = (f"{lead}{claim}{interval}; p = {p_first:.3g} for "
                 f"'{first} is faster' ({self.method}")
         if p_first <= self.smallest_p * (1 + P_TOLERANCE):
             text += ", the smallest p-value these studies can give"
         text += f"); P({first} faster in a study) = {poi:.2f}"
+        if (factor - 1) * (poi - 0.5) < 0:  # the two numbers seem to disagree: say what each is
+            text += (f" (no contradiction: {_x(factor)} is the ratio of the median studies' "
+                     f"times, {poi:.2f} the chance that one study of {first} beats one of "
+                     f"{other}; they point different ways when the two sides' studies overlap "
+                     "and a few differ most)")
         tied = [r.workload for r in self.per_workload if r.ratio is None
                 and r.probability_of_improvement is not None]
         if tied:
@@ -248,19 +277,28 @@ class Comparison:
             text += (f"; this design cannot reach {level} (the smallest p-value of "
                      f"{self.design} is {self.smallest_p:.3g}); {k} + {k} studies"
                      f"{' on each workload' if ' on ' in self.design else ''} could")
+        text += self._studies_text()
+        if not labelled:
+            text += f"; the test on these times alone: '{verdict}' at {level} confidence"
+        return text
+
+
+    def _studies_text(self) -> str:
+        """The studies a verdict would need, or why the spread of studies is not what hides a
+        difference ("" when no estimate was made)."""
         scored = [r for r in self.per_workload if r.ratio is not None]
         have = min((min(r.studies_a, r.studies_b) for r in scored), default=0)
-        if self.studies_needed is not None and self.studies_needed > have:
-            text += (f"; to detect a {_x(self.detect)} speedup with 80 % power, about "
-                     f"{self.studies_needed} studies per algorithm")
-        elif self.studies_needed is not None:
-            faster = sum(r.ratio > 1 for r in scored)
-            slower = sum(r.ratio < 1 for r in scored)
-            text += (f"; {have} studies would detect a {_x(self.detect)} speedup on every "
-                     f"workload alike, so the spread of studies is not what hides a "
-                     f"difference: {self.a} is faster on {faster} of {len(scored)} workloads "
-                     f"and slower on {slower}")
-        return text
+        if self.studies_needed is None:
+            return ""
+        if self.studies_needed > have:
+            return (f"; to detect a {_x(self.detect)} speedup with 80 % power, about "
+                    f"{self.studies_needed} studies per algorithm")
+        faster = sum(r.ratio > 1 for r in scored)
+        slower = sum(r.ratio < 1 for r in scored)
+        return (f"; {have} studies would detect a {_x(self.detect)} speedup on every "
+                f"workload alike, so the spread of studies is not what hides a "
+                f"difference: {self.a} is faster on {faster} of {len(scored)} workloads "
+                f"and slower on {slower}")
 
 
 def _num(value: float | None) -> float | None:
@@ -894,7 +932,7 @@ def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
 
 _ORIGIN_WORDS = {"declared": "declared by the algorithm", "file": "from a file",
                  "signature": "derived from the optimizer's signature (automatic)",
-                 "tuned": "measured by `pacebench tune`"}
+                 "tuned": "written by `pacebench tune`"}
 
 
 def fairness_lines(spaces: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -918,7 +956,9 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
                  detect: float = DEFAULT_DETECT, noise_cov: Mapping[str, float] | None = None,
                  replicates: int = BOOTSTRAP_REPLICATES, seed: int = 0,
                  study_time: str = "algoperf", tuned_steps: Mapping[str, float] | None = None,
-                 search_spaces: Mapping[str, Mapping[str, Any]] | None = None) -> Comparison:
+                 search_spaces: Mapping[str, Mapping[str, Any]] | None = None,
+                 tuning: Mapping[str, Mapping[str, Any]] | None = None,
+                 tuning_runs: Mapping[str, Mapping[str, Any]] | None = None) -> Comparison:
     """`compare` of a and b on `time_axis` (train, wall or steps), from a run table and its
     final cube (cubes.final_cube(runs)), misses at miss_budgets; with the verdict by steps,
     each side's seconds per step, and the machine-speed check, which withholds a verdict in
@@ -926,7 +966,10 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
     imported AlgoPerf store's, with a benchmark_version, counts a workload without runs of a
     side as missed). `study_time`: the study-time rule (study_times_by). `tuned_steps`: the
     workloads' tuned median steps to target, for the under-tuned check of `a`
-    (under_tuned_warnings); `search_spaces`: fairness() of both, shown as given."""
+    (under_tuned_warnings); `search_spaces`: fairness() of both, shown as given; `tuning`:
+    the tuning report of both (workbench.tuning.tuning_report), from which `fair_tuning` and
+    `tuning_warnings` (the under-tuned warnings last) are made; `tuning_runs`: tuning.tuning_runs
+    of both, shown as given."""
     imported = config is not None and getattr(config, "benchmark_version", None) is not None
 
     def on(axis: str) -> Comparison:
@@ -940,13 +983,19 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
     compared = [r.workload for r in result.per_workload]
     cost, ratio = seconds_per_step(runs, a, b, compared)
     cautions = machine_speed_warnings(runs, a, b, compared, noise_cov)
-    tuning = under_tuned_warnings(study_times_by(on_time_axis(cube, "step"), study_time), a,
-                                  compared, tuned_steps or {}, noise_cov)
+    under = under_tuned_warnings(study_times_by(on_time_axis(cube, "step"), study_time), a,
+                                 compared, tuned_steps or {}, noise_cov)
+    report = {k: {w: e for w, e in v.items() if w in compared}  # the workloads compared
+              for k, v in (tuning or {}).items() if k in (a, b)}
     result = replace(result, time_axis=axis_name(column), verdict_by_steps=by_steps.verdict,
                      seconds_per_step=cost, step_cost_ratio=ratio,
-                     warnings=tuple(cautions.values()) + tuple(tuning.values()),
-                     study_time=study_time,
-                     search_spaces={k: dict(v) for k, v in (search_spaces or {}).items()})
+                     warnings=tuple(cautions.values()), study_time=study_time,
+                     search_spaces={k: dict(v) for k, v in (search_spaces or {}).items()},
+                     tuning={k: dict(v) for k, v in (report or {}).items()},
+                     fair_tuning=T.fair_tuning(report or {}, a, b),
+                     tuning_warnings=tuple(T.tuning_warnings(report or {}, a, b,
+                                                             under.values())),
+                     tuning_runs={k: dict(v) for k, v in (tuning_runs or {}).items()})
     if cautions and column != "step":  # steps do not depend on the machine's speed
         where = ", ".join(cautions)
         result = replace(result, verdict=NO_DIFFERENCE, measured_verdict=result.verdict,

@@ -21,6 +21,14 @@ Per rung (one model size), with D the planned training tokens of a budget:
     shrinks a mean's variance by (n - 1) / n, which with 5 seeds is 20 % too narrow.
 Over rungs, `slope_per_doubling` is the least-squares slope of log2(speedup) against
 log2(non-embedding params), its interval from the same draws.
+
+Tuning per rung: beside `tuning` (the trials each algorithm's sweep got), `tuning_report`
+{algorithm: {"trials", "chosen", "edge", "bracketed", ...}} judges each sweep with the tuning
+report's edge rule (workbench/tuning.py ladder_entry): the sweep's runs (ladder phase
+"tuning", `sweep_frame`) ranked by final validation loss, the range the algorithm's shipped
+search space gives (the ranges runners/ladder.py sweeps), the floor the relative spread (CoV)
+of its final runs' losses over seeds at the sweep's budget, the smallest (default: the tuning
+report's DEFAULT_NOISE_FLOOR below 2 seeds). A best at an edge is a rung warning.
 """
 from __future__ import annotations
 
@@ -31,10 +39,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from workbench import tuning as T
+
 __all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means", "interval", "widening",
            "rung_analysis", "trend", "ladder_analysis", "ladder_text", "record_problem",
-           "finals_frame"]
+           "finals_frame", "sweep_frame", "SWEEP_COLUMNS", "tuning_table"]
 
 # Columns of the frame the analysis reads: one row per run.
 FINAL_COLUMNS = (
@@ -45,6 +55,8 @@ FINAL_COLUMNS = (
     "status", "early",  # early: read before its schedule ended (step < planned, or not complete)
     "repeated_tokens", "transfer", "tuning_trials",
 )
+# Columns of a ladder's sweep runs (phase "tuning"): one row per run (`sweep_frame`).
+SWEEP_COLUMNS = ("run_id", "rung", "algorithm", "hparams", "status", "final_loss", "study_name")
 LOSS_COLUMN = "validation/loss"  # the eval rows' column whose last value is a run's final loss
 DRAWS = 1000            # bootstrap draws behind every ladder interval
 INTERVAL_LEVEL = 0.95   # two-sided; percentile intervals of the draws
@@ -271,9 +283,28 @@ def finals_frame(runs: pd.DataFrame, records: Mapping[str, Any], last: pd.DataFr
             "status": run.status, "early": bool(early),
             "repeated_tokens": bool(record.get("repeated_tokens") or False),
             "transfer": record.get("transfer"), "tuning_trials": record.get("tuning_trials"),
-            "reference": record.get("reference"), "study_name": run.study_name})
-    columns = list(FINAL_COLUMNS) + ["reference", "study_name"]
+            "reference": record.get("reference"), "study_name": run.study_name,
+            "hparams": getattr(run, "hparams", None)})
+    columns = list(FINAL_COLUMNS) + ["reference", "study_name", "hparams"]
     return pd.DataFrame(rows, columns=columns), skipped
+
+
+def sweep_frame(runs: pd.DataFrame, records: Mapping[str, Any], last: pd.DataFrame,
+                loss_column: str) -> pd.DataFrame:
+    """(SWEEP_COLUMNS, one row per sweep run: ladder phase "tuning") from the same inputs as
+    finals_frame; a run whose record fails record_problem is left out (finals_frame says so)."""
+    by_run = last.set_index("run_id") if len(last) else None
+    rows = []
+    for run in runs.itertuples(index=False):
+        record = records.get(run.run_id)
+        if record is None or record_problem(record) or record.get("phase") != "tuning":
+            continue
+        has = by_run is not None and run.run_id in by_run.index
+        rows.append({"run_id": run.run_id, "rung": record["rung"], "algorithm": run.algorithm,
+                     "hparams": getattr(run, "hparams", None), "status": run.status,
+                     "final_loss": float(by_run.loc[run.run_id][loss_column]) if has
+                     else math.nan, "study_name": run.study_name})
+    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
 
 
 def _num(value: Any, digits: int = 6) -> float | None:
@@ -377,22 +408,24 @@ def _speedups(fits: tuple, time_fits: tuple, means: np.ndarray, tokens: np.ndarr
 
 
 def rung_analysis(frame: pd.DataFrame, reference: str, rung_index: int = 0,
-                  draws: int = DRAWS, level: float = INTERVAL_LEVEL, seed: int = 0
-                  ) -> dict[str, Any]:
+                  draws: int = DRAWS, level: float = INTERVAL_LEVEL, seed: int = 0,
+                  sweeps: pd.DataFrame | None = None) -> dict[str, Any]:
     """The analysis of one rung (`frame`: its runs, FINAL_COLUMNS) as the JSON of one entry of
     "rungs", plus "_draws": {algorithm: bootstrap draws of the geometric-mean speedup} for
     `trend`. Draws come from default_rng([seed, rung_index, k]) (k = 0 the reference, k = the
-    candidate's position + 1 in name order), so adding a candidate moves no other figure."""
+    candidate's position + 1 in name order), so adding a candidate moves no other figure.
+    `sweeps`: the rung's sweep runs (sweep_frame), behind its `tuning_report`."""
     first = frame.iloc[0]
     out: dict[str, Any] = {"name": str(first["rung"]),
                            "non_embedding_params": int(first["non_embedding_params"]),
                            "params": int(first["params"]) if pd.notna(first["params"]) else None,
                            "fit": None, "time_fit": None, "losses": {}, "speedups": {},
-                           "seeds": {}, "tuning": {}, "transfer": {}, "warnings": [],
-                           "_draws": {}}
+                           "seeds": {}, "tuning": {}, "tuning_report": {}, "transfer": {},
+                           "warnings": [], "_draws": {}}
     warnings = out["warnings"]
     used = _usable(frame)
     _describe(out, frame, used, reference)
+    _tuning_report(out, frame, sweeps)
     ref_runs = used[used["algorithm"] == reference]
     if ref_runs.empty:
         warnings.append(f"the reference {reference} has no finished run at this rung: "
@@ -449,6 +482,26 @@ def _describe(out: dict[str, Any], frame: pd.DataFrame, used: pd.DataFrame,
             out["warnings"].append(f"the reference {reference} got {ref_trials} tuning "
                                    f"trials, {algorithm} got {trials}: its speedup is "
                                    "inflated by tuning")
+
+
+def _tuning_report(out: dict[str, Any], frame: pd.DataFrame,
+                   sweeps: pd.DataFrame | None) -> None:
+    """Per algorithm of a rung (into out["tuning_report"]): its sweep judged by the tuning
+    report's edge rule (tuning.ladder_entry; see the module doc); a warning for each edge."""
+    sweeps = sweeps if sweeps is not None else pd.DataFrame(columns=list(SWEEP_COLUMNS))
+    for algorithm, part in frame.groupby("algorithm", sort=True):
+        name = str(algorithm)
+        first = part[part["budget"] == part["budget"].min()]
+        losses = pd.to_numeric(first["final_loss"], errors="coerce").to_numpy(float)
+        losses = losses[np.isfinite(losses)]
+        floor = float(np.std(losses, ddof=1) / np.mean(losses)) \
+            if len(losses) >= 2 and np.mean(losses) > 0 else None
+        chosen = T.hparams_of(part["hparams"].iloc[0]) if "hparams" in part.columns else {}
+        entry = T.ladder_entry(name, T.shipped_space(name),
+                               sweeps[sweeps["algorithm"] == algorithm], chosen, floor)
+        out["tuning_report"][name] = entry
+        if any(entry["edge"].values()):
+            out["warnings"].append(f"tuning at rung {out['name']}: {entry['finding']}")
 
 
 def _time_fit(means: np.ndarray, warnings: list[str]) -> PowerLawFit | None:
@@ -582,8 +635,11 @@ def _slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: int = DRAWS,
-                    level: float = INTERVAL_LEVEL, seed: int = 0) -> dict[str, Any]:
-    """The ladder's JSON (see the module doc) from its runs' final losses (FINAL_COLUMNS).
+                    level: float = INTERVAL_LEVEL, seed: int = 0,
+                    sweeps: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The ladder's JSON (see the module doc) from its runs' final losses (FINAL_COLUMNS) and
+    its sweep runs (`sweeps`, sweep_frame; default finals.attrs["sweeps"], as
+    query.ladder_finals leaves it; none: every tuning_report says "not swept").
     `reference`: default the one the runs name (a `reference` column, from the ladder's
     record), else adamw when present, else the first name. A ValueError names the valid names
     for an unknown reference."""
@@ -598,7 +654,9 @@ def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: i
         raise ValueError(f"unknown reference {reference!r}: the ladder's algorithms are "
                          f"{', '.join(names)}")
     order = finals.groupby("rung")["non_embedding_params"].max().sort_values(kind="stable")
-    rungs = [rung_analysis(finals[finals["rung"] == rung], reference, i, draws, level, seed)
+    sweeps = sweeps if sweeps is not None else finals.attrs.get("sweeps")
+    rungs = [rung_analysis(finals[finals["rung"] == rung], reference, i, draws, level, seed,
+                           None if sweeps is None else sweeps[sweeps["rung"] == rung])
              for i, rung in enumerate(order.index)]
     out = {"reference": reference, "rungs": rungs, "trend": trend(rungs, level),
            "interval_level": level, "draws": draws, "bootstrap_seed": seed}
@@ -685,6 +743,7 @@ def ladder_text(result: Mapping[str, Any]) -> str:
                       "budgets (* extrapolated beyond the fitted budgets); time ratio "
                       "T_ref(L_X) / T_X:",
                       _indent(_speedup_table(rung).to_string(index=False))]
+        lines += _tuning_lines(rung)
         lines += [f"warning: {w}" for w in rung["warnings"]]
     if result["trend"]:
         lines += ["", "trend: change of log2(speedup) per doubling of non-embedding parameters"
@@ -700,6 +759,28 @@ def ladder_text(result: Mapping[str, Any]) -> str:
             lines.append(f"  {name}: {t['slope_per_doubling']:+.4f} per doubling ({level} "
                          f"interval {interval}; {t['rungs']} rungs)")
     return "\n".join(lines)
+
+
+def tuning_table(rung: Mapping[str, Any]) -> pd.DataFrame:
+    """The rung's tuning report as a table (text cells): per algorithm its sweep's trials, the
+    chosen value of each hyperparameter, edges and bracketed."""
+    rows = []
+    for algorithm, e in rung.get("tuning_report", {}).items():
+        edges = ", ".join(f"{hp} {v}" for hp, v in e["edge"].items() if v)
+        rows.append({"algorithm": algorithm, "trials": e["trials"],
+                     "chosen": ", ".join(f"{hp} {T.value_text(v)}"
+                                         for hp, v in e["chosen"].items()) or "defaults",
+                     "edge": edges or "none",
+                     "bracketed": {True: "yes", False: "no", None: "n/a"}[e["bracketed"]]})
+    return pd.DataFrame(rows, columns=["algorithm", "trials", "chosen", "edge", "bracketed"])
+
+
+def _tuning_lines(rung: Mapping[str, Any]) -> list[str]:
+    table = tuning_table(rung)
+    if table.empty or not (table["trials"] > 0).any():  # no sweep at this rung: nothing judged
+        return []
+    return ["tuning (each sweep's best at an edge of its range, beyond the seeds' spread?):",
+            _indent(table.to_string(index=False))]
 
 
 def _indent(text: str) -> str:

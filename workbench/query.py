@@ -785,9 +785,12 @@ def last_evals(store: Store, run_ids: Iterable[str], column: str) -> pd.DataFram
 def ladder_finals(store: Store, runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     """(the final ladder runs among `runs` (a runs_frame), workbench.ladder.FINAL_COLUMNS;
     {run_id: why its ladder record was skipped}): their records and last eval rows read here,
-    checked and joined by workbench.ladder.finals_frame."""
+    checked and joined by workbench.ladder.finals_frame; the sweep runs among `runs` in
+    attrs["sweeps"] (workbench.ladder.sweep_frame)."""
     from workbench import ladder
 
     records = ladder_records(store, runs["run_id"].tolist())
     last = last_evals(store, list(records), ladder.LOSS_COLUMN)
-    return ladder.finals_frame(runs, records, last, ladder.LOSS_COLUMN)
+    finals, skipped = ladder.finals_frame(runs, records, last, ladder.LOSS_COLUMN)
+    finals.attrs["sweeps"] = ladder.sweep_frame(runs, records, last, ladder.LOSS_COLUMN)
+    return finals, skipped

@@ -8,6 +8,7 @@
     res.compare("adamw", "heavy_ball", sequential=True)  # == `compare --sequential --json`
     res.budget()                       # == `pacebench budget --json`
     res.ladder()                       # == `pacebench ladder --summary --json`
+    res.tuning()                       # the tuning report (== `score --json`'s "tuning")
     res.cube(time_axis="steps")        # the final cube (xarray) the numbers come from
     res.report("reports/x.html")       # the self-contained HTML report
     res.view("Leaderboard")            # a dashboard view, inline in JupyterLab (Panel)
@@ -38,10 +39,11 @@ from workbench import compare as C
 from workbench import budget as B
 from workbench import ladder as LD
 from workbench import costs, query, scoring, sensitivity
+from workbench import tuning as T
 from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.cubes import (AXIS_LABELS, AXIS_UNITS, axis_column, axis_name, final_cube,
                              on_time_axis)
-from workbench.scope import Scope, Scoped, scoped_runs
+from workbench.scope import Scope, Scoped, labelled_runs, scoped_runs
 from workbench.store import Store, open_store
 
 __all__ = ["open", "Results", "ScoreResult", "CompareResult", "BudgetResult", "LadderResult",
@@ -141,11 +143,13 @@ class Results:
 
     # -- the analyses -----------------------------------------------------------------------
     def score_result(self, reference: str | None = None, rank_shift: str | None = None,
-                     **scope) -> "ScoreResult":
+                     hparams: Sequence[str] = (), **scope) -> "ScoreResult":
         """The AlgoPerf scores with their intervals, times to target and speedups, the pool
         sensitivity and eval share of wall clock, and with `rank_shift` (a time axis: "train",
         "wall" or "steps") each algorithm's rank on the scope's axis and on that one, with the
-        probability of each rank (workbench/sensitivity.py) (rich)."""
+        probability of each rank (workbench/sensitivity.py), and the tuning report of every
+        algorithm (`tuning`, judging the learning rate and `hparams`) (rich)."""
+        T.check_hparam_names(hparams)
         chosen, scoped, cube = self._prepared(scope)
         if rank_shift is not None:
             rank_shift = axis_name(rank_shift)  # an unknown axis: one line naming the valid ones
@@ -173,19 +177,48 @@ class Results:
         return ScoreResult(table, times, speedups, scoped, chosen,  # the runs _prepared read
                            dict(self._runs.attrs.get("skipped", {})),
                            rank_shift=shift, rank_axes=(axis_name(chosen.time_axis), rank_shift),
-                           pool=sensitivity.pool_sensitivity(times, config), store=self.store)
+                           pool=sensitivity.pool_sensitivity(times, config), store=self.store,
+                           tuning=self._tuning(chosen, scoped, hparams))
 
     def score(self, reference: str | None = None, rank_shift: str | None = None,
-              **scope) -> dict[str, Any]:
-        """What `pacebench score --json` prints."""
-        return self.score_result(reference, rank_shift, **scope).to_json()
+              hparams: Sequence[str] = (), **scope) -> dict[str, Any]:
+        """What `pacebench score --json` prints (`--hparam` names: `hparams`)."""
+        return self.score_result(reference, rank_shift, hparams, **scope).to_json()
+
+    def tuning(self, algorithms: Sequence[str] | None = None, hparams: Sequence[str] = (),
+               **scope) -> dict[str, dict[str, dict[str, Any]]]:
+        """The tuning report (workbench/tuning.py): {algorithm: {workload: {"trials",
+        "finished", "bad_fraction", "planned_trials", "origin", "best", "hparams" (each range's
+        low, high, scaling, the best trial's value and position), "edge", "bracketed", "why",
+        "finding"}}} of `algorithms` (default every one), the learning rate's edge judged, and
+        that of each name in `hparams`."""
+        T.check_hparam_names(hparams)
+        chosen, scoped, _ = self._prepared(scope)
+        report = self._tuning(chosen, scoped, hparams)
+        if algorithms is None:
+            return report
+        unknown = [a for a in algorithms if a not in report]
+        if unknown:
+            raise ValueError(f"unknown algorithm {unknown[0]!r}: the algorithms are "
+                             f"{', '.join(report)}")
+        return {a: report[a] for a in algorithms}
+
+    def _tuning(self, chosen: Scope, scoped: Scoped, hparams: Sequence[str] = (),
+                algorithms: Sequence[str] | None = None) -> dict[str, dict[str, dict]]:
+        """tuning.tuning_report of the scoped runs, every attempt of the scope counted."""
+        names = sorted(set(scoped.runs["workload"].astype(str)))
+        floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
+        attempts = labelled_runs(self.runs(), chosen).runs
+        return T.tuning_report(scoped.runs, self.store.run_doc, attempts=attempts,
+                               algorithms=algorithms, hparams=hparams, floors=floors,
+                               time_axis=chosen.time_axis)
 
     def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
                        confidence: float = C.DEFAULT_CONFIDENCE,
                        detect: float = C.DEFAULT_DETECT, study_time: str = "algoperf",
                        sequential: bool = False, max_studies: int | None = None,
                        ongoing: bool = False, first: int | None = None,
-                       **scope) -> "CompareResult":
+                       hparams: Sequence[str] = (), **scope) -> "CompareResult":
         """A against B (workbench.compare.compare_runs) on the scope's time axis (rich), a
         study's time by `study_time` (compare.STUDY_TIME_RULES: "algoperf", the trial that met
         the target at the smallest eval index; "fastest", the trial with the smallest time),
@@ -194,7 +227,9 @@ class Results:
         `sequential`: replayed round by round with the sequential test (workbench/sequential.py)
         planned for `max_studies` studies a side (default: those the store holds); `ongoing`
         and `first` (the first round's size) are for a study under way (`study
-        --until-decided`)."""
+        --until-decided`). The tuning report of both (workbench/tuning.py) judges the learning
+        rate's edge and each name in `hparams`, and counts each side's tuning runs."""
+        T.check_hparam_names(hparams)
         if study_time not in C.STUDY_TIME_RULES:
             raise ValueError(f"unknown study-time rule {study_time!r}: valid are "
                              f"{', '.join(C.STUDY_TIME_RULES)}")
@@ -211,7 +246,10 @@ class Results:
                        workloads=list(workloads) if workloads else scored_names(config, cube),
                        config=config, confidence=confidence, detect=detect, noise_cov=floors,
                        replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
-                       search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc))
+                       search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc),
+                       tuning=self._tuning(chosen, scoped, hparams, [a, b]),
+                       tuning_runs=T.tuning_runs(self.runs(), [a, b], self.store.run_doc,
+                                                 scoped.runs["run_id"].astype(str)))
         if sequential:
             from workbench.sequential import DEFAULT_FIRST_ROUND, sequential_compare
             comparison = sequential_compare(scoped.runs, cube, a, b, max_studies=max_studies,
@@ -224,12 +262,13 @@ class Results:
     def compare(self, a: str, b: str, workloads: Sequence[str] | None = None,
                 confidence: float = C.DEFAULT_CONFIDENCE, detect: float = C.DEFAULT_DETECT,
                 study_time: str = "algoperf", sequential: bool = False,
-                max_studies: int | None = None, **scope) -> dict[str, Any]:
+                max_studies: int | None = None, hparams: Sequence[str] = (),
+                **scope) -> dict[str, Any]:
         """What `pacebench compare --json` prints (`--study-time`, `--sequential`,
-        `--max-studies`)."""
+        `--max-studies`, `--hparam`: `hparams`)."""
         return self.compare_result(a, b, workloads, confidence, detect, study_time=study_time,
                                    sequential=sequential, max_studies=max_studies,
-                                   **scope).to_json()
+                                   hparams=hparams, **scope).to_json()
 
     def budget_result(self, **scope) -> "BudgetResult":
         """Tuning-budget curves (workbench/budget.py) of the scoped trials (rich)."""
@@ -249,8 +288,8 @@ class Results:
         its folder and what is valid (in `.attrs["skipped"]`)."""
         runs = self.runs()
         wanted = (studies,) if isinstance(studies, str) else tuple(studies)
-        if wanted:
-            runs = runs[runs["study_name"].isin(wanted)]
+        if wanted:  # and their sweeps (runners/ladder.py tuning_name: "<name>.tuning")
+            runs = runs[runs["study_name"].isin(wanted + tuple(f"{w}.tuning" for w in wanted))]
         finals, skipped = query.ladder_finals(self.store, runs)
         for run_id, problem in skipped.items():
             warnings.warn(f"skipped ladder run {run_id}: {problem}", stacklevel=2)
@@ -357,6 +396,7 @@ class ScoreResult:
     rank_axes: tuple[str, str | None] = ("train", None)  # (the scope's axis, the other one)
     pool: dict[str, dict] = field(default_factory=dict)  # sensitivity.pool_sensitivity
     store: Store | None = None   # where eval_share reads the eval rows (None: it is empty)
+    tuning: dict[str, dict] = field(default_factory=dict)  # tuning.tuning_report
 
     def eval_share(self) -> pd.DataFrame:
         """costs.eval_share of the scoped runs (their eval rows are read on the first call:
@@ -400,6 +440,7 @@ class ScoreResult:
                                      for k, v in e.items()} for a, e in self.rank_shift.items()}
             out["rank_shift_spearman"] = _number(sensitivity.spearman(self.rank_shift,
                                                                       *self.rank_axes))
+        out["tuning"] = {a: dict(v) for a, v in self.tuning.items()}
         return {**out, **_axis_json(self.scope), **self.scoped.to_json(),
                 "skipped_runs": dict(self.skipped)}
 
@@ -432,6 +473,10 @@ class ScoreResult:
         if (reason := scoring.all_zero_reason(self.table)) is not None:
             lines.append("\n" + reason)
         lines += self._sensitivity_lines()
+        if self.tuning:
+            lines += ["\ntuning (each algorithm's trials and search space; edge: the best "
+                      "trial at an end of its range, beyond the noise floor):",
+                      T.report_table(self.tuning).to_string(index=False)]
         lines += _left_out_lines(self.scoped, self.skipped)
         return "\n".join(lines)
 
@@ -567,9 +612,12 @@ class CompareResult:
             lines.append("study time: each study's fastest trial (--study-time fastest), not "
                          "AlgoPerf's rule (the trial that met the target at the smallest eval "
                          "index)")
-        lines += ["fairness: " + line for line in C.fairness_lines(result.search_spaces)]
         lines += [f"warning: {caution}" for caution in result.warnings]
-        lines += [f"\nverdict in {label}: {result.verdict}",
+        if result.withheld_line():
+            lines.append(f"warning: {result.withheld_line()}")
+        lines += [T.tuning_line(result.tuning, result.a, result.b, result.fair_tuning,
+                                result.tuning_warnings),
+                  f"\nverdict in {label}: {result.verdict}",
                   f"verdict by steps to target: {result.verdict_by_steps}"]
         if sequential is not None:
             lines += [f"studies used: {sequential.studies_used} a side of "
@@ -578,7 +626,32 @@ class CompareResult:
                       "\n" + sequential.sentence()]
         else:
             lines.append("\n" + result.sentence())
+        lines += _tuning_lines(result)
         return "\n".join(lines + _left_out_lines(self.scoped, {}))
+
+
+def _tuning_lines(result: C.Comparison) -> list[str]:
+    """The tuning report under compare's verdict: each side's trials and edges, its search space
+    as a table (never as JSON), the warnings, and the tuning runs behind each space."""
+    if not result.tuning:
+        return []
+    lines = ["\ntuning report (workbench/tuning.py; edge: the best trial in the outer 10 % of "
+             "a range, beating the best of the inner 80 % by more than the noise floor):",
+             T.report_table(result.tuning).to_string(index=False)]
+    spaces = T.space_table(result.tuning)
+    if len(spaces):
+        lines += ["search spaces (best: the best trial's value; position: 0 low end, 1 high "
+                  "end, in the range's scaling):", spaces.to_string(index=False)]
+    lines += [f"finding: {e['finding']}" for per in result.tuning.values() for e in per.values()]
+    findings = {e["finding"] for per in result.tuning.values() for e in per.values()}
+    lines += [f"tuning warning: {w}" for w in result.tuning_warnings if w not in findings]
+    for side, info in result.tuning_runs.items():
+        where = info.get("origin") or "unrecorded"
+        lines.append(f"tuning runs of {side}: {info.get('runs', 0)}"
+                     + (f" ({', '.join(info['study_names'])})" if info.get("study_names")
+                        else "") + f"; its search space: {where}"
+                     + (f" ({info['file']})" if info.get("file") else ""))
+    return lines
 
 
 @dataclass

@@ -387,7 +387,8 @@ def make_planned_store(path: str | os.PathLike,
     Where a run came from (records.py): `ruleset` (default external), `launched_by` ("study",
     "run" for an ad-hoc run; default None), `design` (default None), `hparams` (default a
     learning rate of 0.01), and `status` (default complete; failed: half its evals, sealed,
-    with a traceback).
+    with a traceback; or diverged, stalled). `doc`: more top-level run-document fields, e.g. a
+    search space (records.SEARCH_SPACE_FIELDS) or `"phase": "tuning"`.
     """
     store = open_store(path, create=True)
     process = dead_process()
@@ -404,7 +405,8 @@ def make_planned_store(path: str | os.PathLike,
         doc = {**_document(config, 1, i), "compile_seconds": planned.get("compile_seconds"),
                "probe_seconds": planned.get("probe_seconds"),
                "launch_position": planned.get("launch_position"),
-               "launched_by": planned.get("launched_by"), "design": planned.get("design")}
+               "launched_by": planned.get("launched_by"), "design": planned.get("design"),
+               **planned.get("doc", {})}
         if planned.get("status", "complete") == "failed":
             _write_sealed(store, doc, run, n_evals // 2, "failed", "RuntimeError: planned",
                           "Traceback (most recent call last):\nRuntimeError: planned\n", process)
@@ -582,7 +584,9 @@ def make_ladder_store(path: str | os.PathLike,
                       noise: float = 0.01, seed: int = 0, seconds_per_token: Mapping[str, float]
                       | None = None, tuning_trials: Mapping[str, int] | None = None,
                       early: int = 0, repeated: bool = False, n_evals: int = 4,
-                      study_name: str = "ladder") -> Store:
+                      study_name: str = "ladder",
+                      sweeps: Mapping[str, Sequence[tuple[Mapping[str, Any], float]]]
+                      | None = None) -> Store:
     """A fake model-size ladder's store: rungs x budgets x algorithms x seeds, each a complete
     run whose document's config holds the ladder record runners/ladder.py writes and whose last
     eval row holds its final validation loss.
@@ -592,7 +596,10 @@ def make_ladder_store(path: str | os.PathLike,
     first algorithm is the reference (default {"adamw": 1.0, "twin": 1.0}). Train seconds: tokens x seconds_per_token[name] (default
     1e-4). `early`: that many runs of the last algorithm stop at half their planned steps;
     `repeated`: every run records repeated_tokens. Names are written as given (hostile ones
-    too): run folders are numbered."""
+    too): run folders are numbered. `sweeps`: {algorithm: [(hyperparameters, final validation
+    loss), ...]}: that algorithm's sweep at every rung (ladder phase "tuning", study
+    "<study_name>.tuning", the smallest budget, seed 0), its final runs given the sweep's best
+    point (the lowest loss) as their hyperparameters."""
     store = open_store(path, create=True)
     rng = np.random.default_rng(seed)
     algorithms = dict(algorithms or {"adamw": 1.0, "twin": 1.0})
@@ -611,9 +618,32 @@ def make_ladder_store(path: str | os.PathLike,
                             (seconds_per_token or {}).get(name, 1e-4),
                             (tuning_trials or {}).get(name, 0), names[0], repeated, shorten,
                             n_evals)
+                        best = min((sweeps or {}).get(name, [({}, 0.0)]), key=lambda p: p[1])[0]
+                        doc["hparams"] = doc["config"]["hparams"] = dict(best)
                         batch.add(doc, evals, doc["run_id"])
+                for k, (hparams, loss) in enumerate((sweeps or {}).get(name, [])):
+                    batch.add(*_sweep_run(rung, n, name, budgets[0], k, study_name, names[0],
+                                          hparams, loss, n_evals))
         batch.publish()
     return store
+
+
+def _sweep_run(rung: str, n: int, algorithm: str, budget: float, trial: int, study_name: str,
+               reference: str, hparams: Mapping[str, Any], loss: float, n_evals: int
+               ) -> tuple[dict, Any, str]:
+    """(document, eval rows, run id) of one fake ladder sweep run ending at `loss`."""
+    import pyarrow as pa
+
+    doc, evals = _ladder_run(rung, n, algorithm, budget, trial, 0, f"{study_name}.tuning", 1.0,
+                             0.0, 1e-4, 0, reference, False, False, n_evals)
+    run_id = f"sweep-{_run_number(rung, algorithm, trial)}"
+    doc.update(run_id=run_id, trial_key=run_id, trial=trial, seed=0, hparams=dict(hparams))
+    doc["config"].update(hparams=dict(hparams), seed=0, trial=trial)
+    doc["config"]["ladder"]["phase"] = "tuning"
+    rows = evals.to_pylist()
+    rows = [{**r, "run_id": run_id} for r in rows]
+    rows[-1]["validation/loss"] = float(loss)
+    return doc, pa.Table.from_pylist(rows), run_id
 
 
 def _ladder_run(rung: str, n: int, algorithm: str, budget: float, seed: int, place: int,

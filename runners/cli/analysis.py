@@ -30,6 +30,7 @@ def add(sub) -> None:
                    help="also rank the algorithms with times counted on AXIS (train, wall or "
                         "steps), beside the --time-axis ranks, with the probability of each "
                         "rank over the bootstrap of studies")
+    _hparam_flag(p)
     scope_flags(p)
     store_flag(p)
     p.set_defaults(func=score)
@@ -49,6 +50,7 @@ def add(sub) -> None:
     p.add_argument("--max-studies", type=int,
                    help="with --sequential: the studies a side the test is planned for "
                         "(default: all the store holds)")
+    _hparam_flag(p)
     p.add_argument("--json", action="store_true")
     scope_flags(p)
     store_flag(p)
@@ -75,6 +77,15 @@ def add(sub) -> None:
                    help="default: from an external_tuning / self_tuning folder in the path")
     store_flag(p)
     p.set_defaults(func=import_algoperf)
+
+
+def _hparam_flag(p) -> None:
+    """--hparam NAME (repeatable): a hyperparameter whose edge the tuning report judges, beside
+    the learning rate."""
+    p.add_argument("--hparam", action="append", default=[], dest="judged_hparams",
+                   metavar="NAME", help="the tuning report also judges whether the best trial "
+                                        "sits at an edge of this hyperparameter's range "
+                                        "(repeatable; the learning rate always)")
 
 
 def ladder_summary_flags(p) -> None:
@@ -114,7 +125,7 @@ def score(args: argparse.Namespace) -> int:
     from workbench.results import dumps
 
     result = _results(args).score_result(args.reference, args.rank_shift,
-                                         **scope_options(args))
+                                         hparams=args.judged_hparams, **scope_options(args))
     if args.json:
         print(dumps(result.to_json()))
     elif args.csv:
@@ -139,6 +150,7 @@ def compare(args: argparse.Namespace) -> int:
                                            study_time=args.study_time,
                                            sequential=args.sequential,
                                            max_studies=args.max_studies,
+                                           hparams=args.judged_hparams,
                                            **scope_options(args))
     print(dumps(result.to_json()) if args.json else result.text())
     return 0

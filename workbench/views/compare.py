@@ -4,7 +4,9 @@ Per scored workload, the ratio of B's median study time to A's with its interval
 forest plot (log axis, 1 = equal), the overall speedup with its interval beneath, and the verdict
 in words with its p-value, the probability of improvement and the studies a verdict would need;
 the verdict by steps to target beside the one on the time axis, and the machine-speed check's
-warning with the reason a verdict in seconds was withheld. The comparison is
+warning with the reason a verdict in seconds was withheld; whether both sides were tuned
+comparably (workbench/tuning.py: a "Tuning" line, the findings, the tuning table and the search
+spaces as a table, views/tuning.py). The comparison is
 `workbench.compare.compare_runs` over the selection's finished runs with COMPARE_DRAWS draws,
 as `pacebench compare` and `Results.compare()` make it. A and B are picked in the view (default:
 the top scorer and the sidebar's reference); the report has one section per algorithm against
@@ -17,6 +19,8 @@ import panel as pn
 import param
 
 from workbench import compare as C
+from workbench import tuning as T
+from workbench.views import tuning as VT
 from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.cubes import AXIS_LABELS, axis_column
 from workbench.compare import BOOTSTRAP_REPLICATES as COMPARE_DRAWS  # = results.COMPARE_DRAWS
@@ -29,7 +33,7 @@ from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
 __all__ = ["Compare", "comparison", "cautions", "forest_data", "forest_plot", "default_pair",
-           "figures", "OVERALL"]
+           "figures", "OVERALL", "tuning_text", "tuning_tables"]
 
 OVERALL = "overall (geometric mean)"
 
@@ -66,7 +70,9 @@ def comparison(selection: Selection, a: str, b: str) -> C.Comparison | None:
                               config=selection.store_config, noise_cov=floors,
                               replicates=COMPARE_DRAWS, tuned_steps=tuned,
                               search_spaces=C.fairness(runs, [a, b],
-                                                       open_store(selection.store_path).run_doc))
+                                                       open_store(selection.store_path).run_doc),
+                              tuning=VT.cut(VT.report_of(selection), [a, b]),
+                              tuning_runs=VT.runs_of(selection, [a, b]))
     return selection.cached(f"compare:{a}\x00{b}", make)
 
 
@@ -163,9 +169,7 @@ def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
     if result.counted_as_missed:
         text += "\n\nCounted as missed: " + "; ".join(
             md(why) for why in result.counted_as_missed.values())
-    if result.search_spaces:
-        text += "\n\nSearch spaces (fairness): " + "; ".join(
-            md(line) for line in C.fairness_lines(result.search_spaces))
+    text += "\n\n" + tuning_text(result)
     rule = ("the trial that met the target at the smallest eval index (AlgoPerf's rule)"
             if result.study_time == "algoperf" else "its fastest trial's (--study-time fastest)")
     return text + (
@@ -180,6 +184,33 @@ def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
         "test on steps to target, which the machine's speed does not change.")
 
 
+def tuning_text(result: C.Comparison) -> str:
+    """Whether the two sides were tuned comparably (Markdown, escaped): compare's one tuning
+    line, each side's finding, and the tuning runs behind each space."""
+    line = T.tuning_line(result.tuning, result.a, result.b, result.fair_tuning,
+                         result.tuning_warnings).removeprefix("tuning: ")
+    text = f"**Tuning:** {md(line)}"
+    if result.tuning:
+        text += "\n\n" + VT.findings(result.tuning)
+    findings = {e["finding"] for per in result.tuning.values() for e in per.values()}
+    extra = [w for w in result.tuning_warnings if w not in findings]
+    if extra:
+        text += "\n\n" + "\n".join(f"- {md(w)}" for w in extra)
+    runs = [f"{md(side)}: {info.get('runs', 0)} tuning runs, its space "
+            f"{md(info.get('origin') or 'unrecorded')}"
+            for side, info in result.tuning_runs.items()]
+    if runs:
+        text += "\n\nTuning runs behind each space: " + "; ".join(runs) + "."
+    return text
+
+
+def tuning_tables(result: C.Comparison | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(tuning.report_table, tuning.space_table) of a comparison (empty frames without)."""
+    if result is None or not result.tuning:
+        return (pd.DataFrame({"algorithm": []}), pd.DataFrame({"hyperparameter": []}))
+    return T.report_table(result.tuning), T.space_table(result.tuning)
+
+
 def cautions(result: C.Comparison | None) -> str:
     """The machine-speed check's warnings and why a verdict in seconds was withheld (Markdown,
     escaped); empty when there are none."""
@@ -187,9 +218,9 @@ def cautions(result: C.Comparison | None) -> str:
         return ""
     lines = [f"**Warning:** {md(w)}" for w in result.warnings]
     if result.withheld:
-        lines.append(f"**Verdict withheld:** {md(result.withheld)} (the times measured: "
-                     f"{md(result.measured_verdict or 'n/a')}); rerun with the interleaved "
-                     "order or compare by steps.")
+        lines.append(f"**Verdict withheld:** {md(result.withheld)}; the test on the times "
+                     f"alone: {md(result.measured_verdict or 'n/a')}. Rerun with the "
+                     "interleaved order or compare by steps.")
     return "\n\n".join(lines)
 
 
@@ -244,8 +275,12 @@ class Compare(View):
         self._table = pn.widgets.Tabulator(disabled=True, show_index=False,
                                            layout="fit_data_stretch", stylesheets=[TABLE_CSS],
                                            sizing_mode="stretch_width")
+        self._tuning = VT.table(pd.DataFrame({"algorithm": []}), "pb-compare-tuning")
+        self._spaces = VT.table(pd.DataFrame({"hyperparameter": []}), "pb-compare-spaces")
         self._body = pn.Column(*([] if self.against_reference else
-                                 [self._text, self._caution, self._plot, self._table]),
+                                 [self._text, self._caution, self._plot, self._table,
+                                  pn.pane.Markdown(f"**{VT.REPORT_TITLE}**"), self._tuning,
+                                  pn.pane.Markdown(f"**{VT.SPACES_TITLE}**"), self._spaces]),
                                sizing_mode="stretch_width")
         self._choosing = False  # set while _choices updates the pickers: not a user's pick
         self.param.watch(lambda *_: None if self._choosing else self._selection_changed(),
@@ -279,6 +314,13 @@ class Compare(View):
             parts.append(pn.widgets.Tabulator(
                 C.comparison_table(result, names=False), disabled=True, show_index=False,
                 layout="fit_data_stretch", stylesheets=[TABLE_CSS], sizing_mode="stretch_width"))
+        if result is not None and result.tuning:
+            report, spaces = tuning_tables(result)
+            parts += [pn.pane.Markdown(f"**{VT.REPORT_TITLE}**"),
+                      VT.table(report, "pb-compare-tuning")]
+            if len(spaces):
+                parts += [pn.pane.Markdown(f"**{VT.SPACES_TITLE}**"),
+                          VT.table(spaces, "pb-compare-spaces")]
         return parts
 
     def _update(self) -> None:
@@ -295,6 +337,7 @@ class Compare(View):
             shown = result is not None and bool(result.per_workload)
             self._table.value = (C.comparison_table(result, names=False) if shown
                                  else pd.DataFrame({"workload": []}))
+            self._tuning.value, self._spaces.value = tuning_tables(result)
             return
         parts = []
         for a in _against_reference(self.selection):

@@ -4,7 +4,9 @@ picked in the view.
 
 The trial table, the log-axis rule and the normalisation are `workbench.hparams`; this view only
 draws them. At most MAX_TRIALS trials are drawn: above that, a fixed random sample
-(`hparams.sample_trials`, seed 0), and the view says how many of how many.
+(`hparams.sample_trials`, seed 0), and the view says how many of how many. Beneath, the tuning
+report (workbench/tuning.py) of every shown algorithm on the picked workload: its findings and
+the search spaces as a table, each side's best trial and its position in each range.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import param
 from bokeh.models import BasicTickFormatter
 
 from workbench import hparams as H
+from workbench import tuning as T
+from workbench.views import tuning as VT
 from workbench.views.base import View
 from workbench.views.formats import log_ticks, md
 from workbench.views.live import LivePlot
@@ -293,6 +297,10 @@ class Hyperparameters(View):
                                    sizing_mode="stretch_width")
         self._parallel = pn.pane.HoloViews(sizing_mode="stretch_width", linked_axes=False,
                                            css_classes=["pb-hparams-parallel"])
+        self._tuning = pn.pane.Markdown(sizing_mode="stretch_width",
+                                        css_classes=["pb-hparams-tuning"])
+        # always shown (empty when there is nothing): see views/compare.py's tables
+        self._spaces = VT.table(pd.DataFrame({"hyperparameter": []}), "pb-hparams-spaces")
         self._scatters: dict[tuple, LivePlot] = {}  # (place, x log, y log) -> its scatter
         self._offering = False  # True while _offer sets the pickers: no redraw per assignment
         self._drawn: tuple | None = None  # what the plots show (see _update)
@@ -330,6 +338,7 @@ class Hyperparameters(View):
             self._about.object = "No runs to show with the current selection."
             self._scatter.visible = self._parallel.visible = False
             self._drawn = None
+            self._tuning.object, self._spaces.value = "", pd.DataFrame({"hyperparameter": []})
             return
         full = trials_for(self.selection, self.workload, self.algorithm)
         frame = H.sample_trials(full, MAX_TRIALS)
@@ -349,6 +358,19 @@ class Hyperparameters(View):
             self._parallel.param.update(object=parallel, visible=parallel is not None)
             self._drawn = drawn
         self._about.object = self._text(full, frame)
+        self._draw_tuning()
+
+    def _draw_tuning(self) -> None:
+        """The tuning report of the shown algorithms on the picked workload."""
+        shown = [a for a in self.param.algorithm.objects if a in self.selection.algorithms]
+        report = VT.cut(VT.report_of(self.selection), shown or [self.algorithm],
+                        [self.workload])
+        report = {a: per for a, per in report.items() if per}
+        self._tuning.object = (f"**{VT.SPACES_TITLE}** on {md(self.workload)}:\n\n"
+                               + VT.findings(report)) if report else \
+            "No tuning report: no finished trial of the shown algorithms here."
+        self._spaces.value = T.space_table(report) if report else \
+            pd.DataFrame({"hyperparameter": []})
 
     def _draw_scatter(self, i: int, data: dict) -> pn.Column:
         """Draw scatter_points' `data` on the i-th scatter (a LivePlot per place and pair of
@@ -400,8 +422,8 @@ class Hyperparameters(View):
                 "grey cross above the slowest hit is a miss). An axis is log when "
                 "the algorithm's search space says so, else when all its values are positive "
                 "and span at least two decades."),
-            self._controls(), self._about, self._scatter, self._parallel,
-            sizing_mode="stretch_width")
+            self._controls(), self._about, self._scatter, self._parallel, self._tuning,
+            self._spaces, sizing_mode="stretch_width")
 
     def _controls(self) -> pn.viewable.Viewable:
         """The pickers when served; in a static report, where widgets do nothing, a line

@@ -199,6 +199,12 @@ class Ladder(View):
             parts.append(pn.pane.HoloViews(loss_plot(rung, reference, names, colors),
                                            sizing_mode="stretch_width",
                                            css_classes=["pb-ladder-loss"], linked_axes=False))
+            tuning = ladder.tuning_table(rung)
+            if len(tuning) and (tuning["trials"] > 0).any():  # a sweep to judge
+                parts += [pn.pane.Markdown(f"Tuning at {md(rung['name'])} (the tuning report's "
+                                           "edge rule on each sweep):"),
+                          pn.pane.DataFrame(tuning, index=False, escape=True,
+                                            css_classes=["pb-ladder-tuning"])]
             parts += [pn.pane.Markdown(f"warning ({md(rung['name'])}): {md(w)}")
                       for w in rung["warnings"]]
         self._body.objects = parts

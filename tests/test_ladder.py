@@ -105,8 +105,13 @@ def test_a_loss_below_the_fitted_floor_is_an_undefined_speedup():
     frame.loc[(frame["algorithm"] == "x") & (frame["budget"] == 8), "final_loss"] = 0.5
     s = L.ladder_analysis(frame, "adamw", draws=50)["rungs"][0]["speedups"]["x"]
     assert s["per_budget"][-1]["below_floor"] and s["per_budget"][-1]["value"] is None
-    assert s["below_floor"] and s["value"] is None
-    assert "undefined (below c)" in L.ladder_text(L.ladder_analysis(frame, "adamw", draws=50))
+    # the budget is reported undefined; the rung's value uses the others, with a warning
+    others = [p["value"] for p in s["per_budget"][:-1]]
+    assert s["below_floor"] and s["value"] == pytest.approx(
+        math.exp(np.mean(np.log(others))), rel=1e-5)
+    assert s["budgets_used"] == ["1", "2", "4"] and s["value_all_budgets"] is None
+    text = L.ladder_text(L.ladder_analysis(frame, "adamw", draws=50))
+    assert "undefined (below c)" in text and "at budget 8 the loss is at or below" in text
 
 
 # -- null, planted, coverage ------------------------------------------------------------------

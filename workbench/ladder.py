@@ -841,7 +841,8 @@ def verdict(name: str, rungs: Sequence[Mapping[str, Any]], trend_entry: Mapping[
     elif above or below:
         parts = ([f"faster at {', '.join(above)}"] if above else []) + \
             ([f"slower at {', '.join(below)}"] if below else [])
-        head = " and ".join(parts) + ", not shown at the others"
+        head = " and ".join(parts) + \
+            (", not shown at the others" if len(above) + len(below) < len(shown) else "")
     else:
         head = "not shown" + ("" if any(s["interval"] for _, s in shown) else
                               " (no intervals: one seed; give --loss-noise)")

@@ -119,6 +119,8 @@ def deff_plot(rung: dict, reference: str, algorithms: list[str], colors: dict) -
             color=color, size=8, tools=["hover"]))
     return hv.Overlay(parts).opts(hv.opts.Overlay(
         responsive=True, min_height=300, logx=True, logy=True, show_grid=True,
+        xticks=[(t, _size_label(t)) for t in sorted(set(tokens))],
+        yticks=[(t, _size_label(t)) for t in sorted(set(tokens))],
         title=f"{rung['name']}: tokens {reference} would need (D_eff) against tokens used (D)",
         xlabel="training tokens D", ylabel=f"D_eff: {reference}'s tokens to the same loss",
         legend_position="right"))

@@ -919,8 +919,8 @@ def _speedup_table(rung: Mapping[str, Any]) -> pd.DataFrame:
                "interval": _interval_text(s["interval"], s["seeds"], s["reference_seeds"]),
                "time ratio": _value_text(s["time_ratio"]) +
                (" *" if s.get("time_ratio_extrapolated") else ""),
-               "time interval": _interval_text(s["time_ratio_interval"], s["seeds"],
-                                               s["reference_seeds"]),
+               "time interval": "n/a" if s["time_ratio"] is None else
+               _interval_text(s["time_ratio_interval"], s["seeds"], s["reference_seeds"]),
                "seeds": f"{s['seeds']} vs {s['reference_seeds']}"}
         for p in s["per_budget"]:
             budgets.add(p["budget"])

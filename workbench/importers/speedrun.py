@@ -9,31 +9,48 @@ and one study of one trial (the self-tuning ruleset: n seeds are n studies); its
 the name of the file's folder unless `--algorithm` names it; its workload is the import's name;
 `val_loss` is stored as `validation/loss`, train_time as train seconds, and T (the planned
 steps) as the run's step budget. Other lines are ignored. Seeds are numbered per algorithm in
-file-name order. A bad eval line is one TableError naming file and line; nothing is written.
+file-name order. A bad eval line is one LogError naming file and line; nothing is written.
+This module reads the logs into eval rows (`log_rows`); importers/tables.py checks and writes
+them as it does an eval table's.
 """
 from __future__ import annotations
 
 import math
 import os
 import re
+import stat
 from pathlib import Path
 
 import pandas as pd
 
-from workbench.importers.tables import TableError, _regular, evals_runs
 from workbench.spec import NAME
 
-__all__ = ["EVAL_LINE", "read_log", "speedrun_runs"]
+__all__ = ["EVAL_LINE", "LogError", "read_log", "log_rows"]
 
 EVAL_LINE = re.compile(r"step:(\d+)/(\d+)\s+val_loss:(\S+)(?:\s+train_time:(\S+?)(ms|s)\b)?")
 MAX_BYTES = 64 << 20  # of one log
 
 
+class LogError(ValueError):
+    """A log that cannot be imported: one line naming the file (and line) and what is valid."""
+
+
+def _size(path: Path) -> int:
+    """The size of `path`, a regular file (a FIFO or device is never opened)."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        raise LogError(f"{path}: cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise LogError(f"{path}: not a regular file; a speedrun log is a text file")
+    return info.st_size
+
+
 def read_log(path: Path) -> list[dict]:
     """The eval lines of one log: [{"step", "steps", "loss", "train_seconds"}], checked (loss
     finite and >= 0, steps and times non-decreasing, one planned T)."""
-    if _regular(path).stat().st_size > MAX_BYTES:
-        raise TableError(f"{path}: larger than {MAX_BYTES >> 20} MiB; a speedrun log is smaller")
+    if _size(path) > MAX_BYTES:
+        raise LogError(f"{path}: larger than {MAX_BYTES >> 20} MiB; a speedrun log is smaller")
     out = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, start=1):
@@ -51,7 +68,7 @@ def _eval(path: Path, number: int, match: re.Match, before: dict | None) -> dict
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise TableError(f"{where}: val_loss {loss!r} is not valid; valid is a finite loss >= 0")
+        raise LogError(f"{where}: val_loss {loss!r} is not valid; valid is a finite loss >= 0")
     seconds = None
     if time is not None:
         try:
@@ -59,19 +76,19 @@ def _eval(path: Path, number: int, match: re.Match, before: dict | None) -> dict
         except ValueError:
             seconds = math.nan
         if not math.isfinite(seconds) or seconds < 0:
-            raise TableError(f"{where}: train_time {time + unit!r} is not valid; valid is a "
+            raise LogError(f"{where}: train_time {time + unit!r} is not valid; valid is a "
                              "finite time >= 0 in ms or s")
     row = {"step": int(step), "steps": int(steps), "loss": value, "train_seconds": seconds}
     if before is not None:
         if row["step"] < before["step"]:
-            raise TableError(f"{where}: step {step} after step {before['step']}; valid are "
+            raise LogError(f"{where}: step {step} after step {before['step']}; valid are "
                              "steps non-decreasing along a log")
         if row["steps"] != before["steps"]:
-            raise TableError(f"{where}: planned steps {steps} after {before['steps']}; valid is "
+            raise LogError(f"{where}: planned steps {steps} after {before['steps']}; valid is "
                              "one planned T per log")
         if (seconds is None) != (before["train_seconds"] is None) or \
                 (seconds is not None and seconds < before["train_seconds"]):
-            raise TableError(f"{where}: train_time {time}{unit or ''} is not valid; valid is a "
+            raise LogError(f"{where}: train_time {time}{unit or ''} is not valid; valid is a "
                              "time on every eval line or none, non-decreasing")
     return row
 
@@ -79,7 +96,7 @@ def _eval(path: Path, number: int, match: re.Match, before: dict | None) -> dict
 def _logs(folder: Path) -> list[Path]:
     """The regular *.txt files under `folder` (links out of it are not followed), sorted."""
     if not folder.is_dir():
-        raise TableError(f"{folder}: not a folder; --kind speedrun-logs reads a folder of *.txt "
+        raise LogError(f"{folder}: not a folder; --kind speedrun-logs reads a folder of *.txt "
                          "logs")
     root = folder.resolve()
     out = []
@@ -91,9 +108,11 @@ def _logs(folder: Path) -> list[Path]:
     return sorted(out)
 
 
-def speedrun_runs(folder: str | os.PathLike, name: str, target: str,
-                  algorithm: str | None = None) -> list[tuple]:
-    """(run document, eval rows) per log with eval lines under `folder` (see the module doc)."""
+def log_rows(folder: str | os.PathLike, name: str,
+             algorithm: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(eval rows of every log with eval lines under `folder`, in the columns of an eval
+    table: algorithm, workload, run, seed, step, validation/loss[, train_seconds];
+    {run: its planned steps T}) (see the module doc)."""
     folder = Path(folder)
     rows, budgets, seeds = [], {}, {}
     for path in _logs(folder):
@@ -102,8 +121,8 @@ def speedrun_runs(folder: str | os.PathLike, name: str, target: str,
             continue
         owner = algorithm or path.parent.name
         if not NAME.fullmatch(owner):
-            raise TableError(f"{path}: its folder name {owner[:60]!r} is not a plain algorithm "
-                             "name (letters, digits, '.', '_', '-'); give --algorithm")
+            raise LogError(f"{path}: its folder name {owner[:60]!r} is not a plain algorithm "
+                           "name (letters, digits, '.', '_', '-'); give --algorithm")
         run = str(path.relative_to(folder))
         seeds[owner] = seed = seeds.get(owner, -1) + 1
         budgets[run] = evals[0]["steps"]
@@ -111,8 +130,8 @@ def speedrun_runs(folder: str | os.PathLike, name: str, target: str,
                   "step": e["step"], "validation/loss": e["loss"],
                   "train_seconds": e["train_seconds"]} for e in evals]
     if not rows:
-        raise TableError(f"{folder}: no *.txt log with 'step:N/T val_loss:X' lines")
+        raise LogError(f"{folder}: no *.txt log with 'step:N/T val_loss:X' lines")
     frame = pd.DataFrame(rows)
     if frame["train_seconds"].isna().all():
         frame = frame.drop(columns="train_seconds")
-    return evals_runs(frame, folder, name, target, kind="speedrun-logs", budget_steps=budgets)
+    return frame, budgets

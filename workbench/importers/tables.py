@@ -14,7 +14,8 @@ Three kinds of foreign results, each checked row by row before anything is writt
                  becomes a sealed run with the target given at import (`--target
                  'validation/loss<=3.28'`); without a study column each run is a study of one
                  trial under the self-tuning ruleset, so n seeds are n studies.
-  speedrun-logs  a folder of `*.txt` logs (importers/speedrun.py reads them into eval rows).
+  speedrun-logs  a folder of `*.txt` logs: importers/speedrun.py reads them into eval rows,
+                 checked and written here as an eval table's.
 
 Every run records where it came from (run.json `origin`: kind, name, file, sha256 of the file,
 first row; `source` "table"). Importing the same table twice adds nothing (run ids come from the
@@ -39,12 +40,13 @@ import numpy as np
 import pandas as pd
 
 from workbench import records as R
+from workbench.ladder import budget_text
 from workbench.spec import NAME
 from workbench.store import Store, open_store
 
 __all__ = ["KINDS", "FINALS_REQUIRED", "FINALS_OPTIONAL", "EVALS_REQUIRED", "EVALS_OPTIONAL",
            "TableError", "TableImport", "read_table", "parse_target", "finals_runs",
-           "evals_runs", "write_runs", "import_table", "budget_label"]
+           "evals_runs", "write_runs", "import_table"]
 
 KINDS = ("finals", "evals", "speedrun-logs")
 FINALS_REQUIRED = ("algorithm", "rung", "non_embedding_params", "tokens", "final_loss")
@@ -62,11 +64,6 @@ _TARGET = re.compile(r"\s*([A-Za-z0-9_./-]+)\s*(<=|>=)\s*([-+0-9.eE]+)\s*")
 class TableError(ValueError):
     """A table, a row or a log that cannot be imported: one line saying where and what is
     valid."""
-
-
-def budget_label(budget: float) -> str:
-    """A budget as it prints: 3 significant digits, no trailing zeros ("16", "0.5", "1.23")."""
-    return f"{float(f'{budget:.3g}'):g}"
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -280,7 +277,7 @@ def _check_finals(checked: list[dict], file: str) -> None:
             raise TableError(f"{file}: row {i + 1} repeats row {seen[key] + 1} (rung, algorithm, "
                              "tokens and seed); valid is one row per run (give seeds apart)")
         seen[key] = i
-        label = (row["rung"], budget_label(row["budget"]))
+        label = (row["rung"], budget_text(row["budget"]))
         other = labels.setdefault(label, row["tokens"])
         if other != row["tokens"]:
             raise TableError(f"{file}: row {i + 1}, column tokens: {row['tokens']:g} and "
@@ -547,9 +544,10 @@ def import_table(path: str | os.PathLike, store: Store | str | os.PathLike, kind
         raise TableError(f"--kind {kind} needs --target, e.g. --target 'validation/loss<=3.28'")
     report = TableImport(kind, name, str(path))
     if kind == "speedrun-logs":
-        from workbench.importers.speedrun import speedrun_runs
+        from workbench.importers.speedrun import log_rows
 
-        report.runs = speedrun_runs(path, name, target, algorithm)
+        frame, budgets = log_rows(path, name, algorithm)
+        report.runs = evals_runs(frame, path, name, target, kind=kind, budget_steps=budgets)
     else:
         frame = read_table(path)
         digest = _sha256(path)

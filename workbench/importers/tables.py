@@ -396,6 +396,11 @@ def evals_runs(frame: pd.DataFrame, path: Path, name: str, target: str,
             raise TableError(f"{file}: {e}") from None
     params = [c for c in frame.columns if c not in EVALS_REQUIRED + EVALS_OPTIONAL
               and c not in metrics]
+    for c in params:
+        if not NAME.fullmatch(c):
+            raise TableError(f"{file}: column {c[:60]!r} is not a plain name (a hyperparameter "
+                             "column: letters, digits, '.', '_', '-', starting with a letter or "
+                             "digit); metric columns are <split>/<metric>")
     runs: dict[str, list[int]] = {}
     for i in range(len(frame)):
         runs.setdefault(rows.text(i, "run"), []).append(i)
@@ -420,6 +425,9 @@ def _eval_runs(rows: _Rows, runs: dict[str, list[int]], metrics: list[str], para
                  "trial": _constant(rows, index, "trial", lambda i, c: rows.count(
                      i, c, 0, "a whole number >= 0")) or 0,
                  "hparams": {p: _constant(rows, index, p, _hparam(rows)) for p in params}}
+        if has_study and ident["study"] is None:
+            raise rows.fail(index[0], "study", None, "a whole number >= 0 on every row (or no "
+                            "study column: each run a study of one trial)")
         keyed.append((run, index, ident, _eval_rows(rows, index, metrics, run)))
     if not has_study:  # each run a study of one trial: seeds in order, then run ids
         order = sorted(keyed, key=lambda k: (k[2]["algorithm"], k[2]["workload"], k[2]["seed"],

@@ -11,14 +11,21 @@ Per rung (one model size), with D the planned training tokens of a budget:
     D_ref(L_X) / D, where D_ref(L) = (a / (L - c))^(1/b) inverts the fit: the tokens the
     reference would need to reach L_X. L_X <= c: no amount of reference data reaches it (the
     speedup is unbounded, reported as undefined); D_ref outside the fitted budgets: extrapolated;
-  - `value` is the geometric mean of the per-budget speedups;
+  - `value` is the geometric mean of the per-budget speedups over the budgets both sides ran
+    where the speedup is defined (`value_all_budgets`: over all of the candidate's budgets);
   - the time ratio is the same with the reference's L(T) fitted over its train seconds:
-    T_ref(L_X) / T_X (T_X the candidate's mean train seconds at that budget);
+    T_ref(L_X) / T_X (T_X the candidate's mean train seconds at that budget), flagged
+    extrapolated as speedups are;
   - intervals: a bootstrap over seeds and the fit together. Each draw resamples, per budget, the
     reference's runs and each candidate's runs with replacement, refits the reference and
-    recomputes every figure (`DRAWS` draws, seed 0, the same draws on every surface). Deviations of
-    a resampled mean from the mean are scaled by sqrt(n / (n - 1)): a plain bootstrap of n runs
-    shrinks a mean's variance by (n - 1) / n, which with 5 seeds is 20 % too narrow.
+    recomputes every figure (`DRAWS` draws, seed 0, the same draws on every surface; each
+    candidate's stream seeded by its name). Deviations of a resampled mean from the mean are
+    scaled by sqrt(n / (n - 1)): a plain bootstrap of n runs shrinks a mean's variance by
+    (n - 1) / n, which with 5 seeds is 20 % too narrow. With one seed per configuration and a
+    stated `loss_noise`, a parametric bootstrap (mean + N(0, loss_noise^2 / runs)) instead;
+  - fragility: each candidate's speedups with each of the reference's fitted budgets left out
+    of its fit in turn (4 or more budgets), and per rung the largest move;
+  - verdicts: one sentence per candidate over the rungs, with the trend.
 Over rungs, `slope_per_doubling` is the least-squares slope of log2(speedup) against
 log2(non-embedding params), its interval from the same draws.
 """

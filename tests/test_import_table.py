@@ -228,14 +228,22 @@ def test_a_hostile_rung_name_is_kept_as_text_and_escaped_in_the_ladder_tab(tmp_p
     from workbench.views.selection import Selection
 
     rows = [dict(r, rung=hostile("rung")) for r in _half_rows()]
+    rows += [dict(r, rung="4M", non_embedding_params=4 * N, tokens=4 * r["tokens"])
+             for r in _half_rows()]
     path = _finals(tmp_path / "t.jsonl", rows, "json")
     import_table(path, tmp_path / "s", "finals")
-    view = Ladder(selection=Selection(store_path=str(tmp_path / "s")))
+    selection = Selection(store_path=str(tmp_path / "s"))
+    view = Ladder(selection=selection)
     assert not view.failure.visible
     kinds = [type(o).__name__ for o in view._body.objects]
-    assert kinds == ["HoloViews", "DataFrame", "Markdown", "HoloViews", "HoloViews", "Markdown",
-                     "Markdown"]  # speedups, table, notes, loss and D_eff plots, 2 warnings
+    # speedups, table, notes; per rung its loss and D_eff plots and 2 warnings
+    assert kinds == ["HoloViews", "DataFrame", "Markdown"] + \
+        ["HoloViews", "HoloViews", "Markdown", "Markdown"] * 2
+    table = view._body.objects[1].object
+    assert list(table["rung"]) == [hostile("rung"), "4M"]  # the markup rung is listed, as text
     notes = view._body.objects[2].object
     assert "half: not shown" in notes and "finals table" in notes
     warning = view._body.objects[5].object
     assert "<img" not in warning and "&lt;img" in warning
+    selection.param.update(workloads=["4M"])  # the sidebar cannot pick the markup rung
+    assert list(view._body.objects[1].object["rung"]) == [hostile("rung"), "4M"]

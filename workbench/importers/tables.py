@@ -308,7 +308,8 @@ def finals_runs(frame: pd.DataFrame, path: Path, name: str, digest: str = "") ->
                   "params": None, "budget": row["budget"], "tokens": row["tokens"],
                   "steps": None, "data": row["data"], "phase": "final",
                   "origin": {k: origin[k] for k in ("kind", "name", "file", "row")}}
-        workload = row["rung"] if NAME.fullmatch(row["rung"]) else "ladder-rung"
+        workload = row["rung"] if NAME.fullmatch(row["rung"]) else \
+            "rung-" + hashlib.sha256(row["rung"].encode()).hexdigest()[:12]  # a plain name
         doc = _doc(run_id, study, workload, row["algorithm"], row["seed"], row["hparams"],
                    origin, "imported from a finals table")
         doc.update({"study": 0, "trial": 0, "train_seconds": row["train_seconds"],

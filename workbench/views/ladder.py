@@ -45,8 +45,11 @@ def ladder_of(selection: Selection) -> dict | None:
 
 def _shown(selection: Selection, result: dict) -> tuple[list[dict], list[str]]:
     """(the rungs of the shown workloads, the shown candidates): every one when the sidebar
-    picks none of them."""
-    rungs = [r for r in result["rungs"] if r["name"] in selection.workloads] or result["rungs"]
+    picks none of them. A rung whose name is no workload the sidebar lists (an imported
+    table's label that is not a plain name) is always shown."""
+    listed = set(selection.param.workloads.objects)
+    rungs = [r for r in result["rungs"] if r["name"] in selection.workloads
+             or r["name"] not in listed] or result["rungs"]
     names = sorted({a for r in result["rungs"] for a in r["speedups"]})
     return rungs, [a for a in names if a in selection.algorithms] or names
 

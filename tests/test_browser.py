@@ -477,3 +477,36 @@ def test_the_ladder_tab_draws_a_hostile_ladder_and_runs_no_name(page, tmp_path):
         assert page.evaluate("window.__pwned") is None
         assert _layout_problems(page) == []
     assert page.errors == []
+
+
+def test_the_ladder_tab_draws_an_imported_table_with_a_hostile_rung(page, tmp_path):
+    """A finals table imported by `pacebench import-table` (one seed, a rung named with
+    markup): the tab draws the speedups, each rung's loss and D_eff-against-D plots and the
+    verdicts, nothing cut off or overlapping, no name runs."""
+    import pandas as pd
+
+    from workbench.importers.tables import import_table
+    from workbench.testing import hostile
+
+    rows = []
+    for rung, n in ((hostile("rung"), 10**6), ("4M", 4 * 10**6)):
+        for name, speed in (("adamw", 1.0), ("muon", 1.3)):
+            for b in (1, 2, 4, 8):
+                d = 20.0 * n * b
+                rows.append({"algorithm": name, "rung": rung, "non_embedding_params": n,
+                             "tokens": d, "final_loss": 0.9 * (speed * d / 1e9) ** -0.3 + 3})
+    table = tmp_path / "finals.jsonl"
+    pd.DataFrame(rows).to_json(table, orient="records", lines=True)
+    import_table(table, tmp_path / "store", "finals")
+    with _panel_serve(tmp_path / "store") as url:
+        page.goto(url)
+        _open_tab(page, "Ladder")
+        page.locator(".pb-ladder-speedup canvas").first.wait_for(timeout=60_000)
+        page.locator(".pb-ladder-deff canvas").nth(1).wait_for(timeout=60_000)  # 2 rungs
+        page.locator(".pb-ladder-verdicts").first.wait_for(timeout=60_000)
+        _painted(page)
+        page.screenshot(path=SHOTS / "app-ladder-imported.png", full_page=True)
+        assert "muon: not shown" in page.locator(".pb-ladder-verdicts").first.inner_text()
+        assert page.evaluate("window.__pwned") is None
+        assert _layout_problems(page) == []
+    assert page.errors == []

@@ -105,8 +105,13 @@ def test_a_loss_below_the_fitted_floor_is_an_undefined_speedup():
     frame.loc[(frame["algorithm"] == "x") & (frame["budget"] == 8), "final_loss"] = 0.5
     s = L.ladder_analysis(frame, "adamw", draws=50)["rungs"][0]["speedups"]["x"]
     assert s["per_budget"][-1]["below_floor"] and s["per_budget"][-1]["value"] is None
-    assert s["below_floor"] and s["value"] is None
-    assert "undefined (below c)" in L.ladder_text(L.ladder_analysis(frame, "adamw", draws=50))
+    # the budget is reported undefined; the rung's value uses the others, with a warning
+    others = [p["value"] for p in s["per_budget"][:-1]]
+    assert s["below_floor"] and s["value"] == pytest.approx(
+        math.exp(np.mean(np.log(others))), rel=1e-5)
+    assert s["budgets_used"] == ["1", "2", "4"] and s["value_all_budgets"] is None
+    text = L.ladder_text(L.ladder_analysis(frame, "adamw", draws=50))
+    assert "undefined (below c)" in text and "at budget 8 the loss is at or below" in text
 
 
 # -- null, planted, coverage ------------------------------------------------------------------
@@ -344,3 +349,169 @@ def test_the_summary_loads_neither_the_dashboard_nor_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], check=True).stdout
     assert "LOADED [] CODE 0" in out, out
+
+
+# -- one seed, fragility, sounder summaries (issue 40) ----------------------------------------
+def _one_seed(curves: dict, budgets=(1, 2, 4, 8, 16), n=10**6, noise=0.0, rng=None,
+              rung="r") -> pd.DataFrame:
+    """One run per (algorithm, budget): loss 0.9 (s D / 1e9)^-0.3 + 3 for speedup s, plus
+    N(0, noise); no train seconds (an imported table's)."""
+    rows = []
+    for name, s in curves.items():
+        for b in budgets:
+            d = 20.0 * n * b
+            rows.append({"run_id": f"{name}{b}", "rung": rung, "non_embedding_params": n,
+                         "params": None, "algorithm": name, "budget": float(b), "tokens": d,
+                         "seed": 0, "final_loss": 0.9 * (s * d / 1e9) ** -0.3 + 3.0 +
+                         (rng.normal(0, noise) if noise else 0.0),
+                         "train_seconds": math.nan, "status": "complete", "early": False,
+                         "repeated_tokens": False, "transfer": None, "tuning_trials": None})
+    return pd.DataFrame(rows)
+
+
+def test_leave_one_out_matches_a_hand_computation_on_five_budgets():
+    """Each reference budget left out in turn: refit the other 4 with scipy's curve_fit (as
+    Marin's speedup_estimation.py does), invert at the candidate's loss, divide by D."""
+    from scipy.optimize import curve_fit
+
+    frame = _one_seed({"adamw": 1.0, "x": 1.3}, noise=0.002, rng=np.random.default_rng(4))
+    out = L.ladder_analysis(frame, "adamw", draws=20)
+    s = out["rungs"][0]["speedups"]["x"]
+    ref = frame[frame["algorithm"] == "adamw"].sort_values("tokens")
+    d, y = ref["tokens"].to_numpy() / 1e9, ref["final_loss"].to_numpy()
+    x = frame[frame["algorithm"] == "x"].sort_values("tokens")
+    changes = {}
+    for j, label in enumerate(["1", "2", "4", "8", "16"]):
+        keep = np.arange(5) != j
+        (a, b, c), _ = curve_fit(lambda t, a, b, c: a * t ** -b + c, d[keep], y[keep],
+                                 p0=[y[keep][0] - y[keep][-1], 0.5, y[keep][-1]], maxfev=20000)
+        hand = ((x["final_loss"].to_numpy() - c) / a) ** (-1 / b) / (x["tokens"] / 1e9)
+        ours = [p["leave_one_out"][label] for p in s["per_budget"]]
+        assert ours == pytest.approx(hand.tolist(), rel=2e-4), label
+        changes[label] = abs(math.log2(math.exp(np.log(hand).mean()) / s["value"]))
+    fragility = out["rungs"][0]["fragility"]["x"]
+    assert fragility["budget"] == max(changes, key=changes.get)
+    assert fragility["largest_log2_change"] == pytest.approx(max(changes.values()), abs=2e-4)
+    assert "fit fragility: x" in L.ladder_text(out)
+
+
+def test_fragility_needs_four_budgets_and_fit_budgets_restricts_the_fit():
+    frame = _one_seed({"adamw": 1.0, "x": 1.3}, budgets=(1, 2, 4))
+    rung = L.ladder_analysis(frame, "adamw", draws=20)["rungs"][0]
+    assert rung["fragility"] is None and "needs 4 or more" in rung["fragility_note"]
+    assert rung["speedups"]["x"]["per_budget"][0]["leave_one_out"] is None
+    assert "fit fragility: n/a" in L.ladder_text(L.ladder_analysis(frame, "adamw", draws=20))
+    frame = _one_seed({"adamw": 1.0, "x": 1.3})
+    out = L.ladder_analysis(frame, "adamw", draws=20, fit_budgets=[1, 2, 4, 8])
+    assert out["rungs"][0]["fit"]["points"] == 4 and out["fit_budgets"] == ["1", "2", "4", "8"]
+    assert set(out["rungs"][0]["speedups"]["x"]["per_budget"][0]["leave_one_out"]) == \
+        {"1", "2", "4", "8"}
+
+
+def test_a_large_leave_one_out_move_is_flagged():
+    """A reference whose largest budget bends away from the curve: leaving it out moves the
+    speedup by more than 5 %, which the text flags (no interval: one seed)."""
+    frame = _one_seed({"adamw": 1.0, "x": 1.3}, budgets=(1, 2, 4, 8))
+    frame.loc[(frame["algorithm"] == "adamw") & (frame["budget"] == 8), "final_loss"] -= 0.1
+    out = L.ladder_analysis(frame, "adamw", draws=20)
+    fragility = out["rungs"][0]["fragility"]["x"]
+    assert fragility["fragile"] and fragility["budget"] == "8"
+    assert fragility["largest_log2_change"] > math.log2(1.05)
+    assert "warning: fragile x" in L.ladder_text(out)
+
+
+def test_loss_noise_intervals_cover_a_planted_speedup_in_90_percent_of_200_replicates():
+    """One seed per configuration, noise 0.002 nats, --loss-noise 0.002: the parametric
+    bootstrap's intervals (testing.replicate_intervals, the steps of rung_analysis with the
+    replicates vectorised) cover the planted 1.3 and 1 in >= 180 of 200 replicates."""
+    rng = np.random.default_rng(40)
+    truth = {"fast": 1.3, "twin": 1.0}
+    ref = T.ladder_replicates(rng, 1.0, 200, seeds=1, noise=0.002)
+    arms = {k: T.ladder_replicates(rng, v, 200, seeds=1, noise=0.002) for k, v in truth.items()}
+    intervals = T.replicate_intervals(ref, arms, 200, rng, loss_noise=0.002)
+    covered = {k: sum(lo <= truth[k] <= hi for lo, hi in pairs) for k, pairs in intervals.items()}
+    assert min(covered.values()) >= 180, covered
+
+
+def test_the_replicate_path_with_loss_noise_is_rung_analysis():
+    rng = np.random.default_rng(12)
+    ref = T.ladder_replicates(rng, 1.0, 1, seeds=1, noise=0.002)
+    arm = T.ladder_replicates(rng, 1.3, 1, seeds=1, noise=0.002)
+    ours = T.replicate_intervals(ref, {"fast": arm}, 4000, rng, loss_noise=0.002)["fast"][0]
+    n, tokens = RUNGS[1][1], T.REPLICATE_TOKENS
+    rows = [{"run_id": f"{name}{k}", "rung": "r", "non_embedding_params": n, "params": None,
+             "algorithm": name, "budget": float(2 ** k), "tokens": tokens[k], "seed": 0,
+             "final_loss": runs[0, k, 0, 0], "train_seconds": runs[0, k, 0, 1],
+             "status": "complete", "early": False, "repeated_tokens": False,
+             "transfer": None, "tuning_trials": 0}
+            for name, runs in (("adamw", ref), ("fast", arm)) for k in range(len(tokens))]
+    theirs = L.ladder_analysis(pd.DataFrame(rows), "adamw", draws=4000, loss_noise=0.002)
+    assert ours == pytest.approx(tuple(theirs["rungs"][0]["speedups"]["fast"]["interval"]),
+                                 rel=0.005)
+
+
+def test_one_seed_says_how_to_get_intervals_and_loss_noise_is_refused_with_seeds():
+    frame = _one_seed({"adamw": 1.0, "x": 1.3})
+    out = L.ladder_analysis(frame, "adamw", draws=20)
+    assert out["rungs"][0]["speedups"]["x"]["interval"] is None
+    assert "--loss-noise SIGMA" in out["interval_note"] and "--loss-noise" in L.ladder_text(out)
+    seeded = finals({"adamw": 1.0, "x": 2.0}, np.random.default_rng(0), rungs=RUNGS[:1], seeds=2)
+    with pytest.raises(ValueError, match="--loss-noise is for one seed per configuration; .* "
+                                         "has 2 seeds"):
+        L.ladder_analysis(seeded, "adamw", draws=20, loss_noise=0.002)
+    with pytest.raises(ValueError, match="--loss-noise -1 is not valid"):
+        L.ladder_analysis(frame, "adamw", draws=20, loss_noise=-1)
+
+
+def test_the_overall_value_uses_shared_budgets_and_a_missing_budget_prints_a_dash():
+    """The candidate is the reference at half the tokens (budgets 0.5 to 8): 2.000 at every
+    budget; the rung's value is over the 4 budgets both ran; 16 prints '-' for it."""
+    frame = _one_seed({"adamw": 1.0})
+    half = frame.assign(algorithm="half", tokens=frame["tokens"] / 2,
+                        budget=frame["budget"] / 2)
+    twin = frame.assign(algorithm="twin")  # budgets 1 to 16: the table has a 16x column
+    out = L.ladder_analysis(pd.concat([frame, half, twin]), "adamw", draws=20)
+    s = out["rungs"][0]["speedups"]["half"]
+    assert [p["value"] for p in s["per_budget"]] == pytest.approx([2.0] * 5, abs=5e-4)
+    assert s["budgets_used"] == ["1", "2", "4", "8"] and [p["shared"] for p in
+                                                          s["per_budget"]][0] is False
+    assert s["value"] == pytest.approx(2.0, abs=5e-4)
+    table = L.ladder_text(out)
+    speed = next(line for line in table.splitlines() if line.split()[:1] == ["half"]
+                 and " vs " in line)
+    assert speed.split()[-1] == "-" and "NaN" not in table  # the 16x column
+
+
+def test_time_ratios_carry_extrapolated():
+    rows = []
+    for name, factor in (("adamw", 1), ("x", 4)):
+        for budget, d in zip((1, 2, 4, 8), (1.0, 4.0, 16.0, 64.0)):
+            rows.append({"run_id": f"{name}{budget}", "rung": "r", "non_embedding_params": 10,
+                         "params": 20, "algorithm": name, "budget": budget, "tokens": d,
+                         "seed": 0, "final_loss": 2 * (factor * d) ** -0.5 + 1,
+                         "train_seconds": d, "status": "complete", "early": False,
+                         "repeated_tokens": False, "transfer": None, "tuning_trials": 0})
+    s = L.ladder_analysis(pd.DataFrame(rows), "adamw", draws=20)["rungs"][0]["speedups"]["x"]
+    assert [p["time_ratio_extrapolated"] for p in s["per_budget"]] == [False] * 3 + [True]
+    assert s["time_ratio_extrapolated"] is True
+
+
+def test_a_candidate_sorting_first_leaves_another_candidates_json_identical():
+    rng = np.random.default_rng(5)
+    frame = finals({"adamw": 1.0, "half": 0.5, "aaa": 1.5}, rng, rungs=RUNGS[:2])
+    both = L.ladder_analysis(frame, "adamw", draws=100)
+    alone = L.ladder_analysis(frame[frame["algorithm"] != "aaa"], "adamw", draws=100)
+    for key in ("rungs",):
+        for r_both, r_alone in zip(both[key], alone[key]):
+            assert json.dumps(r_both["speedups"]["half"], sort_keys=True) == \
+                json.dumps(r_alone["speedups"]["half"], sort_keys=True)
+    assert both["trend"]["half"] == alone["trend"]["half"]
+    assert both["verdicts"]["half"] == alone["verdicts"]["half"]
+
+
+def test_verdicts_say_faster_slower_or_not_shown_with_the_trend(planted):
+    verdicts = planted["verdicts"]
+    assert verdicts["double"].startswith("double: faster than adamw at every rung (")
+    assert verdicts["half"].startswith("half: slower than adamw at every rung (")
+    assert verdicts["twin"].startswith("twin: not shown (")
+    assert "per doubling of model size" in verdicts["double"]

@@ -25,7 +25,10 @@ def test_the_tab_draws_the_speedups_and_one_loss_plot_per_rung(ladder_store):
     view = Ladder(selection=selection)
     assert not view.failure.visible
     kinds = [type(o).__name__ for o in view._body.objects]
-    assert kinds == ["HoloViews", "DataFrame", "HoloViews", "HoloViews"]
+    assert kinds == ["HoloViews", "DataFrame", "Markdown"] + ["HoloViews"] * 4  # loss, D_eff
+    assert "pb-ladder-deff" in view._body.objects[4].css_classes
+    notes = view._body.objects[2].object
+    assert "fast: faster than adamw at every rung" in notes
     table = view._body.objects[1].object
     assert list(table["rung"]) == ["gpt_tiny", "gpt_tiny", "gpt_small", "gpt_small"]
     assert list(table["seeds (candidate / reference)"]) == ["3 / 3"] * 4
@@ -42,12 +45,13 @@ def test_the_sidebar_picks_rungs_and_candidates(ladder_store):
     selection.param.update(algorithms=["adamw", "slow"], workloads=["gpt_small"])
     table = view._body.objects[1].object
     assert list(table["algorithm"]) == ["slow"] and list(table["rung"]) == ["gpt_small"]
-    assert len(view._body.objects) == 3  # speedups, table, one rung
+    assert len(view._body.objects) == 5  # speedups, table, verdicts, one rung's two plots
 
 
 def test_figures_name_each_rung_and_the_speedups(ladder_store):
     names = set(figures(Selection(store_path=str(ladder_store))))
-    assert names == {"ladder_loss_gpt_tiny", "ladder_loss_gpt_small", "ladder_speedup"}
+    assert names == {"ladder_loss_gpt_tiny", "ladder_loss_gpt_small", "ladder_speedup",
+                     "ladder_deff_gpt_tiny", "ladder_deff_gpt_small"}
 
 
 def test_a_store_without_ladder_runs_says_so(fake_store):

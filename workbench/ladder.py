@@ -11,14 +11,21 @@ Per rung (one model size), with D the planned training tokens of a budget:
     D_ref(L_X) / D, where D_ref(L) = (a / (L - c))^(1/b) inverts the fit: the tokens the
     reference would need to reach L_X. L_X <= c: no amount of reference data reaches it (the
     speedup is unbounded, reported as undefined); D_ref outside the fitted budgets: extrapolated;
-  - `value` is the geometric mean of the per-budget speedups;
+  - `value` is the geometric mean of the per-budget speedups over the budgets both sides ran
+    where the speedup is defined (`value_all_budgets`: over all of the candidate's budgets);
   - the time ratio is the same with the reference's L(T) fitted over its train seconds:
-    T_ref(L_X) / T_X (T_X the candidate's mean train seconds at that budget);
+    T_ref(L_X) / T_X (T_X the candidate's mean train seconds at that budget), flagged
+    extrapolated as speedups are;
   - intervals: a bootstrap over seeds and the fit together. Each draw resamples, per budget, the
     reference's runs and each candidate's runs with replacement, refits the reference and
-    recomputes every figure (`DRAWS` draws, seed 0, the same draws on every surface). Deviations of
-    a resampled mean from the mean are scaled by sqrt(n / (n - 1)): a plain bootstrap of n runs
-    shrinks a mean's variance by (n - 1) / n, which with 5 seeds is 20 % too narrow.
+    recomputes every figure (`DRAWS` draws, seed 0, the same draws on every surface; each
+    candidate's stream seeded by its name). Deviations of a resampled mean from the mean are
+    scaled by sqrt(n / (n - 1)): a plain bootstrap of n runs shrinks a mean's variance by
+    (n - 1) / n, which with 5 seeds is 20 % too narrow. With one seed per configuration and a
+    stated `loss_noise`, a parametric bootstrap (mean + N(0, loss_noise^2 / runs)) instead;
+  - fragility: each candidate's speedups with each of the reference's fitted budgets left out
+    of its fit in turn (4 or more budgets), and per rung the largest move;
+  - verdicts: one sentence per candidate over the rungs, with the trend.
 Over rungs, `slope_per_doubling` is the least-squares slope of log2(speedup) against
 log2(non-embedding params), its interval from the same draws.
 
@@ -32,6 +39,7 @@ report's DEFAULT_NOISE_FLOOR below 2 seeds). A best at an edge is a rung warning
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -44,7 +52,8 @@ from workbench import tuning as T
 __all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means", "interval", "widening",
            "rung_analysis", "trend", "ladder_analysis", "ladder_text", "record_problem",
-           "finals_frame", "sweep_frame", "SWEEP_COLUMNS", "tuning_table"]
+           "finals_frame", "sweep_frame", "SWEEP_COLUMNS", "tuning_table", "budget_text",
+           "name_key", "verdict", "FRAGILE_CHANGE"]
 
 # Columns of the frame the analysis reads: one row per run.
 FINAL_COLUMNS = (
@@ -65,6 +74,7 @@ MIN_FIT_BUDGETS = 4     # fewer: a 3-parameter fit passes through the points (rm
 # D_ref within this fraction beyond the fitted budgets' ends still counts as inside: seed noise
 # alone puts an equal algorithm's smallest and largest budget just outside half the time.
 EXTRAPOLATION_TOLERANCE = 0.1
+FRAGILE_CHANGE = 0.05   # without an interval: a leave-one-out move beyond 5 % is flagged
 _B_GRID = np.geomspace(1e-3, B_MAX, 64)  # neighbours 13 % apart; golden section refines
 _GOLDEN = (math.sqrt(5) - 1) / 2
 _HUGE = 1e300
@@ -284,8 +294,9 @@ def finals_frame(runs: pd.DataFrame, records: Mapping[str, Any], last: pd.DataFr
             "repeated_tokens": bool(record.get("repeated_tokens") or False),
             "transfer": record.get("transfer"), "tuning_trials": record.get("tuning_trials"),
             "reference": record.get("reference"), "study_name": run.study_name,
-            "hparams": getattr(run, "hparams", None)})
-    columns = list(FINAL_COLUMNS) + ["reference", "study_name", "hparams"]
+            "hparams": getattr(run, "hparams", None),
+            "origin": _origin_label(record.get("origin"))})
+    columns = list(FINAL_COLUMNS) + ["reference", "study_name", "hparams", "origin"]
     return pd.DataFrame(rows, columns=columns), skipped
 
 
@@ -307,6 +318,15 @@ def sweep_frame(runs: pd.DataFrame, records: Mapping[str, Any], last: pd.DataFra
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
 
 
+def _origin_label(origin: Any) -> str | None:
+    """"<kind> table <name> (<file>)" for an imported run's record origin; None for runs
+    Pacebench ran (or an origin that is not an object)."""
+    if not isinstance(origin, Mapping):
+        return None
+    kind, name, file = (str(origin.get(k, "?"))[:MAX_NAME] for k in ("kind", "name", "file"))
+    return f"{kind} table {name!r} ({file})"
+
+
 def _num(value: Any, digits: int = 6) -> float | None:
     value = float(value)
     return round(value, digits) if math.isfinite(value) else None
@@ -319,6 +339,8 @@ def widening(level: float, dof: int) -> float:
 
     if dof < 1:
         return math.nan
+    if math.isinf(dof):  # a stated noise (--loss-noise), not one estimated from seeds
+        return 1.0
     q = (1 + level) / 2
     return float(t.ppf(q, dof) / norm.ppf(q))
 
@@ -380,40 +402,128 @@ class _Arm:
     def means(self) -> np.ndarray:  # budgets x [loss, seconds]
         return np.array([v.mean(0) for v in self.values]).reshape(-1, 2)
 
-    def draws(self, draws: int, rng: np.random.Generator) -> np.ndarray:  # draws x budgets x 2
-        return np.stack([rescaled_means(v, draws, rng) for v in self.values], 1)
+    def draws(self, draws: int, rng: np.random.Generator,
+              loss_noise: float | None = None) -> np.ndarray:  # draws x budgets x 2
+        """Bootstrap means per budget: resampled seeds, or with `loss_noise` (one seed per
+        configuration) the mean plus normal noise of sd loss_noise / sqrt(runs), seconds as
+        they are (a parametric bootstrap)."""
+        if loss_noise is None:
+            return np.stack([rescaled_means(v, draws, rng) for v in self.values], 1)
+        means = np.repeat(self.means()[None], draws, 0)
+        runs = np.array([len(v) for v in self.values], float)
+        means[..., 0] += rng.standard_normal(means.shape[:2]) * loss_noise / np.sqrt(runs)
+        return means
+
+    def labels(self) -> list[str]:
+        return [budget_text(b) for b in self.budgets]
+
+    def only(self, labels: Sequence[str]) -> "_Arm":
+        """The budgets whose printed label is among `labels`."""
+        keep = [i for i, label in enumerate(self.labels()) if label in set(labels)]
+        return _Arm([self.budgets[i] for i in keep], [self.tokens[i] for i in keep],
+                    [self.values[i] for i in keep])
 
     def seeds(self) -> int:
         return min((len(v) for v in self.values), default=0)
 
 
 def _usable(frame: pd.DataFrame) -> pd.DataFrame:
-    """Runs with a finite final loss and positive train seconds, of a finished status."""
+    """Runs with a finite final loss and positive train seconds (or none: an imported table
+    without seconds, which gives no time ratio), of a finished status."""
+    seconds = frame["train_seconds"].astype(float)
     ok = (frame["status"] == "complete") & np.isfinite(frame["final_loss"].astype(float)) & \
-        (frame["train_seconds"].astype(float) > 0)
+        ((seconds > 0) | seconds.isna())
     return frame[ok]
 
 
+def _outside(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    return (x < low * (1 - EXTRAPOLATION_TOLERANCE)) | (x > high * (1 + EXTRAPOLATION_TOLERANCE))
+
+
 def _speedups(fits: tuple, time_fits: tuple, means: np.ndarray, tokens: np.ndarray,
-              low: float, high: float) -> dict[str, np.ndarray]:
-    """Per budget (last axis): speedup, whether extrapolated, time ratio; draws broadcast."""
+              low: float, high: float, time_range: tuple[float, float] = (math.nan, math.nan)
+              ) -> dict[str, np.ndarray]:
+    """Per budget (last axis): speedup and whether extrapolated (D_ref outside [low, high]),
+    time ratio and whether extrapolated (T_ref outside `time_range`); draws broadcast."""
     a, b, c = (np.asarray(v, float)[..., None] for v in fits)
     ta, tb, tc = (np.asarray(v, float)[..., None] for v in time_fits)
     loss, seconds = means[..., 0], means[..., 1]
     d_ref = invert(a, b, c, loss)
     t_ref = invert(ta, tb, tc, loss)
+    with np.errstate(invalid="ignore"):
+        timed = _outside(t_ref, *time_range) & np.isfinite(t_ref / seconds)
     return {"speedup": d_ref / tokens, "time_ratio": t_ref / seconds,
-            "extrapolated": (d_ref < low * (1 - EXTRAPOLATION_TOLERANCE))
-            | (d_ref > high * (1 + EXTRAPOLATION_TOLERANCE))}
+            "extrapolated": _outside(d_ref, low, high), "time_extrapolated": timed}
+
+
+def name_key(name: str) -> int:
+    """A stable 63-bit number of a name: its candidate's random stream, so adding or removing
+    another candidate moves none of its draws."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") >> 1
+
+
+@dataclass
+class _Reference:
+    """The reference's fit at a rung and its bootstrap refits (what every candidate reads)."""
+
+    arm: _Arm          # all of its budgets
+    fit_arm: _Arm      # the budgets fitted
+    fit: PowerLawFit
+    time_fit: PowerLawFit | None
+    fits: tuple        # refits per draw: (a, b, c), each (draws,)
+    time_fits: tuple
+    left_out: dict[str, tuple] | None  # {budget label: (a, b, c) without it}; None: < 4 budgets
+
+
+def _reference(ref: _Arm, fit_budgets: Sequence[str] | None, draws: int,
+               rng: np.random.Generator, loss_noise: float | None,
+               warnings: list[str]) -> _Reference | None:
+    """The reference's fits at a rung, or None (and a warning) when it has under 3 budgets."""
+    fit_arm = ref.only(fit_budgets) if fit_budgets else ref
+    if fit_budgets:
+        lacking = sorted(set(fit_budgets) - set(fit_arm.labels()), key=float)
+        if lacking:
+            warnings.append(f"--fit-budgets {', '.join(lacking)}: the reference has no run at "
+                            "that budget here")
+    if len(fit_arm.budgets) < 3:
+        warnings.append(f"the reference has {len(fit_arm.budgets)} budgets to fit here; the fit "
+                        "L(D) = a D^-b + c needs 3 or more: no speedup")
+        return None
+    if len(fit_arm.budgets) < MIN_FIT_BUDGETS:
+        warnings.append(f"the fit passes through the reference's {len(fit_arm.budgets)} budgets "
+                        f"(3 parameters): its rmse says nothing of its error; use "
+                        f"{MIN_FIT_BUDGETS} or more budgets")
+    means, tokens = fit_arm.means(), np.array(fit_arm.tokens)
+    fit = fit_power_law(tokens, means[:, 0])
+    time_fit = _time_fit(means, warnings)
+    drawn = fit_arm.draws(draws, rng, loss_noise)
+    fits = fit_power_laws(tokens, drawn[..., 0])
+    time_fits = fit_power_laws(drawn[..., 1], drawn[..., 0]) if time_fit else \
+        (np.nan, np.nan, np.nan)
+    left_out = None
+    if len(fit_arm.budgets) >= MIN_FIT_BUDGETS:
+        keep = np.ones(len(tokens), bool)
+        left_out = {}
+        for j, label in enumerate(fit_arm.labels()):
+            keep[:] = True
+            keep[j] = False
+            f = fit_power_law(tokens[keep], means[keep, 0])
+            left_out[label] = (f.a, f.b, f.c)
+    return _Reference(ref, fit_arm, fit, time_fit, fits, time_fits, left_out)
 
 
 def rung_analysis(frame: pd.DataFrame, reference: str, rung_index: int = 0,
                   draws: int = DRAWS, level: float = INTERVAL_LEVEL, seed: int = 0,
-                  sweeps: pd.DataFrame | None = None) -> dict[str, Any]:
+                  sweeps: pd.DataFrame | None = None, loss_noise: float | None = None,
+                  fit_budgets: Sequence[str] | None = None) -> dict[str, Any]:
     """The analysis of one rung (`frame`: its runs, FINAL_COLUMNS) as the JSON of one entry of
-    "rungs", plus "_draws": {algorithm: bootstrap draws of the geometric-mean speedup} for
-    `trend`. Draws come from default_rng([seed, rung_index, k]) (k = 0 the reference, k = the
-    candidate's position + 1 in name order), so adding a candidate moves no other figure.
+    "rungs", plus "_draws": {algorithm: bootstrap draws of the rung's speedup} for `trend`.
+    Draws come from default_rng([seed, name_key(rung), 0]) for the reference and
+    default_rng([seed, name_key(rung), name_key(candidate)]) for a candidate, so adding a
+    candidate moves no other figure (`rung_index` is kept for callers; it does not matter).
+    `loss_noise`: the sd of one run's final loss (nats), for a parametric bootstrap when each
+    configuration has one seed. `fit_budgets`: the budget labels (as they print) the
+    reference's fit uses; default all of its budgets.
     `sweeps`: the rung's sweep runs (sweep_frame), behind its `tuning_report`."""
     first = frame.iloc[0]
     out: dict[str, Any] = {"name": str(first["rung"]),
@@ -421,7 +531,8 @@ def rung_analysis(frame: pd.DataFrame, reference: str, rung_index: int = 0,
                            "params": int(first["params"]) if pd.notna(first["params"]) else None,
                            "fit": None, "time_fit": None, "losses": {}, "speedups": {},
                            "seeds": {}, "tuning": {}, "tuning_report": {}, "transfer": {},
-                           "warnings": [], "_draws": {}}
+                           "fragility": None, "fragility_note": None, "warnings": [],
+                           "_draws": {}}
     warnings = out["warnings"]
     used = _usable(frame)
     _describe(out, frame, used, reference)
@@ -431,35 +542,30 @@ def rung_analysis(frame: pd.DataFrame, reference: str, rung_index: int = 0,
         warnings.append(f"the reference {reference} has no finished run at this rung: "
                         "no fit, no speedup")
         return out
-    ref = _Arm.of(ref_runs)
-    if len(ref.budgets) < 3:
-        warnings.append(f"the reference has {len(ref.budgets)} budgets here; the fit "
-                        "L(D) = a D^-b + c needs 3 or more: no speedup")
+    key = name_key(out["name"])
+    ref = _reference(_Arm.of(ref_runs), fit_budgets, draws,
+                     np.random.default_rng([seed, key, 0]), loss_noise, warnings)
+    if ref is None:
         return out
-    if len(ref.budgets) < MIN_FIT_BUDGETS:
-        warnings.append(f"the fit passes through the reference's {len(ref.budgets)} budgets "
-                        f"(3 parameters): its rmse says nothing of its error; use "
-                        f"{MIN_FIT_BUDGETS} or more budgets")
-    means = ref.means()
-    tokens = np.array(ref.tokens)
-    fit = fit_power_law(tokens, means[:, 0])
-    time_fit = _time_fit(means, warnings)
-    out["fit"] = fit.to_json()
-    out["time_fit"] = time_fit.to_json() if time_fit else None
-    ref_draws = ref.draws(draws, np.random.default_rng([seed, rung_index, 0]))
-    fits = fit_power_laws(tokens, ref_draws[..., 0])
-    time_fits = fit_power_laws(ref_draws[..., 1], ref_draws[..., 0]) if time_fit else \
-        (np.nan, np.nan, np.nan)
-    names = sorted(set(used["algorithm"]) - {reference})
-    for k, algorithm in enumerate(names, start=1):
+    out["fit"] = ref.fit.to_json()
+    out["time_fit"] = ref.time_fit.to_json() if ref.time_fit else None
+    if ref.left_out is None:
+        out["fragility_note"] = (f"leaving one budget out of the fit needs {MIN_FIT_BUDGETS} or "
+                                 f"more reference budgets; this rung fits "
+                                 f"{len(ref.fit_arm.budgets)}")
+    else:
+        out["fragility"] = {}
+    for algorithm in sorted(set(used["algorithm"]) - {reference}):
         arm = _Arm.of(used[used["algorithm"] == algorithm])
-        rng = np.random.default_rng([seed, rung_index, k])
-        result = _candidate(arm, ref, fit, time_fit, fits, time_fits, arm.draws(draws, rng),
-                            level)
+        rng = np.random.default_rng([seed, key, name_key(str(algorithm))])
+        result = _candidate(arm, ref, arm.draws(draws, rng, loss_noise), level, loss_noise)
         out["_draws"][algorithm] = (result.pop("_draws"), result.pop("_dof"))
+        fragility = result.pop("_fragility")
+        if out["fragility"] is not None:
+            out["fragility"][algorithm] = fragility
+        warnings += [f"{algorithm}: {w}" for w in result.pop("_warnings")]
         out["speedups"][algorithm] = result
     return out
-
 
 
 def _describe(out: dict[str, Any], frame: pd.DataFrame, used: pd.DataFrame,
@@ -508,6 +614,10 @@ def _time_fit(means: np.ndarray, warnings: list[str]) -> PowerLawFit | None:
     """The reference's L(T) over its mean train seconds per budget; None (and a warning) when
     they are not 3 or more distinct positive times."""
     seconds = means[:, 1]
+    if np.isnan(seconds).all():
+        warnings.append("the reference's runs give no train seconds (an imported table without "
+                        "them): no time ratio")
+        return None
     if len(np.unique(seconds)) < 3 or not (seconds > 0).all():
         warnings.append("the reference's train seconds are not 3 or more distinct times: no "
                         "time ratio")
@@ -515,19 +625,28 @@ def _time_fit(means: np.ndarray, warnings: list[str]) -> PowerLawFit | None:
     return fit_power_law(seconds, means[:, 0])
 
 
-def _candidate(arm: _Arm, ref: _Arm, fit: PowerLawFit, time_fit: PowerLawFit | None,
-               fits: tuple,
-               time_fits: tuple, arm_draws: np.ndarray, level: float) -> dict[str, Any]:
-    """One candidate's speedups at a rung: point values from the fits, intervals from the
-    draws (the reference's refits `fits`, `time_fits` and the candidate's `arm_draws`)."""
+def _candidate(arm: _Arm, ref: _Reference, arm_draws: np.ndarray, level: float,
+               loss_noise: float | None) -> dict[str, Any]:
+    """One candidate's speedups at a rung: point values from the reference's fits, intervals
+    from the draws (the reference's refits and the candidate's `arm_draws`), leave-one-out
+    values. The rung's `value` is the geometric mean over the budgets both sides ran where
+    the speedup is defined (`value_all_budgets`: over all of the candidate's budgets)."""
+    fit, time_fit = ref.fit, ref.time_fit
     tokens = np.array(arm.tokens)
     time_point = (time_fit.a, time_fit.b, time_fit.c) if time_fit else (np.nan,) * 3
+    time_range = (time_fit.low, time_fit.high) if time_fit else (math.nan, math.nan)
     point = _speedups((fit.a, fit.b, fit.c), time_point, arm.means(), tokens, fit.low,
-                      fit.high)
-    drawn = _speedups(fits, time_fits, arm_draws, tokens, fit.low, fit.high)
+                      fit.high, time_range)
+    drawn = _speedups(ref.fits, ref.time_fits, arm_draws, tokens, fit.low, fit.high)
     seeds = arm.seeds()
-    resampled = seeds >= 2 and ref.seeds() >= 2  # one run: nothing to resample
-    dof = seeds + ref.seeds() - 2
+    resampled = loss_noise is not None or (seeds >= 2 and ref.arm.seeds() >= 2)
+    dof = math.inf if loss_noise is not None else seeds + ref.arm.seeds() - 2
+    labels, shared_labels = arm.labels(), set(ref.arm.labels())
+    shared = np.array([label in shared_labels for label in labels], bool)
+    defined = np.isfinite(point["speedup"]) & (point["speedup"] > 0)
+    use = shared & defined
+    warnings = _use_warnings(labels, shared, defined)
+    loo = _leave_one_out(ref.left_out, arm.means(), tokens)
     per_budget = []
     for j, budget in enumerate(arm.budgets):
         value = float(point["speedup"][j])
@@ -537,20 +656,75 @@ def _candidate(arm: _Arm, ref: _Arm, fit: PowerLawFit, time_fit: PowerLawFit | N
                            "value": _num(value), "interval": _pair(low, high),
                            "extrapolated": bool(point["extrapolated"][j]),
                            "below_floor": bool(np.isinf(value)),
+                           "shared": bool(shared[j]),
                            "time_ratio": _num(point["time_ratio"][j]),
+                           "time_ratio_extrapolated": bool(point["time_extrapolated"][j]),
+                           "leave_one_out": None if loo is None else
+                           {k: _num(v[j]) for k, v in loo.items()},
                            "seeds": len(arm.values[j])})
-    geo, geo_draws = _geo(point["speedup"]), _geo(drawn["speedup"])
-    time_geo, time_draws = _geo(point["time_ratio"]), _geo(drawn["time_ratio"])
+    if use.any():
+        geo, geo_draws = _geo(point["speedup"][use]), _geo(drawn["speedup"][:, use])
+        time_geo, time_draws = _geo(point["time_ratio"][use]), _geo(drawn["time_ratio"][:, use])
+    else:  # no budget both sides ran with a defined speedup: no rung value
+        geo, time_geo = math.nan, math.nan
+        geo_draws = time_draws = np.full(len(arm_draws), math.nan)
     low, high = interval(geo_draws, level, float(geo), dof) if resampled else (math.nan,) * 2
     t_low, t_high = interval(time_draws, level, float(time_geo), dof) if resampled \
         else (math.nan,) * 2
     return {"value": _num(geo), "interval": _pair(low, high),
-            "extrapolated": bool(point["extrapolated"].any()),
-            "below_floor": bool(np.isinf(geo)),
+            "value_all_budgets": _num(_geo(point["speedup"])),
+            "budgets_used": [labels[j] for j in np.flatnonzero(use)],
+            "extrapolated": bool(point["extrapolated"][use].any()),
+            "below_floor": bool(np.isinf(point["speedup"]).any()),
             "time_ratio": _num(time_geo), "time_ratio_interval": _pair(t_low, t_high),
-            "seeds": seeds, "reference_seeds": ref.seeds(), "budgets": len(arm.budgets),
+            "time_ratio_extrapolated": bool(point["time_extrapolated"][use].any()),
+            "seeds": seeds, "reference_seeds": ref.arm.seeds(), "budgets": len(arm.budgets),
             "per_budget": per_budget, "_draws": geo_draws if resampled else None,
-            "_dof": dof}
+            "_dof": dof, "_warnings": warnings,
+            "_fragility": _fragility(loo, use, geo, (low, high))}
+
+
+def _use_warnings(labels: list[str], shared: np.ndarray, defined: np.ndarray) -> list[str]:
+    """Why some budgets are left out of a candidate's rung value."""
+    out = []
+    alone = [label for label, s in zip(labels, shared) if not s]
+    if alone:
+        out.append(f"budget {', '.join(alone)} has no reference run: shown, left out of the "
+                   "rung's speedup (value_all_budgets keeps it)")
+    below = [label for label, s, d in zip(labels, shared, defined) if s and not d]
+    if below:
+        out.append(f"at budget {', '.join(below)} the loss is at or below the reference fit's "
+                   "floor c: no speedup there; the rung's speedup uses the other budgets")
+    return out
+
+
+def _leave_one_out(left_out: dict[str, tuple] | None, means: np.ndarray,
+                   tokens: np.ndarray) -> dict[str, np.ndarray] | None:
+    """{budget label: per-budget speedups with that budget left out of the reference's fit}."""
+    if left_out is None:
+        return None
+    return {label: invert(a, b, c, means[:, 0]) / tokens for label, (a, b, c) in left_out.items()}
+
+
+def _fragility(loo: dict[str, np.ndarray] | None, use: np.ndarray, value: float,
+               pair: tuple[float, float]) -> dict[str, Any] | None:
+    """The largest |log2 change| of the rung's speedup when one reference budget is left out
+    of the fit, the budget causing it, and whether it moves more than the interval's
+    half-width on a log scale (more than 5 % without an interval)."""
+    if loo is None or not use.any() or not (math.isfinite(value) and value > 0):
+        return None
+    changes = {}
+    for label, values in loo.items():
+        moved = _geo(values[use])
+        changes[label] = (abs(math.log2(moved / value)) if math.isfinite(moved) and moved > 0
+                          else math.inf, moved)
+    label = max(changes, key=lambda k: changes[k][0])
+    change, moved = changes[label]
+    low, high = pair
+    bound = (math.log2(high) - math.log2(low)) / 2 if math.isfinite(low) and low > 0 and \
+        math.isfinite(high) else math.log2(1 + FRAGILE_CHANGE)
+    return {"largest_log2_change": _num(change), "budget": label, "value_without": _num(moved),
+            "fragile": bool(change > bound), "threshold_log2": _num(bound)}
 
 
 def _pair(low: float, high: float) -> list | None:
@@ -636,13 +810,16 @@ def _slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: int = DRAWS,
                     level: float = INTERVAL_LEVEL, seed: int = 0,
-                    sweeps: pd.DataFrame | None = None) -> dict[str, Any]:
+                    sweeps: pd.DataFrame | None = None, loss_noise: float | None = None,
+                    fit_budgets: Sequence[float] | None = None) -> dict[str, Any]:
     """The ladder's JSON (see the module doc) from its runs' final losses (FINAL_COLUMNS) and
     its sweep runs (`sweeps`, sweep_frame; default finals.attrs["sweeps"], as
     query.ladder_finals leaves it; none: every tuning_report says "not swept").
     `reference`: default the one the runs name (a `reference` column, from the ladder's
     record), else adamw when present, else the first name. A ValueError names the valid names
-    for an unknown reference."""
+    for an unknown reference. `loss_noise` (nats, > 0): intervals by a parametric bootstrap
+    when every configuration has one seed (refused with 2 or more: their spread is used).
+    `fit_budgets`: the reference's budgets its fit uses (default all)."""
     missing = [c for c in FINAL_COLUMNS if c not in finals.columns]
     if missing:
         raise ValueError(f"ladder frame lacks {', '.join(missing)}")
@@ -653,16 +830,106 @@ def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: i
     if reference not in names:
         raise ValueError(f"unknown reference {reference!r}: the ladder's algorithms are "
                          f"{', '.join(names)}")
+    _check_loss_noise(finals, loss_noise)
+    labels = _fit_labels(fit_budgets)
     order = finals.groupby("rung")["non_embedding_params"].max().sort_values(kind="stable")
     sweeps = sweeps if sweeps is not None else finals.attrs.get("sweeps")
     rungs = [rung_analysis(finals[finals["rung"] == rung], reference, i, draws, level, seed,
-                           None if sweeps is None else sweeps[sweeps["rung"] == rung])
+                           None if sweeps is None else sweeps[sweeps["rung"] == rung],
+                           loss_noise, labels)
              for i, rung in enumerate(order.index)]
     out = {"reference": reference, "rungs": rungs, "trend": trend(rungs, level),
-           "interval_level": level, "draws": draws, "bootstrap_seed": seed}
+           "interval_level": level, "draws": draws, "bootstrap_seed": seed,
+           "loss_noise": loss_noise, "fit_budgets": labels, "interval_note": None,
+           "origins": _origins(finals)}
+    one_seed = any(s["interval"] is None and s["value"] is not None and
+                   min(s["seeds"], s["reference_seeds"]) < 2
+                   for r in rungs for s in r["speedups"].values())
+    if one_seed:
+        out["interval_note"] = ("intervals n/a: one seed per configuration; give --loss-noise "
+                                "SIGMA (the sd of one run's final loss in nats, e.g. a measured "
+                                "noise floor) for a parametric bootstrap")
+    out["verdicts"] = {name: verdict(name, rungs, out["trend"][name], reference, level)
+                       for name in out["trend"]}
     for rung in rungs:
         rung.pop("_draws")
     return out
+
+
+def _check_loss_noise(finals: pd.DataFrame, loss_noise: float | None) -> None:
+    if loss_noise is None:
+        return
+    if not _is_number(loss_noise) or loss_noise <= 0:
+        raise ValueError(f"--loss-noise {loss_noise!r} is not valid; valid is a loss sd in "
+                         "nats > 0, e.g. 0.0015")
+    used = _usable(finals)
+    counts = used.groupby(["rung", "algorithm", "budget"]).size()
+    if len(counts) and counts.max() >= 2:
+        (rung, algorithm, budget), n = counts.idxmax(), int(counts.max())
+        raise ValueError(f"--loss-noise is for one seed per configuration; {algorithm} has {n} "
+                         f"seeds at rung {rung}, budget {budget_text(budget)}: their spread "
+                         "gives the intervals (drop --loss-noise)")
+
+
+def _fit_labels(fit_budgets: Sequence[float] | None) -> list[str] | None:
+    if fit_budgets is None:
+        return None
+    if not fit_budgets or not all(_is_number(b) and b > 0 for b in fit_budgets):
+        raise ValueError(f"--fit-budgets {fit_budgets!r} is not valid; valid are budgets > 0, "
+                         "e.g. 1,2,4,8")
+    return sorted({budget_text(b) for b in fit_budgets}, key=float)
+
+
+def _origins(finals: pd.DataFrame) -> dict[str, int]:
+    """{where runs came from: how many}: "pacebench" or an imported table's label."""
+    if "origin" not in finals.columns:
+        return {"pacebench": len(finals)}
+    labels = finals["origin"].where(finals["origin"].notna(), "pacebench").astype(str)
+    return {k: int(v) for k, v in labels.value_counts().sort_index().items()}
+
+
+def verdict(name: str, rungs: Sequence[Mapping[str, Any]], trend_entry: Mapping[str, Any],
+            reference: str, level: float = INTERVAL_LEVEL) -> str:
+    """One sentence on a candidate over the rungs: "faster ... at every rung", "slower ...",
+    "not shown" (no interval excludes 1, or no intervals), with its speedups and the trend."""
+    shown = [(r["name"], r["speedups"][name]) for r in rungs
+             if name in r["speedups"] and r["speedups"][name]["value"] is not None]
+    if not shown:
+        return f"{name}: not shown (no rung with a speedup over {reference})"
+    above = [n for n, s in shown if s["interval"] and s["interval"][0] is not None
+             and s["interval"][0] > 1]
+    below = [n for n, s in shown if s["interval"] and s["interval"][1] is not None
+             and s["interval"][1] < 1]
+    if len(above) == len(shown):
+        head = f"faster than {reference} at every rung"
+    elif len(below) == len(shown):
+        head = f"slower than {reference} at every rung"
+    elif above or below:
+        parts = ([f"faster at {', '.join(above)}"] if above else []) + \
+            ([f"slower at {', '.join(below)}"] if below else [])
+        head = " and ".join(parts) + \
+            (", not shown at the others" if len(above) + len(below) < len(shown) else "")
+    else:
+        head = "not shown" + ("" if any(s["interval"] for _, s in shown) else
+                              " (no intervals: one seed; give --loss-noise)")
+    values = ", ".join(f"{s['value']:.3f}x at {n}" for n, s in shown)
+    return f"{name}: {head} ({values}){_trend_words(trend_entry, level)}."
+
+
+def _trend_words(t: Mapping[str, Any], level: float) -> str:
+    slope = t.get("slope_per_doubling")
+    if slope is None:
+        return "; no trend (one rung)"
+    change = 100 * (2 ** slope - 1)
+    words = f"; the speedup {'grows' if change >= 0 else 'shrinks'} by {abs(change):.1f} % " \
+            "per doubling of model size"
+    pair = t.get("interval")
+    if pair is None:
+        return words + " (no interval)"
+    low, high = (100 * (2 ** v - 1) if v is not None else math.copysign(math.inf, k)
+                 for v, k in zip(pair, (-1, 1)))
+    sure = "" if low > 0 or high < 0 else ", not shown to change"
+    return words + f" ({100 * level:.0f} % interval {low:+.1f} % to {high:+.1f} %{sure})"
 
 
 def _default_reference(finals: pd.DataFrame, names: list[str]) -> str:
@@ -673,8 +940,14 @@ def _default_reference(finals: pd.DataFrame, names: list[str]) -> str:
     return "adamw" if "adamw" in names else names[0]
 
 
+def budget_text(budget: float) -> str:
+    """A budget as it prints (JSON keys, tables): 3 significant digits, no trailing zeros:
+    "16", "0.5", "1.23"."""
+    return f"{float(f'{float(budget):.3g}'):g}"
+
+
 def _budget_label(budget: float) -> str:
-    return f"{budget:g}x"
+    return f"{budget_text(budget)}x"
 
 
 def _value_text(value: float | None, below_floor: bool = False, digits: int = 3) -> str:
@@ -703,21 +976,48 @@ def _loss_table(rung: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _speedup_table(rung: Mapping[str, Any]) -> pd.DataFrame:
-    rows = []
+    """One row per candidate: rung speedup, interval, time ratio, seeds, then one column per
+    budget ("-" where the candidate has no run)."""
+    rows, budgets = [], set()
     for algorithm, s in rung["speedups"].items():
         row = {"algorithm": algorithm,
-               "speedup": _value_text(s["value"], s["below_floor"]) +
-               (" *" if s["extrapolated"] else ""),
+               "speedup": _value_text(s["value"]) + (" *" if s["extrapolated"] else ""),
                "interval": _interval_text(s["interval"], s["seeds"], s["reference_seeds"]),
-               "time ratio": _value_text(s["time_ratio"]),
-               "time interval": _interval_text(s["time_ratio_interval"], s["seeds"],
-                                               s["reference_seeds"]),
+               "time ratio": _value_text(s["time_ratio"]) +
+               (" *" if s.get("time_ratio_extrapolated") else ""),
+               "time interval": "n/a" if s["time_ratio"] is None else
+               _interval_text(s["time_ratio_interval"], s["seeds"], s["reference_seeds"]),
                "seeds": f"{s['seeds']} vs {s['reference_seeds']}"}
         for p in s["per_budget"]:
+            budgets.add(p["budget"])
             row[_budget_label(p["budget"])] = _value_text(p["value"], p["below_floor"]) + \
-                (" *" if p["extrapolated"] else "")
+                (" *" if p["extrapolated"] else "") + ("" if p.get("shared", True) else " (no ref)")
         rows.append(row)
-    return pd.DataFrame(rows)
+    columns = list(rows[0])[:6] + [_budget_label(b) for b in sorted(budgets)] if rows else []
+    return pd.DataFrame(rows, columns=columns).fillna("-")
+
+
+def _fragility_lines(rung: Mapping[str, Any], ref: str) -> list[str]:
+    """The leave-one-out line per candidate (flagged when fragile), or why there is none."""
+    if rung.get("fragility") is None:
+        return [f"fit fragility: n/a ({rung['fragility_note']})"] if rung.get("fragility_note") \
+            else []
+    lines = []
+    for name, f in rung["fragility"].items():
+        if f is None:
+            continue
+        value = rung["speedups"][name]["value"]
+        moved = "undefined" if f["value_without"] is None else f"{f['value_without']:.3f}"
+        change = "inf" if f["largest_log2_change"] is None else \
+            f"{f['largest_log2_change']:.3f}"
+        line = (f"fit fragility: {name} {value:.3f} -> {moved} with budget {f['budget']} left "
+                f"out of {ref}'s fit (|log2 change| {change})")
+        if f["fragile"]:
+            line = "warning: fragile " + line[len("fit fragility: "):] + \
+                (": more than its interval's half-width" if rung["speedups"][name]["interval"]
+                 else f": more than {100 * FRAGILE_CHANGE:.0f} %")
+        lines.append(line)
+    return lines
 
 
 def ladder_text(result: Mapping[str, Any]) -> str:
@@ -743,8 +1043,10 @@ def ladder_text(result: Mapping[str, Any]) -> str:
                       "budgets (* extrapolated beyond the fitted budgets); time ratio "
                       "T_ref(L_X) / T_X:",
                       _indent(_speedup_table(rung).to_string(index=False))]
+        lines += _fragility_lines(rung, ref)
         lines += _tuning_lines(rung)
         lines += [f"warning: {w}" for w in rung["warnings"]]
+    lines += _header_notes(result)
     if result["trend"]:
         lines += ["", "trend: change of log2(speedup) per doubling of non-embedding parameters"
                   " (least squares over rungs):"]
@@ -758,6 +1060,8 @@ def ladder_text(result: Mapping[str, Any]) -> str:
                 _interval_text(t["interval"], 2, 2)
             lines.append(f"  {name}: {t['slope_per_doubling']:+.4f} per doubling ({level} "
                          f"interval {interval}; {t['rungs']} rungs)")
+    if result.get("verdicts"):
+        lines += ["", "verdicts:"] + [f"  {v}" for v in result["verdicts"].values()]
     return "\n".join(lines)
 
 
@@ -781,6 +1085,24 @@ def _tuning_lines(rung: Mapping[str, Any]) -> list[str]:
         return []
     return ["tuning (each sweep's best at an edge of its range, beyond the seeds' spread?):",
             _indent(table.to_string(index=False))]
+
+
+def _header_notes(result: Mapping[str, Any]) -> list[str]:
+    """Where the runs came from, the fit's budgets, the stated loss noise, the one-seed note."""
+    lines = [""]
+    origins = result.get("origins") or {}
+    if set(origins) - {"pacebench"}:
+        lines.append("runs: " + "; ".join(f"{n} from {k}" for k, n in origins.items()) +
+                     " (imported rows: no steps or schedules to check)")
+    if result.get("fit_budgets"):
+        lines.append(f"the reference's fit uses budgets {', '.join(result['fit_budgets'])} "
+                     "(--fit-budgets)")
+    if result.get("loss_noise") is not None:
+        lines.append(f"intervals: a parametric bootstrap with a stated loss noise of "
+                     f"{result['loss_noise']:g} nats per run (--loss-noise)")
+    if result.get("interval_note"):
+        lines.append(result["interval_note"])
+    return lines if len(lines) > 1 else []
 
 
 def _indent(text: str) -> str:

@@ -297,21 +297,27 @@ class Results:
         return finals
 
     def ladder_result(self, reference: str | None = None,
-                      studies: Sequence[str] | str = ()) -> "LadderResult":
-        """The ladder analysis (workbench/ladder.py) of the store's ladder runs (rich)."""
+                      studies: Sequence[str] | str = (), loss_noise: float | None = None,
+                      fit_budgets: Sequence[float] | None = None) -> "LadderResult":
+        """The ladder analysis (workbench/ladder.py) of the store's ladder runs (rich).
+        `loss_noise` (nats): one seed per configuration, intervals by a parametric bootstrap;
+        `fit_budgets`: the reference's budgets its fit uses (`--fit-budgets 1,2,4,8`)."""
         finals = self.ladder_finals(studies)
         if finals.empty:
             raise ValueError(f"store {self.store.root} has no ladder runs: run `pacebench "
-                             "ladder --sizes ... --store` into it first (`pacebench ladder "
-                             "--list` names the sizes)")
-        return LadderResult(LD.ladder_analysis(finals, reference), finals)
+                             "ladder --sizes ... --store` (or `pacebench import-table --kind "
+                             "finals`) into it first (`pacebench ladder --list` names the sizes)")
+        return LadderResult(LD.ladder_analysis(finals, reference, loss_noise=loss_noise,
+                                               fit_budgets=fit_budgets), finals)
 
-    def ladder(self, reference: str | None = None,
-               studies: Sequence[str] | str = ()) -> dict[str, Any]:
+    def ladder(self, reference: str | None = None, studies: Sequence[str] | str = (),
+               loss_noise: float | None = None,
+               fit_budgets: Sequence[float] | None = None) -> dict[str, Any]:
         """What `pacebench ladder --summary --json` prints: per rung the reference's fit
         L(D) = a D^-b + c, each candidate's equal-loss speedups and time ratios with
-        bootstrap intervals, and the trend with size (workbench/ladder.py)."""
-        return self.ladder_result(reference, studies).to_json()
+        bootstrap intervals, leave-one-out fragility, and the trend with size
+        (workbench/ladder.py)."""
+        return self.ladder_result(reference, studies, loss_noise, fit_budgets).to_json()
 
     # -- the views ----------------------------------------------------------------------------
     def report(self, path: str | Path, title: str | None = None, **options) -> Path:

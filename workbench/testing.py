@@ -715,19 +715,26 @@ def ladder_replicates(rng: np.random.Generator, factor: float, replicates: int,
 
 
 def replicate_intervals(ref: np.ndarray, arms: Mapping[str, np.ndarray], draws: int,
-                        rng: np.random.Generator, dof: int | None = None) -> dict:
+                        rng: np.random.Generator, dof: int | None = None,
+                        loss_noise: float | None = None) -> dict:
     """{name: [(low, high) per replicate]}: the geometric-mean speedup intervals of many
     one-rung ladders at once (arrays as ladder_replicates makes them), by the steps of
     workbench.ladder.rung_analysis (a point fit per replicate; rescaled_means, one vectorised
     refit of the reference for all replicates x draws, invert, the geometric mean, interval)
     with the replicates as a leading axis. `dof`: of the widening (default rung_analysis's,
-    n_ref + n_X - 2; a huge one gives the plain percentile interval)."""
+    n_ref + n_X - 2; a huge one gives the plain percentile interval). `loss_noise`: the
+    parametric bootstrap of `--loss-noise` (each mean plus N(0, loss_noise^2 / seeds), no
+    widening) in place of resampling seeds."""
     from workbench import ladder
 
     replicates, budgets, seeds = ref.shape[:3]
     tokens = REPLICATE_TOKENS
 
     def drawn(values):  # replicates x draws x budgets x 2
+        if loss_noise is not None:
+            means = np.repeat(values.mean(2)[:, None], draws, 1)
+            means[..., 0] += rng.standard_normal(means.shape[:3]) * loss_noise / math.sqrt(seeds)
+            return means
         return np.stack([ladder.rescaled_means(values[:, k], draws, rng)
                          for k in range(budgets)], 2)
 
@@ -742,5 +749,6 @@ def replicate_intervals(ref: np.ndarray, arms: Mapping[str, np.ndarray], draws: 
         for r, fit in enumerate(points):
             value = math.exp(np.log(fit.inverse(means[r]) / tokens).mean())
             out[name].append(ladder.interval(np.exp(logs[r]), ladder.INTERVAL_LEVEL, value,
+                                             math.inf if loss_noise is not None else
                                              2 * seeds - 2 if dof is None else dof))
     return out

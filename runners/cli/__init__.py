@@ -1,10 +1,10 @@
 """The `pacebench` command: run, study, scale, tune, score, compare, budget, rank, report, serve,
-set-targets, noise, list, ladder, import-algoperf, merge, export, import-parquet.
+set-targets, noise, list, ladder, import-algoperf, merge, export, import-parquet, import-table.
 
 The commands are defined one group to a module: training.py (run, study, scale), tune.py (tune),
 analysis.py (score, compare, budget, rank, import-algoperf: printing what workbench.results returns),
 views.py (report, serve), targets.py (set-targets, noise, list), stores.py (merge, export,
-import-parquet), catalog.py (list's output) and ladder.py (ladder; running one: ladder_run.py);
+import-parquet), tables.py (import-table), catalog.py (list's output) and ladder.py (ladder; running one: ladder_run.py);
 common.py holds the flags and options they share. The store is `--store`, else
 $PACEBENCH_STORE, else `results/`. A bad input ends in one line saying what was wrong and what
 is valid (the traceback with PACEBENCH_DEBUG=1).
@@ -17,7 +17,7 @@ import os
 import sys
 import warnings
 
-from runners.cli import analysis, ladder, stores, targets, training, tune, views
+from runners.cli import analysis, ladder, stores, tables, targets, training, tune, views
 from runners.cli.common import reset_writing, store_path, writing_begun
 from runners.cli.flags import add_execution_flags, check_numbers
 from workbench.store import StoreError
@@ -41,7 +41,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pacebench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (training, tune, analysis, views, targets, stores, ladder):
+    for group in (training, tune, analysis, views, targets, stores, tables, ladder):
         group.add(sub)
     return parser
 

@@ -8,6 +8,7 @@ analysis is computed here. They load neither torch nor the dashboard's libraries
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from runners.cli.common import scope_options, store_path
@@ -101,15 +102,36 @@ def ladder_summary_flags(p) -> None:
     p.add_argument("--study", action="append", default=[], dest="ladder_studies",
                    metavar="NAME", help="with --summary: only the ladder of this name (its "
                                         "study name; repeatable); default: every ladder run")
+    p.add_argument("--loss-noise", type=float, metavar="SIGMA",
+                   help="with --summary, one seed per configuration: the sd of one run's final "
+                        "loss (nats) for parametric-bootstrap intervals (refused with 2+ seeds)")
+    p.add_argument("--fit-budgets", metavar="B1,B2,...",
+                   help="with --summary: the reference budgets its fit uses, e.g. 1,2,4,8 "
+                        "(default: all)")
 
 
 def ladder_summary(args: argparse.Namespace) -> int:
     """`pacebench ladder --summary [--json]`: what Results.ladder returns."""
     from workbench.results import dumps
 
-    result = _results(args).ladder_result(args.reference, args.ladder_studies)
+    result = _results(args).ladder_result(args.reference, args.ladder_studies,
+                                          args.loss_noise, _budgets(args.fit_budgets))
     print(dumps(result.to_json()) if args.json else result.text())
     return 0
+
+
+def _budgets(text: str | None) -> list[float] | None:
+    """--fit-budgets "1,2,4,8" -> [1.0, 2.0, 4.0, 8.0]; one error line when not numbers > 0."""
+    if text is None:
+        return None
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"--fit-budgets {text!r} is not valid; valid are budgets > 0 separated "
+                         "by commas, e.g. 1,2,4,8")
+    return values
 
 
 def _results(args: argparse.Namespace):

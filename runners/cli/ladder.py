@@ -40,9 +40,11 @@ def ladder(args: argparse.Namespace) -> int:
         return _print_rungs(args.json)
     if args.summary:
         return ladder_summary(args)
-    if args.json or args.reference or args.ladder_studies:
-        raise ValueError("--json goes with --list or --summary, --reference and --study with "
-                         "--summary (e.g. pacebench ladder --summary --json --store S)")
+    if args.json or args.reference or args.ladder_studies or args.loss_noise is not None \
+            or args.fit_budgets:
+        raise ValueError("--json goes with --list or --summary, --reference, --study, "
+                         "--loss-noise and --fit-budgets with --summary (e.g. pacebench ladder "
+                         "--summary --json --store S)")
     if not args.sizes and not args.algorithms:
         raise ValueError("nothing to do: `pacebench ladder --list [--json]` lists the rungs, "
                          "`--sizes A,B --algorithms X,Y` runs a ladder, `--summary` reads one")

@@ -1,6 +1,8 @@
 """Ladder: a model-size ladder's final validation loss against training tokens per rung
-(log-log, the reference's fitted L(D) = a D^-b + c dashed), and each candidate's equal-loss
-speedup against model size with its interval and seed counts.
+(log-log, the reference's fitted L(D) = a D^-b + c dashed), the tokens the reference would
+need against the tokens used per rung (D_eff against D, log-log, with the diagonal and 1.2x /
+1.4x guides), each candidate's equal-loss speedup against model size with its interval and
+seed counts, and one verdict sentence per candidate. Imported runs say where they came from.
 
 The numbers are workbench.ladder.ladder_analysis's, over the same runs and draws as
 `pacebench ladder --summary` (query.ladder_finals; DRAWS, seed 0), computed once per read of
@@ -21,7 +23,10 @@ from workbench.views.formats import md
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
-__all__ = ["Ladder", "ladder_of", "loss_plot", "speedup_plot", "speedup_rows", "figures"]
+__all__ = ["Ladder", "ladder_of", "loss_plot", "deff_plot", "deff_rows", "speedup_plot",
+           "speedup_rows", "figures", "GUIDES"]
+
+GUIDES = (1.0, 1.2, 1.4)  # speedups drawn as lines D_eff = k D on the D_eff-against-D plot
 
 NONE = ("No model-size ladder here: this tab shows the runs of `pacebench ladder --sizes ... "
         "--algorithms ...` (their final validation loss per data budget and model size).")
@@ -44,8 +49,11 @@ def ladder_of(selection: Selection) -> dict | None:
 
 def _shown(selection: Selection, result: dict) -> tuple[list[dict], list[str]]:
     """(the rungs of the shown workloads, the shown candidates): every one when the sidebar
-    picks none of them."""
-    rungs = [r for r in result["rungs"] if r["name"] in selection.workloads] or result["rungs"]
+    picks none of them. A rung whose name is no workload the sidebar lists (an imported
+    table's label that is not a plain name) is always shown."""
+    listed = set(selection.param.workloads.objects)
+    rungs = [r for r in result["rungs"] if r["name"] in selection.workloads
+             or r["name"] not in listed] or result["rungs"]
     names = sorted({a for r in result["rungs"] for a in r["speedups"]})
     return rungs, [a for a in names if a in selection.algorithms] or names
 
@@ -79,6 +87,49 @@ def loss_plot(rung: dict, reference: str, algorithms: list[str], colors: dict) -
         responsive=True, min_height=300, logx=True, logy=True, show_grid=True, title=title,
         xticks=[(t, _size_label(t)) for t in ticks] or None,  # (none: Bokeh's own)
         xlabel="training tokens D", ylabel="final validation loss (nats/token)",
+        legend_position="right"))
+
+
+def deff_rows(rung: dict, algorithms: list[str]) -> pd.DataFrame:
+    """One row per (candidate, budget) with a finite speedup at `rung`: tokens D, the tokens
+    the reference would need D_eff = speedup x D, the speedup, extrapolated."""
+    rows = []
+    for name in algorithms:
+        s = rung["speedups"].get(name)
+        for p in (s or {}).get("per_budget", []):
+            if p["value"] is None or p["tokens"] is None:
+                continue
+            rows.append({"algorithm": name, "tokens": p["tokens"],
+                         "d_eff": p["value"] * p["tokens"], "speedup": p["value"],
+                         "budget": ladder.budget_text(p["budget"]),
+                         "extrapolated": p["extrapolated"]})
+    return pd.DataFrame(rows, columns=["algorithm", "tokens", "d_eff", "speedup", "budget",
+                                       "extrapolated"])
+
+
+def deff_plot(rung: dict, reference: str, algorithms: list[str], colors: dict) -> hv.Overlay:
+    """One rung: D_eff (the tokens the reference would need to reach a candidate's loss)
+    against D (the tokens the candidate used), log-log, per candidate; the diagonal is the
+    reference (1x), dashed and dotted lines 1.2x and 1.4x."""
+    rows = deff_rows(rung, algorithms)
+    tokens = rows["tokens"].tolist() or [r["tokens"] for r in rung["losses"].get(reference, [])]
+    low, high = (min(tokens) / 1.5, max(tokens) * 1.5) if tokens else (1.0, 10.0)
+    grid = np.geomspace(low, high, 2)
+    parts = [hv.Curve((grid, k * grid), "tokens", "d_eff", label=f"{k:g}x").opts(
+        color="gray", line_dash=dash, alpha=0.7)
+        for k, dash in zip(GUIDES, ("solid", "dashed", "dotted"))]
+    for name, part in rows.groupby("algorithm", sort=True):
+        color = colors.get(name, "gray")
+        parts.append(hv.Curve(part, "tokens", "d_eff").opts(color=color, alpha=0.4))
+        parts.append(hv.Scatter(part, "tokens", ["d_eff", "speedup", "budget", "extrapolated",
+                                                 "algorithm"], label=str(name)).opts(
+            color=color, size=8, tools=["hover"]))
+    return hv.Overlay(parts).opts(hv.opts.Overlay(
+        responsive=True, min_height=300, logx=True, logy=True, show_grid=True,
+        xticks=[(t, _size_label(t)) for t in sorted(set(tokens))],
+        yticks=[(t, _size_label(t)) for t in sorted(set(tokens))],
+        title=f"{rung['name']}: tokens {reference} would need (D_eff) against tokens used (D)",
+        xlabel="training tokens D", ylabel=f"D_eff: {reference}'s tokens to the same loss",
         legend_position="right"))
 
 
@@ -160,11 +211,25 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
     colors = selection.colors
     out = {f"ladder_loss_{r['name']}": loss_plot(r, result["reference"], names, colors)
            for r in rungs}
+    out.update({f"ladder_deff_{r['name']}": deff_plot(r, result["reference"], names, colors)
+                for r in rungs if r["speedups"]})
     rows = speedup_rows(result, rungs, names)
     if len(rows):
         out["ladder_speedup"] = speedup_plot(rows, result["reference"],
                                              result["interval_level"], colors)
     return out
+
+
+def _notes(result: dict, names: list[str]) -> str:
+    """Markdown (every name escaped): the verdict per shown candidate, where the runs came
+    from, and how to get intervals with one seed."""
+    lines = [f"- {md(result['verdicts'][n])}" for n in names if n in result.get("verdicts", {})]
+    origins = result.get("origins") or {}
+    if set(origins) - {"pacebench"}:
+        lines.append("- runs: " + "; ".join(f"{n} from {md(k)}" for k, n in origins.items()))
+    if result.get("interval_note"):
+        lines.append(f"- {md(result['interval_note'])}")
+    return "\n".join(lines)
 
 
 class Ladder(View):
@@ -195,6 +260,9 @@ class Ladder(View):
                      pn.pane.DataFrame(_table(rows, result), index=False, escape=True)]
         else:  # e.g. a rung with fewer than 3 budgets: its warning below says why
             parts = [pn.pane.Markdown(NO_SPEEDUP, css_classes=["pb-ladder-no-speedup"])]
+        notes = _notes(result, names)
+        if notes:
+            parts.append(pn.pane.Markdown(notes, css_classes=["pb-ladder-verdicts"]))
         for rung in rungs:
             parts.append(pn.pane.HoloViews(loss_plot(rung, reference, names, colors),
                                            sizing_mode="stretch_width",
@@ -205,6 +273,11 @@ class Ladder(View):
                                            "edge rule on each sweep):"),
                           pn.pane.DataFrame(tuning, index=False, escape=True,
                                             css_classes=["pb-ladder-tuning"])]
+            if rung["speedups"]:
+                parts.append(pn.pane.HoloViews(deff_plot(rung, reference, names, colors),
+                                               sizing_mode="stretch_width",
+                                               css_classes=["pb-ladder-deff"],
+                                               linked_axes=False))
             parts += [pn.pane.Markdown(f"warning ({md(rung['name'])}): {md(w)}")
                       for w in rung["warnings"]]
         self._body.objects = parts
@@ -219,5 +292,7 @@ class Ladder(View):
             f"budget extrapolated beyond the fitted ones). Bars: {level} bootstrap intervals "
             "over seeds and the fit. Time ratio: the same with the reference's L over train "
             "seconds. Below, per rung: mean final loss ± sd over seeds against tokens, "
-            "log-log, the reference's fit dashed."),
+            "log-log, the reference's fit dashed; and D_eff, the tokens the reference would "
+            "need to reach each candidate's loss, against the tokens D it used (the diagonal "
+            "is 1x, the guides 1.2x and 1.4x)."),
             self._body, sizing_mode="stretch_width", css_classes=["pb-ladder"])

@@ -14,8 +14,10 @@ from __future__ import annotations
 import base64
 import html
 import logging
+import os
 import re
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
@@ -111,6 +113,19 @@ class NotebookView(pn.viewable.Viewer):
     def static_html(self) -> str:
         """The static copy: text, tables and plots."""
         return static_html(self.layout, self.figures() if self.figures else None)
+
+    def save(self, path: str | os.PathLike, title: str = "Pacebench view") -> Path:
+        """Write the view as one static, self-contained HTML file (its text, tables and plots
+        as PNG: static_html) to `path`, its folder made if missing; returns the path. It
+        opens from disk with no network and no server."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                f"<title>{html.escape(title)}</title></head>\n<body style=\"font-family: "
+                f'sans-serif; margin: 1.5em\"><div class="pb-static">{self.static_html()}'
+                "</div></body></html>\n")
+        out.write_text(page, encoding="utf-8")
+        return out
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         data, metadata = self.layout._repr_mimebundle_(include, exclude)

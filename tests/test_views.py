@@ -594,14 +594,15 @@ def test_a_view_that_cannot_be_made_leaves_the_other_tabs(selection, monkeypatch
     def broken(**_):
         raise ValueError("no such thing")
     entries = list(registry.VIEWS)
-    entries[1] = registry.ViewEntry("studies", "Studies", broken)
+    at = [e.key for e in entries].index("compare")  # the second tab of a time-to-target store
+    entries[at] = registry.ViewEntry("compare", "Compare", broken)
     monkeypatch.setattr(registry, "VIEWS", tuple(entries))
     with caplog.at_level("ERROR", logger="workbench.views"):
         tabs = registry.view_tabs(selection)  # a report: every view made now
     alert = tabs[1]
     assert isinstance(alert, pn.pane.Alert)
     assert markdown_text(alert.object).startswith(
-        "The Studies view could not be drawn: ValueError: no such thing.")
+        "The Compare view could not be drawn: ValueError: no such thing.")
     assert tabs[0].select(pn.widgets.Tabulator)  # the leaderboard drew
     dynamic = registry.view_tabs(selection, dynamic=True)
     dynamic.active = 1  # opening the tab shows the alert; going back still works

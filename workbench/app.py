@@ -151,7 +151,12 @@ def build_app(store_path: str | os.PathLike,
 
 # Imported by a tab's first drawing, not by the first page: scipy's fits and rank correlations
 # (Early ranking; 1.7 s to import on a busy 2-core machine, which the tab's first opening paid).
-WARM_MODULES = ("scipy.optimize", "scipy.stats")
+# The views' modules too (workbench/views/registry.py imports each when its tab first opens).
+WARM_MODULES = ("scipy.optimize", "scipy.stats",
+                *(f"workbench.views.{m}" for m in ("curves", "compare", "budget", "hparams",
+                                                   "profiles", "costs", "ladder", "studies",
+                                                   "speedups", "robustness", "early_ranking",
+                                                   "scaling")))
 _WARMED: set[str] = set()  # stores warmed up by this server process
 
 

@@ -25,8 +25,6 @@ import panel as pn
 import param
 from markdown_it import MarkdownIt
 
-from workbench.views.mpl import png_bytes
-
 __all__ = ["NotebookView", "static_html"]
 
 LOG = logging.getLogger("workbench.views")
@@ -85,6 +83,8 @@ def _parts(obj: Any) -> list[str]:
 def static_html(layout: pn.viewable.Viewable, figures: dict[str, Any] | None = None) -> str:
     """The text and tables of `layout` and the `figures` ({name: HoloViews plot}) as PNG, as
     one block of HTML (every store name in it escaped)."""
+    from workbench.views.mpl import png_bytes  # Matplotlib: seconds to import, here only
+
     parts = [p for p in _parts(layout) if p]
     for name, plot in (figures or {}).items():
         try:

@@ -12,6 +12,7 @@ others still draw.
 """
 from __future__ import annotations
 
+import importlib
 import io
 import re
 from dataclasses import dataclass, field
@@ -21,8 +22,6 @@ import panel as pn
 
 from workbench.csvout import to_csv
 from workbench.holdings import store_holdings
-from workbench.views import (budget, compare, costs, curves, early_ranking, hparams, ladder,
-                             leaderboard, profiles, robustness, scaling, speedups, studies)
 from workbench.views.base import LOG, View, failure_text
 from workbench.views.narrowed import selection_of
 from workbench.views.notebook import NotebookView
@@ -45,31 +44,46 @@ class ViewEntry:
     report: Mapping[str, Any] = field(default_factory=dict)       # options in a report
 
 
+def _lazy(module: str, name: str) -> Callable:
+    """`workbench.views.<module>.<name>`, imported when first called: a view's module (and
+    what it imports: HoloViews, SciPy) loads when its tab first opens, not with the first page
+    (the served dashboard's first page took 38 s on a loaded machine, 13 s of it importing
+    every view)."""
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(f"workbench.views.{module}"), name)(*args,
+                                                                                   **kwargs)
+    call.__name__ = call.__qualname__ = f"{module}.{name}"
+    return call
+
+
 VIEWS: tuple[ViewEntry, ...] = (
-    ViewEntry("leaderboard", "Leaderboard", leaderboard.Leaderboard,
+    ViewEntry("leaderboard", "Leaderboard", _lazy("leaderboard", "Leaderboard"),
               dashboard={"keep_columns": True}),
-    ViewEntry("studies", "Studies", studies.StudyTimes),
-    ViewEntry("speedups", "Speedups", speedups.Speedups),
-    ViewEntry("compare", "Compare", compare.Compare, compare.figures,
+    ViewEntry("studies", "Studies", _lazy("studies", "StudyTimes")),
+    ViewEntry("speedups", "Speedups", _lazy("speedups", "Speedups")),
+    ViewEntry("compare", "Compare", _lazy("compare", "Compare"), _lazy("compare", "figures"),
               report={"against_reference": True}),
-    ViewEntry("budget", "Tuning budget", budget.TuningBudget, budget.figures,
-              report={"all_workloads": True}),
-    ViewEntry("profiles", "Profiles", profiles.Profiles, profiles.figures),
-    ViewEntry("curves", "Curves", curves.Curves, curves.figures,
+    ViewEntry("budget", "Tuning budget", _lazy("budget", "TuningBudget"),
+              _lazy("budget", "figures"), report={"all_workloads": True}),
+    ViewEntry("profiles", "Profiles", _lazy("profiles", "Profiles"),
+              _lazy("profiles", "figures")),
+    ViewEntry("curves", "Curves", _lazy("curves", "Curves"), _lazy("curves", "figures"),
               dashboard={"one_workload": True}, report={"only_scored": True}),
-    ViewEntry("robustness", "Robustness", robustness.Robustness, robustness.figures),
-    ViewEntry("costs", "Costs", costs.Costs, costs.figures),
-    ViewEntry("hparams", "Hyperparameters", hparams.Hyperparameters, hparams.figures),
-    ViewEntry("early_ranking", "Early ranking", early_ranking.EarlyRanking,
-              early_ranking.figures, dashboard={"one_group": True}),
-    ViewEntry("scaling", "Scaling", scaling.Scaling, scaling.figures),
-    ViewEntry("ladder", "Ladder", ladder.Ladder, ladder.figures),
+    ViewEntry("robustness", "Robustness", _lazy("robustness", "Robustness"),
+              _lazy("robustness", "figures")),
+    ViewEntry("costs", "Costs", _lazy("costs", "Costs"), _lazy("costs", "figures")),
+    ViewEntry("hparams", "Hyperparameters", _lazy("hparams", "Hyperparameters"),
+              _lazy("hparams", "figures")),
+    ViewEntry("early_ranking", "Early ranking", _lazy("early_ranking", "EarlyRanking"),
+              _lazy("early_ranking", "figures"), dashboard={"one_group": True}),
+    ViewEntry("scaling", "Scaling", _lazy("scaling", "Scaling"), _lazy("scaling", "figures")),
+    ViewEntry("ladder", "Ladder", _lazy("ladder", "Ladder"), _lazy("ladder", "figures")),
 )
 
 
 # Work a served dashboard does in the background once a page is up, each given the store's path:
 # what a tab's first opening would otherwise wait for (workbench.app.warm_up).
-WARM_UPS: tuple[Callable[[str], None], ...] = (early_ranking.warm,)
+WARM_UPS: tuple[Callable[[str], None], ...] = (_lazy("early_ranking", "warm"),)
 
 
 # What notebook_view (Results.view) narrows a view by: workbench.views.narrowed.selection_of's.

@@ -4,14 +4,15 @@
     .venv/bin/python benchmarks/dashboard_tabs.py [--store results/demo] [--rounds 2] [--code DIR]
 
 `panel serve workbench/app.py` runs over the store (PACEBENCH_STORE) as a user starts it, and
-headless Chromium (Debian's, /usr/bin/chromium, `--no-sandbox`) opens the page. `--code DIR` serves the dashboard of another checkout (e.g. main's, for a before/after ratio in
-one run). Timed:
+headless Chromium (Debian's, /usr/bin/chromium, `--no-sandbox`) opens the page. `--code DIR`
+serves the dashboard of another checkout (e.g. main's, for a before/after ratio in one run).
+Timed:
 - the server's start: from starting `panel serve` until the first page's first tab has drawn
   (what a user of `pacebench serve` waits; goal 10 s);
 - first page: from navigation to the first leaderboard row drawn;
 - each tab: from the click on its title (a tab under "More": the click on More first, when it
-  is not open) until its content is drawn (its first table row or
-  plot, where the tab has one) and the server has sent the last message of its answer;
+  is not open) until its content is drawn (its first table row or plot, where the tab has one)
+  and the server has sent the last message of its answer;
 - a filter change with that tab open: from the click on a sidebar box (untick an algorithm,
   tick it again, untick a workload, tick it again) until the server's last message of the
   answer, plus the browser's next two frames (the redraw).

@@ -24,7 +24,7 @@ from bokeh.models import ImportedStyleSheet
 
 from workbench.views.base import LOG, failure_text
 from workbench.views.formats import md
-from workbench.views.registry import WARM_UPS, view_tabs
+from workbench.views.registry import WARM_UPS, view_tabs, warm_ups
 from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters, StoreNotice
 from workbench.views.status import RunStatus, ScopeNotes
@@ -137,7 +137,7 @@ def build_app(store_path: str | os.PathLike,
         refresh._background = True  # Panel 1.9's PeriodicCallback(background=True)
         refresh.start()
         # once the page is up, not while the first page is still being built and sent
-        pn.state.onload(lambda: warm_up(store_path))
+        pn.state.onload(lambda: warm_up(store_path, work=warm_ups(selection)))
     status, notes = RunStatus(selection=selection, live=True), ScopeNotes(selection=selection,
                                                                          live=True)
     return pn.template.BootstrapTemplate(

@@ -29,7 +29,7 @@ from workbench.views.selection import Selection
 
 __all__ = ["ViewEntry", "VIEWS", "view_entry", "find_view", "make_views", "view_tabs",
            "tables_csv", "with_csv_download", "notebook_view", "NotebookView", "WARM_UPS",
-           "NOTEBOOK_FILTERS", "tab_plan", "TABS_OF", "MORE"]
+           "NOTEBOOK_FILTERS", "tab_plan", "warm_ups", "TABS_OF", "MORE"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,15 @@ VIEWS: tuple[ViewEntry, ...] = (
 # Work a served dashboard does in the background once a page is up, each given the store's path:
 # what a tab's first opening would otherwise wait for (workbench.app.warm_up).
 WARM_UPS: tuple[Callable[[str], None], ...] = (_lazy("early_ranking", "warm"),)
+_WARM_UP_KEYS = ("early_ranking",)  # the view of each of WARM_UPS
+
+
+def warm_ups(selection: Selection) -> tuple[Callable[[str], None], ...]:
+    """The WARM_UPS of the views the store fills (tab_plan's first tabs): Early ranking's LCGA
+    fits (seconds of CPU) are not worth making in the background of a page that keeps the tab
+    under More, while the user opens the others."""
+    shown = {e.key for e in tab_plan(selection)[0]}
+    return tuple(w for w, key in zip(WARM_UPS, _WARM_UP_KEYS) if key in shown)
 
 
 # What notebook_view (Results.view) narrows a view by: workbench.views.narrowed.selection_of's.

@@ -329,8 +329,8 @@ class Selection(ScopedRead):
 
     def _choose_reference(self) -> None:
         """Reference for speedups: kept while shown, else scoring.default_reference ("baseline",
-        else "adamw", else the first name) among the shown algorithms (with finished runs that pass the
-        filters)."""
+        else "adamw", else the first name) among the shown algorithms (with finished runs that
+        pass the filters)."""
         present = self.finished_algorithms()
         shown = [a for a in self.param.algorithms.objects if a in present]
         self.param.reference.objects = shown

@@ -404,8 +404,12 @@ def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch)
     assert loss_plot(imported, "wa").opts.get().kwargs["title"] == "wa: training loss at evals"
     curves = Curves(selection=imported, one_workload=True)
     assert curves.workload == "wa" and len(curves.plots()) == 1
-    # the dashboard's live plot: a line per shown run, a dot per run that met the target and a
-    # cross per run that missed
+    # the dashboard's live plot: by default a median line (and band) per algorithm; with
+    # every_run a line per shown run; a dot per run that met the target and a cross per run
+    # that missed
+    assert len(curves._validation.source.data["xs"]) == shown_now["algorithm"].nunique()
+    assert len(curves._validation.bands.data["xs"]) == shown_now["algorithm"].nunique()
+    curves.every_run = True
     assert len(curves._validation.source.data["xs"]) == len(shown_now)
     reached = shown_now["reached_target"].astype(bool)
     assert sorted(curves._validation.points.data["marker"]) == sorted(

@@ -371,14 +371,14 @@ def test_speedups_use_the_budgets_and_the_reference(imported):
     imported.reference = "slow"
     assert speedup_frame(imported)["algorithm"].iloc[0] == "slow"
     imported.reference = "baseline"
-    imported.algorithms = ["fast", "slow"]  # the reference is hidden: the top scorer takes over
+    imported.algorithms = ["fast", "slow"]  # the reference is hidden: the first name takes over
     assert imported.reference == "fast" and imported.param.reference.objects == ["fast", "slow"]
     _renders(Speedups(selection=imported))
     _renders(Filters(selection=imported))
 
 
 def test_speedups_without_budgets_are_plain_geometric_means(selection):
-    assert not uses_budgets(selection) and selection.reference == "fast"  # no baseline: top
+    assert not uses_budgets(selection) and selection.reference == "fast"  # no baseline: first
     frame = speedup_frame(selection).set_index("algorithm")
     times = scoring.workload_times(selection.cube)
     ratio = float(np.exp(np.log(times.sel(algorithm="slow") / times.sel(algorithm="fast"))

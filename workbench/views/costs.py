@@ -785,7 +785,9 @@ class Costs(View):
                 "#### Median cost to target\nPer study the trial the leaderboard's rule chose "
                 "(first to meet the validation target), its training time x its price; the "
                 f"median over studies (*{MISS}*: the median study missed; *{NOT_PRICED}*: its "
-                "hardware has no price above)."),
+                "hardware has no price above). On a CPU whose price is the default example "
+                "rate, in *core-s* (training seconds x cores); type a price above for dollars. "
+                "Three significant digits."),
             self._overview,
             pn.pane.Markdown(
                 "#### Eval share of wall clock\nThe training clock pauses while a run "

@@ -248,7 +248,8 @@ def _drawn_plots(view) -> list[bool]:
 
 
 def test_costs_view_renders_follows_price_edits_and_flags_missing_prices(store):
-    from workbench.views.costs import NOT_PRICED, Costs, cost_frame, figures, train_time_cube, usd
+    from workbench.views.costs import (NOT_PRICED, Costs, cost_frame, figures, significant,
+                                       train_time_cube, usd)
     from workbench.views.selection import Selection
 
     selection = Selection(store_path=str(store.root))
@@ -258,8 +259,9 @@ def test_costs_view_renders_follows_price_edits_and_flags_missing_prices(store):
     assert not view._notice.visible
     hand = _hand_median_times(store)
     before = cost_frame(selection, view.prices).set_index(["algorithm", "workload"])
+    # a CPU at its default example price: core-seconds (1 core), not "$0.000..."
     assert before.loc[("fast", "digits_mlp"), "cost_to_target"] == \
-        usd(hand[("fast", "digits_mlp")] / HOUR)
+        f"{significant(hand[('fast', 'digits_mlp')])} core-s"
     assert before.loc[("fast", "digits_mlp"), "inference_ms"] == "1 ms"
 
     edited = view._prices.value.copy()
@@ -293,7 +295,8 @@ def test_costs_view_renders_follows_price_edits_and_flags_missing_prices(store):
     selection.param.update(algorithms=["fast"])  # the price table follows the filters
     unpriced = costs.PriceTable()  # as if no rule knew the hardware
     frame = cost_frame(selection, unpriced)
-    assert set(frame["cost_to_target"]) <= {NOT_PRICED, "miss"}
+    # a CPU's cost needs no price: its core-seconds
+    assert all(t == "miss" or t.endswith(" core-s") for t in frame["cost_to_target"])
     assert set(frame["algorithm"]) == {"fast"}
 
     plots = figures(selection)
@@ -356,5 +359,5 @@ def test_costs_on_the_imported_algoperf_v05_logs(algoperf_v05):
 def test_money_is_never_written_in_scientific_notation():
     from workbench.views.costs import usd
 
-    assert [usd(v) for v in (1234.5, 12.345, 0.5, 0.0123, 2.46e-6, 1e-12, 0.0)] == [
-        "$1,234", "$12.35", "$0.50", "$0.0123", "$0.00000246", "< $0.000000001", "$0"]
+    assert [usd(v) for v in (1234.5, 12.345, 0.5, 0.0123, 2.46e-6, 1e-12, 0.0, 999.7)] == [
+        "$1,230", "$12.3", "$0.500", "$0.0123", "$0.00000246", "< $0.000000001", "$0", "$1,000"]

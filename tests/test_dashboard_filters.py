@@ -140,20 +140,28 @@ def test_hidden_view_waits_and_redraws_when_shown(two_studies):
 
 
 def test_dashboard_tabs_make_their_view_when_first_opened_and_keep_it(two_studies):
-    from workbench.views.registry import VIEWS, view_tabs
+    from workbench.views.registry import MORE, VIEWS, tab_plan, view_tabs
 
     sel = Selection(store_path=str(two_studies))
     tabs = view_tabs(sel, dynamic=True)
-    assert len(tabs) == len(VIEWS) and len(tabs[0].objects) == 1
-    assert all(slot.objects == [] for slot in tabs[1:])  # a new page: the first tab's models only
-    studies = [e.title for e in VIEWS].index("Studies")
-    tabs.active = studies
-    made = tabs[studies].objects[0]
-    assert made.select(pn.widgets.Tabulator)  # its view, drawn on opening
+    main, more = tab_plan(sel)
+    assert tabs._names == [e.title for e in main] + [MORE]
+    assert len(main) + len(more) == len(VIEWS) and len(tabs[0].objects) == 1
+    inner = tabs[-1]  # the More tab's own tabs
+    # a new page: the first tab's models only
+    assert all(slot.objects == [] for slot in [*tabs[1:-1], *inner])
+    compare = tabs._names.index("Compare")
+    tabs.active = compare
+    made = tabs[compare].objects[0]
+    assert made.select(pn.widgets.Tabulator) or made.objects  # its view, made on opening
+    tabs.active = len(tabs) - 1  # More: its first tab (Studies) made as it opens
+    assert inner._names[0] == "Studies" and inner[0].objects
+    studies_view = inner[0].objects[0]
     tabs.active = 0
     sel.algorithms = ["slow"]  # while hidden: the Studies view is stale, not redrawn
-    tabs.active = studies
-    assert tabs[studies].objects[0] is made  # kept, not made again
+    tabs.active = len(tabs) - 1
+    assert inner[0].objects[0] is studies_view  # kept, not made again
+    made = studies_view
     shown = {a for t in made.select(pn.widgets.Tabulator) if t.value is not None
              and "algorithm" in t.value for a in t.value["algorithm"]}
     assert shown == {"slow"}  # redrawn for the filters set while it was hidden

@@ -302,3 +302,21 @@ def test_with_random_paths_the_false_verdict_rate_is_the_error_spent(monkeypatch
     rate, spent_mean = np.mean(verdicts), np.mean(errors)
     # 1728 draws: the standard error of the rate is about 0.012
     assert abs(rate - spent_mean) < 0.04 and 0.2 < spent_mean <= 0.5
+
+
+def test_until_decided_on_a_study_the_store_holds_says_once_what_to_do(tmp_path, capsys):
+    """Without --resume on a store that holds the study: one error line (--resume or --name),
+    not that and then "round 1 did not complete" as well; nothing runs."""
+    from workbench.testing import make_store
+
+    store = tmp_path / "s"
+    make_store(store, algorithms=("adamw", "heavy_ball"), workloads=("digits_mlp",),
+               studies=1, trials=1)
+    before = len(open_results(store).runs())
+    assert main(["study", "--workloads", "digits_mlp", "--algorithms", "adamw,heavy_ball",
+                 "--until-decided", "adamw,heavy_ball", "--name", "synthetic",
+                 "--store", str(store), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "pass --resume" in err
+    assert "did not complete" not in err
+    assert len(open_results(store).runs()) == before

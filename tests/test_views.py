@@ -371,14 +371,14 @@ def test_speedups_use_the_budgets_and_the_reference(imported):
     imported.reference = "slow"
     assert speedup_frame(imported)["algorithm"].iloc[0] == "slow"
     imported.reference = "baseline"
-    imported.algorithms = ["fast", "slow"]  # the reference is hidden: the top scorer takes over
+    imported.algorithms = ["fast", "slow"]  # the reference is hidden: the first name takes over
     assert imported.reference == "fast" and imported.param.reference.objects == ["fast", "slow"]
     _renders(Speedups(selection=imported))
     _renders(Filters(selection=imported))
 
 
 def test_speedups_without_budgets_are_plain_geometric_means(selection):
-    assert not uses_budgets(selection) and selection.reference == "fast"  # no baseline: top
+    assert not uses_budgets(selection) and selection.reference == "fast"  # no baseline: first
     frame = speedup_frame(selection).set_index("algorithm")
     times = scoring.workload_times(selection.cube)
     ratio = float(np.exp(np.log(times.sel(algorithm="slow") / times.sel(algorithm="fast"))
@@ -404,8 +404,12 @@ def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch)
     assert loss_plot(imported, "wa").opts.get().kwargs["title"] == "wa: training loss at evals"
     curves = Curves(selection=imported, one_workload=True)
     assert curves.workload == "wa" and len(curves.plots()) == 1
-    # the dashboard's live plot: a line per shown run, a dot per run that met the target and a
-    # cross per run that missed
+    # the dashboard's live plot: by default a median line (and band) per algorithm; with
+    # every_run a line per shown run; a dot per run that met the target and a cross per run
+    # that missed
+    assert len(curves._validation.source.data["xs"]) == shown_now["algorithm"].nunique()
+    assert len(curves._validation.bands.data["xs"]) == shown_now["algorithm"].nunique()
+    curves.every_run = True
     assert len(curves._validation.source.data["xs"]) == len(shown_now)
     reached = shown_now["reached_target"].astype(bool)
     assert sorted(curves._validation.points.data["marker"]) == sorted(
@@ -594,14 +598,15 @@ def test_a_view_that_cannot_be_made_leaves_the_other_tabs(selection, monkeypatch
     def broken(**_):
         raise ValueError("no such thing")
     entries = list(registry.VIEWS)
-    entries[1] = registry.ViewEntry("studies", "Studies", broken)
+    at = [e.key for e in entries].index("compare")  # the second tab of a time-to-target store
+    entries[at] = registry.ViewEntry("compare", "Compare", broken)
     monkeypatch.setattr(registry, "VIEWS", tuple(entries))
     with caplog.at_level("ERROR", logger="workbench.views"):
         tabs = registry.view_tabs(selection)  # a report: every view made now
     alert = tabs[1]
     assert isinstance(alert, pn.pane.Alert)
     assert markdown_text(alert.object).startswith(
-        "The Studies view could not be drawn: ValueError: no such thing.")
+        "The Compare view could not be drawn: ValueError: no such thing.")
     assert tabs[0].select(pn.widgets.Tabulator)  # the leaderboard drew
     dynamic = registry.view_tabs(selection, dynamic=True)
     dynamic.active = 1  # opening the tab shows the alert; going back still works

@@ -24,7 +24,7 @@ from bokeh.models import ImportedStyleSheet
 
 from workbench.views.base import LOG, failure_text
 from workbench.views.formats import md
-from workbench.views.registry import WARM_UPS, view_tabs
+from workbench.views.registry import WARM_UPS, view_tabs, warm_ups
 from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters, StoreNotice
 from workbench.views.status import RunStatus, ScopeNotes
@@ -137,7 +137,7 @@ def build_app(store_path: str | os.PathLike,
         refresh._background = True  # Panel 1.9's PeriodicCallback(background=True)
         refresh.start()
         # once the page is up, not while the first page is still being built and sent
-        pn.state.onload(lambda: warm_up(store_path))
+        pn.state.onload(lambda: warm_up(store_path, work=warm_ups(selection)))
     status, notes = RunStatus(selection=selection, live=True), ScopeNotes(selection=selection,
                                                                          live=True)
     return pn.template.BootstrapTemplate(
@@ -151,7 +151,12 @@ def build_app(store_path: str | os.PathLike,
 
 # Imported by a tab's first drawing, not by the first page: scipy's fits and rank correlations
 # (Early ranking; 1.7 s to import on a busy 2-core machine, which the tab's first opening paid).
-WARM_MODULES = ("scipy.optimize", "scipy.stats")
+# The views' modules too (workbench/views/registry.py imports each when its tab first opens).
+WARM_MODULES = ("scipy.optimize", "scipy.stats",
+                *(f"workbench.views.{m}" for m in ("curves", "compare", "budget", "hparams",
+                                                   "profiles", "costs", "ladder", "studies",
+                                                   "speedups", "robustness", "early_ranking",
+                                                   "scaling")))
 _WARMED: set[str] = set()  # stores warmed up by this server process
 
 

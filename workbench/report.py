@@ -83,14 +83,16 @@ def report_selection(store_path: str | os.PathLike, ruleset: str | None = None,
                      studies: str | Iterable[str] | None = None, with_adhoc: bool = False,
                      workloads: str | Iterable[str] | None = None,
                      algorithms: str | Iterable[str] | None = None, *,
-                     rulesets: str | Iterable[str] | None = None) -> Selection:
+                     rulesets: str | Iterable[str] | None = None,
+                     reference: str | None = None) -> Selection:
     """The selection of the store read with `ruleset`, `studies` and `with_adhoc`
     (workbench/scope.py; None, None, False: the store's default ruleset, every study, no ad-hoc
     run) and narrowed to the given workloads and algorithms (None: all).
 
     A name the store does not hold is an error that lists the ones it does; so is a filter
-    that leaves nothing (say, an empty list). `rulesets`: the deprecated spelling of `ruleset`
-    (one name), kept for one release.
+    that leaves nothing (say, an empty list). `reference`: the algorithm speedups are measured
+    against (None: scoring.default_reference). `rulesets`: the deprecated spelling of
+    `ruleset` (one name), kept for one release.
     """
     if rulesets is not None:
         warnings.warn("rulesets= is deprecated and goes in the next release; use ruleset= (one "
@@ -98,7 +100,7 @@ def report_selection(store_path: str | os.PathLike, ruleset: str | None = None,
         ruleset = one_ruleset(rulesets, ruleset)
     try:
         return selection_of(store_path, ruleset=ruleset, studies=studies, with_adhoc=with_adhoc,
-                            workloads=workloads, algorithms=algorithms)
+                            workloads=workloads, algorithms=algorithms, reference=reference)
     except ValueError as exc:
         if str(exc).startswith("nothing to show: "):
             raise ValueError(f"nothing to report: {str(exc)[len('nothing to show: '):]}") \
@@ -133,23 +135,25 @@ def _filters_text(selection: Selection) -> str:
     return f" Shown: {'; '.join(parts)}." if parts else ""
 
 
-def _summary(selection: Selection, title: str) -> str:
+def _summary(selection: Selection, title: str, chosen: bool = False) -> str:
     runs = selection.runs
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # runs: any status
     text = (f"# {md(title)}\nStore {md(selection.store_path)}, written {stamp}: {len(runs)} runs of "
             f"{runs['algorithm'].nunique()} algorithms on {runs['workload'].nunique()} workloads."
             f"{_filters_text(selection)}")
     if selection.reference is not None:
-        text += f" Speedups are measured against **{md(selection.reference)}**."
+        text += f" Speedups are measured against **{md(selection.reference)}**" + (
+            "." if chosen else " (the default: baseline, else adamw, else the first name; "
+            "`--reference` chooses another).")
     return text
 
 
-def report_layout(selection: Selection, title: str) -> pn.Column:
-    """The report page: a summary line, any store notice, what the scope left out (its notes)
-    and the views in tabs."""
+def report_layout(selection: Selection, title: str, chosen: bool = False) -> pn.Column:
+    """The report page: a summary line (`chosen`: the reference was chosen, not the
+    default), any store notice, what the scope left out (its notes) and the views in tabs."""
     notes = ScopeNotes(selection=selection)
     return pn.Column(
-        pn.pane.Markdown(_summary(selection, title)),
+        pn.pane.Markdown(_summary(selection, title, chosen)),
         StoreNotice(selection=selection), notes.failure, notes,
         view_tabs(selection),
         sizing_mode="stretch_width", styles={"padding": "0 1.5em"},
@@ -158,15 +162,16 @@ def report_layout(selection: Selection, title: str) -> pn.Column:
 
 def save_report(selection: Selection, out_path: str | os.PathLike, title: str | None = None,
                 figures: str | os.PathLike | None = None,
-                formats: str | Iterable[str] = FORMATS) -> Path:
+                formats: str | Iterable[str] = FORMATS, chosen: bool = False) -> Path:
     """Write the report of `selection` to `out_path` (HTML) and, when `figures` names a folder,
-    each view's plots there as files of `formats` ("png", "svg"); returns the HTML's path."""
+    each view's plots there as files of `formats` ("png", "svg"); returns the HTML's path.
+    `chosen`: the selection's reference was chosen by the user (the summary says so)."""
     formats = check_formats(formats)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     pn.extension("tabulator")
     title = title or f"Pacebench report: {Path(selection.store_path).name}"
-    layout = report_layout(selection, title)
+    layout = report_layout(selection, title, chosen)
     doc = Document()
     root = layout.get_root(doc)
     doc.add_root(root)
@@ -189,15 +194,19 @@ def write_report(store_path: str | os.PathLike, out_path: str | os.PathLike,
                  algorithms: str | Iterable[str] | None = None,
                  figures: str | os.PathLike | None = None,
                  formats: str | Iterable[str] = FORMATS,
-                 rulesets: str | Iterable[str] | None = None) -> Path:
+                 rulesets: str | Iterable[str] | None = None,
+                 reference: str | None = None) -> Path:
     """Write the report of the store at `store_path` to `out_path` (HTML); returns its path.
 
     ruleset, studies, with_adhoc: what is read (workbench/scope.py: the store's default
     ruleset, every study, no ad-hoc run). workloads, algorithms: show only these (names, or
     "a,b"; None: all), each one the store holds. figures: a folder that also receives each
-    view's plots as files of `formats`. rulesets: deprecated, one release: use ruleset.
+    view's plots as files of `formats`. reference: the algorithm speedups are measured
+    against (default: baseline, else adamw, else the first name; stated in the report).
+    rulesets: deprecated, one release: use ruleset.
     """
     check_formats(formats)  # before the store is read: a typo fails fast
     selection = report_selection(store_path, ruleset, studies, with_adhoc, workloads,
-                                 algorithms, rulesets=rulesets)
-    return save_report(selection, out_path, title, figures, formats)
+                                 algorithms, rulesets=rulesets, reference=reference)
+    return save_report(selection, out_path, title, figures, formats,
+                       chosen=reference is not None)

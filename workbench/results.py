@@ -41,6 +41,7 @@ from workbench import ladder as LD
 from workbench import costs, query, scoring, sensitivity
 from workbench import tuning as T
 from workbench.catalog import median_steps_to_target, noise_floor_of
+from workbench.holdings import holdings, ladder_pointer
 from workbench.cubes import (AXIS_LABELS, AXIS_UNITS, axis_column, axis_name, final_cube,
                              on_time_axis)
 from workbench.scope import Scope, Scoped, labelled_runs, scoped_runs
@@ -150,6 +151,8 @@ class Results:
         probability of each rank (workbench/sensitivity.py), and the tuning report of every
         algorithm (`tuning`, judging the learning rate and `hparams`) (rich)."""
         T.check_hparam_names(hparams)
+        if holdings(self.store, self.runs()).ladder_only:  # its zeros would be by design
+            raise ValueError(ladder_pointer(self.store.root))
         chosen, scoped, cube = self._prepared(scope)
         if rank_shift is not None:
             rank_shift = axis_name(rank_shift)  # an unknown axis: one line naming the valid ones
@@ -333,7 +336,8 @@ class Results:
         filters: ruleset, studies, with_adhoc (what is read, as in score), workloads,
         algorithms, time_axis ("train", "wall" or "steps"), relax_targets (R in [0, 1)). An
         unknown view is a ValueError
-        naming the valid ones; so is a name the store does not hold.
+        naming the valid ones; so is a name the store does not hold. `reference`: the algorithm
+        speedups are measured against. `.save(path)` writes it as a static HTML file.
         """
         from workbench.views.registry import notebook_view
         return notebook_view(self.store.root, name, **filters)
@@ -373,7 +377,7 @@ def _speedups(times, config, reference: str | None, table, axis: str, ruleset: s
     cost the budget); None when there is a single algorithm. `study`, `replicas`: the study
     times and their bootstrap_medians (BOOTSTRAP_DRAWS, seed 0)."""
     names = [str(a) for a in times["algorithm"].values]
-    reference = reference or scoring.default_reference(names, table)
+    reference = reference or scoring.default_reference(names)
     if len(names) < 2:
         return None
     if reference not in names:

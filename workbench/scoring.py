@@ -768,13 +768,18 @@ def ruleset_of(rulesets) -> str:
     return found.pop() if len(found) == 1 else "external"
 
 
-def default_reference(algorithms: list[str], scores: pd.DataFrame | None = None,
-                      baseline: str = "baseline") -> str | None:
-    """The reference of speedups when none is chosen: `baseline` when present, else the top of
-    the score table (rank_scores order), else the first algorithm; None when there are none."""
+DEFAULT_REFERENCES = ("baseline", "adamw")  # the default reference: the first present
+
+
+def default_reference(algorithms: list[str], preferred: tuple[str, ...] = DEFAULT_REFERENCES
+                      ) -> str | None:
+    """The reference of speedups when none is chosen, the same on every surface (`score`,
+    `report`, the dashboard): the first of `preferred` present ("baseline", else "adamw"),
+    else the first name in sorted order; None when there are none. Never the top scorer: a
+    reference that follows the scores changes between runs of one study."""
     if not algorithms:
         return None
-    if baseline in algorithms:
-        return baseline
-    ranked = [a for a in (scores["algorithm"] if scores is not None else []) if a in algorithms]
-    return ranked[0] if ranked else algorithms[0]
+    for name in preferred:
+        if name in algorithms:
+            return name
+    return sorted(algorithms)[0]

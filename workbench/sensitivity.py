@@ -21,7 +21,6 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.stats import spearmanr
 
 from workbench import scoring
 
@@ -90,7 +89,8 @@ def spearman(shift: Mapping[str, Mapping], first: str, second: str) -> float:
     pairs = [(e[f"rank_{first}"], e[f"rank_{second}"]) for e in shift.values()]
     if len(pairs) < 2 or any(len({p[k] for p in pairs}) < 2 for k in (0, 1)):
         return float("nan")
-    return float(spearmanr(*zip(*pairs)).statistic)
+    from scipy.stats import spearmanr  # here: importing SciPy's stats takes seconds, and the
+    return float(spearmanr(*zip(*pairs)).statistic)  # dashboard's first page needs none of it
 
 
 def pool_sensitivity(times: xr.DataArray,

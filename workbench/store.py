@@ -1109,6 +1109,11 @@ class Store:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / f"{trial_key}.json", doc)
 
+    def has_early_stop_docs(self, study_name: str) -> bool:
+        """Whether the early-stopping tuner wrote a document of one of the study's trials."""
+        folder = self._early_stop_folder(study_name)
+        return folder.is_dir() and next(folder.glob("*.json"), None) is not None
+
     def early_stop_docs(self, study_name: str) -> list[dict[str, Any]]:
         """The early-stopping tuner's documents of one study's trials; [] when none."""
         folder = self._early_stop_folder(study_name)

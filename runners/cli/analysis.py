@@ -26,7 +26,8 @@ def add(sub) -> None:
     out.add_argument("--json", action="store_true")
     out.add_argument("--csv", action="store_true", help="one row per algorithm, for spreadsheets")
     p.add_argument("--reference", help="algorithm the speedups are measured against (default: "
-                                       "baseline when present, else the top scorer)")
+                                       "baseline when present, else adamw, else the "
+                                       "first name)")
     p.add_argument("--rank-shift", choices=("train", "wall", "steps"), metavar="AXIS",
                    help="also rank the algorithms with times counted on AXIS (train, wall or "
                         "steps), beside the --time-axis ranks, with the probability of each "

@@ -7,7 +7,9 @@ import sys
 
 from runners.cli_types import csv as _csv
 
-__all__ = ["until_decided_flags", "decided_pair", "until_decided"]
+__all__ = ["until_decided_flags", "decided_pair", "until_decided", "STUDY_EXISTS"]
+
+STUDY_EXISTS = 2  # launch_and_report's exit code when the store holds the study and no --resume
 
 
 def until_decided_flags(p: argparse.ArgumentParser) -> None:
@@ -64,6 +66,8 @@ def until_decided(args: argparse.Namespace, spec, store, pair: tuple[str, str], 
     for studies in range(first, most + 1):
         code = launch(replace(spec, studies=studies), args.resume or studies > first,
                       f"round {studies - first + 1}: {studies} studies of each algorithm")
+        if code == STUDY_EXISTS:  # launch_and_report said what to do (--resume or --name)
+            return code
         if code != 0:
             print(f"error: round {studies - first + 1} did not complete; the test stops here "
                   f"(rerun the same command with --resume)", file=sys.stderr)

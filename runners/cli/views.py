@@ -24,6 +24,8 @@ def add(sub) -> None:
                    "rulesets never share a score)", help=argparse.SUPPRESS)
     p.add_argument("--workloads", help="show only these workloads, comma-separated")
     p.add_argument("--algorithms", help="show only these algorithms, comma-separated")
+    p.add_argument("--reference", help="the algorithm speedups are measured against (default: "
+                   "baseline when present, else adamw, else the first name)")
     p.add_argument("--figures", metavar="DIR",
                    help="also write each view's plots into DIR as files for papers")
     p.add_argument("--formats", type=_csv, default="png,svg",
@@ -47,7 +49,7 @@ def report(args: argparse.Namespace) -> int:
                        ruleset=ruleset, studies=args.studies or None,
                        with_adhoc=args.with_adhoc, workloads=args.workloads,
                        algorithms=args.algorithms, figures=args.figures,
-                       formats=args.formats)
+                       formats=args.formats, reference=args.reference)
     print(f"report written to {out} (self-contained; open it in a browser)")
     if args.figures:
         print(f"figures ({', '.join(args.formats)}) written to {args.figures}")

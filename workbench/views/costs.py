@@ -11,6 +11,7 @@ for one workload, picked in the view; they read the eval rows of one run per stu
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -51,21 +52,63 @@ PRICE_TITLES = {"hardware": "Hardware", "usd_per_hour": "USD per hour (edit me)"
 
 
 def usd(value: float) -> str:
-    """'$1,234', '$12.34', '$0.50', '$0.0123', '$0.00000246' (cents from 10 cents, else three
-    significant digits, never scientific notation), '< $0.000000001' below that; MISS for +inf,
-    NOT_PRICED for NaN."""
+    """'$1,230', '$12.3', '$0.500', '$0.0123', '$0.00000246' (three significant digits, never
+    scientific notation), '< $0.000000001' below that; MISS for +inf, NOT_PRICED for NaN."""
     if value is None or math.isnan(value):
         return NOT_PRICED
     if math.isinf(value):
         return MISS
-    if value >= 100:
-        return f"${value:,.0f}"
-    if value >= 0.1:
-        return f"${value:,.2f}"
     if value < 1e-9:
         return "$0" if value <= 0 else "< $0.000000001"
-    digits = 2 - math.floor(math.log10(value))  # three significant digits
-    return f"${value:.{digits}f}"
+    return f"${significant(value)}"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """A positive finite number to `digits` significant digits, thousands separated, never in
+    scientific notation: 1234.5 -> '1,230', 12.345 -> '12.3', 0.000123456 -> '0.000123'."""
+    places = digits - 1 - math.floor(math.log10(abs(value))) if value else 0
+    rounded = round(value, places)
+    if rounded and math.floor(math.log10(abs(rounded))) > math.floor(math.log10(abs(value))):
+        places -= 1  # 999.7 rounds up to 1,000: one place fewer
+    return f"{rounded:,.{max(places, 0)}f}"
+
+
+# CPU hardware keys and their cores (runners/env.py's "cpu: <model> (<n> threads)", the fake
+# stores' "synthetic CPU x<n>"). A CPU's cost reads in core-seconds unless a price was typed
+# into the price table: its default price is an example rate (costs.PRICE_RULES), and a dollar
+# figure of a few seconds on a laptop ("$0.0000696") says nothing.
+CPU_CORES = re.compile(r"cpu: .+ \((\d+) threads?\)|synthetic CPU x(\d+)")
+
+
+def cpu_cores(hardware: object) -> int | None:
+    """The cores of a CPU hardware key (CPU_CORES); None for other hardware."""
+    match = CPU_CORES.fullmatch(str(hardware)) if isinstance(hardware, str) else None
+    return int(match.group(1) or match.group(2)) if match else None
+
+
+def cost_text(cost: float, seconds: float, hardware: object, prices: costs.PriceTable) -> str:
+    """A cost in the unit that fits: dollars (usd) where the price is a real one or was typed
+    in; core-seconds ("12.3 core-s") on a CPU at its default example price; MISS for a miss."""
+    cores = cpu_cores(hardware)
+    price = prices.prices.get(costs.hardware_key(hardware))
+    if cores is None or (price is not None and price.source == EDITED):
+        return usd(cost)
+    if seconds is None or math.isnan(seconds):
+        return NOT_PRICED
+    if math.isinf(seconds):
+        return MISS
+    return f"{significant(seconds * cores)} core-s" if seconds > 0 else "0 core-s"
+
+
+def energy_text(joules: float) -> str:
+    """Energy in a unit that fits, three significant digits: J, kJ, or kWh from 0.01 kWh."""
+    if not math.isfinite(joules):
+        return NOT_MEASURED
+    if joules >= 36_000:
+        return f"{significant(joules / 3.6e6)} kWh"
+    if joules >= 1_000:
+        return f"{significant(joules / 1e3)} kJ"
+    return f"{significant(joules)} J" if joules > 0 else "0 J"
 
 
 def _milliseconds(seconds: float) -> str:
@@ -146,14 +189,14 @@ def cost_frame(selection: Selection, prices: costs.PriceTable,
         "usd_per_hour": table["usd_per_hour"].map(lambda p: NOT_PRICED if math.isnan(p)
                                                   else f"${p:,.4g}"),
         "time_to_target": table["time_to_target"].map(lambda t: duration(t, unit)),
-        "cost_to_target": table["cost_to_target"].map(usd),
+        "cost_to_target": [cost_text(c, t, h, prices) for c, t, h in zip(
+            table["cost_to_target"], table["time_to_target"], table["hardware"])],
         "studies_reached": [f"{r}/{n}" for r, n in zip(table["studies_reached"],
                                                        table["studies"])],
         "inference_ms": table["inference_seconds"].map(_milliseconds),
         "inference_usd_per_10k": [usd(c) if n else NOT_MEASURED for c, n in
                                   zip(table["inference_usd_per_10k"], table["inference_runs"])],
-        "energy": table["energy_joules"].map(
-            lambda j: f"{j / 1e3:,.3g} kJ" if math.isfinite(j) else NOT_MEASURED),
+        "energy": table["energy_joules"].map(energy_text),
     }).reset_index(drop=True)
 
 
@@ -165,7 +208,9 @@ def cost_pivot(selection: Selection, prices: costs.PriceTable,
     if not selection.n_runs:
         return pd.DataFrame(columns=["algorithm"])
     table = cost_table(selection, prices)
-    pivot = table.assign(text=table["cost_to_target"].map(usd)).pivot(
+    texts = [cost_text(c, t, h, prices) for c, t, h in zip(
+        table["cost_to_target"], table["time_to_target"], table["hardware"])]
+    pivot = table.assign(text=texts).pivot(
         index="algorithm", columns="workload", values="text")
     workloads = _shown_workloads(selection) if workloads is None else workloads
     # the leaderboard order (Selection.scores: its rows are score_frame's, in order)
@@ -740,7 +785,9 @@ class Costs(View):
                 "#### Median cost to target\nPer study the trial the leaderboard's rule chose "
                 "(first to meet the validation target), its training time x its price; the "
                 f"median over studies (*{MISS}*: the median study missed; *{NOT_PRICED}*: its "
-                "hardware has no price above)."),
+                "hardware has no price above). On a CPU whose price is the default example "
+                "rate, in *core-s* (training seconds x cores); type a price above for dollars. "
+                "Three significant digits."),
             self._overview,
             pn.pane.Markdown(
                 "#### Eval share of wall clock\nThe training clock pauses while a run "

@@ -1,6 +1,8 @@
-"""Learning curves: the validation target metric against train seconds, wall seconds or steps, one
-line per run coloured by algorithm, the target as a horizontal line and each run's first eval that
-met it marked; beside it, the training loss of the same runs.
+"""Learning curves: the validation target metric against train seconds, wall seconds or steps
+(training tokens for a model-size ladder), per algorithm the median of its runs and their
+interquartile band (or one line per run, on demand), the target as a horizontal line (at the
+edge, labelled, when no run comes near it: never an axis limit that squashes the curves) and each
+run's first eval that met it marked; beside it, the training loss of the same runs.
 
 Everything drawn is read from the store's rows; the time to target comes with each run record.
 """
@@ -32,6 +34,8 @@ MAX_DEFAULT_CURVES = 48
 # thinned to about this many evenly spaced rows, its first, last and target-hit rows kept, so that
 # one pathological run cannot exhaust the server or the browser.
 MAX_CURVE_POINTS = 1000
+TOKENS_LABEL = "training tokens"  # the x axis of a model-size ladder's curves
+BAND_POINTS = 200  # points of a median curve and its interquartile band
 
 
 def shown_curve_runs(selection: Selection) -> pd.DataFrame:
@@ -244,57 +248,119 @@ def _target(run: pd.Series) -> tuple[float | None, str]:
     return float(value), f"target {float(value):g}, {run['target_direction']}"
 
 
-def _y_range(evals: pd.DataFrame, x: str, y: str, target: float, full: bool = False,
+def _y_range(evals: pd.DataFrame, x: str, y: str, full: bool = False,
              direction: str = "max") -> tuple[float, float] | tuple[None, None]:
-    """Where the race is: the values of the second half of each run (by `x`) and the target,
-    from their 5th percentile up to the best (`direction` "max") or from the best up to their
-    95th percentile ("min"): a run that blew up (a loss of 1e6 before it diverged) does not
-    squash the race against the axis; with `full`, the bulk of every value (2nd to 98th
-    percentile), so that a few early evals far from the target do not squash every curve
-    against it. Non-finite values are left out (a diverged run's inf would make the range
-    infinite, and the plot blank)."""
+    """Where the race is: the values of the second half of each run (by `x`), from their 5th
+    percentile up to the best (`direction` "max") or from the best up to their 95th percentile
+    ("min"): a run that blew up (a loss of 1e6 before it diverged) does not squash the race
+    against the axis; with `full`, the bulk of every value (2nd to 98th percentile), so that a
+    few early evals far from the target do not squash every curve against it. Non-finite
+    values are left out (a diverged run's inf would make the range infinite, and the plot
+    blank). The target is fitted in by _fit_target."""
     evals = evals[np.isfinite(evals[y].astype(float))]
     values = evals[y]
-    if not full and len(values):
+    if not len(values):
+        return (None, None)
+    if not full:
         position = evals.groupby("run_id")[x].rank(pct=True)
         late = evals.loc[position >= 0.5, y]
         values = late if len(late) else values
         low, high = ((values.quantile(0.05), values.max()) if direction != "min" else
                      (values.min(), values.quantile(0.95)))
-    elif not len(values):
-        return (None, None)
     else:
         low, high = values.quantile(0.02), values.quantile(0.98)
-    if target is not None and not pd.isna(target):
-        low, high = min(low, float(target)), max(high, float(target))
+    return float(low), float(high)
+
+
+# A target this far beyond the drawn values (a share of their span) is not an axis limit: it
+# would squash every curve into a sliver (the ladder's 3.32 nats, which no run reaches by
+# design); it is drawn as a labelled line at the plot's edge instead.
+TARGET_REACH = 0.5
+
+
+def _fit_target(low: float | None, high: float | None, target: float | None, reached: bool
+                ) -> tuple[tuple[float, float] | tuple[None, None], float | None, str]:
+    """(the y range, padded; where the target line is drawn (None: no target); its label).
+    The range takes in the target when a run reached it or it lies within TARGET_REACH of
+    the range's span; else the line sits at the edge it lies beyond, labelled with its value
+    and "off the axis"."""
+    if low is None:
+        return (None, None), target, ""
+    span = (high - low) or abs(high) or 1.0
+    near = target is not None and (reached or low - TARGET_REACH * span <= target
+                                   <= high + TARGET_REACH * span)
+    if near:
+        low, high = min(low, target), max(high, target)
     pad = 0.05 * (high - low) or 0.05 * abs(high) or 0.05
-    return (low - pad, high + pad)
+    ylim = (low - pad, high + pad)
+    if target is None or near:
+        return ylim, target, ""
+    below = target < low
+    edge = ylim[0] + pad / 2 if below else ylim[1] - pad / 2
+    return ylim, edge, (f"target {target:g} ({'below' if below else 'above'} the axis: "
+                        "no drawn run came near it)")
+
+
+def _tokens_per_step(selection: Selection, runs: pd.DataFrame) -> dict[str, float]:
+    """{run_id: training tokens per step} of the model-size ladder runs among `runs` (their
+    ladder record: planned tokens / planned steps); empty for other runs."""
+    def make() -> dict[str, float]:
+        records = query.ladder_records(selection.store, runs["run_id"].tolist())
+        out = {}
+        for run_id, record in records.items():
+            try:
+                tokens, steps = float(record["tokens"]), float(record["steps"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if np.isfinite(tokens) and np.isfinite(steps) and steps > 0 and tokens > 0:
+                out[run_id] = tokens / steps
+        return out
+    key = ",".join(sorted(runs["workload"].astype(str).unique()))
+    return selection.cached(f"curves:tokens:{key}", make)
+
+
+def _on_tokens(selection: Selection, runs: pd.DataFrame, rows: pd.DataFrame, x: str
+               ) -> tuple[pd.DataFrame, str]:
+    """(rows, x column): against training tokens (a "tokens" column, step x tokens per step)
+    when every run of `runs` is a ladder run, which the ladder compares at token budgets; else
+    as they are, on `x`."""
+    if not len(runs) or "step" not in rows:
+        return rows, x
+    per_step = _tokens_per_step(selection, runs)
+    if not per_step or not runs["run_id"].isin(list(per_step)).all():
+        return rows, x
+    return rows.assign(tokens=rows["step"].astype(float) * rows["run_id"].map(per_step)), \
+        "tokens"
 
 
 def validation_data(selection: Selection, workload: str, full_range: bool = False) -> dict:
     """What the validation plot of one workload draws: the shown runs' eval rows ("evals",
     with their algorithm), each run's first eval that met the target ("hits") and, for a run
-    that never did, its best eval ("misses"), the target, the y range (zoomed on the race,
-    _y_range, unless `full_range`), run labels, axis labels and title."""
+    that never did, its best eval ("misses"), the target line and its label (_fit_target: an
+    unreachable target at the edge), the y range (zoomed on the race, _y_range, unless
+    `full_range`), run labels, axis labels and title. Ladder runs are drawn against tokens."""
     runs = shown_curve_runs(selection).query("workload == @workload")
-    x, metric = selection.time_axis, runs.iloc[0]["target_metric"]
+    metric = runs.iloc[0]["target_metric"]
     y = R.metric_column("validation", metric)
     evals = curve_evals(selection, workload).merge(runs[["run_id", "algorithm"]], on="run_id")
+    evals, x = _on_tokens(selection, runs, evals, selection.time_axis)
     # a diverged run's last value may be +-inf: not drawable, and no zoom survives it
     evals = evals[np.isfinite(evals[y].astype(float))] if y in evals else \
         evals.assign(**{y: float("nan")})
     target, about = _target(runs.iloc[0])
     labels = run_labels(runs)
-    return {"evals": evals, "x": x, "y": y, "labels": labels, "target": target,
-            "hits": _target_points(runs, evals, x, y, labels),
-            "misses": _missed_points(runs, evals, x, y, labels),
-            "ylim": _y_range(evals, x, y, runs.iloc[0]["target_validation"], full_range,
-                             runs.iloc[0]["target_direction"]),
+    hits = _target_points(runs, evals, x, y, labels)
+    low, high = _y_range(evals, x, y, full_range, runs.iloc[0]["target_direction"])
+    ylim, line, line_label = _fit_target(low, high, target, bool(len(hits)))
+    return {"evals": evals, "x": x, "y": y, "labels": labels, "target": line,
+            "target_label": line_label, "hits": hits,
+            "misses": _missed_points(runs, evals, x, y, labels), "ylim": ylim,
             # the drawn algorithms' colours only: a filtered report names no algorithm it
             # leaves out
             "colors": {a: c for a, c in selection.colors.items()
                        if a in set(runs["algorithm"])},
-            "xlabel": TIME_AXES[x], "ylabel": f"validation {metric}",
+            "xlabel": TOKENS_LABEL if x == "tokens" else TIME_AXES[x],
+            "ylabel": f"validation {metric}",
             "title": f"{workload}: validation {metric} ({about})"}
 
 
@@ -335,11 +401,55 @@ def _line_tuples(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],
              group[y].to_numpy(float)) for run_id, group in rows.groupby("run_id", sort=True)]
 
 
-def _draw_validation(plot: LivePlot, data: dict, colors: dict[str, str]) -> bool:
-    """Draw validation_data on the dashboard's plot; False when it has no line."""
+def median_bands(rows: pd.DataFrame, x: str, y: str, points: int = BAND_POINTS
+                 ) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]:
+    """Per algorithm of `rows` (which carry `algorithm` and `run_id`): (algorithm, x grid,
+    median, 25th and 75th percentile of its runs' `y`, runs). Each run is interpolated
+    linearly on `points` evenly spaced x values between the algorithm's first and last; a
+    grid point counts where at least half the runs cover it (beyond, only the slow runs would
+    be left: a median of the survivors)."""
+    out = []
+    rows = rows[np.isfinite(rows[x].astype(float)) & np.isfinite(rows[y].astype(float))]
+    for algorithm, group in rows.groupby("algorithm", sort=True):
+        runs = [(g[x].to_numpy(float), g[y].to_numpy(float))
+                for _, g in group.sort_values(x, kind="stable").groupby("run_id", sort=True)]
+        low, high = min(r[0][0] for r in runs), max(r[0][-1] for r in runs)
+        grid = np.linspace(low, high, points) if high > low else np.array([low])
+        values = np.full((len(runs), len(grid)), np.nan)
+        for i, (xs, ys) in enumerate(runs):
+            inside = (grid >= xs[0]) & (grid <= xs[-1])
+            values[i, inside] = np.interp(grid[inside], xs, ys)
+        enough = np.isfinite(values).sum(axis=0) >= max(1, (len(runs) + 1) // 2)
+        if not enough.any():
+            continue
+        q1, median, q3 = np.nanpercentile(values[:, enough], [25, 50, 75], axis=0)
+        out.append((str(algorithm), grid[enough], median, q1, q3, len(runs)))
+    return out
+
+
+def _lines_or_bands(rows: pd.DataFrame, x: str, y: str, colors: dict[str, str],
+                    labels: dict[str, str], every_run: bool, width: float,
+                    alpha: float) -> dict:
+    """draw's lines (with widths, alphas) and bands: a line per run when `every_run`, else a
+    median line and interquartile band per algorithm (median_bands)."""
+    if every_run:
+        lines = _line_tuples(rows, x, y, colors, labels)
+        return {"lines": lines, "widths": [width] * len(lines), "alphas": [alpha] * len(lines),
+                "bands": []}
+    bands = median_bands(rows, x, y)
+    lines = [(f"{a}: median of {n} run{'s' * (n != 1)}", colors.get(a, "gray"), grid, median)
+             for a, grid, median, _, _, n in bands]
+    return {"lines": lines, "widths": [2.5] * len(lines), "alphas": [1.0] * len(lines),
+            "bands": [(colors.get(a, "gray"), grid, q1, q3) for a, grid, _, q1, q3, _ in bands]}
+
+
+def _draw_validation(plot: LivePlot, data: dict, colors: dict[str, str],
+                     every_run: bool = False) -> bool:
+    """Draw validation_data on the dashboard's plot (every run, or the median and
+    interquartile band per algorithm); False when it has no line."""
     x, y = data["x"], data["y"]
-    lines = _line_tuples(data["evals"], x, y, colors, data["labels"])
-    if not lines:
+    drawn = _lines_or_bands(data["evals"], x, y, colors, data["labels"], every_run, 1.5, 0.85)
+    if not drawn["lines"]:
         return False
     marks = []  # dots (outlined black) at first hits, crosses at the misses' best evals
     for frame, marker, size in ((data["hits"], "circle", 9), (data["misses"], "x", 12)):
@@ -349,10 +459,11 @@ def _draw_validation(plot: LivePlot, data: dict, colors: dict[str, str]) -> bool
             marks.append((str(algorithm), color, xv, yv, str(run), marker, size,
                           "black" if marker == "circle" else color))
     low, high = data["ylim"]
-    plot.draw(lines, data["title"], widths=[1.5] * len(lines), alphas=[0.85] * len(lines),
-              points=marks, xlabel=data["xlabel"], ylabel=data["ylabel"],
+    plot.draw(drawn["lines"], data["title"], widths=drawn["widths"], alphas=drawn["alphas"],
+              bands=drawn["bands"], points=marks, xlabel=data["xlabel"], ylabel=data["ylabel"],
               ylim=None if low is None else (low, high),
-              hline=None if data["target"] is None else (data["target"], "dashed"))
+              hline=None if data["target"] is None else (data["target"], "dashed"),
+              hline_label=data.get("target_label", ""))
     return True
 
 
@@ -387,14 +498,19 @@ def _loss_rows(selection: Selection, runs: pd.DataFrame,
 
 
 def loss_data(selection: Selection, workload: str) -> dict:
-    """What the loss plot of one workload draws: the rows (_loss_rows), x column, run labels,
-    whether its y axis is logarithmic (every loss positive) and its ticks, title."""
+    """What the loss plot of one workload draws: the rows (_loss_rows), x column (tokens for
+    ladder runs), run labels, whether its y axis is logarithmic (every loss positive and
+    spanning a decade or more: a narrower range on a log axis got one tick) and its ticks,
+    title."""
     runs = shown_curve_runs(selection).query("workload == @workload")
     train, x, what = _loss_rows(selection, runs, workload)
+    train, x = _on_tokens(selection, runs, train, x)
     train = train[np.isfinite(train["loss"].astype(float))]  # a diverged run's inf: undrawable
-    log = bool(len(train)) and bool((train["loss"] > 0).all())
+    positive = bool(len(train)) and bool((train["loss"] > 0).all())
+    log = positive and float(train["loss"].max()) >= 10 * float(train["loss"].min())
     return {"rows": train, "x": x, "labels": run_labels(runs), "log": log,
-            "yticks": log_ticks(train["loss"]) if log else None, "xlabel": TIME_AXES[x],
+            "yticks": log_ticks(train["loss"]) if log else None,
+            "xlabel": TOKENS_LABEL if x == "tokens" else TIME_AXES[x],
             "title": f"{workload}: {what}"}
 
 
@@ -410,13 +526,17 @@ def loss_plot(selection: Selection, workload: str) -> hv.Overlay:
                         title=data["title"], **ticks))
 
 
-def _draw_loss(plot: LivePlot, data: dict, colors: dict[str, str]) -> bool:
-    """Draw loss_data on one of the dashboard's loss plots; False when it has no line."""
-    lines = _line_tuples(data["rows"], data["x"], "loss", colors, data["labels"])
-    if lines:
-        plot.draw(lines, data["title"], widths=[1] * len(lines), alphas=[0.8] * len(lines),
-                  xlabel=data["xlabel"], yticks=data["yticks"])
-    return bool(lines)
+def _draw_loss(plot: LivePlot, data: dict, colors: dict[str, str],
+               every_run: bool = False) -> bool:
+    """Draw loss_data on one of the dashboard's loss plots (every run, or the median and
+    interquartile band per algorithm); False when it has no line."""
+    drawn = _lines_or_bands(data["rows"], data["x"], "loss", colors, data["labels"],
+                            every_run, 1, 0.8)
+    if drawn["lines"]:
+        plot.draw(drawn["lines"], data["title"], widths=drawn["widths"],
+                  alphas=drawn["alphas"], bands=drawn["bands"], xlabel=data["xlabel"],
+                  yticks=data["yticks"])
+    return bool(drawn["lines"])
 
 
 def _has_lines(plot: hv.Overlay) -> bool:
@@ -449,6 +569,8 @@ class Curves(View):
                                                    "keeps a big store's file small).")
     full_range = param.Boolean(default=False, doc="Validation axes over every value, not "
                                                   "zoomed on the race to the target.")
+    every_run = param.Boolean(default=False, doc="A line per run, not the median and "
+                                                 "interquartile band per algorithm.")
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
@@ -456,10 +578,10 @@ class Curves(View):
         self._body = pn.Column(sizing_mode="stretch_width")
         if self.one_workload:  # the dashboard: plots made once, redrawn in place (views.live)
             self._validation = LivePlot(xlabel="", ylabel="", height=400, y_range=(0, 1),
-                                        legend=False, points=True,
+                                        legend=False, points=True, bands=True,
                                         hover=("at", "validation", "run"))
             self._losses = {log: LivePlot(xlabel="", ylabel="loss", height=400, y_log=log,
-                                          legend=False, hover=("at", "loss", ""))
+                                          legend=False, bands=True, hover=("at", "loss", ""))
                             for log in (False, True)}
             self._notes = {css: pn.pane.Markdown(visible=False, sizing_mode="stretch_width")
                            for css in ("pb-curve", "pb-loss")}
@@ -470,7 +592,8 @@ class Curves(View):
                           sizing_mode="stretch_width", css_classes=["pb-loss"]),
                 sizing_mode="stretch_width")
             self._nothing = pn.pane.Markdown("No runs to draw with the current selection.")
-        self.param.watch(lambda _: self._selection_changed(), ["workload", "full_range"])
+        self.param.watch(lambda _: self._selection_changed(),
+                         ["workload", "full_range", "every_run"])
         self._first_draw()
 
     def _update(self) -> None:
@@ -496,11 +619,12 @@ class Curves(View):
             return
         w, colors = drawn[0], self.selection.colors
         has = _draw_validation(self._validation, validation_data(
-            self.selection, w, self.full_range), colors)
+            self.selection, w, self.full_range), colors, self.every_run)
         self._validation.pane.visible = has
         loss = loss_data(self.selection, w)
         for log, plot in self._losses.items():
-            plot.pane.visible = log == loss["log"] and _draw_loss(plot, loss, colors)
+            plot.pane.visible = log == loss["log"] and _draw_loss(plot, loss, colors,
+                                                                  self.every_run)
         for css, ok, what in (("pb-curve", has, "validation metric"),
                               ("pb-loss", any(p.pane.visible for p in self._losses.values()),
                                "training loss")):
@@ -528,13 +652,14 @@ class Curves(View):
         """The report's plots of `workload`, or a note in place of one with nothing to draw."""
         colors = self.selection.colors
         validation = LivePlot(xlabel="", ylabel="", height=400, y_range=(0, 1), legend=False,
-                              points=True, hover=("at", "validation", "run"),
+                              points=True, bands=True, hover=("at", "validation", "run"),
                               css_classes=["pb-curve"])
         loss = loss_data(self.selection, workload)
         losses = LivePlot(xlabel="", ylabel="loss", height=400, y_log=loss["log"], legend=False,
-                          hover=("at", "loss", ""), css_classes=["pb-loss"])
+                          bands=True, hover=("at", "loss", ""), css_classes=["pb-loss"])
         drawn = (_draw_validation(validation, validation_data(
-            self.selection, workload, self.full_range), colors), _draw_loss(losses, loss, colors))
+            self.selection, workload, self.full_range), colors, self.every_run),
+                 _draw_loss(losses, loss, colors, self.every_run))
         notes = ("validation metric", "training loss")
         return pn.Row(*[plot.pane if ok else pn.pane.Markdown(
             f"*{md(workload)}: no {what} recorded for the drawn runs.*",
@@ -546,9 +671,13 @@ class Curves(View):
         live = self.one_workload  # the served dashboard: a sidebar and widgets that work
         return pn.Column(
             pn.pane.Markdown(
-                f"### Learning curves\nOne line per run, coloured by algorithm; the dashed line "
-                f"is the validation target, a dot marks the first eval that met it and a cross "
-                f"the best eval of a run that never did. Drawn per workload: all its runs when "
+                f"### Learning curves\nPer algorithm (by colour) the median of its drawn runs, "
+                f"the shaded band their middle half (25th to 75th percentile), until half of "
+                f"them have ended" + ("; tick *Every run* for a line per run" if live else "")
+                + ". The dashed line is the validation target (one no drawn run came near sits "
+                f"at the plot's edge, labelled), a dot marks a run's first eval that met it and "
+                f"a cross the best eval of a run that never did; model-size ladder runs are "
+                f"drawn against training tokens. Drawn per workload: all its runs when "
                 f"it has at most {MAX_DEFAULT_CURVES}, else one per algorithm (the trial chosen "
                 f"in its middle study among the studies that met the target; for an algorithm "
                 f"that never met it, its closest run)"
@@ -558,6 +687,8 @@ class Curves(View):
             pn.Row(pn.widgets.Select.from_param(self.param.workload, name="Workload", width=320,
                                                 visible=live),
                    pn.widgets.Checkbox.from_param(self.param.full_range, name="Full range",
+                                                  align="end", visible=live),
+                   pn.widgets.Checkbox.from_param(self.param.every_run, name="Every run",
                                                   align="end", visible=live)),
             self._legend, self._body, sizing_mode="stretch_width")
 
@@ -570,6 +701,7 @@ def legend_html(selection: Selection, runs: pd.DataFrame) -> str:
              f'inline-block;width:22px;height:4px;vertical-align:middle;background:'
              f'{colors.get(a, "gray")}"></span> {html.escape(str(a))}</span>'
              for a in [a for a in colors if a in set(runs["algorithm"])]]
-    marks = ('<span style="white-space:nowrap;color:#444">- - - target &nbsp; &#9679; first '
-             'eval that met it &nbsp; &#10005; best eval of a run that missed</span>')
+    marks = ('<span style="white-space:nowrap;color:#444">&#9473; median &nbsp; &#9618; '
+             'middle half of the runs &nbsp; - - - target &nbsp; &#9679; first eval that met it '
+             '&nbsp; &#10005; best eval of a run that missed</span>')
     return f'<div style="line-height:1.9">{"".join(items)}{marks}</div>'

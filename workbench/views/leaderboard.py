@@ -16,6 +16,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench import cubes, scoring
 from workbench.catalog import noise_floor_of
+from workbench.holdings import LADDER_NOTE, store_holdings
 from workbench.scoring import BOOTSTRAP_DRAWS, INTERVAL_LEVEL
 from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, md, percent, ratio_color,
                                      unit_for, wrap_title)
@@ -210,6 +211,8 @@ class Leaderboard(View):
         scores = score_frame(self.selection)
         self._scores.value = scores
         zero = scoring.all_zero_reason(scores)
+        if zero and store_holdings(self.selection).ladder_only:  # zeros by design: no advice
+            zero = LADDER_NOTE
         self._about.object = self._rules_text() + (f"\n\n**{zero}**" if zero else "")
         order = list(scores["algorithm"])
         every = self.selection.store_workload_groups() if self.keep_columns else {}

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import panel as pn
 from bokeh.models import (BasicTickFormatter, ColorBar, ColumnDataSource, FixedTicker,
-                          HoverTool, LogColorMapper, Range1d, Span)
+                          HoverTool, Label, LogColorMapper, Range1d, Span)
 from bokeh.plotting import figure
 
 __all__ = ["LivePlot", "LiveHeatMap", "Line", "Point", "Rule", "steps", "stacked_areas",
@@ -43,17 +43,18 @@ class LivePlot:
                  x_range: tuple[float, float] | None = None, areas: bool = False,
                  points: bool = False, x_log: bool = False, y_log: bool = False,
                  legend: bool = True, hover: tuple[str, str, str] | None = None,
-                 dashes: bool = False, legend_below: bool = False,
+                 dashes: bool = False, legend_below: bool = False, bands: bool = False,
                  css_classes: Iterable[str] = ()) -> None:
         """`hover`: what the hover names x, y and a point's note (default: the axis labels
         and "run"); an empty name leaves its line out. `dashes`: each line has its own dash
         pattern (draw's `dashes`). `legend_below`: the legend under the plot, not at its right
-        (for long labels, which would narrow the plot). The figure is made at the first draw
+        (for long labels, which would narrow the plot). `bands`: shaded bands under the lines
+        (draw's `bands`, e.g. interquartile ranges). The figure is made at the first draw
         (or use of `figure`): a dashboard holds a dozen, most in tabs never opened."""
         self._options = dict(xlabel=xlabel, ylabel=ylabel, height=height, y_range=y_range,
                              x_range=x_range, areas=areas, points=points, x_log=x_log,
                              y_log=y_log, legend=legend, hover=hover, dashes=dashes,
-                             legend_below=legend_below)
+                             legend_below=legend_below, bands=bands)
         self._figure: figure | None = None
         self._ticks: dict[str, FixedTicker] = {}
         # in a Column, which is what a view shows and hides: Panel's Bokeh pane re-reads the
@@ -79,7 +80,7 @@ class LivePlot:
         return self._figure
 
     def _make(self, *, xlabel, ylabel, height, y_range, x_range, areas, points, x_log, y_log,
-              legend, hover, dashes, legend_below) -> figure:
+              legend, hover, dashes, legend_below, bands) -> figure:
         """The figure and its data sources (self.source, .points, .marks, .background)."""
         fig = figure(height=height, sizing_mode="stretch_width", title="",
                      x_axis_type="log" if x_log else "linear",
@@ -93,6 +94,10 @@ class LivePlot:
         x_name, y_name, note = hover or (xlabel, ylabel, "run")
         for axis in (fig.xaxis, fig.yaxis):  # no 1.000e-5 on an axis (a model per figure:
             axis.formatter = BasicTickFormatter(use_scientific=False)  # one document each)
+        self.bands = ColumnDataSource({"xs": [], "ys": [], "color": []})
+        if bands:  # under every line
+            fig.patches("xs", "ys", source=self.bands, fill_color="color", fill_alpha=0.18,
+                        line_width=0)
         self.background = ColumnDataSource({"x": [], "y": []})
         fig.line("x", "y", source=self.background, color="gray", alpha=0.35, line_width=1)
         self.source = ColumnDataSource({"xs": [], "ys": [], "label": [], "color": [],
@@ -124,6 +129,12 @@ class LivePlot:
                                  visible=False) for dim in ("width", "height")}
         for rule in self._rules.values():
             fig.add_layout(rule)
+        # what the horizontal rule is (draw's hline_label): at its left end, above it
+        self._rule_label = Label(x=6, y=0, x_units="screen", y_units="data", text="",
+                                 text_font_size="11px", text_color="black", y_offset=3,
+                                 background_fill_color="white", background_fill_alpha=0.7,
+                                 visible=False)
+        fig.add_layout(self._rule_label)
         if legend:
             fig.legend[0].label_text_font_size = "11px"
             fig.add_layout(fig.legend[0], "below" if legend_below else "right")
@@ -136,7 +147,8 @@ class LivePlot:
              dashes: Sequence[str] | None = None, xlim: tuple[float, float] | None = None, ylim: tuple[float, float] | None = None,
              points: Iterable[Point] = (), marks: tuple[Sequence, Sequence] = ((), ()),
              background: tuple[Sequence, Sequence] = ((), ()), hline: Rule | None = None,
-             vline: Rule | None = None, flip_x: bool = False) -> None:
+             vline: Rule | None = None, flip_x: bool = False, hline_label: str = "",
+             bands: Iterable[tuple[str, Sequence, Sequence, Sequence]] = ()) -> None:
         """Show `lines` and `points` (and nothing else) under `title`.
 
         `xticks`, `yticks`: ticks at exactly these values (default: Bokeh's), the y ones
@@ -145,7 +157,9 @@ class LivePlot:
         drawn by a plot made with `dashes`); `xlim`,
         `ylim`: the ranges of a plot made with them; `marks`: (x, y) of points ringed in
         black; `background`: (x, y) of one thin grey line (NaN breaks it); `hline`, `vline`:
-        black rules; `flip_x`: the x axis runs right to left."""
+        black rules, `hline_label` the text over the horizontal one; `flip_x`: the x axis runs
+        right to left; `bands`: (colour, x, low, high) of shaded bands (a plot made with
+        `bands`; NaNs left out)."""
         lines, points = list(lines), list(points)
         self._made()
         _assign(self.source, {
@@ -166,6 +180,18 @@ class LivePlot:
             if given is not None:
                 rule.update(location=float(given[0]), line_dash=given[1])
             rule.visible = given is not None
+        shown = bool(hline_label) and hline is not None
+        self._rule_label.update(text=hline_label if shown else "", visible=shown,
+                                **({"y": float(hline[0])} if shown else {}))
+        band_xs, band_ys, band_colors = [], [], []
+        for color, x, low, high in bands:
+            x, low, high = (np.asarray(v, dtype=float) for v in (x, low, high))
+            keep = np.isfinite(x) & np.isfinite(low) & np.isfinite(high)
+            if keep.sum() >= 2:
+                band_xs.append(np.concatenate([x[keep], x[keep][::-1]]))
+                band_ys.append(np.concatenate([high[keep], low[keep][::-1]]))
+                band_colors.append(color)
+        _assign(self.bands, {"xs": band_xs, "ys": band_ys, "color": band_colors})
         self._decorate(title, xlabel, ylabel, xlim, ylim, flip_x)
         self._tick("x", xticks)
         self._tick("y", yticks)

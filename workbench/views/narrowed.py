@@ -33,14 +33,16 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
                  studies: str | Iterable[str] | None = None, with_adhoc: bool = False,
                  workloads: str | Iterable[str] | None = None,
                  algorithms: str | Iterable[str] | None = None,
-                 time_axis: str | None = None, relax_targets: float = 0.0) -> Selection:
+                 time_axis: str | None = None, relax_targets: float = 0.0,
+                 reference: str | None = None) -> Selection:
     """The selection of the store at `store_path` with the scope and filters given (None: the
     defaults, everything the scope reads): what a report and a notebook's view show.
 
     ruleset, studies, with_adhoc: what is read (workbench/scope.py); workloads, algorithms:
     names or "a,b", as the scope labels them; time_axis: train, wall or steps; relax_targets:
-    R in [0, 1), targets made easier (spec.relaxed_goal). A name the store
-    does not hold is an error that lists the ones it does; so is a filter that leaves nothing.
+    R in [0, 1), targets made easier (spec.relaxed_goal); reference: the algorithm speedups
+    are measured against (None: scoring.default_reference). A name the store does not hold is
+    an error that lists the ones it does; so is a filter that leaves nothing.
     """
     selection = Selection(store_path=str(store_path))
     if selection.message:
@@ -69,4 +71,10 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
     if relax_targets:
         update["relax_targets"] = check_relax(relax_targets)  # one line on a bad value
     selection.param.update(**update)
+    if reference is not None:  # after the filters, which choose the default one
+        valid = list(selection.param.reference.objects)
+        if reference not in valid:
+            raise ValueError(f"unknown reference {reference!r}: the shown algorithms with "
+                             f"finished runs are {', '.join(valid) or 'none'}")
+        selection.reference = reference
     return selection

@@ -14,16 +14,16 @@ from __future__ import annotations
 import base64
 import html
 import logging
+import os
 import re
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 import panel as pn
 import param
 from markdown_it import MarkdownIt
-
-from workbench.views.mpl import png_bytes
 
 __all__ = ["NotebookView", "static_html"]
 
@@ -83,6 +83,8 @@ def _parts(obj: Any) -> list[str]:
 def static_html(layout: pn.viewable.Viewable, figures: dict[str, Any] | None = None) -> str:
     """The text and tables of `layout` and the `figures` ({name: HoloViews plot}) as PNG, as
     one block of HTML (every store name in it escaped)."""
+    from workbench.views.mpl import png_bytes  # Matplotlib: seconds to import, here only
+
     parts = [p for p in _parts(layout) if p]
     for name, plot in (figures or {}).items():
         try:
@@ -111,6 +113,19 @@ class NotebookView(pn.viewable.Viewer):
     def static_html(self) -> str:
         """The static copy: text, tables and plots."""
         return static_html(self.layout, self.figures() if self.figures else None)
+
+    def save(self, path: str | os.PathLike, title: str = "Pacebench view") -> Path:
+        """Write the view as one static, self-contained HTML file (its text, tables and plots
+        as PNG: static_html) to `path`, its folder made if missing; returns the path. It
+        opens from disk with no network and no server."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                f"<title>{html.escape(title)}</title></head>\n<body style=\"font-family: "
+                f'sans-serif; margin: 1.5em\"><div class="pb-static">{self.static_html()}'
+                "</div></body></html>\n")
+        out.write_text(page, encoding="utf-8")
+        return out
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         data, metadata = self.layout._repr_mimebundle_(include, exclude)

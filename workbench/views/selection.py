@@ -329,15 +329,15 @@ class Selection(ScopedRead):
 
     def _choose_reference(self) -> None:
         """Reference for speedups: kept while shown, else scoring.default_reference ("baseline",
-        else the top scorer) among the shown algorithms (with finished runs that pass the
-        filters)."""
+        else "adamw", else the first name) among the shown algorithms (with finished runs that
+        pass the filters)."""
         present = self.finished_algorithms()
         shown = [a for a in self.param.algorithms.objects if a in present]
         self.param.reference.objects = shown
         if self.reference in shown or not shown:
             self.reference = self.reference if shown else None
             return
-        self.reference = scoring.default_reference(shown, self.scores())
+        self.reference = scoring.default_reference(shown)
 
     @param.depends("algorithms", "workloads", "hardware", watch=True)
     def _filters_changed(self) -> None:

@@ -223,3 +223,16 @@ def test_the_ladder_refuses_a_space_nothing_draws_from(tmp_path, capsys):
     assert "runs its declared setting (--trials 1)" in capsys.readouterr().err
     assert main(argv + ["--search-space", f"adamw={space}", "--trials", "3"]) == 0
     assert "nothing was run or written" in capsys.readouterr().out
+
+
+def test_a_lattice_point_from_another_centre_is_the_recorded_value(tmp_path):
+    from workbench.testing import make_planned_store
+
+    plan = _plan()
+    recorded = 1e-2 * (1 + 1e-13)  # the centre computed from another centre's grid
+    store = make_planned_store(tmp_path / "s", {("adamw", "synthetic", 0, 0, "tune-adamw"): {
+        "hparams": {"learning_rate": recorded}}})
+    configs = T.plan_configs(plan, T.log_grid(plan), store)
+    assert configs[0].hparams["learning_rate"] == recorded
+    assert configs[1].hparams["learning_rate"] == T.log_grid(plan)[1]
+    assert len({c.trial for c in configs.values()} | {0}) == 8  # trial 0 is the planted run's

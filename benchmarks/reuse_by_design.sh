@@ -27,3 +27,5 @@ echo "\$ pb score --store A | grep note"; pb score --store A | grep note
 echo "\$ pb score --json --store A | grep -A2 duplicate_trials"
 pb score --json --store A | grep -A2 duplicate_trials
 echo "\$ wc -c A/runs/*/run.json"; wc -c A/runs/*/run.json
+echo "\$ (bytes of each run.json's reuse_inputs, as written: indented by 1)"
+"$py" -c "import glob, json; print([len(json.dumps(json.load(open(p))['reuse_inputs'], indent=1)) for p in sorted(glob.glob('A/runs/*/run.json'))])"

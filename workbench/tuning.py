@@ -205,8 +205,8 @@ def check_hparam_names(names: Iterable[str]) -> tuple[str, ...]:
 # -- one side on one workload -------------------------------------------------------------------
 def _outcome(row: Any, time_column: str) -> Outcome:
     time = pd.to_numeric(getattr(row, time_column, None), errors="coerce")
-    reached = bool(getattr(row, "reached_target", False) is True
-                   or getattr(row, "reached_target", False) == 1) and pd.notna(time)
+    flag = getattr(row, "reached_target", False)  # a bool, or a missing value (pd.NA)
+    reached = isinstance(flag, (bool, np.bool_)) and bool(flag) and pd.notna(time)
     metric = pd.to_numeric(getattr(row, "best_validation", None), errors="coerce")
     direction = getattr(row, "target_direction", "max")
     return Outcome(reached, float(time) if reached else math.inf,
@@ -388,10 +388,11 @@ def tuning_report(finished: pd.DataFrame, read_doc: Callable[[str], Mapping[str,
         mine = finished[finished["algorithm"] == name]
         tried = attempts[attempts["algorithm"] == name]
         out[name] = {}
-        for workload in sorted(set(tried["workload"].astype(str)) | set(mine["workload"].astype(str))):
-            out[name][workload] = _side_entry(name, workload, mine[mine["workload"] == workload],
-                                              tried[tried["workload"] == workload], read_doc,
-                                              judged, (floors or {}).get(workload), column)
+        workloads = set(tried["workload"].astype(str)) | set(mine["workload"].astype(str))
+        for w in sorted(workloads):
+            out[name][w] = _side_entry(name, w, mine[mine["workload"] == w],
+                                       tried[tried["workload"] == w], read_doc, judged,
+                                       (floors or {}).get(w), column)
     return out
 
 

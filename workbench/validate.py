@@ -117,6 +117,8 @@ def ladder_problem(doc: Mapping[str, Any]) -> str | None:
     ladder = config.get("ladder") if isinstance(config, Mapping) else None
     if doc.get("status") != "complete" or not isinstance(ladder, Mapping):
         return None
+    if ladder.get("origin") is not None:  # an imported table's row: no steps or schedule to check
+        return None
     from workbench.catalog import get_workload
 
     try:

@@ -22,7 +22,7 @@ first row; `source` "table"). Importing the same table twice adds nothing (run i
 import's name and each run's key). A bad row is one TableError line naming the file, the row
 (1-based, data rows), the column and what is valid; nothing is written then. The runs are written
 through the same checks as every other door into a store (workbench.transfer.doc_problem and
-rows_problem).
+rows_problem, workbench.validate.run_problem).
 """
 from __future__ import annotations
 
@@ -485,15 +485,17 @@ def _last(values: list) -> float | None:
 # -- writing ---------------------------------------------------------------------------------
 def write_runs(store: Store, runs: list[tuple[dict, Any]], report: TableImport,
                before_writing=None) -> None:
-    """Check every run as every door into a store does (transfer.doc_problem, rows_problem),
+    """Check every run as every door into a store does (transfer.doc_problem, rows_problem,
+    validate.run_problem),
     then write the new ones in one SealedBatch. A run id already there must hold the same
     import's row (same origin file hash and row), else TableError; nothing is written then."""
     from workbench.transfer import doc_problem, rows_problem
+    from workbench.validate import run_problem
 
     new = []
     for doc, evals in runs:
         problem = doc_problem({**doc, "schema_version": R.SCHEMA_VERSION}) or \
-            rows_problem(evals, "evals")
+            rows_problem(evals, "evals") or run_problem(doc, evals)
         if problem:
             raise TableError(f"{report.file}: row {doc['origin']['row']}: {problem}")
         if store.run_path(doc["run_id"]).exists():

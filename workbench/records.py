@@ -287,11 +287,14 @@ LADDER_FIELDS = (
     "phase",                 # "final": a run the ladder compares | "tuning": a sweep trial (its
                              # study is "<ladder name>.tuning"); analyses read "final" only
     "reference",             # str: the ladder's reference algorithm (its first)
+    "eval_windows",          # int: windows per split each eval scores (sized by the plan when
+                             # --evals is not given; absent in older records: 256)
 )
 LADDER_PHASES = ("final", "tuning")
 # Beside it, run.json's top-level "data" says what a workload with a data record trained on
-# (a ladder rung: {"kind": "generated" | "shakespeare" | "tokens", its seed or path, "sha256",
-# "tokens_available", ...}; runners/workloads/ladder.py data_record); null for other workloads.
+# (a ladder rung: {"kind": "generated" | "shakespeare" | "bytes" | "token_files", its seed or
+# path, "sha256", "tokens_available", ...}; runners/workloads/ladder.py data_record); null for
+# other workloads.
 
 
 # Keys that every run document has, whatever wrote it; a document without one is not a run.

@@ -279,7 +279,7 @@ LADDER_FIELDS = (
     "tokens",                # int: planned training tokens, steps x batch x block
     "steps",                 # int: planned steps; the schedule's horizon (step hint) and the
                              # step budget: the run's last eval is at this step
-    "data",                  # str: "generated" | "shakespeare" | a token-file path
+    "data",                  # str: "generated" | "shakespeare" | "bytes:PATH" | a token-file path
     "repeated_tokens",       # bool: the plan needs more tokens than the data source holds
     "transfer",              # str | null: the transfer rule that set its hyperparameters
     "tuning_trials",         # int: tuning trials this algorithm got at this rung (0: its

@@ -74,9 +74,15 @@ def _candidates(root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
             rel = path.relative_to(root).as_posix()
             if name.startswith(".") or not name.lower().endswith(TEXT_SUFFIXES):
                 continue
-            if path.is_symlink() and not path.resolve().is_relative_to(inside):
-                skipped.append(f"{rel} (a link out of the folder)")
-                continue
+            if path.is_symlink():
+                try:
+                    target = path.resolve()
+                except (OSError, RuntimeError):  # a loop of links (RuntimeError before 3.13)
+                    skipped.append(f"{rel} (a link that resolves to nothing)")
+                    continue
+                if not target.is_relative_to(inside):
+                    skipped.append(f"{rel} (a link out of the folder)")
+                    continue
             found.append((rel, path))
     return sorted(found), skipped
 
@@ -95,7 +101,7 @@ def text_files(root: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
             skipped.append(f"{rel} (binary: a NUL byte)")
             continue
         texts.append((rel, data))
-    return texts, skipped
+    return texts, sorted(skipped)
 
 
 def _warn_skipped(root: Path, skipped: list[str]) -> None:

@@ -33,9 +33,9 @@ __all__ = ["LadderGPT", "LadderWorkload", "counted_counts", "EVAL_WINDOWS", "EVA
 
 EVAL_WINDOWS = 256   # windows per split scored by evaluate(), unless knob eval_windows says
 # Logits per eval forward pass at most: windows per pass = this // (block_size x vocabulary),
-# between 1 and 64. On a CPU 16 MiB of float32, so that a pass's logits stay near the caches (a
-# gpt_7k eval with a 50,257-token vocabulary took 2.4 CPU s at one window per pass, 3.7 s at 5,
-# /tmp measurement in docs/ladder.md); on a GPU 1 GiB, for fewer, larger passes.
+# between 1 and 64. On a CPU 16 MiB of float32, so that a pass's logits stay near the caches
+# (gpt_7k with a 50,257-token vocabulary, benchmarks/eval_share.py: evals 7.2 % of the run at 5
+# windows per pass, 5.8 % and 4.3 % at one; docs/ladder.md); on a GPU 1 GiB, for fewer passes.
 EVAL_LOGITS = {"cpu": 1 << 22, "cuda": 1 << 28}
 INIT_STD = 0.02      # GPT-2's init std
 

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from runners.ladder import catalog_rungs, eval_work_share, final_configs  # noqa: E402
+from runners.ladder import (MAX_EVAL_WINDOWS, catalog_rungs, eval_work_share,  # noqa: E402
+                            final_configs)
 from runners.loop import prepare  # noqa: E402
 from workbench.spec import LadderSpec, RunConfig  # noqa: E402
 
@@ -78,7 +79,8 @@ def main() -> int:
                           data=data, evals=args.evals)
         config = final_configs(spec, {args.rung: rung})[0]  # the run the ladder would launch
         steps, every = config.max_steps, config.eval_every
-        windows, evals = config.ladder["eval_windows"], math.ceil(steps / every)
+        windows = config.ladder.get("eval_windows", MAX_EVAL_WINDOWS)  # absent with --evals
+        evals = math.ceil(steps / every)
         update_s, eval_s = measure(config, args.steps)
     train, spent = steps * update_s, evals * eval_s
     what = args.data or f"token files of a {args.vocab:,}-token vocabulary"

@@ -204,7 +204,11 @@ def _sweep_space(algorithm: str, sources: Mapping[str, Any] | None):
 
 def _ladder_fields(spec: LadderSpec, algorithm: str, rung: Rung, budget: float,
                    steps: int, phase: str, eval_windows: int) -> dict[str, Any]:
+    """The run's ladder record (workbench/records.py LADDER_FIELDS); `eval_windows` only when
+    the plan sized the evals, so that a ladder planned with --evals keeps its runs' identities
+    (trial keys) from before the plan sized them."""
     tokens = steps * (spec.batch_size or rung.batch_size) * rung.block_size
+    sized = {} if spec.evals is not None else {"eval_windows": eval_windows}
     return {"rung": rung.name, "non_embedding_params": rung.non_embedding_params,
             "params": rung.params, "flops_per_token": rung.flops_per_token, "budget": budget,
             "tokens": tokens, "steps": steps, "data": spec.data,
@@ -212,7 +216,7 @@ def _ladder_fields(spec: LadderSpec, algorithm: str, rung: Rung, budget: float,
             and tokens > rung.tokens_available,
             "transfer": spec.transfer.get(algorithm),
             "tuning_trials": tuning_counts(spec)[algorithm], "phase": phase,
-            "reference": spec.algorithms[0], "eval_windows": eval_windows}
+            "reference": spec.algorithms[0], **sized}
 
 
 def _steps(spec: LadderSpec, rung: Rung, budget: float) -> int:

@@ -11,6 +11,7 @@ import torch
 
 from runners.ladder import (EVAL_SHARE, MAX_EVAL_WINDOWS, catalog_rungs, eval_plan,
                             eval_work_share, final_configs)
+from workbench import records as R
 from workbench.spec import LadderSpec
 
 BUDGETS = (1.0, 2.0, 4.0, 8.0)
@@ -41,7 +42,8 @@ def test_planned_eval_work_is_at_most_its_share_at_every_rung_and_budget(gpt2_to
     old = LadderSpec(sizes=("gpt_7k",), algorithms=("adamw",), budgets=(1,), data=gpt2_tokens,
                      evals=8)
     [c] = final_configs(old, rungs)
-    assert c.ladder["eval_windows"] == 256 and c.eval_every == math.ceil(137 / 8)
+    assert "eval_windows" not in c.ladder and c.eval_every == math.ceil(137 / 8)  # 256: default
+    assert set(configs[0].ladder) == set(R.LADDER_FIELDS)  # a sized plan records its windows
     assert eval_work_share(c.max_steps, c.batch_size, c.eval_every, 256) > 0.9
 
 

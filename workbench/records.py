@@ -287,8 +287,8 @@ LADDER_FIELDS = (
     "phase",                 # "final": a run the ladder compares | "tuning": a sweep trial (its
                              # study is "<ladder name>.tuning"); analyses read "final" only
     "reference",             # str: the ladder's reference algorithm (its first)
-    "eval_windows",          # int: windows per split each eval scores (sized by the plan when
-                             # --evals is not given; absent in older records: 256)
+    "eval_windows",          # int: windows per split each eval scores, when the plan sized
+                             # them (no --evals); absent (--evals N, older records): 256
 )
 LADDER_PHASES = ("final", "tuning")
 # Beside it, run.json's top-level "data" says what a workload with a data record trained on

@@ -28,7 +28,7 @@
 #   LADDER_WORKERS (4: small rungs leave most of the GPU idle, so runs share it)
 #   BYTES_DATA (bytes:$PACEBENCH_DATA/tinyshakespeare/input.txt: 1 MB, which these rungs repeat;
 #   give a larger folder of text when one is at hand)
-#   DRY=1: every step on the CPU with tiny stand-ins (gpt_7k, budget 0.05, digits_mlp), to check
+#   DRY=1: every step on the CPU with tiny stand-ins (gpt_7k, budget 0.05, synthetic), to check
 #   the commands and flags without a GPU (every limit x STEP_LIMIT_SCALE, default 4 then); its
 #   figures mean nothing.
 set -u
@@ -48,8 +48,8 @@ if [ "${DRY:-0}" = 1 ]; then  # CPU stand-ins: the same commands and flags, tiny
     wide512=gpt_7k; resize=(--n-layer 2 --n-embd 32 --n-head 2)
     mfu_args=(--steps 3 --warmup 1 --rounds 1); profile=()
     sizes=gpt_7k; budgets=0.05; seeds=1; workers=1
-    target_workload=digits_mlp; target_args=(--trials 1 --reruns 2 --max-steps 30)
-    noise_args=(--seeds 2 --max-steps 30)
+    target_workload=synthetic; target_args=(--trials 1 --reruns 2)  # 400-step runs
+    noise_args=(--seeds 2)
 else
     device=(--device cuda --precision bf16 --compile)
     wide512=gpt_28m; resize=(--n-layer 12 --n-embd 1024 --n-head 16)
@@ -86,8 +86,11 @@ second() {
     step 300 "set-targets, $target_workload (${target_args[*]})" \
         "$py" -m runners.cli set-targets --workload "$target_workload" --algorithm nadamw "${target_args[@]}" --workers 2 "${device[@]}" --store "$store" --out "$out/targets" --quiet
     step 20 "what the runs recorded" "$py" - "$store" <<'PY'
+import os
 import sys
 import workbench
+if not os.path.isdir(sys.argv[1]):
+    sys.exit(f"no store at {sys.argv[1]}: no run of this part started")
 runs = workbench.open(sys.argv[1]).runs()
 cols = [c for c in ("study_name", "algorithm", "workload", "seed", "status", "steps", "train_seconds",
                     "time_to_target", "compile_seconds", "mfu", "hardware") if c in runs.columns]

@@ -95,3 +95,16 @@ def test_a_large_vocabulary_eval_is_exact_over_its_windows_a_few_per_pass(gpt2_t
     assert metrics["loss"] == pytest.approx(loss, rel=1e-6)
     assert metrics["accuracy"] == pytest.approx(accuracy, abs=1e-12)
     assert abs(metrics["loss"] - math.log(50_257)) < 0.5 and model.training
+
+
+@pytest.mark.parametrize("bad", ["many", 0, True])
+def test_a_bad_eval_windows_knob_is_a_one_line_error(bad):
+    import dataclasses
+
+    from runners.workloads import build_workload
+    from workbench.catalog import get_workload
+
+    spec = get_workload("gpt_7k")
+    spec = dataclasses.replace(spec, model={**spec.model, "eval_windows": bad})
+    with pytest.raises(ValueError, match="model knob eval_windows=.*an integer >= 1"):
+        build_workload(spec)

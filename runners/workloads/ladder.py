@@ -136,13 +136,12 @@ class LadderWorkload(Workload):
         self.source = source or token_source(str(knob(m, "data", default="generated")),
                                              data_dir, vocab_size=m.get("vocab_size"))
         self.vocab_size = self.source.vocab_size
-        self.eval_windows = knob(m, "eval_windows", default=EVAL_WINDOWS)
-        if isinstance(self.eval_windows, bool) or not isinstance(self.eval_windows, int) \
-                or self.eval_windows < 1:
-            raise ValueError(f"model knob eval_windows={self.eval_windows!r}: an integer >= 1 "
-                             "(windows per split each eval scores)")
-        self._eval = {split: self._tensor(self.source.eval_windows(split, self.eval_windows,
-                                                                   self.block_size))
+        count = knob(m, "eval_windows", default=EVAL_WINDOWS)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"model knob eval_windows={count!r}: an integer >= 1 (windows per "
+                             "split each eval scores)")
+        self.windows_per_eval = count
+        self._eval = {split: self._tensor(self.source.eval_windows(split, count, self.block_size))
                       for split in ("train", "validation", "test")}
         logits = EVAL_LOGITS.get(self.device.type, EVAL_LOGITS["cpu"])
         self._chunk = max(1, min(64, logits // (self.block_size * self.vocab_size)))

@@ -67,6 +67,7 @@ def test_hostile_entries_of_a_folder_are_skipped_with_one_warning(tmp_path):
     _write(outside, b"outside the folder")
     good = _write(folder / "good.txt", b"hello world\n" * 10)
     _write(folder / "image.txt", b"GIF89a\0\0binary")
+    _write(folder / "line\nbreak.txt", b"\0")  # a hostile name stays on the one line
     os.mkfifo(folder / "pipe.txt")  # reading it would wait for a writer forever
     (folder / "escape.txt").symlink_to(outside)
     (folder / "inside.txt").symlink_to(folder / "good.txt")  # a link inside the folder is read
@@ -78,9 +79,9 @@ def test_hostile_entries_of_a_folder_are_skipped_with_one_warning(tmp_path):
     assert text.files == 2 and text.bytes == 2 * len(good)
     [warning] = caught
     message = str(warning.message)
-    assert "skipped 4 entries" in message and "\n" not in message
-    assert "escape.txt (a link out of the folder)" in message
-    assert "image.txt (binary: a NUL byte)" in message and "and 1 more" in message
+    assert "skipped 5 entries" in message and "\n" not in message
+    assert "'escape.txt' (a link out of the folder)" in message
+    assert "'image.txt' (binary: a NUL byte)" in message and "and 2 more" in message
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -29,10 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TextBytes", "read_text_bytes", "TEXT_SUFFIXES", "BYTES_PREFIX", "SPLIT_CUTS",
-           "text_files"]
+__all__ = ["TextBytes", "read_text_bytes", "TEXT_SUFFIXES", "SPLIT_CUTS", "text_files"]
 
-BYTES_PREFIX = "bytes:"  # data "bytes:PATH" reads PATH's text files as bytes
 TEXT_SUFFIXES = (".txt", ".text", ".md", ".rst", ".tex", ".csv", ".tsv", ".json", ".jsonl",
                  ".html", ".htm", ".xml")
 SPLIT_CUTS = (0.90, 0.95)  # each file: [0, 90 %) train, [90 %, 95 %) validation, [95 %, 1] test
@@ -64,7 +62,9 @@ def _kind(mode: int) -> str:
 
 def _candidates(root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     """(relative name, path) of every file of the folder with a text suffix, sorted, and the
-    entries skipped on the way ("name (why)"); hidden names and links to folders left out."""
+    entries skipped on the way ("'name' (why)", the name escaped as Python writes it, so a name
+    holding a line break stays on the warning's one line); hidden names and links to folders
+    left out."""
     found, skipped = [], []
     inside = root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
@@ -78,10 +78,10 @@ def _candidates(root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
                 try:
                     target = path.resolve()
                 except (OSError, RuntimeError):  # a loop of links (RuntimeError before 3.13)
-                    skipped.append(f"{rel} (a link that resolves to nothing)")
+                    skipped.append(f"{rel!r} (a link that resolves to nothing)")
                     continue
                 if not target.is_relative_to(inside):
-                    skipped.append(f"{rel} (a link out of the folder)")
+                    skipped.append(f"{rel!r} (a link out of the folder)")
                     continue
             found.append((rel, path))
     return sorted(found), skipped
@@ -95,10 +95,10 @@ def text_files(root: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
         try:
             data = _read_regular(path)
         except OSError as err:
-            skipped.append(f"{rel} ({err.strerror or err})")
+            skipped.append(f"{rel!r} ({err.strerror or err})")
             continue
         if b"\0" in data:
-            skipped.append(f"{rel} (binary: a NUL byte)")
+            skipped.append(f"{rel!r} (binary: a NUL byte)")
             continue
         texts.append((rel, data))
     return texts, sorted(skipped)

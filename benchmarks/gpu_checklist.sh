@@ -25,10 +25,11 @@
 #
 # Sizes by variable (defaults are the commands trimmed to fit, unmeasured on a GPU):
 #   LADDER_SIZES (gpt_1770k,gpt_7m) LADDER_BUDGETS (0.25,0.5,1) LADDER_SEEDS (1)
-#   LADDER_WORKERS (4: small rungs leave most of the GPU idle, so runs share it)
+#   LADDER_WORKERS (4 runs sharing the GPU; whether that beats 1 at a time is unmeasured)
 #   BYTES_DATA (bytes:$PACEBENCH_DATA/tinyshakespeare/input.txt: 1 MB, which these rungs repeat;
 #   give a larger folder of text when one is at hand)
-#   DRY=1: every step on the CPU with tiny stand-ins (gpt_7k, budget 0.05, synthetic), to check
+#   DRY=1: every step of first and second on the CPU with tiny stand-ins (gpt_7k, budget 0.05,
+#   synthetic; extra's steps are not scaled down), to check
 #   the commands and flags without a GPU (every limit x STEP_LIMIT_SCALE, default 4 then); its
 #   figures mean nothing.
 set -u

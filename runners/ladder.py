@@ -8,8 +8,19 @@ parameters), budget b trains for
 update steps, the same for every algorithm (the batch is fixed per rung, not the algorithm's
 choice), and the algorithm's learning-rate schedule is laid over exactly those steps: the run's
 `ladder["steps"]` replaces the workload's step hint (runners/loop.py prepare), so the decay ends
-at the run's last step. Runs do not stop on a target; they evaluate every ceil(steps / evals)
-steps and once more at their last step, and ladders compare that last eval.
+at the run's last step. Runs do not stop on a target; they evaluate every `eval_every` steps and
+once more at their last step, and ladders compare that last eval.
+
+Evals (`eval_plan`): with `evals` given, every ceil(steps / evals) steps, MAX_EVAL_WINDOWS
+windows per split. Without it (the default) the run sizes them, so that evals stay a small part
+of its time whatever the vocabulary: an eval forward pass costs a third of a training step per
+token (2 of the 6 FLOPs per weight), so planned eval FLOPs / training FLOPs =
+evals x 3 splits x windows / (3 x steps x batch) = evals x windows / (steps x batch), kept at or
+below EVAL_SHARE (1/20). The windows are the rung's, the same at every budget, algorithm and seed
+(so every loss of a rung is over the same windows): EVAL_SHARE x (steps x batch at budget 1) /
+EVALS_AT_1X, between MIN_EVAL_WINDOWS and MAX_EVAL_WINDOWS; the evals of a run are then
+floor(EVAL_SHARE x steps x batch / windows), between 1 and MAX_EVALS, every ceil(steps / evals)
+steps. A run far below budget 1 may pass the share (at least one eval of MIN_EVAL_WINDOWS).
 
 Hyperparameters per (algorithm, rung), what `tuning_trials` in the record says:
   - trials 1 (the default): the algorithm's declared setting (its defaults), or its declared
@@ -38,12 +49,18 @@ from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import LadderSpec, RunConfig, SpecError, stable_hash, to_plain
 from workbench.store import Store
 
-__all__ = ["Rung", "TRANSFER_RULES", "LOSS_COLUMN", "MAX_STEPS", "planned_steps", "tuning_name",
+__all__ = ["Rung", "TRANSFER_RULES", "LOSS_COLUMN", "MAX_STEPS", "planned_steps", "eval_plan",
+           "eval_work_share", "EVAL_SHARE", "MAX_EVAL_WINDOWS", "tuning_name",
            "tuning_counts", "fairness_warnings", "tuning_configs", "final_configs",
            "choose_tuned", "chosen_space", "sweep_space", "plan_ladder", "describe_ladder",
            "run_ladder", "LadderResult"]
 
 LOSS_COLUMN = metric_column("validation", "loss")  # the eval rows' final loss a ladder compares
+EVAL_SHARE = Fraction(1, 20)  # planned eval FLOPs / training FLOPs at most, evals sized by the run
+EVALS_AT_1X = 4          # evals a run at budget 1 affords (sets the rung's windows)
+MAX_EVALS = 8            # evals of a run sized by the plan at most (and the --evals default of old)
+MIN_EVAL_WINDOWS = 16    # windows per split at least
+MAX_EVAL_WINDOWS = 256   # windows per split at most; = runners/workloads/ladder.py EVAL_WINDOWS
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,26 @@ def planned_steps(budget: float, tokens_per_param: float, non_embedding_params: 
     return max(1, math.ceil(tokens / (batch_size * block_size)))
 
 
+def eval_plan(spec: LadderSpec, rung: Rung, steps: int) -> tuple[int, int]:
+    """(eval_every in steps, windows per split) of a run of `steps` steps at `rung` (module
+    docstring): `spec.evals` evals of MAX_EVAL_WINDOWS windows when given, else sized so that
+    planned eval FLOPs stay at most EVAL_SHARE of the training FLOPs."""
+    if spec.evals is not None:
+        return max(1, math.ceil(steps / spec.evals)), MAX_EVAL_WINDOWS
+    batch = spec.batch_size or rung.batch_size
+    windows = math.floor(EVAL_SHARE * _steps(spec, rung, 1.0) * batch / EVALS_AT_1X)
+    windows = min(MAX_EVAL_WINDOWS, max(MIN_EVAL_WINDOWS, windows))
+    evals = min(MAX_EVALS, max(1, math.floor(EVAL_SHARE * steps * batch / windows)))
+    return math.ceil(steps / evals), windows
+
+
+def eval_work_share(steps: int, batch_size: int, eval_every: int, windows: int) -> float:
+    """Planned eval FLOPs / training FLOPs of a run: its evals (ceil(steps / eval_every), the
+    last at its last step) x 3 splits x windows forward passes, at a third of a training
+    step's FLOPs per token, over steps x batch windows trained."""
+    return math.ceil(steps / eval_every) * windows / (steps * batch_size)
+
+
 def tuning_name(spec: LadderSpec) -> str:
     """The study name of the ladder's tuning runs (kept apart from its final runs)."""
     return f"{spec.name}.tuning"
@@ -110,10 +147,16 @@ def fairness_warnings(spec: LadderSpec) -> list[str]:
 
 
 def _rungs_of(spec: LadderSpec, rungs: Mapping[str, Rung]) -> list[Rung]:
+    """The ladder's rungs; an unknown size, or data too short for one window of a rung's
+    context in some split, is a one-line SpecError."""
     unknown = [s for s in spec.sizes if s not in rungs]
     if unknown:
         raise SpecError(f"unknown ladder size {unknown[0]!r}: valid are {', '.join(rungs)} "
                         "(pacebench ladder --list)")
+    for rung in (rungs[s] for s in spec.sizes):
+        if rung.window_problem:  # every run would fail at its first batch
+            raise SpecError(f"data {spec.data}: {rung.window_problem} of {rung.name}: give more "
+                            "data (larger files) or smaller rungs (pacebench ladder --list)")
     return [rungs[s] for s in spec.sizes]
 
 
@@ -175,8 +218,12 @@ def sweep_space(algorithm: str, sources: Mapping[str, Any] | None,
 
 
 def _ladder_fields(spec: LadderSpec, algorithm: str, rung: Rung, budget: float,
-                   steps: int, phase: str) -> dict[str, Any]:
+                   steps: int, phase: str, eval_windows: int) -> dict[str, Any]:
+    """The run's ladder record (workbench/records.py LADDER_FIELDS); `eval_windows` only when
+    the plan sized the evals, so that a ladder planned with --evals keeps its runs' identities
+    (trial keys) from before the plan sized them."""
     tokens = steps * (spec.batch_size or rung.batch_size) * rung.block_size
+    sized = {} if spec.evals is not None else {"eval_windows": eval_windows}
     return {"rung": rung.name, "non_embedding_params": rung.non_embedding_params,
             "params": rung.params, "flops_per_token": rung.flops_per_token, "budget": budget,
             "tokens": tokens, "steps": steps, "data": spec.data,
@@ -184,7 +231,7 @@ def _ladder_fields(spec: LadderSpec, algorithm: str, rung: Rung, budget: float,
             and tokens > rung.tokens_available,
             "transfer": spec.transfer.get(algorithm),
             "tuning_trials": tuning_counts(spec)[algorithm], "phase": phase,
-            "reference": spec.algorithms[0]}
+            "reference": spec.algorithms[0], **sized}
 
 
 def _steps(spec: LadderSpec, rung: Rung, budget: float) -> int:
@@ -203,6 +250,7 @@ def _config(spec: LadderSpec, algorithm: str, rung: Rung, budget: float, hparams
             study_name: str, study: int, trial: int, phase: str,
             sources: Mapping[str, Any] | None) -> RunConfig:
     steps = _steps(spec, rung, budget)
+    eval_every, windows = eval_plan(spec, rung, steps)
     loader = _loader(sources, algorithm)
     design = stable_hash([spec.trials_of(algorithm), spec.transfer.get(algorithm), spec.data,
                           spec.tokens_per_param, spec.evals, to_plain(spec.execution)], 12)
@@ -211,11 +259,11 @@ def _config(spec: LadderSpec, algorithm: str, rung: Rung, budget: float, hparams
         study_name=study_name, study=study, trial=trial,
         batch_size=spec.batch_size or rung.batch_size,
         max_steps=steps, budget_multiplier=max(1.0, steps / rung.budget_steps),
-        stop_on_target=False, eval_every=max(1, math.ceil(steps / spec.evals)),
+        stop_on_target=False, eval_every=eval_every,
         execution=spec.execution, design=design,
         algorithm_source=loader.spec if loader else None,
         algorithm_sha256=loader.sha256 if loader else None,
-        ladder=_ladder_fields(spec, algorithm, rung, budget, steps, phase))
+        ladder=_ladder_fields(spec, algorithm, rung, budget, steps, phase, windows))
 
 
 def tuning_configs(spec: LadderSpec, rungs: Mapping[str, Rung],
@@ -300,11 +348,6 @@ def plan_ladder(spec: LadderSpec, rungs: Mapping[str, Rung],
     """(tuning runs, final runs) of a ladder whose sweeps are not run yet: the final runs of
     swept algorithms are left out until choose_tuned can name their points. `search_spaces`:
     {algorithm: search-space file} drawn from instead of its own (chosen_space)."""
-    for size in spec.sizes:  # every run would fail at its first batch
-        problem = size in rungs and rungs[size].window_problem
-        if problem:
-            raise ValueError(f"data {spec.data}: {problem} of rung {size}: give more tokens "
-                             "(larger token files) or smaller rungs")
     for algorithm, rule in spec.transfer.items():
         if rule not in TRANSFER_RULES:
             raise SpecError(f"unknown transfer rule {rule!r} for {algorithm}: valid are "
@@ -337,9 +380,13 @@ def describe_ladder(spec: LadderSpec, rungs: Mapping[str, Rung]) -> str:
         steps = [_steps(spec, rung, b) for b in spec.budgets]
         tokens = steps[-1] * batch * rung.block_size
         repeat = (rung.tokens_available is not None and tokens > rung.tokens_available)
+        plans = [eval_plan(spec, rung, n) for n in steps]
+        evals = [str(math.ceil(n / every)) for n, (every, _) in zip(steps, plans)]
+        share = max(eval_work_share(n, batch, every, w) for n, (every, w) in zip(steps, plans))
         lines.append(f"  {rung.name}: {rung.non_embedding_params:,} non-embedding parameters, "
                      f"steps {', '.join(map(str, steps))} (batch {batch} x "
-                     f"{rung.block_size} tokens)"
+                     f"{rung.block_size} tokens); evals {', '.join(evals)} of {plans[0][1]} "
+                     f"windows per split (eval FLOPs at most {share:.1%} of training)"
                      + (f"; REPEATS TOKENS: {tokens:,} planned, {rung.tokens_available:,} in "
                         f"{spec.data}" if repeat else ""))
     counts = tuning_counts(spec)

@@ -115,11 +115,17 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
 def ladder_workload(spec: WorkloadSpec, ladder: Mapping | None) -> WorkloadSpec:
     """The workload a ladder run trains (runners/ladder.py): the catalog entry with its step
     hint set to the run's planned steps, so that every schedule laid over the step hint decays
-    to its end exactly at the run's last step, and its `data` knob set to the ladder's data
-    (a workload without that knob keeps its own). Not a ladder run (None): `spec` unchanged."""
+    to its end exactly at the run's last step, and its `data` knob set to the ladder's data and
+    its `eval_windows` knob to the plan's (a workload without a `data` knob keeps its own; a
+    record without eval_windows, from before the plan sized them, keeps the workload's default).
+    Not a ladder run (None): `spec` unchanged."""
     if ladder is None:
         return spec
-    model = spec.model if "data" not in spec.model else {**spec.model, "data": ladder["data"]}
+    model = spec.model
+    if "data" in model:
+        windows = ladder.get("eval_windows")
+        model = {**model, "data": ladder["data"],
+                 **({"eval_windows": int(windows)} if windows is not None else {})}
     return replace(spec, step_hint=int(ladder["steps"]), model=model)
 
 

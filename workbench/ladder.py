@@ -240,6 +240,7 @@ _RECORD_RULES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     "tuning_trials": (lambda v: _is_count(v, 0), "a whole number >= 0", True),
     "phase": (_is_name, "a name", True),
     "reference": (_is_name, f"a name of 1 to {MAX_NAME} characters", True),
+    "eval_windows": (lambda v: _is_count(v, 1), "a whole number of windows >= 1", True),
 }
 
 

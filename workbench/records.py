@@ -307,7 +307,7 @@ LADDER_FIELDS = (
     "tokens",                # int: planned training tokens, steps x batch x block
     "steps",                 # int: planned steps; the schedule's horizon (step hint) and the
                              # step budget: the run's last eval is at this step
-    "data",                  # str: "generated" | "shakespeare" | a token-file path
+    "data",                  # str: "generated" | "shakespeare" | "bytes:PATH" | a token-file path
     "repeated_tokens",       # bool: the plan needs more tokens than the data source holds
     "transfer",              # str | null: the transfer rule that set its hyperparameters
     "tuning_trials",         # int: tuning trials this algorithm got at this rung (0: its
@@ -315,11 +315,14 @@ LADDER_FIELDS = (
     "phase",                 # "final": a run the ladder compares | "tuning": a sweep trial (its
                              # study is "<ladder name>.tuning"); analyses read "final" only
     "reference",             # str: the ladder's reference algorithm (its first)
+    "eval_windows",          # int: windows per split each eval scores, when the plan sized
+                             # them (no --evals); absent (--evals N, older records): 256
 )
 LADDER_PHASES = ("final", "tuning")
 # Beside it, run.json's top-level "data" says what a workload with a data record trained on
-# (a ladder rung: {"kind": "generated" | "shakespeare" | "tokens", its seed or path, "sha256",
-# "tokens_available", ...}; runners/workloads/ladder.py data_record); null for other workloads.
+# (a ladder rung: {"kind": "generated" | "shakespeare" | "bytes" | "token_files", its seed or
+# path, "sha256", "tokens_available", ...}; runners/workloads/ladder.py data_record); null for
+# other workloads.
 
 
 # Keys that every run document has, whatever wrote it; a document without one is not a run.

@@ -568,9 +568,11 @@ class LadderSpec:
     trials: Mapping[str, int] = field(default_factory=dict)  # per algorithm; 1 (the default):
                                         # its declared setting; K > 1: a K-point sweep per rung
     transfer: Mapping[str, str] = field(default_factory=dict)  # algorithm -> transfer rule name
-    data: str = "generated"             # "generated" | "shakespeare" | a token-file path
+    data: str = "generated"             # "generated" | "shakespeare" | "bytes:PATH" | a
+                                        # token-file path
     tokens_per_param: float = CHINCHILLA_TOKENS_PER_PARAM  # what budget 1 means
-    evals: int = 8                      # evals per run on a step cadence (plus one at the end)
+    evals: int | None = None            # evals per run on a step cadence (plus one at the end);
+                                        # None: sized by each run (runners/ladder.py eval_plan)
     batch_size: int | None = None       # sequences per step (default: the rung's)
     name: str = "ladder"
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # of every run
@@ -604,13 +606,15 @@ class LadderSpec:
                 raise SpecError(f"trials of {algorithm} must be an integer >= 1, got {k!r}")
         check_name("ladder name", self.name)
         for kind, value in (("seeds", self.seeds), ("evals", self.evals)):
+            if kind == "evals" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SpecError(f"{kind} must be an integer >= 1, got {value!r}")
         check_at_least("tokens_per_param", self.tokens_per_param, 1e-9)
         check_at_least("batch_size", self.batch_size, 1, optional=True)
         if not isinstance(self.data, str) or not self.data or "\n" in self.data:
-            raise SpecError(f"data must be 'generated', 'shakespeare' or a path, got "
-                            f"{self.data!r}")
+            raise SpecError(f"data must be 'generated', 'shakespeare', 'bytes:PATH' or a path, "
+                            f"got {self.data!r}")
 
     def trials_of(self, algorithm: str) -> int:
         """Tuning trials per rung of `algorithm`: 1 (its declared setting) unless given."""

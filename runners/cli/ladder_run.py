@@ -77,12 +77,15 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
                         "rate x base width / width), with --trials 1; e.g. adamw_mup=width "
                         "beside adamw_mup=adamw in --algorithms")
     g.add_argument("--data", default="generated",
-                   help="generated (default) | shakespeare | a token-file path")
+                   help="generated (default) | shakespeare | bytes:PATH (the bytes of a text "
+                        "file or of a folder's text files, vocabulary 256) | a token-file folder")
     g.add_argument("--tokens-per-param", type=float, default=20.0,
                    help="the tokens per non-embedding parameter of budget 1 (default 20, "
                         "Chinchilla)")
-    g.add_argument("--evals", type=int, default=8,
-                   help="evals per run on a step cadence, plus one at its last step (default 8)")
+    g.add_argument("--evals", type=int, default=None,
+                   help="evals per run on a step cadence, plus one at its last step, of 256 "
+                        "windows per split; default: sized by each run, eval FLOPs at most 5 %% "
+                        "of its training FLOPs (docs/ladder.md)")
     g.add_argument("--batch-size", type=int, help="sequences per step (default: each rung's)")
     g.add_argument("--name", default="ladder", help="the ladder's study name (resume matches "
                                                     "on it; its sweeps: NAME.tuning)")
@@ -109,7 +112,7 @@ def _spec(args: argparse.Namespace, algorithms: list[str]):
                          "number > 0")
     if args.seeds < 1:
         raise ValueError(f"--seeds {args.seeds}: must be a count >= 1 (seeds 0..N-1)")
-    if args.evals < 1:
+    if args.evals is not None and args.evals < 1:
         raise ValueError(f"--evals {args.evals}: must be an integer >= 1")
     return LadderSpec(sizes=tuple(args.sizes), algorithms=tuple(algorithms),
                       budgets=tuple(args.budgets), seeds=args.seeds, trials=trials,

@@ -1,4 +1,4 @@
-"""Token sources for the language-model ladder: one interface over three kinds of data.
+"""Token sources for the language-model ladder: one interface over four kinds of data.
 
 A TokenSource gives windows of block_size + 1 token ids (int64 tensors): an endless training
 stream per run seed, and fixed evaluation windows per split. Every source says its vocabulary
@@ -9,6 +9,9 @@ identity for the run's record (kind, seed or path, sha256).
 - GeneratedSource: runners/data/corpus.py, each training window a fresh document (never a
   token twice), validation and test from their own streams.
 - CharSource: tiny-Shakespeare characters, contiguous 90 / 5 / 5 % split, random windows.
+- ByteSource: data "bytes:PATH", the bytes of a text file or of a folder's text files
+  (vocabulary 256, no tokenizer), each file split 90 / 5 / 5 %, random windows
+  (runners/data/text.py says which files are read and how hostile entries are handled).
 - TokenFileSource: pre-tokenized files, memory-mapped, random windows, validation apart:
   * a nanoGPT folder: train.bin and val.bin, raw little-endian uint16 token ids;
   * llm.c / modded-nanogpt shards: a 256 x int32 header (magic 20240520, version 1, token
@@ -28,8 +31,9 @@ import numpy as np
 
 from runners.data.corpus import GeneratedCorpus
 
-__all__ = ["TokenSource", "GeneratedSource", "CharSource", "TokenFileSource", "read_shard",
-           "SHARD_MAGIC", "SHARD_VERSION", "HEADER_INTS", "GPT2_VOCAB", "token_source"]
+__all__ = ["TokenSource", "GeneratedSource", "CharSource", "ByteSource", "TokenFileSource",
+           "read_shard", "SHARD_MAGIC", "SHARD_VERSION", "HEADER_INTS", "GPT2_VOCAB",
+           "token_source"]
 
 SHARD_MAGIC = 20240520   # llm.c's magic number for GPT-2 token shards
 SHARD_VERSION = 1        # the shard version holding uint16 tokens
@@ -191,6 +195,25 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+class ByteSource(_ArraySource):
+    """The bytes of a text file or of a folder's text files (runners/data/text.py: which files,
+    the per-file 90 / 5 / 5 % split, the sha256), vocabulary 256."""
+
+    vocab_size = 256
+
+    def __init__(self, path: str | Path) -> None:
+        from runners.data.text import read_text_bytes  # local: most sources never read text
+
+        self.text = read_text_bytes(path)
+        self.splits = self.text.splits
+        self.tokens_available = len(self.splits["train"])
+
+    def identity(self) -> dict:
+        t = self.text
+        return {"kind": "bytes", "path": str(t.path.resolve()), "files": t.files,
+                "bytes": t.bytes, "vocab_size": self.vocab_size, "sha256": t.sha256}
+
+
 class TokenFileSource(_ArraySource):
     """A folder of token files: nanoGPT's train.bin + val.bin, or llm.c shards (*train*.bin and
     *val*.bin). The test split is the validation split (these formats have no third file)."""
@@ -240,14 +263,20 @@ class TokenFileSource(_ArraySource):
 
 def token_source(data: str, data_dir: str | Path | None = None, seed: int = 0,
                  vocab_size: int | None = None) -> TokenSource:
-    """The source for knob `data`: "generated" (corpus seed `seed`), "shakespeare", or a path to
-    a folder of token files (vocabulary `vocab_size`, default GPT-2's)."""
+    """The source for knob `data`: "generated" (corpus seed `seed`), "shakespeare", "bytes:PATH"
+    (the bytes of PATH's text files, runners/data/text.py), or a path to a folder of token files
+    (vocabulary `vocab_size`, default GPT-2's)."""
     if data == "generated":
         return GeneratedSource(GeneratedCorpus(seed=seed))
     if data == "shakespeare":
         from runners.data.shakespeare import read_tinyshakespeare
         return CharSource(read_tinyshakespeare(data_dir))
     if not isinstance(data, str) or not data or "\0" in data:
-        raise ValueError(f"bad data {data!r}: valid are generated, shakespeare, or a folder of "
-                         "token files")
+        raise ValueError(f"bad data {data!r}: valid are generated, shakespeare, bytes:PATH, or "
+                         "a folder of token files")
+    if data.startswith("bytes:"):
+        if vocab_size not in (None, 256):
+            raise ValueError(f"bad vocab_size {vocab_size!r} for bytes data: its vocabulary is "
+                             "the 256 byte values (leave vocab_size out)")
+        return ByteSource(data[len("bytes:"):])
     return TokenFileSource(data, GPT2_VOCAB if vocab_size is None else vocab_size)

@@ -1,6 +1,7 @@
 """Pieces shared by the workload builders: layers by name, seeded init, preloaded tensors."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterator, Mapping
 
 import torch
@@ -93,14 +94,25 @@ def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
 def next_token_metrics(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
                        chunk: int | None = None) -> dict[str, float]:
     """classification_metrics of every next token of fixed eval windows (n, T), in eval mode and
-    without gradients; `chunk`: windows per forward pass (None: all at once)."""
+    without gradients; `chunk`: windows per forward pass (None: all at once). Exact over the
+    windows: each pass adds its summed loss and correct count (float64), so no pass holds more
+    than `chunk` windows' logits (a 50,257-token vocabulary makes 200 kB of them per token)."""
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
             step = chunk or len(inputs)
-            logits = torch.cat([model(inputs[i:i + step]) for i in range(0, len(inputs), step)])
-            return classification_metrics(logits.flatten(0, 1).float(), targets.flatten())
+            # summed on the device, read once at the end (no host sync per pass)
+            sums = torch.zeros(2, dtype=torch.float64, device=targets.device)
+            for i in range(0, len(inputs), step):
+                logits = model(inputs[i:i + step]).flatten(0, 1).float()
+                wanted = targets[i:i + step].flatten()
+                sums[0] += nn.functional.cross_entropy(logits, wanted, reduction="sum").double()
+                sums[1] += (logits.argmax(dim=-1) == wanted).sum().double()
+            n = targets.numel()
+            loss_sum, correct = sums.tolist()
+            return {"loss": loss_sum / n if n else math.nan,
+                    "accuracy": correct / n if n else math.nan}
     finally:
         model.train(was_training)
 

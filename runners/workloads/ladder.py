@@ -9,8 +9,10 @@ head tied to the token embedding (an embedding-light model: the vocabulary costs
 parameters once). Init: GPT-2's N(0, 0.02), residual projections scaled by 1/sqrt(2 layers).
 
 Data: knob `data` = "generated" (default, runners/data/corpus.py), "shakespeare" (characters),
-or a folder of token files (runners/data/tokens.py); the vocabulary follows the data. Evals
-score EVAL_WINDOWS fixed windows of each split.
+"bytes:PATH" (the bytes of text files, runners/data/text.py) or a folder of token files
+(runners/data/tokens.py); the vocabulary follows the data. Evals score knob `eval_windows`
+(default EVAL_WINDOWS; a ladder run's plan sizes it, runners/ladder.py) fixed windows of each
+split, the loss exact over them, a few windows per forward pass (EVAL_LOGITS).
 """
 from __future__ import annotations
 
@@ -27,9 +29,14 @@ from runners.workloads.common import knob, next_token_loss, next_token_metrics, 
 from runners.workloads.shakespeare import CausalSelfAttention
 from workbench.spec import WorkloadSpec
 
-__all__ = ["LadderGPT", "LadderWorkload", "counted_counts", "EVAL_WINDOWS"]
+__all__ = ["LadderGPT", "LadderWorkload", "counted_counts", "EVAL_WINDOWS", "EVAL_LOGITS"]
 
-EVAL_WINDOWS = 256   # windows per split scored by evaluate()
+EVAL_WINDOWS = 256   # windows per split scored by evaluate(), unless knob eval_windows says
+# Logits per eval forward pass at most: windows per pass = this // (block_size x vocabulary),
+# between 1 and 64. On a CPU 16 MiB of float32, so that a pass's logits stay near the caches
+# (gpt_7k with a 50,257-token vocabulary, benchmarks/eval_share.py: evals 7.2 % of the run at 5
+# windows per pass, 5.8 % and 4.3 % at one; docs/ladder.md); on a GPU 1 GiB, for fewer passes.
+EVAL_LOGITS = {"cpu": 1 << 22, "cuda": 1 << 28}
 INIT_STD = 0.02      # GPT-2's init std
 
 
@@ -129,9 +136,15 @@ class LadderWorkload(Workload):
         self.source = source or token_source(str(knob(m, "data", default="generated")),
                                              data_dir, vocab_size=m.get("vocab_size"))
         self.vocab_size = self.source.vocab_size
-        self._eval = {split: self._tensor(self.source.eval_windows(split, EVAL_WINDOWS,
-                                                                   self.block_size))
+        count = knob(m, "eval_windows", default=EVAL_WINDOWS)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"model knob eval_windows={count!r}: an integer >= 1 (windows per "
+                             "split each eval scores)")
+        self.windows_per_eval = count
+        self._eval = {split: self._tensor(self.source.eval_windows(split, count, self.block_size))
                       for split in ("train", "validation", "test")}
+        logits = EVAL_LOGITS.get(self.device.type, EVAL_LOGITS["cpu"])
+        self._chunk = max(1, min(64, logits // (self.block_size * self.vocab_size)))
 
     def _tensor(self, windows) -> tuple[torch.Tensor, torch.Tensor]:
         w = torch.from_numpy(windows).to(self.device)
@@ -172,4 +185,4 @@ class LadderWorkload(Workload):
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         if split not in self._eval:
             raise ValueError(f"unknown split {split!r}: valid are {', '.join(self._eval)}")
-        return next_token_metrics(model, *self._eval[split], chunk=64)
+        return next_token_metrics(model, *self._eval[split], chunk=self._chunk)

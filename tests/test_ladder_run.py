@@ -253,5 +253,5 @@ def test_token_files_smaller_than_one_window_are_refused_at_plan_time(tmp_path, 
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1, err
     assert "the validation tokens (20) are fewer than one window" in err
-    assert "of rung gpt_7k" in err
+    assert "of gpt_7k" in err
     assert not (tmp_path / "s").exists()

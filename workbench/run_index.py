@@ -46,9 +46,7 @@ def refresh_index(store: Store) -> int:
     if len(added):
         store.write_index_part(_index_table(added))
     parts = store.index_parts()
-    older = [p for p in (store.root / R.INDEX_DIR).glob("runs-v*.parquet")
-             if not p.name.startswith(R.INDEX_PART_PREFIX)]
-    store.drop_index_parts(older)  # parts of older index versions are never read again
+    store.drop_index_parts(store.older_index_parts())  # never read again
     if len(parts) > MAX_INDEX_PARTS or len(read) < len(listed):
         store.write_index_part(_index_table(_finished(frame)))
         store.drop_index_parts(parts)  # their runs are all in the merged part (or re-read)

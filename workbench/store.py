@@ -760,6 +760,14 @@ class Store:
             return None
         return data if path.name.endswith(f"-{_digest(data)}.parquet") else None
 
+    def older_index_parts(self) -> list[Path]:
+        """Parts of the run index written by older index versions (never read)."""
+        folder = self.root / R.INDEX_DIR
+        if not folder.is_dir():
+            return []
+        return [p for p in folder.glob("runs-v*.parquet")
+                if not p.name.startswith(R.INDEX_PART_PREFIX)]
+
     def drop_index_parts(self, parts: Iterable[Path]) -> None:
         """Remove index parts (after their rows were written into a merged part)."""
         for part in parts:

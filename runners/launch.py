@@ -44,7 +44,6 @@ Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/w
 from __future__ import annotations
 
 import contextlib
-import json
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -54,7 +53,8 @@ from runners.processes import LaunchOptions
 from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
                             check_mix, check_same_plan, queued_on_slurm, study_draw_scheme)
 from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
-from runners.tuning import DRAW_WORDS, ChosenSpace
+from runners.dry_run import describe_plan
+from runners.tuning import ChosenSpace
 from workbench.catalog import get_workload
 from workbench.run_index import refresh_index
 from workbench.spec import DRAW_SCHEME, RunConfig, StudySpec, stable_hash, to_plain
@@ -148,75 +148,6 @@ def _design(spec: StudySpec, space) -> str:
     and the step cap, batch size and stop rule of its runs, hashed."""
     return stable_hash([spec.ruleset, spec.trials_per_study, repr(space), to_plain(spec.execution),
                         spec.max_steps, spec.batch_size, spec.stop_on_target], 12)
-
-
-_ORIGIN_WORDS = {"declared": "the class's search_space", "file": "",
-                 "signature": "derived from the constructor's defaults",
-                 "tuned": "measured by `pacebench tune`"}
-
-
-def describe_plan(spec: StudySpec, configs: list[RunConfig],
-                  chosen: Mapping[str, ChosenSpace],
-                  sources: Mapping[str, Any] | None = None) -> str:
-    """What `pacebench study --dry-run` prints: per algorithm, where it comes from, its search
-    space and that space's origin, and each study's trials (hyperparameters shown to 4
-    significant digits), each checked by building the algorithm; nothing is run or written."""
-    from runners.algorithms.sources import describe
-
-    runs = len(configs)
-    lines = [f"study {spec.name!r} (dry run): {len(spec.workloads)} workload(s) "
-             f"({', '.join(spec.workloads)}) x {len(spec.algorithms)} algorithm(s) x "
-             f"{spec.studies} study(ies) x {spec.trials if spec.ruleset == 'external' else 1} "
-             f"trial(s) x {len(spec.seeds)} seed(s) = {runs} runs, ruleset {spec.ruleset}"]
-    for algorithm in spec.algorithms:
-        source = (sources or {}).get(algorithm)
-        lines.append(describe(source) if source is not None else algorithm)
-        space = chosen.get(algorithm)
-        if space is None:
-            lines.append("  no search space: self-tuning runs its defaults once per study")
-        else:
-            where = space.file or _ORIGIN_WORDS[space.origin]
-            lines.append(f"  search space, origin {space.origin} ({where}):")
-            items = (space.space.items() if isinstance(space.space, Mapping)
-                     else enumerate(space.space))
-            lines += [f"    {key}: {json.dumps(value)}" for key, value in items]
-        # scheme 1 draws the same points on every workload, scheme 2 a workload's own
-        per_workload = space is not None and len(spec.workloads) > 1 and \
-            any(c.draw_scheme != 1 for c in configs)
-        for workload in spec.workloads if per_workload else spec.workloads[:1]:
-            mine = [c for c in configs if c.algorithm == algorithm
-                    and c.workload == workload and c.seed == spec.seeds[0]]
-            for config in mine:
-                if config.trial == 0:
-                    lines.append(f"  study {config.study}"
-                                 + (f" on {workload}" if per_workload else ""))
-                problem = _build_problem(config)
-                lines.append(f"    trial {config.trial}: {_short(config.hparams)}"
-                             + (f"  CANNOT BE BUILT: {problem}" if problem else ""))
-    lines.append(DRAW_WORDS[configs[0].draw_scheme if configs else DRAW_SCHEME])
-    lines.append(f"nothing was run or written; {runs} runs would be (every trial once per "
-                 "workload and seed)")
-    return "\n".join(lines)
-
-
-def _short(hparams: Mapping[str, Any]) -> str:
-    """Hyperparameters as JSON, numbers to 4 significant digits."""
-    return json.dumps({k: float(f"{v:.4g}") if isinstance(v, float) else v
-                       for k, v in hparams.items()})
-
-
-def _build_problem(config: RunConfig) -> str | None:
-    """Why the trial's algorithm cannot be built with its hyperparameters, or None."""
-    from runners.algorithms import get_algorithm
-
-    if (config.algorithm_source or config.algorithm).startswith("algoperf:"):
-        return None  # a submission's hyperparameters are checked when it runs
-    try:
-        get_algorithm(config.algorithm, config.hparams, config.algorithm_source,
-                      config.algorithm_sha256)
-    except Exception as err:  # noqa: BLE001 - any error is what the dry run reports
-        return f"{type(err).__name__}: {err}"
-    return None
 
 
 _BLOCK = ("workload", "study", "trial", "seed")  # a block: one place, one trial per algorithm

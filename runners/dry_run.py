@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from runners.tuning import DRAW_WORDS, ChosenSpace
 from workbench.spec import DRAW_SCHEME, RunConfig, StudySpec
 
-__all__ = ["describe_plan"]
+__all__ = ["describe_plan", "space_rows"]
 
 _ORIGIN_WORDS = {"declared": "the class's search_space", "file": "",
                  "signature": "derived from the constructor's defaults",
@@ -38,9 +38,7 @@ def describe_plan(spec: StudySpec, configs: list[RunConfig],
         else:
             where = space.file or _ORIGIN_WORDS[space.origin]
             lines.append(f"  search space, origin {space.origin} ({where}):")
-            items = (space.space.items() if isinstance(space.space, Mapping)
-                     else enumerate(space.space))
-            lines += [f"    {key}: {json.dumps(value)}" for key, value in items]
+            lines += [f"    {row}" for row in space_rows(space.space)]
         # scheme 1 draws the same points on every workload, scheme 2 a workload's own
         per_workload = space is not None and len(spec.workloads) > 1 and \
             any(c.draw_scheme != 1 for c in configs)
@@ -78,3 +76,20 @@ def _build_problem(config: RunConfig) -> str | None:
     except Exception as err:  # noqa: BLE001 - any error is what the dry run reports
         return f"{type(err).__name__}: {err}"
     return None
+
+
+def space_rows(space: Any) -> list[str]:
+    """A search space as the lines of a table (hyperparameter, low, high, scaling; feasible
+    points listed under low), never as JSON; a list of points as one line per point."""
+    import pandas as pd
+
+    if not isinstance(space, Mapping):
+        return [f"point {i}: {_short(point)}" for i, point in enumerate(space)]
+    rows = []
+    for name, spec in space.items():
+        if "feasible_points" in spec:
+            rows.append((name, ", ".join(str(p) for p in spec["feasible_points"]), "", "points"))
+        else:
+            rows.append((name, f"{spec['min']:.4g}", f"{spec['max']:.4g}", spec["scaling"]))
+    table = pd.DataFrame(rows, columns=["hyperparameter", "low", "high", "scaling"])
+    return table.to_string(index=False).splitlines()

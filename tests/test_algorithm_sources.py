@@ -3,6 +3,7 @@ under display names, with the source recorded and never two sources under one na
 from __future__ import annotations
 
 import json
+import re
 import os
 import textwrap
 from pathlib import Path
@@ -222,7 +223,9 @@ def test_dry_run_prints_spaces_origins_and_trials_and_writes_nothing(tmp_path, c
     assert not store.exists()  # nothing written, not even the store
     assert f"search space, origin file ({ADAMW_SPACE})" in out
     assert "search space, origin signature (derived from the constructor's defaults)" in out
-    assert '    beta2: {"feasible_points": [0.999]}' in out
+    assert re.search(r"\n +hyperparameter +low +high +scaling\n", out)  # a table, not JSON
+    assert re.search(r"\n +beta2 +0\.999 +points\n", out)
+    assert re.search(r"\n +learning_rate +0\.003 +0\.1 +log\n", out)
     spec = StudySpec(workloads=("synthetic", "digits_mlp"), algorithms=("adamw", "AdEMAMix"),
                      studies=2, trials=3, name="dry")
     planned = [c for c in plan_study(spec, sources=parse_algorithms(items, algorithm_names()))

@@ -24,3 +24,19 @@ def test_every_relative_link_in_the_readme_and_docs_resolves():
             if "://" not in target and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken, broken
+
+
+def test_the_option_tables_in_the_reference_are_the_parsers():
+    import argparse
+    import subprocess
+    import sys
+
+    from runners.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {a.option_strings or a.dest}" for name, command in sub.choices.items()
+              for a in command._actions if not a.help]
+    assert not silent, f"options without help text: {silent}"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "reference_options.py"),
+                           "--check"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -23,7 +23,7 @@ def add(sub) -> None:
     """The group's parsers."""
     p = sub.add_parser("score", help="AlgoPerf scores, times to target and speedups of a store")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true")
+    out.add_argument("--json", action="store_true", help="print the result as JSON")
     out.add_argument("--csv", action="store_true", help="one row per algorithm, for spreadsheets")
     p.add_argument("--reference", help="algorithm the speedups are measured against (default: "
                                        "baseline when present, else adamw, else the "
@@ -53,13 +53,13 @@ def add(sub) -> None:
                    help="with --sequential: the studies a side the test is planned for "
                         "(default: all the store holds)")
     _hparam_flag(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     scope_flags(p)
     store_flag(p)
     p.set_defaults(func=compare)
 
     p = sub.add_parser("budget", help="tuning-budget curves: results with k of the trials")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     scope_flags(p)
     store_flag(p)
     p.set_defaults(func=budget)

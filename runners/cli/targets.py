@@ -33,7 +33,7 @@ def add(sub) -> None:
     p.add_argument("--reuse-tuning", action="store_true", help="reuse the record's tuning")
     p.add_argument("--estimate-only", action="store_true",
                    help="print the time estimate (a short probe of the workload) and stop")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="runs at once, one process each")
     p.add_argument("--out", help="folder for the target-setting record (default: workbench/"
                                  "targets/, or "
                                  "for a plug-in workload from a file targets/ beside it)")
@@ -49,9 +49,9 @@ def add(sub) -> None:
     p.add_argument("--seeds", type=int, default=10, help="number of seeds (default 10)")
     p.add_argument("--first-seed", type=int, default=1000, help="seeds from this one up")
     p.add_argument("--studies", type=_ints, default=[1, 3, 5, 10], help="for the detectable speedup")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="runs at once, one process each")
     p.add_argument("--name", help="study name (default noise-<workload>-<algorithm>)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     backend_flags(p, detach=False)
     training_flags(p)
     p.set_defaults(func=noise)

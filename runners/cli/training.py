@@ -34,8 +34,9 @@ def _add_run(sub) -> None:
     which.add_argument("--algorithm", help=ALGORITHM_HELP)
     algoperf_flags(p, run=True, which=which)
     p.add_argument("--hparams", type=_hparams, default={}, help="JSON object or @file.json")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--seed", type=int, default=0, help="the run's seed (initialisation and data order)")
+    p.add_argument("--batch-size", type=int,
+                   help="examples per step (default: the algorithm's choice for the workload)")
     p.add_argument("--name", default="adhoc", help="study name the run is filed under")
     trial_timeout_flag(p)
     training_flags(p)
@@ -50,12 +51,16 @@ def _add_study(sub) -> None:
                    help="an algorithm's search space (AlgoPerf's JSON format) instead of its "
                         "own; repeatable")
     algoperf_flags(p, run=False)
-    p.add_argument("--ruleset", choices=("external", "self"), default="external")
+    p.add_argument("--ruleset", choices=("external", "self"), default="external",
+                   help="AlgoPerf's tuning ruleset: trials drawn from a search space, or one run of "
+                   "the defaults per study")
     p.add_argument("--studies", type=int,
                    help="studies of each algorithm (default 1; with --until-decided, the first "
                         "round's, default 2)")
-    p.add_argument("--trials", type=int, default=5)
-    p.add_argument("--seeds", type=_ints, default=[0])
+    p.add_argument("--trials", type=int, default=5,
+                   help="trials (hyperparameter points) per study, external ruleset")
+    p.add_argument("--seeds", type=_ints, default=[0],
+                   help="comma-separated seeds; every trial runs once per seed")
     p.add_argument("--name", default="study", help="study name (resume matches on it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan; run, write nothing")
     until_decided_flags(p)

@@ -17,7 +17,7 @@ def add(sub) -> None:
     """The group's parsers."""
     p = sub.add_parser("report", help="write a self-contained HTML report (and figures)")
     p.add_argument("--out", required=True, help="the HTML file to write")
-    p.add_argument("--title")
+    p.add_argument("--title", help="the report's title (default: the store's name)")
     read_flags(p)
     # the old flag, for one release: one ruleset name (report.one_ruleset)
     p.add_argument("--rulesets", action=_Deprecated, instead="--ruleset (one ruleset: "
@@ -35,7 +35,7 @@ def add(sub) -> None:
 
     p = sub.add_parser("serve", help="serve the dashboard over a store")
     p.add_argument("--address", default="127.0.0.1", help="bind address (default 127.0.0.1 only)")
-    p.add_argument("--port", type=int, default=5006)
+    p.add_argument("--port", type=int, default=5006, help="the port to serve on")
     store_flag(p)
     p.set_defaults(func=serve)
 

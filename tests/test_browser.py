@@ -46,7 +46,9 @@ def _wait_http(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"panel serve exited with {proc.returncode}")
         try:
-            with urllib.request.urlopen(url, timeout=5) as reply:
+            # a page takes seconds to build (the Ladder tab, first on a ladder store: 10 s at
+            # load 13); a shorter wait asks again and again, each ask a new page to build
+            with urllib.request.urlopen(url, timeout=60) as reply:
                 if reply.status == 200:
                     return
         except OSError:

@@ -21,7 +21,8 @@ from workbench.views.formats import md
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
-__all__ = ["Ladder", "ladder_of", "loss_plot", "speedup_plot", "speedup_rows", "figures"]
+__all__ = ["Ladder", "NONE", "NO_SPEEDUP", "ladder_of", "loss_plot", "speedup_plot",
+           "speedup_rows", "figures"]
 
 NONE = ("No model-size ladder here: this tab shows the runs of `pacebench ladder --sizes ... "
         "--algorithms ...` (their final validation loss per data budget and model size).")

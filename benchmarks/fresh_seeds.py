@@ -1,11 +1,12 @@
 """Do the tuned baselines reach their targets with seeds they never saw?
 
 For every catalog workload whose target `pacebench set-targets` set (not the published ones), run
-the tuned baseline of its record (`best_algorithm`, `best_hparams` in workbench/targets/<workload>.json)
-under `--seeds` fresh seeds (default 5, from 100 up: set-targets used 0 for tuning and 1..10 for
-the reruns), each run stopping at the targets as in a study, and print per workload how many
-reached the validation target, the times to target, and the totals. Exit status 1 when fewer than
-80 % of all runs reach their targets, or fewer than 2 of 5 on some workload.
+the tuned baseline of its record (`best_algorithm`, `best_hparams` in
+workbench/targets/<workload>.json) under `--seeds` fresh seeds (default 5, from 100 up: set-targets
+used 0 for tuning and 1..10 for the reruns), each run stopping at the targets as in a study, and
+print per workload how many reached the validation target, the times to target, and the totals.
+Exit status 1 when fewer than 80 % of all runs reach their targets, or fewer than 2 of 5 on some
+workload.
 
     .venv/bin/python benchmarks/fresh_seeds.py [--workloads a,b] [--seeds 5] [--first-seed 100]
         [--store /tmp/pacebench-fresh-seeds] [--workers 2]

@@ -1,4 +1,5 @@
-"""Median steps to target of each tuned baseline, measured finely, written into workbench/targets/<w>.json.
+"""Median steps to target of each tuned baseline, measured finely, written into
+workbench/targets/<w>.json.
 
 For every catalog workload whose target `pacebench set-targets` set (not PUBLISHED_TARGETS), rerun
 the tuned baseline of its record (`best_algorithm`, `best_hparams`) under its reruns' seeds

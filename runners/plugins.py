@@ -36,7 +36,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-__all__ = ["PluginError", "ExitAtImport", "no_exit_at_import", "ALGORITHM_GROUP", "WORKLOAD_GROUP", "entry_points", "is_file_spec",
+__all__ = ["PluginError", "ExitAtImport", "no_exit_at_import", "ALGORITHM_GROUP",
+           "WORKLOAD_GROUP", "entry_points", "is_file_spec",
            "named_item", "sha256_of", "import_object", "WorkloadSource", "resolve_workloads",
            "load_workloads", "use_workload_source", "with_workload_source"]
 

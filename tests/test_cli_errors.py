@@ -77,6 +77,24 @@ def test_a_command_ended_by_sys_exit_says_so_and_does_not_exit_0(
     assert "ended by sys.exit(0)" in _one_line(capsys)
 
 
+@pytest.mark.parametrize("error, says", [
+    (OverflowError("int too large to convert to float"), "a number too large to compute with"),
+    (RecursionError("maximum recursion depth exceeded"), "data nested too deeply to read"),
+])
+def test_overflow_and_recursion_before_writing_are_one_line_of_bad_input(
+        monkeypatch, capsys, fake_store, error, says):
+    """Before anything is written, only the input holds such numbers or nesting (e.g. a flag
+    of 1e308): one `error:` line, exit 2, not an internal error."""
+    def raises(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(analysis, "_results", raises)
+    assert main(["score", "--store", str(fake_store)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("error: the input holds ") and says in line
+    assert "nothing was written" in line
+
+
 def test_a_missing_dataset_is_one_line_saying_where_to_put_it(tmp_path, capsys, monkeypatch):
     """tiny-Shakespeare neither in the data folder nor downloadable: one `error:` line with the
     path and what to do, no traceback, nothing written."""

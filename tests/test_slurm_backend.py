@@ -275,6 +275,13 @@ def test_the_stop_signal_requeues_a_job_which_resumes_from_its_checkpoint(tmp_pa
     # Slurm 22.05 here); the test moves its start time to now once it is pending again
     _wait("the job to be requeued", lambda: squeue_states([job]).get(job) == "PENDING", 60)
     gate.touch()  # the requeued attempt runs through
+    # Slurm revokes the stopped job's credential at the requeue, to the second: a restart
+    # within that same second is killed as "non-startable: Job credential revoked" (seen once
+    # in 10 runs here), so the test lets its first attempt end and the clock pass a second
+    _wait("the first attempt to end",
+          lambda: [d["status"] for d in store.attempts(key, effective=True)] == ["interrupted"],
+          60)
+    time.sleep(2.0)
     subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
     _wait("the requeued job to finish",
           lambda: any(d["status"] == "complete" for d in store.attempts(key)), 180, 0.5)

@@ -6,14 +6,14 @@ default batch size). The torch builders in `runners/workloads/` turn an entry in
 pipeline, a loss and an eval. A variant changes knobs and restates its own targets.
 
 Targets are not guesses: they come from the target-setting command (`pacebench set-targets`, see
-runners/target_setting.py): the value that 90 % of ten seeded reruns of a tuned baseline reach.
-Its records are committed under `workbench/targets/` (with the reruns' noise floor, read by noise_floor_of)
-and a test checks that every target below equals its record. The exceptions are listed in
-PUBLISHED_TARGETS: the entries whose dataset could not be downloaded where the catalog was written
-(MNIST, Fashion-MNIST, CIFAR-10) or whose model is too large to tune on a CPU
-(shakespeare_char_gpu). Their targets are
-published goals (or the base workload's tuned target), cited there and in their `workbench/targets/` record
-(`"source": "published"`), which also names the target-setting command still owed.
+runners/target_setting.py): the value that 90 % of ten seeded reruns of a tuned baseline reach. Its
+records are committed under `workbench/targets/` (with the reruns' noise floor, read by
+noise_floor_of) and a test checks that every target below equals its record. The exceptions are
+listed in PUBLISHED_TARGETS: the entries whose dataset could not be downloaded where the catalog was
+written (MNIST, Fashion-MNIST, CIFAR-10) or whose model is too large to tune on a CPU
+(shakespeare_char_gpu). Their targets are published goals (or the base workload's tuned target),
+cited there and in their `workbench/targets/` record (`"source": "published"`), which also names the
+target-setting command still owed.
 
 Eval cadence: an eval quantizes the time to target (a run is seen to reach its target only at
 the next eval), so each built-in entry evaluates on a step cadence (`EvalCadence(steps=n)`, no

@@ -23,8 +23,8 @@ from workbench.views.formats import md
 from workbench.views.plotting import hv
 from workbench.views.selection import Selection
 
-__all__ = ["Ladder", "ladder_of", "loss_plot", "deff_plot", "deff_rows", "speedup_plot",
-           "speedup_rows", "figures", "GUIDES"]
+__all__ = ["Ladder", "NONE", "NO_SPEEDUP", "ladder_of", "loss_plot", "deff_plot", "deff_rows",
+           "speedup_plot", "speedup_rows", "figures", "GUIDES"]
 
 GUIDES = (1.0, 1.2, 1.4)  # speedups drawn as lines D_eff = k D on the D_eff-against-D plot
 

@@ -297,7 +297,8 @@ class Leaderboard(View):
             "catalog workloads whose target Pacebench set): how "
             "much the tuned baseline's time to target varies with the seed alone on this "
             "workload (coefficient of variation over the seeded reruns that set its target, "
-            "*workbench/targets/&lt;workload&gt;.json*; *pacebench noise* measures it for any setting): a "
+            "*workbench/targets/&lt;workload&gt;.json*; *pacebench noise* measures it for any "
+            "setting): a "
             "difference in time well inside it is not evidence of a faster algorithm.")
 
     def __panel__(self) -> pn.viewable.Viewable:

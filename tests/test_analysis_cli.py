@@ -114,7 +114,7 @@ def test_every_axis_gives_the_numbers_of_the_dashboards_selection(planned, capsy
     sel.reference = "b"
     for axis, column in TIME_AXIS_COLUMNS.items():
         sel.time_axis = column
-        doc = _json(capsys, "score", "--store", planned, "--time-axis", axis)
+        doc = _json(capsys, "score", "--store", planned, "--time-axis", axis, "--reference", "b")
         times = sel.workload_times()
         for a in ("a", "b"):
             for w in (W1, W2):

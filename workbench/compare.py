@@ -965,7 +965,7 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
     seconds (train or wall axis) when it warns. `config`: the store's scoring.ScoringConfig (an
     imported AlgoPerf store's, with a benchmark_version, counts a workload without runs of a
     side as missed). `study_time`: the study-time rule (study_times_by). `tuned_steps`: the
-    workloads' tuned median steps to target, for the under-tuned check of `a`
+    workloads' tuned median steps to target, for the under-tuned check of each side
     (under_tuned_warnings); `search_spaces`: fairness() of both, shown as given; `tuning`:
     the tuning report of both (workbench.tuning.tuning_report), from which `fair_tuning` and
     `tuning_warnings` (the under-tuned warnings last) are made; `tuning_runs`: tuning.tuning_runs
@@ -983,8 +983,10 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
     compared = [r.workload for r in result.per_workload]
     cost, ratio = seconds_per_step(runs, a, b, compared)
     cautions = machine_speed_warnings(runs, a, b, compared, noise_cov)
-    under = under_tuned_warnings(study_times_by(on_time_axis(cube, "step"), study_time), a,
-                                 compared, tuned_steps or {}, noise_cov)
+    in_steps = study_times_by(on_time_axis(cube, "step"), study_time)
+    under = [w for side in (a, b)  # either side may be the baseline a reader measures against
+             for w in under_tuned_warnings(in_steps, side, compared, tuned_steps or {},
+                                           noise_cov).values()]
     report = {k: {w: e for w, e in v.items() if w in compared}  # the workloads compared
               for k, v in (tuning or {}).items() if k in (a, b)}
     result = replace(result, time_axis=axis_name(column), verdict_by_steps=by_steps.verdict,
@@ -994,7 +996,7 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
                      tuning={k: dict(v) for k, v in (report or {}).items()},
                      fair_tuning=T.fair_tuning(report or {}, a, b),
                      tuning_warnings=tuple(T.tuning_warnings(report or {}, a, b,
-                                                             under.values())),
+                                                             under)),
                      tuning_runs={k: dict(v) for k, v in (tuning_runs or {}).items()})
     if cautions and column != "step":  # steps do not depend on the machine's speed
         where = ", ".join(cautions)

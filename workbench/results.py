@@ -226,7 +226,7 @@ class Results:
         study's time by `study_time` (compare.STUDY_TIME_RULES: "algoperf", the trial that met
         the target at the smallest eval index; "fastest", the trial with the smallest time),
         with each side's search space and trials per study (compare.fairness) and the
-        under-tuned check of `a` against the workloads' tuned records.
+        under-tuned check of each side against the workloads' tuned records.
         `sequential`: replayed round by round with the sequential test (workbench/sequential.py)
         planned for `max_studies` studies a side (default: those the store holds); `ongoing`
         and `first` (the first round's size) are for a study under way (`study

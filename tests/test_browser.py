@@ -554,7 +554,9 @@ def test_the_ladder_tab_draws_an_imported_table_with_a_hostile_rung(page, tmp_pa
         page.locator(".pb-ladder-verdicts").first.wait_for(timeout=60_000)
         _painted(page)
         page.screenshot(path=SHOTS / "app-ladder-imported.png", full_page=True)
-        assert "muon: not shown" in page.locator(".pb-ladder-verdicts").first.inner_text()
+        # the verdict in words (a Markdown pane: its text is inside the pane, once drawn)
+        page.locator(".pb-ladder-verdicts").get_by_text("muon: not shown").first.wait_for(
+            timeout=60_000)
         assert page.evaluate("window.__pwned") is None
         assert _layout_problems(page) == []
     assert page.errors == []

@@ -526,7 +526,7 @@ def test_a_failed_trial_gives_its_errors_last_line_in_the_summary(tmp_path):
     assert "trial 0 seed 0: ValueError: not enough values to unpack (expected 3, got 2) " \
            "(worker exited with code 1); log " in result.summary()
     assert "trial 1 seed 0: ImportError: cannot import name 'Foo' (worker exited with code " \
-           "1); log " in result.failed[1]
+           "1 before reporting); log " in result.failed[1]  # it started no run
 
 
 def test_a_resume_with_other_threads_is_refused_unless_the_mix_is_allowed_and_recorded(

@@ -178,7 +178,10 @@ class Leaderboard(View):
                         "exact_score": NumberFormatter(format="0.0000")})
         self._about = pn.pane.Markdown(sizing_mode="stretch_width")
         self._groups = {name: (pn.pane.Markdown(f"#### {title}"),
-                               _table(f"pb-times-{name}", layout="fit_columns",
+                               # sized by their data, not by the width the container had when
+                               # drawn (a report's tables drawn before the page had its width
+                               # squeezed every column under its header)
+                               _table(f"pb-times-{name}", layout="fit_data_table",
                                       widths={"algorithm": 190}, sortable=False,
                                       value=pd.DataFrame(columns=["algorithm"])))
                         for name, title in GROUP_TITLES.items()}

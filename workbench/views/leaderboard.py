@@ -178,10 +178,11 @@ class Leaderboard(View):
                         "exact_score": NumberFormatter(format="0.0000")})
         self._about = pn.pane.Markdown(sizing_mode="stretch_width")
         self._groups = {name: (pn.pane.Markdown(f"#### {title}"),
-                               # sized by their data, not by the width the container had when
-                               # drawn (a report's tables drawn before the page had its width
-                               # squeezed every column under its header)
-                               _table(f"pb-times-{name}", layout="fit_data_table",
+                               # a report's: sized by their data, not by the width their
+                               # container had when drawn (drawn before the page had its width,
+                               # fit_columns squeezed every column under its header)
+                               _table(f"pb-times-{name}", layout="fit_columns"
+                                      if self.keep_columns else "fit_data_stretch",
                                       widths={"algorithm": 190}, sortable=False,
                                       value=pd.DataFrame(columns=["algorithm"])))
                         for name, title in GROUP_TITLES.items()}

@@ -177,6 +177,19 @@ def test_a_fifo_for_eval_rows_never_blocks_score(tmp_path):
     assert list(skipped) == [victim] and "FIFO" in skipped[victim]
 
 
+def test_merge_refuses_a_run_whose_eval_rows_are_a_fifo_rather_than_copying_it_rowless(
+        tmp_path):
+    store = _small(tmp_path / "s")
+    victim = _first(store)["run_id"]
+    rows = store.run_path(victim) / "evals.parquet"
+    rows.unlink()
+    os.mkfifo(rows)
+    with pytest.warns(UserWarning, match=f"skipped run {victim}.*FIFO"):
+        report = merge_stores(Store(tmp_path / "merged"), [store])
+    assert report.skipped == [victim]
+    assert not Store(tmp_path / "merged").run_path(victim).exists()
+
+
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero", "link out of the store"])
 def test_a_run_document_that_is_no_regular_file_is_skipped_with_a_warning(tmp_path, kind):
     store = _small(tmp_path / "s")

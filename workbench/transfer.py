@@ -134,7 +134,10 @@ def rows_problem(table: pa.Table | None, kind: str) -> str | None:
 
 
 def _rows(store: Store, run_id: str, kind: str) -> pa.Table | None:
-    sealed, live = store.row_files(kind, [run_id])
+    problems: dict[str, str] = {}
+    sealed, live = store.row_files(kind, [run_id], problems)
+    if run_id in problems:  # a FIFO, socket or outside link where its rows belong: not rowless
+        raise ValueError(problems[run_id])
     if sealed:
         return pq.read_table(sealed[0])
     rows = read_jsonl(Path(live[0]), store.root) if live else []

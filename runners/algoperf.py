@@ -45,6 +45,7 @@ import torch
 from runners.algoperf_workload import AlgoPerfWorkload
 from runners.api import Algorithm, Batch, TrainingComplete, Workload
 from runners.plugins import ExitAtImport, no_exit_at_import
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["AlgoPerfAlgorithm", "AlgoPerfWorkload", "SubmissionError", "ALGOPERF_PREFIX",
@@ -60,7 +61,7 @@ COMPAT_DIR = Path(__file__).resolve().parent / "algoperf_compat"  # holds algope
 RNG_INIT, RNG_UPDATE, RNG_DATA, RNG_EVAL = range(4)
 
 
-class SubmissionError(ValueError):
+class SubmissionError(UserError):
     """A submission file that cannot be run: missing file or function, or a bad return value."""
 
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from workbench.errors import UserError
+
 __all__ = ["PluginError", "ExitAtImport", "no_exit_at_import", "ALGORITHM_GROUP",
            "WORKLOAD_GROUP", "entry_points", "is_file_spec",
            "named_item", "sha256_of", "import_object", "WorkloadSource", "resolve_workloads",
@@ -45,7 +47,7 @@ ALGORITHM_GROUP = "pacebench.algorithms"
 WORKLOAD_GROUP = "pacebench.workloads"
 
 
-class PluginError(ValueError):
+class PluginError(UserError):
     """A plug-in that cannot be found or loaded: its one line says what is valid."""
 
 

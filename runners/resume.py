@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from runners.env import cpu_model
+from workbench.errors import UserError
 from workbench.records import DONE_STATUSES
 from workbench.spec import DRAW_SCHEME, DRAW_SCHEMES, ExecutionOptions, RunConfig
 from workbench.validate import PLACE as _PLACE, design_differences
@@ -41,7 +42,7 @@ __all__ = ["queued_on_slurm", "study_status", "STATUS_STATES", "StudyExistsError
 HARDWARE = "hardware"  # the name of the hardware class among the compared fields
 
 
-class StudyExistsError(RuntimeError):
+class StudyExistsError(UserError, RuntimeError):
     """The store already holds runs of a study with this name and resume was not asked for."""
 
 

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 from scipy.stats import qmc
 
+from workbench.errors import UserError
 from workbench.spec import DRAW_SCHEMES, StudySpec, stable_hash, to_plain
 
 __all__ = ["SearchSpaceError", "Range", "Choice", "SearchSpace", "draw_trials", "study_trials",
@@ -44,7 +45,7 @@ DRAW_WORDS = {
        "trials (--reuse-from copies them)"}
 
 
-class SearchSpaceError(ValueError):
+class SearchSpaceError(UserError):
     """A search space that is not valid AlgoPerf JSON, or a draw it cannot satisfy."""
 
 

@@ -16,6 +16,7 @@ from typing import Iterable
 
 import holoviews as hv
 
+from workbench.errors import UserError
 from workbench.views.mpl import (DPI, FIG_INCHES, FORMATS, PANEL_INCHES, check_formats,
                                  save_figure, to_matplotlib)
 from workbench.views.registry import VIEWS, ViewEntry, view_entry
@@ -65,7 +66,7 @@ def collect(selection: Selection, views: Iterable[str | ViewEntry] | None = None
     return out
 
 
-class FigureError(ValueError):
+class FigureError(UserError):
     """Some figures could not be made; the others were written."""
 
 

@@ -16,6 +16,8 @@ from typing import Any, Literal, Mapping
 
 import numpy as np
 
+from workbench.errors import UserError
+
 __all__ = [
     "Direction", "Target", "meets", "relaxed_goal", "check_relax", "Budget", "EvalCadence",
     "WorkloadSpec", "ExecutionOptions",
@@ -44,7 +46,7 @@ PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # fp32: plain float32; bf16: autocast to bfloat16 (runners/device.py)
 
 
-class SpecError(ValueError):
+class SpecError(UserError):
     """A spec was built from values that cannot describe a valid workload, run or study."""
 
 

@@ -67,6 +67,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import psutil
 
 from workbench import records as R
+from workbench.errors import UserError
 
 __all__ = ["Store", "SealedBatch", "RunWriter", "TrialClaim", "SpaceReserve", "open_store",
            "StoreError", "atomic_write_json", "utc_now", "read_jsonl", "no_space", "full_path",
@@ -162,7 +163,7 @@ def read_regular(path: str | os.PathLike, root: str | os.PathLike
         os.close(fd)
 
 
-class StoreError(RuntimeError):
+class StoreError(UserError, RuntimeError):
     """The path is not a usable store, or a run document is unreadable."""
 
 

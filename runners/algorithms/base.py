@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 import torch
 
 from runners.api import Algorithm, Batch, Workload
+from workbench.errors import UserError
 
 __all__ = ["OptimizerAlgorithm", "HparamError", "kernel_options"]
 
@@ -26,7 +27,7 @@ def kernel_options(params: Iterable[torch.nn.Parameter]) -> tuple[list, dict[str
     return params, ({"fused": True} if on_cuda else {"foreach": True})
 
 
-class HparamError(ValueError):
+class HparamError(UserError):
     """Hyperparameters that an algorithm does not take, or values it cannot use."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.errors import UserError
 from workbench.spec import NAME
 
 __all__ = ["EVAL_LINE", "LogError", "read_log", "log_rows"]
@@ -31,7 +32,7 @@ EVAL_LINE = re.compile(r"step:(\d+)/(\d+)\s+val_loss:(\S+)(?:\s+train_time:(\S+?
 MAX_BYTES = 64 << 20  # of one log
 
 
-class LogError(ValueError):
+class LogError(UserError):
     """A log that cannot be imported: one line naming the file (and line) and what is valid."""
 
 

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import records as R
+from workbench.errors import UserError
 from workbench.ladder import budget_text
 from workbench.spec import NAME
 from workbench.store import Store, open_store
@@ -61,7 +62,7 @@ _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "
 _TARGET = re.compile(r"\s*([A-Za-z0-9_./-]+)\s*(<=|>=)\s*([-+0-9.eE]+)\s*")
 
 
-class TableError(ValueError):
+class TableError(UserError):
     """A table, a row or a log that cannot be imported: one line saying where and what is
     valid."""
 

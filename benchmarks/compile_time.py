@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/compile_time.py [--workload synthetic] [--runs 3] [--steps 40]
         [--device cpu|cuda|auto] [--precision fp32|bf16] [--shared-cache FOLDER] [--no-warm-up]
 
-Each run is set up as `runners.loop` sets it up (a cold compiler cache of its own, runners/
+Each run is set up as `runners.run.loop` sets it up (a cold compiler cache of its own, runners/
 compilation.py), all in this one process; then `--steps` updates of its algorithm are timed one by
 one with the device-synchronised clock (set-up: before the clock, the first run's includes the
 compiler's once-per-process warm-up). The first update compiles the forward and the backward, so
@@ -24,10 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import runners.compilation  # noqa: E402
-from runners.compilation import SHARED_CACHE_ENV  # noqa: E402
-from runners.loop import prepare  # noqa: E402
-from runners.timing import DeviceClock  # noqa: E402
+import runners.run.compilation  # noqa: E402
+from runners.run.compilation import SHARED_CACHE_ENV  # noqa: E402
+from runners.run.loop import prepare  # noqa: E402
+from runners.run.timing import DeviceClock  # noqa: E402
 from workbench.spec import ExecutionOptions, RunConfig  # noqa: E402
 
 
@@ -69,7 +69,7 @@ def main() -> int:
     if args.shared_cache:
         os.environ[SHARED_CACHE_ENV] = args.shared_cache
     if args.no_warm_up:
-        runners.compilation.warm_compiler = lambda device: None
+        runners.run.compilation.warm_compiler = lambda device: None
     torch.set_num_threads(1)
     print(f"{args.workload} on {args.device} ({args.precision}, compiled), 1 thread, "
           f"{args.runs} runs in one process, {args.steps} updates each")

@@ -6,7 +6,7 @@ T trials on one workload, one worker. From the start until half of the study's t
 finished, K busy processes (`python -c "while True: pass"`) load the machine, then they are
 killed. The study is run twice, side by side in one invocation:
 
-  interleaved   runners.launch's launch order (blocks of one trial per algorithm)
+  interleaved   runners.launch.study's launch order (blocks of one trial per algorithm)
   sequential    the old order: all of AdamW's trials, then all of the twin's
                 (workbench.testing.algorithm_after_algorithm)
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import runners.launch as launch  # noqa: E402
+import runners.launch.study as launch  # noqa: E402
 from runners.algorithms.sources import parse_algorithms  # noqa: E402
 from runners.cli import main as cli  # noqa: E402
 from workbench import query  # noqa: E402

@@ -2,7 +2,7 @@
 runs of the same settings, and how often they pick the same setting.
 
 For each algorithm and seed, one lattice of learning rates half a decade apart around the
-algorithm's own centre (runners/tune.py: the geometric centre of its space's range). Each case
+algorithm's own centre (runners/procedures/tune.py: the geometric centre of its space's range). Each case
 is a window of 7 lattice points (a grid `pacebench tune` would sweep), its centre shifted by
 -W..W lattice steps (--windows 2W+1 cases per sweep), so that the best point falls at different
 places of the grid, edges included. Per case:
@@ -12,12 +12,12 @@ places of the grid, edges included. Per case:
   first eval meeting both targets (study's stop on target), else to the budget; its pick:
   the setting with the fewest steps to the validation target (AlgoPerf's choice), else the
   best final validation metric.
-- **tune**: runners.tune.run_tune on the window (quarter-budget runs with the schedule over
+- **tune**: runners.procedures.tune.run_tune on the window (quarter-budget runs with the schedule over
   them, the extension rule, the ranking rule), in this process; its cost: the steps of its
   runs, extensions included.
 - **early stop**: `study --early-stop lcga` replayed on the window's full-length runs (one
   worker: the trials in a random order, each deciding at the rungs 1/9 and 1/3 of the budget
-  with runners.early_stop.estimate and workbench.early_stopping.rung_decision against the
+  with runners.run.early_stop.estimate and workbench.early_stopping.rung_decision against the
   estimates of the trials before it, exactly as the tuner does); its cost: a stopped trial's
   steps to its rung, the others' steps as the study runs them; its pick: the full-length pick
   among the trials not stopped.
@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 # Early-stopping rules replayed: name -> (rungs as fractions of the budget, eta, the fewest
-# estimates a rung decides on). The first is the tuner's (runners/early_stop.py DEFAULT_RUNGS,
+# estimates a rung decides on). The first is the tuner's (runners/run/early_stop.py DEFAULT_RUNGS,
 # eta 3, workbench.early_stopping.rung_decision's default of eta estimates).
 RULES = {"1/9,1/3 eta 3 (the tuner's)": ((1 / 9, 1 / 3), 3, 3),
          "1/9,1/3 eta 3, from 2 estimates": ((1 / 9, 1 / 3), 3, 2),
@@ -101,7 +101,7 @@ class FullRuns:
         return None
 
     def _run(self, value: float) -> dict:
-        from runners.loop import run
+        from runners.run.loop import run
         from workbench.spec import RunConfig
 
         recorded = self._recorded(value)  # a rerun of the benchmark reads it again
@@ -164,7 +164,7 @@ def replay_early_stop(rows: list[dict], budget: int, rng: np.random.Generator,
     """`study --early-stop lcga` with one worker over `rows` (full-length runs) in a random
     order, rungs at the fractions `rungs` of the budget, keeping the best 1/eta:
     {"steps": spent, "stopped": values stopped early, "kept": rows not stopped}."""
-    from runners.early_stop import estimate
+    from runners.run.early_stop import estimate
     from workbench.early_stopping import rung_decision
 
     rung_steps = [max(1, int(round(f * budget))) for f in rungs]
@@ -193,8 +193,8 @@ def sweep(workload: str, algorithm: str, seed: int, windows: int, root: str,
     """The cases of one (algorithm, seed): one per window centre."""
     from dataclasses import replace
 
-    from runners.loop import run
-    from runners.tune import log_grid, run_tune
+    from runners.run.loop import run
+    from runners.procedures.tune import log_grid, run_tune
     from workbench.store import open_store
 
     store = open_store(Path(root) / f"{workload}-{algorithm}-{seed}", create=True)

@@ -1,4 +1,4 @@
-"""The share of a ladder run's time its evals take, planned by `runners.ladder.eval_plan`, on this
+"""The share of a ladder run's time its evals take, planned by `runners.procedures.ladder.eval_plan`, on this
 CPU (docs/ladder.md, "Evals"): measured per update and per eval, multiplied out over the plan.
 
     .venv/bin/python benchmarks/eval_share.py [--rung gpt_7k] [--data DATA | --vocab 50257]
@@ -10,7 +10,7 @@ are this process's CPU seconds (time.process_time, one thread: what the work cos
 close to wall time on an idle machine): the median AdamW update over --steps after 2 warm-up
 updates, and the median eval (three splits) of 3. The predicted run: steps x update + evals x
 eval, with the plan's evals and windows (--evals N: the plan of `pacebench ladder --evals N`,
-256 windows); printed beside the planned FLOP share (runners/ladder.py eval_work_share).
+256 windows); printed beside the planned FLOP share (runners/procedures/ladder.py eval_work_share).
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from runners.ladder import (MAX_EVAL_WINDOWS, catalog_rungs, eval_work_share,  # noqa: E402
-                            final_configs)
-from runners.loop import prepare  # noqa: E402
+from runners.procedures.ladder import (MAX_EVAL_WINDOWS, catalog_rungs,  # noqa: E402
+                                       eval_work_share, final_configs)
+from runners.run.loop import prepare  # noqa: E402
 from workbench.spec import LadderSpec, RunConfig  # noqa: E402
 
 

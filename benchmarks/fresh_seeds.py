@@ -12,8 +12,8 @@ workload.
         [--store /tmp/pacebench-fresh-seeds] [--workers 2]
 
 A run that fails (e.g. shakespeare_char without its data: set $PACEBENCH_DATA as the Makefile
-does) counts as a miss. Each run is `pacebench run --workload W --algorithm A --hparams H --seed S` (runners.loop.run),
-scheduled by runners.noise_floor.run_seeds.
+does) counts as a miss. Each run is `pacebench run --workload W --algorithm A --hparams H --seed S` (runners.run.loop.run),
+scheduled by runners.procedures.noise_floor.run_seeds.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import math
 import sys
 from pathlib import Path
 
-from runners.noise_floor import measure_noise_floor
+from runners.procedures.noise_floor import measure_noise_floor
 from workbench.catalog import CATALOG, PUBLISHED_TARGETS, tuned_baseline
 from workbench.store import open_store
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runners.loop import prepare  # noqa: E402
+from runners.run.loop import prepare  # noqa: E402
 from workbench.catalog import get_workload, rung_counts  # noqa: E402
 from workbench.spec import RunConfig  # noqa: E402
 

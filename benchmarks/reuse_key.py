@@ -1,4 +1,4 @@
-"""What a reuse key costs (runners/reuse.py): the runner code hash, the first key (the dataset's
+"""What a reuse key costs (runners/run/reuse_key.py): the runner code hash, the first key (the dataset's
 checksum included) and 100 more, in a fresh process.
 
     .venv/bin/python benchmarks/reuse_key.py [--workload digits_mlp] [--keys 100]
@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402,F401 - imported before the clock, as in a worker
 
-from runners.reuse import RUNNERS, reuse_context, reuse_key, runner_code_hash  # noqa: E402
+from runners.run.reuse_key import RUNNERS, reuse_context, reuse_key, runner_code_hash  # noqa: E402
 from workbench.catalog import get_workload  # noqa: E402
 from workbench.spec import RunConfig  # noqa: E402
 

@@ -1,6 +1,6 @@
 """How often the stall rule would stop a run that was going to meet its target, and what it saves.
 
-The rule (runners/stall.py) is replayed on the eval rows of a store's runs, in order, with each
+The rule (runners/run/stall.py) is replayed on the eval rows of a store's runs, in order, with each
 run's budget and target, exactly as the loop applies it. A flagged run that met its validation
 target after the flag is a false stall (stopping would have made a hit a miss); for a flagged run
 that never met it, the steps (and training seconds) after the flag are what stopping saves.
@@ -25,7 +25,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runners.stall import StallRule  # noqa: E402
+from runners.run.stall import StallRule  # noqa: E402
 from workbench import query  # noqa: E402
 from workbench.spec import Budget, Target  # noqa: E402
 from workbench.store import open_store  # noqa: E402
@@ -111,7 +111,7 @@ def main() -> int:
     if args.store:
         store = open_store(args.store)
     else:
-        from runners.launch import run_study
+        from runners.launch.study import run_study
         from workbench.spec import StudySpec
 
         root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="stalls-"))

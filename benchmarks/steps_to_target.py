@@ -8,7 +8,7 @@ budget), evaluating every `--eval-every` steps (default 1: the first step whose 
 validation target), and record `median_steps_to_target` with how it was measured (the
 `steps_to_target` block: seeds, each seed's steps or null for a miss, reach count, eval cadence,
 command, date, hardware). The targets themselves are not touched
-(runners.target_setting.measure_steps_to_target). The catalog's eval cadences are sized from the
+(runners.procedures.target_setting.measure_steps_to_target). The catalog's eval cadences are sized from the
 median (at most 1/20 of it; tests/test_catalog.py checks).
 
     PACEBENCH_DATA=../shared/data .venv/bin/python benchmarks/steps_to_target.py \\
@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from runners.target_setting import measure_steps_to_target
+from runners.procedures.target_setting import measure_steps_to_target
 from workbench.catalog import CATALOG, PUBLISHED_TARGETS, TARGETS_DIR
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runners.launch import run_study  # noqa: E402
-from runners.processes import LaunchOptions  # noqa: E402
+from runners.launch.study import run_study  # noqa: E402
+from runners.launch.processes import LaunchOptions  # noqa: E402
 from workbench.spec import StudySpec  # noqa: E402
 from workbench.store import open_store  # noqa: E402
 

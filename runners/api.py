@@ -1,8 +1,8 @@
 """The two interfaces the training loop drives: a built workload and a training algorithm.
 
 A training algorithm owns its optimizer, schedule and update. The runner owns data order, the
-clock, evals and stopping (see runners/loop.py). Our protocol is deliberately small; AlgoPerf's
-larger one is adapted to it in runners/algoperf.py.
+clock, evals and stopping (see runners/run/loop.py). Our protocol is deliberately small; AlgoPerf's
+larger one is adapted to it in runners/algoperf/adapter.py.
 """
 from __future__ import annotations
 
@@ -112,5 +112,5 @@ class Algorithm(abc.ABC):
     def search_space_fields(self) -> dict[str, Any]:
         """The run document's search_space, search_space_origin and search_space_file
         (workbench/records.py SEARCH_SPACE_FIELDS): what the launcher put in `searched` (the
-        space this run's hyperparameters were drawn from; runners/worker.py), else nulls."""
+        space this run's hyperparameters were drawn from; runners/launch/worker.py), else nulls."""
         return {key: (self.searched or {}).get(key) for key in SEARCH_SPACE_FIELDS}

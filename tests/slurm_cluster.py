@@ -3,7 +3,7 @@ test_slurm_backend.py; docs/slurm.md shows its configuration).
 
 Debian's munge, slurmctld and slurmd (`make install` installs them), started as root in a
 temporary folder: a fresh munge key, no cgroups, no systemd, no accounting database (job state
-comes from squeue and the store: runners/slurm_backend.py), one node `localhost` with this
+comes from squeue and the store: runners/launch/slurm_backend.py), one node `localhost` with this
 machine's CPUs in one partition `debug`, ports picked free. Clients find it through SLURM_CONF,
 which `environ()` gives (the fixture sets it for the whole test session).
 """

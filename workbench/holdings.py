@@ -4,7 +4,7 @@ the tabs these can fill first and the others under "more" (workbench/views/regis
 `pacebench score` points a ladder-only store to `pacebench ladder --summary`.
 
 A study's kind is read from one run document per study (its config's ladder record, runners/
-ladder.py) and from the study's summary document (kind "scaling", runners/scaling_study.py), so
+ladder.py) and from the study's summary document (kind "scaling", runners/procedures/scaling_study.py), so
 a store of 100,000 runs costs one read per study, not per run.
 """
 from __future__ import annotations

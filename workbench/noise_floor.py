@@ -7,7 +7,7 @@ algorithms much smaller than the noise floor is luck until many studies say othe
 `min_detectable_speedup` says how large a speedup a given number of studies can tell from it.
 
 Also here, the reach-quantile rule that sets a target the tuned baseline reaches reliably
-(runners/target_setting.py): the value that a fraction `quantile` of the reruns attain.
+(runners/procedures/target_setting.py): the value that a fraction `quantile` of the reruns attain.
 """
 from __future__ import annotations
 

@@ -358,7 +358,7 @@ def make_timing_store(path: str | os.PathLike, factors: Mapping[str, float],
 
 
 def algorithm_after_algorithm(configs: Sequence[RunConfig]) -> list[tuple[RunConfig, dict]]:
-    """The launch order before runners.launch.launch_order: every trial of the first algorithm,
+    """The launch order before runners.launch.study.launch_order: every trial of the first algorithm,
     then every trial of the next (the plan's order), with places shaped as launch_order's
     ({"position", "block", "blocks", "seed"}; a block per trial). Kept for tests and
     benchmarks/drift.py only, to show what a change of machine speed does to a verdict when an
@@ -588,7 +588,7 @@ def make_ladder_store(path: str | os.PathLike,
                       sweeps: Mapping[str, Sequence[tuple[Mapping[str, Any], float]]]
                       | None = None) -> Store:
     """A fake model-size ladder's store: rungs x budgets x algorithms x seeds, each a complete
-    run whose document's config holds the ladder record runners/ladder.py writes and whose last
+    run whose document's config holds the ladder record runners/procedures/ladder.py writes and whose last
     eval row holds its final validation loss.
 
     Algorithm `name` with factor m ends at the reference's true loss at m times its tokens

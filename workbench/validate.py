@@ -186,7 +186,7 @@ def _config(doc: Mapping[str, Any]) -> "RunConfig | None":  # noqa: F821
 class TrialSlots:
     """The design of each trial slot of a store (the runs' recorded configs), to refuse a run of
     another design at any door (merge, import-parquet) as `--resume` refuses a plan of one
-    (runners/resume.py check_same_plan, by the same design_differences). A run that differs in
+    (runners/launch/resume.py check_same_plan, by the same design_differences). A run that differs in
     execution options only is welcome when it or the slot's runs record a mix that
     `--allow-mixed-execution` allowed (RunConfig.mixed_execution)."""
 

@@ -77,7 +77,17 @@ def test_the_study_name_is_in_the_key_only_where_it_seeds_the_draws():
     assert dataclasses.replace(old, study_name="second").rng_seed != old.rng_seed
     assert len({_key(old), _key(new), _key(dataclasses.replace(new, trial=2))}) == 3
     inputs = reuse_inputs(new, get_workload("digits_mlp"), CPU, reuse_context({}))
-    assert "first" not in json.dumps(inputs) and inputs["version"] == 2
+    assert "first" not in json.dumps(inputs) and inputs["version"] == 3
+
+
+def test_the_runner_code_hash_reads_the_whole_runners_package():
+    """The key's runner code covers every wing (runners/run, launch, ...), not the folder the
+    hashing module sits in."""
+    import runners
+    from runners.run.reuse_key import RUNNERS
+
+    assert RUNNERS == Path(runners.__file__).resolve().parent
+    assert {p.parent.name for p in RUNNERS.rglob("*.py")} >= {"run", "launch", "procedures", "cli"}
 
 
 def test_runs_without_a_key_are_never_reused(fake_store):

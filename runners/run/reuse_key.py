@@ -32,7 +32,7 @@ function of the trial's identity), the study's design (how many trials it has: m
 extend a study), --resume and --allow-mixed-execution, the checkpoint cadence, the data folder.
 The trial key and --resume are unchanged by it. A run without a key (older stores, imports, a
 library call with hooks of its own) is never reused, nor one of key version 1 (made before the
-study's name left the key).
+study's name left the key) or 2 (before runners/ moved into its sub-packages).
 """
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ from workbench.spec import RunConfig, WorkloadSpec, stable_hash, to_plain
 __all__ = ["REUSE_KEY_VERSION", "runner_code_hash", "source_hash", "reuse_context",
            "reuse_inputs", "reuse_key", "reuse_record"]
 
-REUSE_KEY_VERSION = 2  # changes when reuse_inputs changes what it hashes (2: no study name)
+REUSE_KEY_VERSION = 3  # changes when reuse_inputs changes what it hashes (2: no study name;
+#                        3: runners/ in sub-packages, every runner file's path changed)
 RUNNERS = Path(__file__).resolve().parents[1]
 # config fields that never change a run's result, or that the trial's identity holds
 _NOT_KEYED = ("design", "mixed_execution", "study_name")

@@ -1,14 +1,17 @@
 """The shape of the code: arrows that run one way, one owner of the store's layout, short files
 and functions, and analysis commands that never load the dashboard's libraries.
 
-Imports are read from the source (the AST), inside functions too: an import hidden in a function
-is still an arrow between two modules.
+The arrows between packages are import-linter's contracts in pyproject.toml, checked here by
+running `lint-imports`; the few rules it cannot state read imports from the source (the AST),
+inside functions too: an import hidden in a function is still an arrow between two modules.
 """
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -73,63 +76,53 @@ GRAPH = {name: {t for node in ast.walk(tree) for t in _imported(name, node)}
          for name, tree in TREES.items()}
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan, iterative)."""
-    index, low, on_stack, stack, out, counter = {}, {}, set(), [], [], [0]
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter[0]
-        counter[0] += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter[0]
-                    counter[0] += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    out.append(sorted(component))
-    return out
+LINT_IMPORTS = ("import sys\nfrom importlinter.cli import lint_imports_command\n"
+                "sys.exit(lint_imports_command())")
 
 
-def test_the_cycle_finder_finds_a_cycle():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+def _lint_imports(cwd: Path, *config: str) -> subprocess.CompletedProcess:
+    """`lint-imports` run in `cwd` (its pyproject.toml's contracts, or `config`), reading the
+    packages found there (not an installed copy)."""
+    return subprocess.run([sys.executable, "-c", LINT_IMPORTS, "--no-cache", *config],
+                          cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(cwd)})
 
 
-def test_no_import_circles_counting_imports_inside_functions():
-    assert _cycles(GRAPH) == []
+def test_the_import_contracts_hold():
+    """pyproject.toml's import-linter contracts (imports inside functions count): runners'
+    wings import one way, workbench never imports runners, no circles."""
+    out = _lint_imports(ROOT)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
 
 
-def test_arrows_run_one_way():
-    wrong = [(a, b) for a, targets in GRAPH.items() for b in targets
-             if a.startswith("workbench") and b.startswith("runners")]
-    assert wrong == [], "workbench must never import runners"
-    assert not {t for t in GRAPH["workbench.store"] if t.startswith("workbench.query")}
-    assert "runners.launch.study" not in GRAPH["runners.launch.ray_backend"]
-    assert "runners.launch.study" not in GRAPH["runners.launch.slurm_backend"]
-    assert not {t for t in GRAPH["runners.launch.worker"]
-                if t in ("runners.launch.study", "runners.procedures.scaling_study")}
+def test_the_contracts_name_the_wings_in_order():
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = [c["layers"] for c in contracts["contracts"] if c["type"] == "layers"]
+    assert ["runners.cli", "runners.procedures", "runners.launch", "runners.run",
+            "runners.algoperf"] in layers
+    forbidden = {(s, f) for c in contracts["contracts"] if c["type"] == "forbidden"
+                 for s in c["source_modules"] for f in c["forbidden_modules"]}
+    assert ("workbench", "runners") in forbidden
+    assert {("runners.algorithms", "runners.launch"), ("runners.workloads", "runners.cli"),
+            ("runners.data", "runners.launch")} <= forbidden
+    assert any(c["type"] == "acyclic_siblings" for c in contracts["contracts"])
+
+
+def test_the_import_checker_sees_an_import_inside_a_function(tmp_path):
+    """The same kind of contract on a two-module package whose lower layer imports the upper
+    one in a function body: lint-imports reports it broken."""
+    package = tmp_path / "wings"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "top.py").write_text("import wings.low\n")
+    (package / "low.py").write_text("def f():\n    import wings.top\n")
+    (tmp_path / "contracts.toml").write_text(
+        '[tool.importlinter]\nroot_packages = ["wings"]\n\n[[tool.importlinter.contracts]]\n'
+        'name = "top over low"\ntype = "layers"\nlayers = ["wings.top", "wings.low"]\n')
+    out = _lint_imports(tmp_path, "contracts.toml")
+    assert out.returncode == 1 and "BROKEN" in out.stdout, out.stdout + out.stderr
+    assert "wings.low -> wings.top" in out.stdout
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

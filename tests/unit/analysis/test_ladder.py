@@ -17,6 +17,8 @@ import workbench
 from workbench import ladder as L
 from workbench import testing as T
 
+from locations import REPO
+
 RUNGS = T.LADDER_RUNGS
 
 
@@ -347,7 +349,7 @@ def test_the_summary_loads_neither_the_dashboard_nor_torch(tmp_path):
               "heavy = sorted(m for m in ('panel', 'bokeh', 'holoviews', 'torch') "
               "if m in sys.modules)\nprint('LOADED', heavy, 'CODE', code)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[1], check=True).stdout
+                         cwd=REPO, check=True).stdout
     assert "LOADED [] CODE 0" in out, out
 
 

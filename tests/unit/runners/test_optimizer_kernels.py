@@ -15,7 +15,9 @@ from runners.algorithms.nadamw import NAdamWOptimizer
 from runners.workloads import build_workload
 from workbench.catalog import get_workload
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 
 
 def _model(seed: int = 0) -> torch.nn.Module:

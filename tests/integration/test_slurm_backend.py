@@ -24,6 +24,8 @@ from workbench import records as R
 from workbench.spec import StudySpec
 from workbench.store import open_store
 
+from locations import REPO
+
 # Columns that measure time differ between any two runs; every other column must be identical.
 TIME_COLUMNS = ("train_seconds", "eval_seconds", "wall_seconds", "steps_per_second")
 MACHINE = tuple(c for c in R.MACHINE_COLUMNS if c not in TIME_COLUMNS)  # may be null
@@ -301,7 +303,7 @@ def test_ctrl_c_cancels_the_whole_array(tmp_path, slurm_cluster):
     import sys
 
     store_dir = tmp_path / "s"
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     launcher = subprocess.Popen(
         [sys.executable, "-m", "runners.cli", "study", "--workloads", "synthetic",
          "--algorithms", "adamw", "--trials", "3", "--max-steps", "5000", "--no-stop-on-target",

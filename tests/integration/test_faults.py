@@ -25,6 +25,8 @@ from workbench.catalog import get_workload
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
+from locations import FIXTURES
+
 
 def _workers(launcher: int) -> list[int]:
     """Live worker processes (named PROCESS_NAME) descending from the process `launcher`:
@@ -67,7 +69,7 @@ def test_resume_leaves_alone_a_trial_that_another_launcher_is_running(tmp_path):
 
 
 WATCHDOG_S = 8.0  # the quick trial takes about 1 s, the endless one would take hours
-HOSTILE = Path(__file__).parent / "fixtures" / "hostile_algorithms.py"  # plug-ins that misbehave
+HOSTILE = FIXTURES / "hostile_algorithms.py"  # plug-ins that misbehave
 
 
 def test_every_attempt_has_a_watchdog_of_three_budgets_and_a_minute_by_default():

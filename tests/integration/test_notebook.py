@@ -4,7 +4,6 @@ the view still there once the notebook is exported to HTML)."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import nbformat
 import papermill as pm
@@ -14,7 +13,9 @@ from workbench import query
 from workbench.spec import ExecutionOptions, StudySpec
 from workbench.store import open_store
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "study.ipynb"
+from locations import REPO
+
+NOTEBOOK = REPO / "notebooks" / "study.ipynb"
 ANALYSIS = NOTEBOOK.with_name("analysis.ipynb")
 LION = NOTEBOOK.parents[1] / "examples" / "lion.py:Lion"
 EXTRA = {"store", "workers"}  # where and how to run, not what

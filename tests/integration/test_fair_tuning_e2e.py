@@ -14,8 +14,10 @@ from runners.cli import main
 from workbench.store import open_store
 from workbench.testing import make_planned_store
 
-LOW = f"low={Path(__file__).parent / 'fixtures' / 'low_adamw.py'}:LowAdamW"
-ADAMW_SPACE = json.loads((Path(__file__).parents[1] / "runners" / "algorithms" /
+from locations import FIXTURES, REPO
+
+LOW = f"low={FIXTURES / 'low_adamw.py'}:LowAdamW"
+ADAMW_SPACE = json.loads((REPO / "runners" / "algorithms" /
                           "adamw.json").read_text())
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 
 
 def _script(name: str, *args: str) -> str:

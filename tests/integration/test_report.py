@@ -21,7 +21,9 @@ from workbench.report import report_selection, write_report
 from workbench.testing import make_store
 from workbench.views.selection import Selection
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "report.ipynb"
+from locations import REPO
+
+NOTEBOOK = REPO / "notebooks" / "report.ipynb"
 ALGORITHMS = ("alg_fast", "alg_mid", "alg_slow")  # names no library code contains
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -21,12 +21,14 @@ from runners.cli import main
 from workbench import query
 from workbench.store import open_store
 
+from locations import REPO
+
 
 def parse_algorithm(text: str):
     return parse(text, algorithm_names())
 
 # Lion (Chen et al., 2023), the optimizer of examples/: written into temporary files below.
-LION_OPTIMIZER = (Path(__file__).resolve().parents[1] / "examples" / "lion.py").read_text()
+LION_OPTIMIZER = (REPO / "examples" / "lion.py").read_text()
 
 LION_ALGORITHM = LION_OPTIMIZER + '''
 
@@ -180,7 +182,7 @@ def test_any_torch_optimizer_by_import_path_runs_a_study(tmp_path, capsys, spec)
     assert all(r.steps == 40 for r in runs.itertuples())
 
 
-ADAMW_SPACE = Path(__file__).resolve().parents[1] / "runners" / "algorithms" / "adamw.json"
+ADAMW_SPACE = REPO / "runners" / "algorithms" / "adamw.json"
 
 
 def test_each_run_records_its_search_space_and_where_it_came_from(tmp_path, capsys):

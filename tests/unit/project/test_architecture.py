@@ -15,7 +15,9 @@ import pytest
 
 from workbench import records as R
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 PACKAGES = ("workbench", "runners")
 LONG_FUNCTION = 60  # lines; runners/loop.run, the one training loop, is the exception
 LONG_FILE = 350     # lines, for the files that used to do several jobs at once

@@ -17,7 +17,9 @@ from workbench.run_index import refresh_index
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_v1"
+from locations import FIXTURES
+
+FIXTURE = FIXTURES / "store_v1"
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
 
 

@@ -29,7 +29,8 @@ from workbench.testing import make_store
 from workbench.transfer import copy_runs, export_parquet, import_parquet, merge_stores
 from workbench.validate import eval_rows_problem, ladder_problem
 
-REPO = Path(__file__).resolve().parents[1]
+from locations import REPO
+
 
 
 def _small(path: Path, seed: int = 0) -> Store:

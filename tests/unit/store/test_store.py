@@ -16,7 +16,8 @@ from workbench import records as R
 from workbench import query
 from workbench.store import Store, StoreError, atomic_write_json, open_store, read_jsonl
 
-REPO = Path(__file__).resolve().parents[1]
+from locations import REPO
+
 
 
 def _doc(trial_key: str = "k1", **extra) -> dict:

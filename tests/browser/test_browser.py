@@ -25,10 +25,11 @@ import pytest
 pytestmark = pytest.mark.browser
 import playwright.sync_api as playwright_api  # installed by `make install`; missing = failure
 
+from locations import REPO
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
-REPO = Path(__file__).resolve().parents[1]
 SHOTS = Path("/tmp/pacebench-shots")
 TIMEOUT_MS = 30_000
 

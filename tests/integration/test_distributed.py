@@ -15,7 +15,8 @@ from workbench import query
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from locations import FIXTURES
+
 
 
 def test_shards_of_a_global_batch_are_its_contiguous_equal_slices():

@@ -15,7 +15,9 @@ import workbench
 from runners.cli import main
 from workbench.importers.tables import TableError, import_table, parse_target
 
-DATA = Path(__file__).parent / "data"
+from locations import TEST_DATA
+
+DATA = TEST_DATA
 N = 10**6
 
 

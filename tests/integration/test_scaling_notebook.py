@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import nbformat
 import papermill as pm
@@ -12,7 +11,9 @@ from workbench import query
 from workbench.spec import ScalingSpec
 from workbench.store import open_store
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "scaling.ipynb"
+from locations import REPO
+
+NOTEBOOK = REPO / "notebooks" / "scaling.ipynb"
 EXTRA = {"store", "workers"}
 
 

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from workbench.records import STATUS_TABLE
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 
 
 def test_the_statuses_table_in_the_docs_is_the_code_s():

@@ -13,7 +13,9 @@ from runners.cli import main
 from workbench import catalog, query
 from workbench.store import open_store
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 EXAMPLES = ROOT / "examples"
 
 

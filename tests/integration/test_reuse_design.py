@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -23,7 +22,9 @@ from workbench.spec import DRAW_SCHEME, ExecutionOptions, StudySpec
 from workbench.store import open_store
 from workbench.testing import make_store
 
-OLD = Path(__file__).parent / "fixtures" / "store_scheme1"
+from locations import FIXTURES
+
+OLD = FIXTURES / "store_scheme1"
 
 
 def _spec(name: str, trials: int = 2, **more) -> StudySpec:

@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from runners.cli import main
 from workbench.catalog import CATALOG, PUBLISHED_TARGETS, get_workload, target_record
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 
 
 def _listing(capsys) -> dict:

@@ -21,6 +21,8 @@ from workbench import compare as C
 from workbench.noise_floor import studies_needed
 from workbench.testing import make_timing_store, timing_trials
 
+from locations import REPO
+
 INF = math.inf
 
 
@@ -882,10 +884,9 @@ def test_the_compare_view_shows_the_tuning_report_and_escapes_it():
 def test_the_exact_bootstrap_benchmark_counts_the_endpoints_that_differ(tmp_path):
     import subprocess
     import sys
-    from pathlib import Path
 
     make_timing_store(tmp_path / "s", {"baseline": 1.0, "x": 1.3}, studies=4, trials=2, seed=5)
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     out = subprocess.run([sys.executable, str(root / "benchmarks" / "exact_bootstrap.py"),
                           "--store", str(tmp_path / "s")], capture_output=True, text=True,
                          timeout=300, cwd=root)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import time
@@ -18,10 +19,19 @@ from workbench.store import open_store
 
 
 def test_the_probe_is_slower_when_another_process_shares_the_core(one_thread):
+    """On any number of cores: the probe (this thread) and one busy process share one core, and
+    one more busy process holds a second core where there is one; the machine's other CPU use
+    then counts every core they hold."""
     cpu = torch.device("cpu")
-    quiet = min(probe_seconds(cpu) for _ in range(5))
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    before = os.sched_getaffinity(0)
+    cores = sorted(before)[:2]  # the probe's core, then a second one if the machine has it
+    os.sched_setaffinity(0, {cores[0]})  # this thread, where the probe runs
+    hogs = []
     try:
+        quiet = min(probe_seconds(cpu) for _ in range(5))
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in cores]
+        for hog, core in zip(hogs, cores):
+            os.sched_setaffinity(hog.pid, {core})
         time.sleep(0.3)
         busy = sorted(probe_seconds(cpu) for _ in range(15))[7]  # the median
         monitor = MachineMonitor()
@@ -30,8 +40,10 @@ def test_the_probe_is_slower_when_another_process_shares_the_core(one_thread):
     finally:
         for hog in hogs:
             hog.kill()
-    assert busy > 1.2 * quiet  # three busy processes on two cores take the probe's core's time
-    assert other is not None and other > 1.0  # they use more than one core between them
+            hog.wait()
+        os.sched_setaffinity(0, before)
+    assert busy > 1.2 * quiet  # a busy process on the probe's core takes about half its time
+    assert other is not None and other > 0.8 * len(cores)  # each busy process holds its core
 
 
 def test_a_short_interval_is_carried_into_the_next_reading():

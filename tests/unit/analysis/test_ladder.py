@@ -17,8 +17,6 @@ import workbench
 from workbench import ladder as L
 from workbench import testing as T
 
-from locations import REPO
-
 RUNGS = T.LADDER_RUNGS
 
 
@@ -336,21 +334,6 @@ def test_the_command_prints_the_api_s_json_and_refuses_a_store_without_ladder_ru
     errors = [line for line in capsys.readouterr().err.splitlines()
               if not line.startswith("warning:")]
     assert len(errors) == 1 and "has no ladder runs" in errors[0]
-
-
-def test_the_summary_loads_neither_the_dashboard_nor_torch(tmp_path):
-    import subprocess
-    import sys
-
-    store = T.make_ladder_store(tmp_path / "s", {"adamw": 1.0, "x": 2.0}, rungs=RUNGS[:1],
-                                budgets=(1, 2, 4), seeds=2)
-    script = ("import sys\nfrom runners.cli import main\n"
-              f"code = main(['ladder', '--summary', '--store', {str(store.root)!r}])\n"
-              "heavy = sorted(m for m in ('panel', 'bokeh', 'holoviews', 'torch') "
-              "if m in sys.modules)\nprint('LOADED', heavy, 'CODE', code)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         cwd=REPO, check=True).stdout
-    assert "LOADED [] CODE 0" in out, out
 
 
 # -- one seed, fragility, sounder summaries (issue 40) ----------------------------------------

@@ -1,5 +1,5 @@
 """The shape of the code: arrows that run one way, one owner of the store's layout, short files
-and functions, and analysis commands that never load the dashboard's libraries.
+and functions (what each import loads: test_import_weight.py).
 
 Imports are read from the source (the AST), inside functions too: an import hidden in a function
 is still an arrow between two modules.
@@ -7,11 +7,7 @@ is still an arrow between two modules.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from workbench import records as R
 
@@ -211,26 +207,6 @@ def test_no_function_is_longer_than_sixty_lines():
                 if length > LONG_FUNCTION and (name, node.name) not in ALLOWED_LONG:
                     long.append(f"{name}.{node.name}: {length} lines")
     assert long == []
-
-
-@pytest.mark.parametrize("command", ["score", "rank", "budget", "compare"])
-def test_analysis_commands_do_not_load_the_dashboard_libraries(command, tmp_path):
-    """`pacebench score`, `rank`, `budget` and `compare` import no panel, bokeh or holoviews
-    (nor torch)."""
-    from workbench.testing import make_store
-
-    make_store(tmp_path / "s", algorithms=("adamw", "sgd"), workloads=("digits_mlp",),
-               studies=1, trials=3)
-    args = [command, "--store", str(tmp_path / "s")]
-    args += ["--algorithms", "adamw,sgd"] if command == "compare" else []
-    script = ("import sys\nfrom runners.cli import main\n"
-              f"code = main({args!r})\n"
-              "heavy = sorted(m for m in ('panel', 'bokeh', 'holoviews', 'torch') "
-              "if m in sys.modules)\n"
-              "print('LOADED', heavy, 'CODE', code)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         cwd=ROOT, check=True).stdout
-    assert "LOADED [] CODE 0" in out, out
 
 
 def test_the_selection_imports_no_panel():

@@ -4,8 +4,6 @@ the same workload and algorithm."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -62,7 +60,16 @@ def test_every_analysis_reads_the_mixed_store_and_says_what_it_left_out(mixed, c
               for a, v in budget["algorithms"].items()}
     assert trials == {"adamw [first]": 4, "adamw [second]": 3, "nadamw": 4}  # each run once
     doc = _json(capsys, "compare", "--store", mixed, "--algorithms", "nadamw,adamw [first]")
-    assert doc["verdict"] in ("nadamw faster", "adamw [first] faster", "no difference shown")
+    # What these data imply: where a study met the target, 2 + 2 studies on one workload give
+    # a smallest one-sided p-value of 1/C(4, 2) = 1/6, above the 0.025 a verdict at 95 % needs;
+    # where none did (150 steps of synthetic), there is no time to test. Either way no winner.
+    first = workbench.open(mixed).runs().query("study_name == 'first'")
+    assert doc["verdict"] == "no difference shown" and not doc["can_reach_confidence"]
+    if first["reached_target"].any():
+        assert doc["smallest_possible_p_value"] == pytest.approx(1 / 6)
+    else:
+        assert doc["method"] == "no workload with a time" and doc["p_value"] is None
+        assert doc["per_workload"][W]["note"] == "both missed the target in every study"
     assert main(["compare", "--store", mixed, "--algorithms", "nadamw,adamw"]) == 2
     assert "shown apart as 'adamw [first]', 'adamw [second]'" in capsys.readouterr().err
     only = _json(capsys, "score", "--store", mixed, "--study", "first")
@@ -106,13 +113,3 @@ def test_results_read_the_store_again_when_it_changes(tmp_path):
     assert run not in set(res.runs()["run_id"])
     shutil.move(tmp_path / run, runs / run)  # back, as a new run would come
     assert run in set(res.runs()["run_id"]) and len(res.runs()) == len(first)
-
-
-def test_import_workbench_stays_free_of_torch_and_panel(mixed):
-    script = ("import sys, workbench\nres = workbench.open(sys.argv[1])\nres.score()\n"
-              "res.compare('nadamw', 'adamw', studies=['first'])\nres.budget()\n"
-              "heavy = sorted(m for m in ('torch', 'panel', 'bokeh', 'holoviews', 'runners') "
-              "if m in sys.modules)\nprint('LOADED', heavy)")
-    out = subprocess.run([sys.executable, "-c", script, mixed], capture_output=True, text=True,
-                         check=True)
-    assert "LOADED []" in out.stdout, out.stderr

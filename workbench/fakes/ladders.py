@@ -150,7 +150,7 @@ def _run_number(*parts: Any) -> str:
     return hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).hexdigest()[:16]
 
 
-# Replicate one-rung ladders for calibration (tests/test_ladder.py, benchmarks/
+# Replicate one-rung ladders for calibration (tests/unit/analysis/test_ladder.py, benchmarks/
 # ladder_coverage.py): the middle fake rung at budgets 1, 2, 4, 8.
 REPLICATE_TOKENS = 20.0 * LADDER_RUNGS[1][1] * np.array([1.0, 2.0, 4.0, 8.0])
 

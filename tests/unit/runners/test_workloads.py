@@ -14,7 +14,7 @@ from conftest import shared_data_dir
 
 needs_shakespeare = pytest.mark.usefixtures("shared_data")  # fails, never skips, without the data
 # datasets that need no file: the downloaded ones are tested on generated files in
-# tests/test_image_workloads.py
+# tests/unit/runners/test_image_workloads.py
 LOCAL = [n for n, w in CATALOG.items() if w.dataset in ("digits", "synthetic")]
 
 

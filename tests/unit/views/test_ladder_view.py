@@ -1,6 +1,6 @@
 """The dashboard's Ladder tab (workbench/views/ladder.py) without a browser: what it draws on a
 ladder store, its figures, the sidebar's picks, and the line it shows on a store without one.
-(tests/test_browser.py draws it in Chromium with hostile names.)"""
+(tests/browser/test_browser.py draws it in Chromium with hostile names.)"""
 from __future__ import annotations
 
 import panel as pn

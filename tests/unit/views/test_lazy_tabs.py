@@ -1,5 +1,5 @@
 """Tabs whose contents the browser builds when first opened (workbench.lazy_tabs). The page
-itself is opened by tests/test_browser.py (every tab of the hostile report is visited)."""
+itself is opened by tests/browser/test_browser.py (every tab of the hostile report is visited)."""
 from __future__ import annotations
 
 import json

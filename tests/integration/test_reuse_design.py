@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from runners.cli import main
-from runners.launch import plan_study, run_study
-from runners.resume import study_draw_scheme
-from runners.reuse import _why_not, first_difference
+from runners.launch.study import plan_study, run_study
+from runners.launch.resume import study_draw_scheme
+from runners.launch.reuse import _why_not, first_difference
 from workbench import query
 from workbench.results import Results
 from workbench.scope import Scope, scoped_runs

@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 from runners.cli import main
-from runners.launch import run_study
-from runners.processes import LaunchOptions, SlurmOptions
-from runners.slurm_backend import (QUEUED_STATES, SIGNAL_DELAY_S, SLURM_SIGNAL,
-                                   parse_slurm_param, registered_jobs, sbatch_parameters,
-                                   squeue_states, time_limit_minutes)
+from runners.launch.study import run_study
+from runners.launch.processes import LaunchOptions, SlurmOptions
+from runners.launch.slurm_backend import (QUEUED_STATES, SIGNAL_DELAY_S, SLURM_SIGNAL,
+                                          parse_slurm_param, registered_jobs, sbatch_parameters,
+                                          squeue_states, time_limit_minutes)
 from workbench import query
 from workbench import records as R
 from workbench.spec import StudySpec

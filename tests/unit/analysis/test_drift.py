@@ -17,7 +17,7 @@ import json
 import pytest
 
 from runners.cli import main
-from runners.launch import launch_order
+from runners.launch.study import launch_order
 from workbench.spec import RunConfig
 from workbench.testing import algorithm_after_algorithm, make_planned_store
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from runners.checkpoint import Checkpoint
-from runners.loop import run
+from runners.run.checkpoint import Checkpoint
+from runners.run.loop import run
 from workbench import query
 from workbench import records as R
 from workbench.spec import RunConfig

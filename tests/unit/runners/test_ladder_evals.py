@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from runners.ladder import (EVAL_SHARE, MAX_EVAL_WINDOWS, catalog_rungs, eval_plan,
-                            eval_work_share, final_configs)
+from runners.procedures.ladder import (EVAL_SHARE, MAX_EVAL_WINDOWS, catalog_rungs, eval_plan,
+                                       eval_work_share, final_configs)
 from workbench import records as R
 from workbench.spec import LadderSpec
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from runners.flops import count_step_flops
+from runners.run.flops import count_step_flops
 from runners.workloads import build_workload
 from runners.workloads.ladder import LadderGPT, counted_counts
 from workbench.catalog import (CATALOG, GENERATED_VOCAB, LADDER, TOKENS_PER_PARAM, get_workload,

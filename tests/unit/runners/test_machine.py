@@ -10,8 +10,8 @@ import time
 import pandas as pd
 import torch
 
-from runners.loop import run
-from runners.machine import MachineMonitor, probe_seconds
+from runners.run.loop import run
+from runners.run.machine import MachineMonitor, probe_seconds
 from workbench import query
 from workbench import records as R
 from workbench.spec import RunConfig

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from runners.loop import run
-from runners.stall import FLAT_EVALS, MIN_USED, NO_PROGRESS, StallRule
+from runners.run.loop import run
+from runners.run.stall import FLAT_EVALS, MIN_USED, NO_PROGRESS, StallRule
 from workbench import query
 from workbench.cubes import final_cube
 from workbench.spec import Budget, RunConfig, Target

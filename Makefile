@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 # Real data beside the project (CI and developers): tiny-Shakespeare is read from there, no download.
 export PACEBENCH_DATA ?= $(if $(wildcard $(SHARED)/data/tinyshakespeare/input.txt),$(abspath $(SHARED)/data),)
 
-.PHONY: install test test-fast wheel-check demo ladder-demo ladder-null serve clean
+.PHONY: install test test-fast test-unit wheel-check demo ladder-demo ladder-null serve clean
 
 install: $(STAMP)
 
@@ -59,6 +59,10 @@ wheel-check: install
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not browser and not gpu"
+
+# The unit layer only (tests/unit/<area>/): pure functions, stores and views, no real study.
+test-unit: install
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests/unit
 
 demo: install
 	$(VENV)/bin/pacebench study --workloads mnist1d_mlp,mnist1d_cnn --algorithms adamw,heavy_ball \

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 GOAL_FIRST_TAB_S = 5.0
 FIRST_TAB = ".pb-scores .tabulator-row"
-# each later tab, and what shows that it has drawn (as tests/test_browser.py's VIEW_READY)
+# each later tab, and what shows that it has drawn (as tests/browser/test_browser.py's VIEW_READY)
 TAB_READY = {
     "Studies": ".pb-studies .tabulator-row", "Speedups": ".pb-speedups .tabulator-row",
     "Compare": ".pb-compare canvas", "Tuning budget": ".pb-budget canvas",

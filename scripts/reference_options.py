@@ -1,7 +1,7 @@
 """Write the option tables of docs/reference.md from the `pacebench` argparse parsers, so the
 reference cannot drift from the command line: one table per command (option, default, what it
 does), between the markers below. `--check` writes nothing and exits 1 when the file differs
-(tests/test_docs.py runs it that way).
+(tests/unit/project/test_docs.py runs it that way).
 
     .venv/bin/python scripts/reference_options.py [--check] [--file docs/reference.md]
 """

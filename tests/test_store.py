@@ -323,16 +323,16 @@ def test_the_liveness_of_a_local_run_is_what_psutil_says(tmp_path, monkeypatch):
     run document says; a reused pid, a zombie or no process at all reads `interrupted`."""
     import psutil
 
-    import workbench.store as store_module
-    monkeypatch.setattr(store_module.psutil, "Process", _FakeProcess)
-    monkeypatch.setattr(store_module.psutil, "boot_time", lambda: 1_000_000.0)
+    import workbench.run_writer as writer_module
+    monkeypatch.setattr(writer_module.psutil, "Process", _FakeProcess)
+    monkeypatch.setattr(writer_module.psutil, "boot_time", lambda: 1_000_000.0)
     pid = os.getpid()
     monkeypatch.setattr(_FakeProcess, "table", {pid: (12.5, psutil.STATUS_RUNNING)})
     store = open_store(tmp_path, create=True)
     run_id = store.new_run(_doc()).run_id
     assert store.run_doc(run_id)["status"] == "running"
     # the clock was set back an hour: wall-clock start and boot time move together
-    monkeypatch.setattr(store_module.psutil, "boot_time", lambda: 1_000_000.0 - 3600.0)
+    monkeypatch.setattr(writer_module.psutil, "boot_time", lambda: 1_000_000.0 - 3600.0)
     monkeypatch.setattr(_FakeProcess, "create_time",
                         lambda self: 1_000_000.0 - 3600.0 + self.table[self.pid][0])
     assert store.run_doc(run_id)["status"] == "running"

@@ -54,6 +54,8 @@ from typing import Iterator
 
 import torch
 
+from workbench.errors import UserError
+
 __all__ = ["Compilation", "warm_compiler", "compiler_seconds", "SHARED_CACHE_ENV",
            "FOLDER_PREFIX", "COMPILE_PHASES"]
 
@@ -274,7 +276,7 @@ def _shared_folder(value: str) -> Path:
         probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".pacebench-probe-")
         probe.close()
     except OSError as err:
-        raise ValueError(f"{SHARED_CACHE_ENV}={value!r} is not a folder this process can "
+        raise UserError(f"{SHARED_CACHE_ENV}={value!r} is not a folder this process can "
                          f"create and write ({err.strerror or err}): name a writable folder, or "
                          "unset it for a private cold cache per run") from None
     return folder

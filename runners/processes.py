@@ -48,6 +48,7 @@ from typing import Any, Callable, Mapping
 import psutil
 
 from runners.worker_log import LogPump
+from workbench.errors import UserError
 
 __all__ = ["LaunchOptions", "SlurmOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
            "worker_command", "write_job", "describe_exit", "die_with", "spawn_worker",
@@ -95,29 +96,29 @@ class LaunchOptions:
     slurm: SlurmOptions | None = None   # the Slurm backend's options (None: its defaults)
 
     def check(self) -> None:
-        """Raise ValueError naming the bad option and what is valid."""
+        """Raise UserError naming the bad option and what is valid."""
         if self.backend not in BACKENDS:
-            raise ValueError(f"unknown backend {self.backend!r}: valid are {', '.join(BACKENDS)}")
+            raise UserError(f"unknown backend {self.backend!r}: valid are {', '.join(BACKENDS)}")
         if self.start_method not in START_METHODS:
-            raise ValueError(f"unknown start method {self.start_method!r}: valid are "
+            raise UserError(f"unknown start method {self.start_method!r}: valid are "
                              f"{', '.join(START_METHODS)}")
         if self.slurm is not None and self.backend != "slurm":
-            raise ValueError("the --slurm-* options and --detach go with --backend slurm")
+            raise UserError("the --slurm-* options and --detach go with --backend slurm")
         if self.backend == "slurm" and self.gpus_per_trial != int(self.gpus_per_trial):
-            raise ValueError(f"--gpus-per-trial {self.gpus_per_trial:g}: Slurm gives whole GPUs, "
+            raise UserError(f"--gpus-per-trial {self.gpus_per_trial:g}: Slurm gives whole GPUs, "
                              "give an integer >= 0")
         if self.address and self.backend != "ray":
-            raise ValueError("--address goes with --backend ray")
+            raise UserError("--address goes with --backend ray")
         if self.nproc_per_node < 1:
-            raise ValueError(f"--nproc-per-node must be >= 1, got {self.nproc_per_node}")
+            raise UserError(f"--nproc-per-node must be >= 1, got {self.nproc_per_node}")
         if self.gpus_per_trial < 0:
-            raise ValueError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial}")
+            raise UserError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial}")
         if self.trial_timeout is not None and not (math.isfinite(self.trial_timeout)
                                                    and self.trial_timeout > 0):
-            raise ValueError(f"--trial-timeout must be a finite number of seconds > 0, got "
+            raise UserError(f"--trial-timeout must be a finite number of seconds > 0, got "
                              f"{self.trial_timeout}")
         if self.checkpoint_minutes is not None and self.checkpoint_minutes < 0:
-            raise ValueError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
+            raise UserError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
                              f"{self.checkpoint_minutes}")
 
 

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from runners.processes import (STOP_GRACE_S, LaunchOptions, Outcome, kill_tree, spawn_worker,
                                write_job)
+from workbench.errors import UserError
 from workbench.spec import RunConfig
 
 __all__ = ["RayBackend", "run_trial_task", "LocalRay"]
@@ -199,7 +200,7 @@ class RayBackend:
         try:
             import ray
         except ImportError:
-            raise ValueError("--backend ray needs Ray: pip install 'ray==2.60.0' (pinned in "
+            raise UserError("--backend ray needs Ray: pip install 'ray==2.60.0' (pinned in "
                              "constraints.txt), or use the default local backend") from None
         self.ray, self.options = ray, options
         self.local: LocalRay | None = None

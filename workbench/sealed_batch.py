@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import psutil
 
 from workbench import records as R
+from workbench.errors import UserError
 from workbench.store_files import fsync_path, json_safe, sync_many, write_parquet
 
 if TYPE_CHECKING:
@@ -89,14 +90,14 @@ class SealedBatch:
         arguments and the checks); False, writing nothing, when run `run_id` exists."""
         status = doc.get("status")
         if status not in R.TERMINAL:
-            raise ValueError(f"a sealed run needs a final status, one of {R.TERMINAL}; got {status!r}")
+            raise UserError(f"a sealed run needs a final status, one of {R.TERMINAL}; got {status!r}")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
-            raise ValueError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
+            raise UserError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
                              "'_', '.', '-' (not leading '.')")
         lacking = [] if evals is None else \
             [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
         if lacking:
-            raise ValueError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
+            raise UserError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
                              "(null where unknown) and the <split>/<metric> columns")
         for table in (evals, train):
             if table is not None:

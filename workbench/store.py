@@ -54,17 +54,18 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from workbench import records as R
+from workbench.errors import UserError
 # The store's parts, each a module of its own; their public names are importable from here.
 from workbench.run_writer import RunWriter, process_alive, started_after_boot
 from workbench.sealed_batch import SealedBatch, temp_left
-from workbench.store_files import (NO_SPACE_ERRNOS, StoreError, UnsafeFile, atomic_write_json,
-                                   file_problem, full_path, no_space, nonempty, read_jsonl,
-                                   read_regular, slug, utc_now)
+from workbench.store_files import (NO_SPACE_ERRNOS, StoreError, UnknownRun, UnsafeFile,
+                                   atomic_write_json, file_problem, full_path, no_space, nonempty,
+                                   read_jsonl, read_regular, slug, utc_now)
 from workbench.store_studies import SpaceReserve, StudyFiles, TrialClaim
 
 __all__ = ["Store", "SealedBatch", "RunWriter", "TrialClaim", "SpaceReserve", "open_store",
-           "StoreError", "atomic_write_json", "utc_now", "read_jsonl", "no_space", "full_path",
-           "NO_SPACE_ERRNOS", "ROW_KINDS", "UnsafeFile", "file_problem", "read_regular"]
+           "StoreError", "UnknownRun", "atomic_write_json", "utc_now", "read_jsonl", "no_space",
+           "full_path", "NO_SPACE_ERRNOS", "ROW_KINDS", "UnsafeFile", "file_problem", "read_regular"]
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
@@ -310,7 +311,7 @@ class Store(StudyFiles):
         try:
             return self._effective(json.loads(self.read_file(path)), path.parent)
         except FileNotFoundError:
-            raise KeyError(f"no run {run_id!r} in {self.root}") from None
+            raise UnknownRun(f"no run {run_id!r} in {self.root}") from None
 
     def _effective(self, doc: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         """A `running` document whose process is gone reads as `interrupted`."""
@@ -409,7 +410,7 @@ class Store(StudyFiles):
             parquet = [p for p in (os.path.join(d, sealed) for d in dirs) if os.path.lexists(p)]
             jsonl = [p for p in (os.path.join(d, live) for d in dirs) if os.path.lexists(p)]
             if missing:
-                raise KeyError(f"no run {missing[0]!r} in {self.root} ({len(missing)} unknown run "
+                raise UnknownRun(f"no run {missing[0]!r} in {self.root} ({len(missing)} unknown run "
                                "ids); valid ids are the run_id column of query.runs_frame(store)")
         bad = self._unsafe(parquet + jsonl)
         if bad and problems is not None:
@@ -473,15 +474,15 @@ class Store(StudyFiles):
         amended."""
         fixed = sorted(set(fields) & _FIXED)
         if fixed:
-            raise ValueError(f"cannot amend {fixed} of run {run_id!r}: a run's identity, status, "
+            raise UserError(f"cannot amend {fixed} of run {run_id!r}: a run's identity, status, "
                              "times and eval summary are fixed once written")
         path = self.runs_dir / run_id / R.RUN_DOC
         try:
             doc = json.loads(self.read_file(path))
         except FileNotFoundError:
-            raise KeyError(f"no run {run_id!r} in {self.root}") from None
+            raise UnknownRun(f"no run {run_id!r} in {self.root}") from None
         if doc.get("status") not in R.TERMINAL:
-            raise ValueError(f"run {run_id!r} is {doc.get('status')}: only a finished run can be "
+            raise UserError(f"run {run_id!r} is {doc.get('status')}: only a finished run can be "
                              "amended")
         doc.update(fields)
         atomic_write_json(path, doc)

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from workbench.errors import UserError
 
 __all__ = ["NO_SPACE_ERRNOS", "no_space", "full_path", "UnsafeFile", "file_problem",
-           "read_regular", "StoreError", "utc_now", "json_safe", "atomic_write_json",
+           "read_regular", "StoreError", "UnknownRun", "utc_now", "json_safe", "atomic_write_json",
            "fsync_path", "sync_many", "write_parquet", "slug", "file_part", "read_jsonl",
            "nonempty"]
 
@@ -105,6 +105,13 @@ def read_regular(path: str | os.PathLike, root: str | os.PathLike
 
 class StoreError(UserError, RuntimeError):
     """The path is not a usable store, or a run document is unreadable."""
+
+
+class UnknownRun(StoreError, KeyError):
+    """A run id that names no run of the store (bad input; a KeyError too, for callers that
+    look runs up by id)."""
+
+    __str__ = StoreError.__str__  # the message as given (KeyError's would quote it)
 
 
 def utc_now() -> str:

@@ -13,7 +13,8 @@ Start methods of the local backend (LaunchOptions.start_method):
     working directory of the moment it is started; only what the preloaded modules read at
     import time (e.g. torch's OMP_NUM_THREADS) comes from the first launch of the launcher's
     process. A script that launches studies needs no `if __name__ == "__main__":` guard: a
-    worker does not import the launcher's main module (_WorkerPopen).
+    worker does not import the launcher's main module (runners/process_internals.py,
+    which holds the multiprocessing internals this needs).
   "spawn": a fresh interpreter per trial, `python -m runners.worker JOB.json`; always used
     under torchrun (nproc_per_node > 1) and by the Ray backend.
 Either way a worker dies with its launcher: by Linux's PR_SET_PDEATHSIG (spawn: the launcher is
@@ -32,7 +33,6 @@ import functools
 import json
 import math
 import multiprocessing
-import multiprocessing.context
 import os
 import signal
 import socket
@@ -42,11 +42,11 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from multiprocessing import forkserver, popen_forkserver, reduction, spawn
 from typing import Any, Callable, Mapping
 
 import psutil
 
+from runners.process_internals import ForkServerWorker, InheritedFd
 from runners.worker_log import LogPump
 from workbench.errors import UserError
 
@@ -303,42 +303,11 @@ class _SpawnedWorker:
         return True
 
 
-_LAUNCHING = threading.Lock()  # one worker launch at a time (see _WorkerPopen)
+class _WorkerProcess(ForkServerWorker):
+    """A worker forked from the fork server, with PRELOADED imported (one server per launcher
+    process), launched without the launcher's main module (runners/process_internals)."""
 
-
-class _WorkerPopen(popen_forkserver.Popen):
-    """multiprocessing's fork-server launch, without the launcher's main module.
-
-    multiprocessing tells each new process to import the parent's `__main__` again (as
-    `__mp_main__`), which re-runs a user's script that starts a study without an
-    `if __name__ == "__main__":` guard. A worker runs runners.worker.run_job and needs nothing
-    from `__main__`, so its launch data leaves the main module out."""
-
-    def _launch(self, process_obj) -> None:
-        prepare = spawn.get_preparation_data
-
-        def without_main(name: str) -> dict:
-            data = prepare(name)
-            data.pop("init_main_from_name", None)
-            data.pop("init_main_from_path", None)
-            return data
-
-        with _LAUNCHING:
-            spawn.get_preparation_data = without_main
-            try:
-                super()._launch(process_obj)
-            finally:
-                spawn.get_preparation_data = prepare
-
-
-class _WorkerProcess(multiprocessing.context.ForkServerProcess):
-    """A worker forked from the fork server (started on first use, with PRELOADED imported;
-    one server per launcher process)."""
-
-    @staticmethod
-    def _Popen(process_obj):
-        forkserver.set_forkserver_preload(PRELOADED)  # read when the server starts
-        return _WorkerPopen(process_obj)
+    preload = PRELOADED
 
 
 def _die_with_launcher() -> None:
@@ -357,21 +326,6 @@ def _die_with_launcher() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="die-with-launcher", daemon=True).start()
-
-
-class _InheritedFd:
-    """A file descriptor handed to a forked worker (through the fork server, as multiprocessing
-    hands over its own pipes); it arrives as an int."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def __reduce__(self):
-        return _inherited, (reduction.DupFd(self.fd),)
-
-
-def _inherited(dup) -> int:
-    return dup.detach()
 
 
 def _forked_main(entry: Callable[[Mapping[str, Any]], int], job: Mapping[str, Any],
@@ -405,7 +359,7 @@ class _ForkedWorker:
         self.pump, self.ended = LogPump(log_path, echo=echo), False
         self.proc = _WorkerProcess(
             target=_forked_main, name="pacebench-run",
-            args=(entry, dict(job), _InheritedFd(self.pump.write_fd), dict(os.environ),
+            args=(entry, dict(job), InheritedFd(self.pump.write_fd), dict(os.environ),
                   os.getcwd()))
         try:
             self.proc.start()

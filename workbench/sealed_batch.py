@@ -14,7 +14,7 @@ import shutil
 import socket
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol
 
 import psutil
 
@@ -22,13 +22,16 @@ from workbench import records as R
 from workbench.errors import UserError
 from workbench.store_files import fsync_path, json_safe, sync_many, write_parquet
 
-if TYPE_CHECKING:
-    from workbench.store import Store
-
 __all__ = ["SealedBatch", "temp_left", "host_tag", "STALE_TEMP_S"]
 
 STALE_TEMP_S = 24 * 3600.0  # a batch's temp folder from another host, or unowned, this old is
                            # left by a killed importer (one of this host: its process is gone)
+
+
+class _HasRuns(Protocol):
+    """What a SealedBatch needs of its store (workbench.store.Store, which imports this module)."""
+
+    runs_dir: Path  # the store's runs/ folder
 
 
 def _with_run_id(table: "pa.Table", run_id: str) -> "pa.Table":  # noqa: F821
@@ -79,7 +82,7 @@ class SealedBatch:
             added = batch.publish()              # run id -> True, or False when it exists now
     """
 
-    def __init__(self, store: "Store", durable: bool = True) -> None:
+    def __init__(self, store: _HasRuns, durable: bool = True) -> None:
         self.store = store
         self.durable = durable
         self._staged: list[tuple[str, Path, list[Path]]] = []  # run id, folder, files written

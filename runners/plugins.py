@@ -26,7 +26,6 @@ worker process loads the same code, and a file changed since the study was plann
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -36,11 +35,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from workbench.digest import file_sha256
 from workbench.errors import UserError
 
 __all__ = ["PluginError", "ExitAtImport", "no_exit_at_import", "ALGORITHM_GROUP",
            "WORKLOAD_GROUP", "entry_points", "is_file_spec",
-           "named_item", "sha256_of", "import_object", "WorkloadSource", "resolve_workloads",
+           "named_item", "import_object", "WorkloadSource", "resolve_workloads",
            "load_workloads", "use_workload_source", "with_workload_source"]
 
 ALGORITHM_GROUP = "pacebench.algorithms"
@@ -79,10 +79,6 @@ def named_item(text: str) -> tuple[str, str]:
     return head, rest
 
 
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 class ExitAtImport(BaseException):
     """os._exit called by a plug-in's top level (BaseException: its own handlers let it by)."""
 
@@ -108,7 +104,7 @@ def no_exit_at_import() -> Iterator[None]:
 
 
 def _import_file(path: Path) -> Any:
-    module_name = f"pacebench_plugin_{sha256_of(path)[:12]}"
+    module_name = f"pacebench_plugin_{file_sha256(path)[:12]}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -167,7 +163,7 @@ def import_object(spec: str, sha256: str | None = None) -> Any:
         path = Path(where)
         if not path.is_file():
             raise PluginError(f"plug-in file not found: {path}")
-        if sha256 is not None and sha256_of(path) != sha256:
+        if sha256 is not None and file_sha256(path) != sha256:
             raise PluginError(f"{path} changed since the study was planned (sha256 "
                               f"{sha256[:12]}...): give the changed file another name, or plan "
                               "the study again")
@@ -214,7 +210,7 @@ def load_workloads(spec: str, sha256: str | None = None) -> WorkloadSource:
     if is_file_spec(where):
         path = Path(where).expanduser().resolve()
         spec = f"{path}:{name}"
-        sha256 = sha256 or (sha256_of(path) if path.is_file() else None)
+        sha256 = sha256 or (file_sha256(path) if path.is_file() else None)
     factory = import_object(spec, sha256)
     entries = _entries(factory, spec)
     for entry in entries:

@@ -47,6 +47,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from workbench.digest import file_sha256
 from workbench.records import DONE_STATUSES
 from workbench.spec import RunConfig, WorkloadSpec, stable_hash, to_plain
 
@@ -90,7 +91,7 @@ def source_hash(spec: str | None, sha256: str | None) -> str | None:
         found = None
     if found is None or not found.origin or not Path(found.origin).is_file():
         return f"module {module} (not found)"
-    return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()
+    return file_sha256(found.origin)
 
 
 def reuse_context(hooks: Mapping[str, Any] | None, nproc_per_node: int = 1) -> dict[str, Any]:

@@ -43,7 +43,7 @@ import torch
 
 from runners.algoperf_workload import AlgoPerfWorkload
 from runners.api import Algorithm, Batch, TrainingComplete, Workload
-from runners.plugins import ExitAtImport, no_exit_at_import
+from runners.plugins import ExitAtImport, load_file
 from workbench.digest import file_sha256
 from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
@@ -151,20 +151,13 @@ def load_submission(path: str | Path) -> ModuleType:
         if folder not in sys.path:
             sys.path.append(folder)
     name = f"algoperf_submission_{file_sha256(path)[:12]}"
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module  # before exec: dataclasses and pickling look the module up
     try:
-        with no_exit_at_import():
-            module_spec.loader.exec_module(module)
+        module = load_file(path, name)
     except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
-        del sys.modules[name]
         raise
     except ExitAtImport as err:
-        del sys.modules[name]
         raise SubmissionError(f"could not import submission {path}: {err}") from None
     except BaseException as err:  # a syntax error, a failed import, anything its top level
-        del sys.modules[name]     # raises, SystemExit included
         if isinstance(err, ModuleNotFoundError) and err.name:
             package = err.name.split(".")[0]
             raise SubmissionError(

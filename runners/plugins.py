@@ -33,6 +33,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Iterable, Iterator, Sequence
 
 from workbench.digest import file_sha256
@@ -41,7 +42,7 @@ from workbench.errors import UserError
 __all__ = ["PluginError", "ExitAtImport", "no_exit_at_import", "ALGORITHM_GROUP",
            "WORKLOAD_GROUP", "entry_points", "is_file_spec",
            "named_item", "import_object", "WorkloadSource", "resolve_workloads",
-           "load_workloads", "use_workload_source", "with_workload_source"]
+           "load_workloads", "use_workload_source", "with_workload_source", "load_file"]
 
 ALGORITHM_GROUP = "pacebench.algorithms"
 WORKLOAD_GROUP = "pacebench.workloads"
@@ -103,25 +104,37 @@ def no_exit_at_import() -> Iterator[None]:
         os._exit = real
 
 
+def load_file(path: str | Path, module_name: str) -> ModuleType:
+    """Run the Python file at `path` as the module `module_name`: the one file-to-module loader
+    (plug-ins, AlgoPerf submissions, benchmarks in tests). The module is in sys.modules before
+    its top level runs (dataclasses and pickling look it up) and leaves it again when that
+    raises; whatever it raises is raised again (SystemExit too; os._exit as ExitAtImport)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PluginError(f"{path} cannot be imported as a module: give a Python file (.py)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        with no_exit_at_import():
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module
+
+
 def _import_file(path: Path) -> Any:
     module_name = f"pacebench_plugin_{file_sha256(path)[:12]}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # before exec: dataclasses and pickling look it up
     if str(path.parent) not in sys.path:
         sys.path.append(str(path.parent))  # its sibling files import
     try:
-        with no_exit_at_import():
-            spec.loader.exec_module(module)
+        return load_file(path, module_name)
     except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
-        del sys.modules[module_name]
         raise
     except BaseException as err:  # anything its top level raises, SystemExit included
-        del sys.modules[module_name]
         raise PluginError(f"could not import {path}: {_raised(err)}") from err
-    return module
 
 
 def _raised(err: BaseException) -> str:

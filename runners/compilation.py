@@ -29,13 +29,13 @@ Torch's remote caches are off outside Meta and stay so; `TORCHINDUCTOR_CACHE_DIR
 is replaced during a run and restored after it.
 
 `compile_seconds` is the compiler's own accounting, read at the end of the run: the outermost
-phases of torch's compile-time counters (COMPILE_PHASES: every frame compile with
-its AOTAutograd and inductor work, recompilations included; backward graphs compiled lazily at the
+phases of torch's compile-time counters (COMPILE_PHASES: every frame compile with its
+AOTAutograd and inductor work, recompilations included; backward graphs compiled lazily at the
 first backward; Triton autotuning at a kernel's first launch), attributed compile by compile with
 Dynamo's compile callbacks (torch's insides are read through runners/run/torch_internals.py,
-which refuses to read a renamed counter as 0 seconds). A compile counts unless it starts while the run's model is in eval
-mode with autograd off: that is an eval (Workload.evaluate's contract, AlgoPerf's EVAL mode) or
-the batch-1 latency after the run, both off the clock. So the steps' graphs, their backwards and
+which refuses to read a renamed counter as 0 seconds). A compile counts unless it starts while
+the run's model is in eval mode with autograd off: that is an eval (Workload.evaluate's
+contract, AlgoPerf's EVAL mode) or the batch-1 latency after the run, both off the clock. So the steps' graphs, their backwards and
 anything an algorithm compiles in its update (an optimizer step under no_grad, say) count.
 
 `PACEBENCH_COMPILE_CACHE=<folder>` opts into one persistent cache shared by runs (kept, never

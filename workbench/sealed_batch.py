@@ -93,7 +93,8 @@ class SealedBatch:
         arguments and the checks); False, writing nothing, when run `run_id` exists."""
         status = doc.get("status")
         if status not in R.TERMINAL:
-            raise UserError(f"a sealed run needs a final status, one of {R.TERMINAL}; got {status!r}")
+            raise UserError(f"a sealed run needs a final status, one of {R.TERMINAL}; "
+                            f"got {status!r}")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
             raise UserError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
                              "'_', '.', '-' (not leading '.')")

@@ -65,7 +65,8 @@ from workbench.store_studies import SpaceReserve, StudyFiles, TrialClaim
 
 __all__ = ["Store", "SealedBatch", "RunWriter", "TrialClaim", "SpaceReserve", "open_store",
            "StoreError", "UnknownRun", "atomic_write_json", "utc_now", "read_jsonl", "no_space",
-           "full_path", "NO_SPACE_ERRNOS", "ROW_KINDS", "UnsafeFile", "file_problem", "read_regular"]
+           "full_path", "NO_SPACE_ERRNOS", "ROW_KINDS", "UnsafeFile", "file_problem",
+           "read_regular"]
 
 # The two kinds of rows of a run: kind -> (sealed Parquet file, live JSON-lines file).
 ROW_KINDS = {"evals": (R.EVALS_SEALED, R.EVALS_LIVE), "train": (R.TRAIN_SEALED, R.TRAIN_LIVE)}
@@ -410,8 +411,9 @@ class Store(StudyFiles):
             parquet = [p for p in (os.path.join(d, sealed) for d in dirs) if os.path.lexists(p)]
             jsonl = [p for p in (os.path.join(d, live) for d in dirs) if os.path.lexists(p)]
             if missing:
-                raise UnknownRun(f"no run {missing[0]!r} in {self.root} ({len(missing)} unknown run "
-                               "ids); valid ids are the run_id column of query.runs_frame(store)")
+                raise UnknownRun(f"no run {missing[0]!r} in {self.root} ({len(missing)} unknown "
+                                 "run ids); valid ids are the run_id column of "
+                                 "query.runs_frame(store)")
         bad = self._unsafe(parquet + jsonl)
         if bad and problems is not None:
             problems.update(bad)

@@ -35,8 +35,9 @@ first backward; Triton autotuning at a kernel's first launch), attributed compil
 Dynamo's compile callbacks (torch's insides are read through runners/run/torch_internals.py,
 which refuses to read a renamed counter as 0 seconds). A compile counts unless it starts while
 the run's model is in eval mode with autograd off: that is an eval (Workload.evaluate's
-contract, AlgoPerf's EVAL mode) or the batch-1 latency after the run, both off the clock. So the steps' graphs, their backwards and
-anything an algorithm compiles in its update (an optimizer step under no_grad, say) count.
+contract, AlgoPerf's EVAL mode) or the batch-1 latency after the run, both off the clock. So
+the steps' graphs, their backwards and anything an algorithm compiles in its update (an
+optimizer step under no_grad, say) count.
 
 `PACEBENCH_COMPILE_CACHE=<folder>` opts into one persistent cache shared by runs (kept, never
 removed): `compile_cache` is then "warm" when the folder held compiled artifacts at the run's

@@ -252,6 +252,6 @@ def _shared_folder(value: str) -> Path:
         probe.close()
     except OSError as err:
         raise UserError(f"{SHARED_CACHE_ENV}={value!r} is not a folder this process can "
-                         f"create and write ({err.strerror or err}): name a writable folder, or "
-                         "unset it for a private cold cache per run") from None
+                        f"create and write ({err.strerror or err}): name a writable folder, or "
+                        "unset it for a private cold cache per run") from None
     return folder

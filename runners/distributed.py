@@ -42,8 +42,8 @@ def shard(batch: Batch, rank: int, world_size: int) -> Batch:
         size = value.shape[0]
         if size % world_size:
             raise UserError(f"the global batch of {size} examples does not split evenly over "
-                             f"{world_size} processes: use a batch size that is a multiple of "
-                             f"{world_size} (--nproc-per-node)")
+                            f"{world_size} processes: use a batch size that is a multiple of "
+                            f"{world_size} (--nproc-per-node)")
         step = size // world_size
         out[key] = value[rank * step:(rank + 1) * step]
     return out
@@ -62,7 +62,7 @@ class ShardedWorkload:
     def train_batches(self, batch_size: int, seed: int) -> Iterator[Batch]:
         if batch_size % self.world_size:
             raise UserError(f"batch size {batch_size} does not split evenly over "
-                             f"{self.world_size} processes: use a multiple of {self.world_size}")
+                            f"{self.world_size} processes: use a multiple of {self.world_size}")
         for batch in self.inner.train_batches(batch_size, seed):
             yield shard(batch, self.rank, self.world_size)
 

@@ -101,12 +101,12 @@ class LaunchOptions:
             raise UserError(f"unknown backend {self.backend!r}: valid are {', '.join(BACKENDS)}")
         if self.start_method not in START_METHODS:
             raise UserError(f"unknown start method {self.start_method!r}: valid are "
-                             f"{', '.join(START_METHODS)}")
+                            f"{', '.join(START_METHODS)}")
         if self.slurm is not None and self.backend != "slurm":
             raise UserError("the --slurm-* options and --detach go with --backend slurm")
         if self.backend == "slurm" and self.gpus_per_trial != int(self.gpus_per_trial):
             raise UserError(f"--gpus-per-trial {self.gpus_per_trial:g}: Slurm gives whole GPUs, "
-                             "give an integer >= 0")
+                            "give an integer >= 0")
         if self.address and self.backend != "ray":
             raise UserError("--address goes with --backend ray")
         if self.nproc_per_node < 1:
@@ -116,10 +116,10 @@ class LaunchOptions:
         if self.trial_timeout is not None and not (math.isfinite(self.trial_timeout)
                                                    and self.trial_timeout > 0):
             raise UserError(f"--trial-timeout must be a finite number of seconds > 0, got "
-                             f"{self.trial_timeout}")
+                            f"{self.trial_timeout}")
         if self.checkpoint_minutes is not None and self.checkpoint_minutes < 0:
             raise UserError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
-                             f"{self.checkpoint_minutes}")
+                            f"{self.checkpoint_minutes}")
 
 
 @dataclass

@@ -199,7 +199,7 @@ class RayBackend:
             import ray
         except ImportError:
             raise UserError("--backend ray needs Ray: pip install 'ray==2.60.0' (pinned in "
-                             "constraints.txt), or use the default local backend") from None
+                            "constraints.txt), or use the default local backend") from None
         self.ray, self.options = ray, options
         self.local: LocalRay | None = None
         if not ray.is_initialized():

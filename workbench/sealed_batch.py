@@ -97,12 +97,12 @@ class SealedBatch:
                             f"got {status!r}")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
             raise UserError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
-                             "'_', '.', '-' (not leading '.')")
+                            "'_', '.', '-' (not leading '.')")
         lacking = [] if evals is None else \
             [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
         if lacking:
             raise UserError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
-                             "(null where unknown) and the <split>/<metric> columns")
+                            "(null where unknown) and the <split>/<metric> columns")
         for table in (evals, train):
             if table is not None:
                 R.check_row_columns(table.column_names)

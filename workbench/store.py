@@ -477,7 +477,7 @@ class Store(StudyFiles):
         fixed = sorted(set(fields) & _FIXED)
         if fixed:
             raise UserError(f"cannot amend {fixed} of run {run_id!r}: a run's identity, status, "
-                             "times and eval summary are fixed once written")
+                            "times and eval summary are fixed once written")
         path = self.runs_dir / run_id / R.RUN_DOC
         try:
             doc = json.loads(self.read_file(path))
@@ -485,7 +485,7 @@ class Store(StudyFiles):
             raise UnknownRun(f"no run {run_id!r} in {self.root}") from None
         if doc.get("status") not in R.TERMINAL:
             raise UserError(f"run {run_id!r} is {doc.get('status')}: only a finished run can be "
-                             "amended")
+                            "amended")
         doc.update(fields)
         atomic_write_json(path, doc)
         return doc

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import torch
 
-from runners.algoperf_workload import AlgoPerfWorkload
+from runners.algoperf.workload import AlgoPerfWorkload
 from runners.api import Algorithm, Batch, TrainingComplete, Workload
 from runners.plugins import ExitAtImport, load_file
 from workbench.digest import file_sha256
@@ -283,7 +283,7 @@ class AlgoPerfAlgorithm(Algorithm):
 
     def init(self, model: torch.nn.Module, workload: Workload) -> None:
         """init_optimizer_state(workload, model, None, hyperparameters, rng); off the clock."""
-        self.seed = torch.initial_seed()  # the run's seed: runners.loop.prepare set it
+        self.seed = torch.initial_seed()  # the run's seed: runners.run.loop.prepare set it
         self.workload = AlgoPerfWorkload(workload, self.api, model)
         self.params = model
         self.queue = _InputQueue(lambda n: workload.train_batches(n, self.seed + 1))

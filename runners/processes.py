@@ -15,7 +15,7 @@ Start methods of the local backend (LaunchOptions.start_method):
     process. A script that launches studies needs no `if __name__ == "__main__":` guard: a
     worker does not import the launcher's main module (runners/process_internals.py,
     which holds the multiprocessing internals this needs).
-  "spawn": a fresh interpreter per trial, `python -m runners.worker JOB.json`; always used
+  "spawn": a fresh interpreter per trial, `python -m runners.launch.worker JOB.json`; always used
     under torchrun (nproc_per_node > 1) and by the Ray backend.
 Either way a worker dies with its launcher: by Linux's PR_SET_PDEATHSIG (spawn: the launcher is
 its parent), or by watching the launcher (forkserver: its parent is the fork server; see
@@ -46,8 +46,8 @@ from typing import Any, Callable, Mapping
 
 import psutil
 
-from runners.process_internals import ForkServerWorker, InheritedFd
-from runners.worker_log import LogPump
+from runners.launch.process_internals import ForkServerWorker, InheritedFd
+from runners.launch.worker_log import LogPump
 from workbench.errors import UserError
 
 __all__ = ["LaunchOptions", "SlurmOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
@@ -61,7 +61,7 @@ STOP_GRACE_S = 3.0  # a stopped worker's time to record its run after SIGTERM, b
 # run imports on first use (torch's compiler stack, reached through the FLOP counter; scikit-
 # learn's datasets and SciPy for the digits data and the curve fits; Parquet for the seal).
 # (benchmarks/worker_start.py measures what a trial's start costs with and without them.)
-PRELOADED = ["runners.worker", "runners.loop", "runners.workloads", "runners.algorithms",
+PRELOADED = ["runners.launch.worker", "runners.run.loop", "runners.workloads", "runners.algorithms",
              "torch._dynamo", "torch.utils.flop_counter", "sklearn.datasets", "scipy.optimize",
              "scipy.stats", "pyarrow.parquet"]
 PROCESS_NAME = b"pacebench-run"  # a worker's name in `ps -o comm` / /proc/<pid>/comm
@@ -151,9 +151,9 @@ def worker_command(job_path: str | Path, nproc_per_node: int = 1) -> list[str]:
     """The command that runs one trial from its job file (runners/worker.py), under torchrun
     (one process per rank, on this node) when `nproc_per_node` > 1."""
     if nproc_per_node == 1:
-        return [sys.executable, "-m", "runners.worker", str(job_path)]
+        return [sys.executable, "-m", "runners.launch.worker", str(job_path)]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc_per_node}", "-m", "runners.worker", str(job_path)]
+            f"--nproc-per-node={nproc_per_node}", "-m", "runners.launch.worker", str(job_path)]
 
 
 def write_job(job: Mapping[str, Any]) -> str:
@@ -405,7 +405,7 @@ class _ForkedWorker:
 
 class LocalBackend:
     """The default backend: each trial a process on this machine, a descendant of the launcher.
-    `entry`: what a forked worker runs on its job (runners.worker.run_job; the spawn method
+    `entry`: what a forked worker runs on its job (runners.launch.worker.run_job; the spawn method
     runs the worker command instead); `echo`: a file descriptor that gets every worker's output
     besides its log (`pacebench run` shows its run's output: 1)."""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import process_internals as P
+from runners.launch import process_internals as P
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def test_launch_data_names_the_main_module_under_the_keys_left_out():
 _SCRIPT = """
 import os, sys
 sys.path.insert(0, {root!r})
-from runners.process_internals import ForkServerWorker, InheritedFd
+from runners.launch.process_internals import ForkServerWorker, InheritedFd
 
 with open({count!r}, "a") as f:
     f.write("ran\\n")
@@ -62,7 +62,7 @@ def test_a_forked_worker_gets_its_descriptor_and_never_runs_the_launchers_script
 
 _RAY_AUTH = """
 import json, os
-from runners.process_internals import enable_ray_token_auth
+from runners.launch.process_internals import enable_ray_token_auth
 print(json.dumps([enable_ray_token_auth(), os.environ.get("RAY_AUTH_MODE")]))
 """
 

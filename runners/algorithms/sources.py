@@ -81,7 +81,7 @@ def _check_name(name: str, text: str) -> str:
 def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
     """The AlgorithmSource of one `--algorithms` item (see the module doc); `builtins`: the
     built-in names (runners.algorithms.algorithm_names())."""
-    from runners.algoperf import ALGOPERF_PREFIX, algorithm_name, submission_path
+    from runners.algoperf.adapter import ALGOPERF_PREFIX, algorithm_name, submission_path
 
     known = list(builtins)
 

@@ -26,7 +26,6 @@ worker process loads the same code, and a file changed since the study was plann
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -34,14 +33,16 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Iterable, Iterator, Sequence
 
+from workbench.digest import file_sha256
 from workbench.errors import UserError
 
 __all__ = ["PluginError", "ExitAtImport", "no_exit_at_import", "ALGORITHM_GROUP",
            "WORKLOAD_GROUP", "entry_points", "is_file_spec",
-           "named_item", "sha256_of", "import_object", "WorkloadSource", "resolve_workloads",
-           "load_workloads", "use_workload_source", "with_workload_source"]
+           "named_item", "import_object", "WorkloadSource", "resolve_workloads",
+           "load_workloads", "use_workload_source", "with_workload_source", "load_file"]
 
 ALGORITHM_GROUP = "pacebench.algorithms"
 WORKLOAD_GROUP = "pacebench.workloads"
@@ -79,10 +80,6 @@ def named_item(text: str) -> tuple[str, str]:
     return head, rest
 
 
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 class ExitAtImport(BaseException):
     """os._exit called by a plug-in's top level (BaseException: its own handlers let it by)."""
 
@@ -107,25 +104,37 @@ def no_exit_at_import() -> Iterator[None]:
         os._exit = real
 
 
-def _import_file(path: Path) -> Any:
-    module_name = f"pacebench_plugin_{sha256_of(path)[:12]}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
+def load_file(path: str | Path, module_name: str) -> ModuleType:
+    """Run the Python file at `path` as the module `module_name`: the one file-to-module loader
+    (plug-ins, AlgoPerf submissions, benchmarks in tests). The module is in sys.modules before
+    its top level runs (dataclasses and pickling look it up) and leaves it again when that
+    raises; whatever it raises is raised again (SystemExit too; os._exit as ExitAtImport)."""
     spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PluginError(f"{path} cannot be imported as a module: give a Python file (.py)")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # before exec: dataclasses and pickling look it up
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))  # its sibling files import
+    sys.modules[module_name] = module
     try:
         with no_exit_at_import():
             spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module
+
+
+def _import_file(path: Path) -> Any:
+    module_name = f"pacebench_plugin_{file_sha256(path)[:12]}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))  # its sibling files import
+    try:
+        return load_file(path, module_name)
     except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
-        del sys.modules[module_name]
         raise
     except BaseException as err:  # anything its top level raises, SystemExit included
-        del sys.modules[module_name]
         raise PluginError(f"could not import {path}: {_raised(err)}") from err
-    return module
 
 
 def _raised(err: BaseException) -> str:
@@ -167,7 +176,7 @@ def import_object(spec: str, sha256: str | None = None) -> Any:
         path = Path(where)
         if not path.is_file():
             raise PluginError(f"plug-in file not found: {path}")
-        if sha256 is not None and sha256_of(path) != sha256:
+        if sha256 is not None and file_sha256(path) != sha256:
             raise PluginError(f"{path} changed since the study was planned (sha256 "
                               f"{sha256[:12]}...): give the changed file another name, or plan "
                               "the study again")
@@ -214,7 +223,7 @@ def load_workloads(spec: str, sha256: str | None = None) -> WorkloadSource:
     if is_file_spec(where):
         path = Path(where).expanduser().resolve()
         spec = f"{path}:{name}"
-        sha256 = sha256 or (sha256_of(path) if path.is_file() else None)
+        sha256 = sha256 or (file_sha256(path) if path.is_file() else None)
     factory = import_object(spec, sha256)
     entries = _entries(factory, spec)
     for entry in entries:

@@ -20,10 +20,10 @@ import threading
 from pathlib import Path
 
 import panel as pn
-from bokeh.models import ImportedStyleSheet
 
 from workbench.views.base import LOG, failure_text
 from workbench.views.formats import md
+from workbench.views.panel_internals import PageDesign, background_periodic
 from workbench.views.registry import WARM_UPS, view_tabs, warm_ups
 from workbench.views.selection import Selection
 from workbench.views.sidebar import Filters, StoreNotice
@@ -63,54 +63,6 @@ def refusal() -> pn.viewable.Viewable:
         f"`{ALLOW_REMOTE}=1 panel serve workbench/app.py --address <address>`) to share it.")
 
 
-class PageDesign(pn.theme.Bootstrap):
-    """Bootstrap, giving a part of the page the same stylesheets when it is updated as when the
-    page styled it, so that new text is sent alone.
-
-    The template styles each part of its page with the theme's stylesheet for that kind of part
-    (Design._apply_hooks, not isolated) and makes itself the part's design; a pane's later update
-    asks that design for its stylesheets again (Reactive._get_properties). In Panel 1.9.4 the two
-    differ twice: `Design.params` gives the isolated set (the whole of bootstrap.min.css
-    besides), and the hook gives a part new stylesheet models where the update takes the
-    document's cached ones of the same address. So the first new text of the status line sent a
-    new list of stylesheets, which restyled it and made Bokeh walk every model of the document
-    again (0.12-0.19 s on a 100,000-run store). Here `params` gives the page's set, and the
-    hook leaves a part the document's cached models.
-    """
-
-    def params(self, viewable, doc=None):
-        modifiers, child_modifiers = self._get_modifiers(viewable, theme=self.theme,
-                                                         isolated=False)
-        cache = pn.state._stylesheets.setdefault(doc, {}) if doc is not None else {}
-        self._patch_modifiers(doc, modifiers, cache)
-        return modifiers, child_modifiers
-
-    @classmethod
-    def _apply_params(cls, viewable, mref, modifiers, document=None):
-        super()._apply_params(viewable, mref, modifiers, document)
-        if mref not in viewable._models:
-            return
-        model = viewable._models[mref][0]
-        cached: dict[str, ImportedStyleSheet] = {}
-        for sheet in pn.state._stylesheets.get(model.document or document, {}).values():
-            if address := _address(sheet):
-                cached.setdefault(address, sheet)
-        sheets = [cached.get(_address(sheet), sheet) for sheet in model.stylesheets]
-        if any(a is not b for a, b in zip(sheets, model.stylesheets)):
-            model.stylesheets = sheets
-
-
-def _address(sheet) -> str | None:
-    """The address of an imported stylesheet model; None for text, another kind of sheet, or a
-    model whose address is unset (reading it raises then)."""
-    if not isinstance(sheet, ImportedStyleSheet):
-        return None
-    try:
-        return sheet.url
-    except ValueError:  # bokeh's UnsetValueError
-        return None
-
-
 def store_from_env() -> Path:
     """The store the dashboard shows: $PACEBENCH_STORE, else `results`."""
     return Path(os.environ.get("PACEBENCH_STORE", "results"))
@@ -128,14 +80,11 @@ def build_app(store_path: str | os.PathLike,
     # served: `panel serve` runs this file as a module named bokeh_app_... (what
     # pn.state.served finds out from inspect.stack(), which costs 0.1 s of a first page)
     if __name__.startswith("bokeh_app"):
-        refresh = pn.state.add_periodic_callback(lambda: _refresh(selection),
-                                                 period=REFRESH_MS, start=False)
         # in the background: Panel turns the page's busy spinner on and off around every
         # periodic callback, which told the page (and benchmarks/dashboard_tabs.py, which waits
         # for it) that the server was busy up to REFRESH_MS after a filter change, for a
         # re-read that finds nothing new. The spinner is for what the user asked.
-        refresh._background = True  # Panel 1.9's PeriodicCallback(background=True)
-        refresh.start()
+        background_periodic(lambda: _refresh(selection), REFRESH_MS)
         # once the page is up, not while the first page is still being built and sent
         pn.state.onload(lambda: warm_up(store_path, work=warm_ups(selection)))
     status, notes = RunStatus(selection=selection, live=True), ScopeNotes(selection=selection,

@@ -11,15 +11,16 @@ are kept, serialized, as a JSON patch of that document (the message a Bokeh serv
 a layout gets new children), and a CustomJS callback on the tabs applies it the first time its
 tab is opened. The page stays one file that works offline, and every model the first tab
 shares with a later one (style sheets, say) is written once: a patch refers to the page's
-models by id and holds only what the page lacks.
+models by id and holds only what the page lacks. Bokeh's serializer and patch format are used
+through workbench/views/panel_internals.py.
 """
 from __future__ import annotations
 
-from bokeh.core.json_encoder import serialize_json
-from bokeh.core.serialization import Serializer
 from bokeh.document import Document
 from bokeh.model import Model
 from bokeh.models import CustomJS, Div, Tabs
+
+from workbench.views.panel_internals import children_patch, frozen
 
 __all__ = ["defer_tabs", "outer_tabs", "LOAD_TAB_JS", "NOTE"]
 
@@ -53,7 +54,7 @@ def defer_tabs(doc: Document, tabs: Tabs) -> int:
     written out: a later change to a deferred model would not reach the page.
     """
     slots, held = [], []
-    with doc.models.freeze():  # one walk over the document at the end, not one per tab
+    with frozen(doc):  # one walk over the document at the end, not one per tab
         for index, panel in enumerate(tabs.tabs):
             slot = panel.child
             if index == tabs.active or not getattr(slot, "children", None):
@@ -68,16 +69,8 @@ def defer_tabs(doc: Document, tabs: Tabs) -> int:
     # are opened in any order. A model two tabs share (not the page) is in both patches; the
     # second to arrive updates the first's (the same values).
     page = set(doc.models)
-    patches = [None if slot is None else _patch(slot, children, page)
+    patches = [None if slot is None else children_patch(slot, children, page)
                for slot, children in zip(slots, held)]
     tabs.js_on_change("active", CustomJS(args={"patches": patches}, code=LOAD_TAB_JS))
     return sum(p is not None for p in patches)
 
-
-def _patch(slot: Model, children: list[Model], page: set[Model]) -> str:
-    """A JSON patch setting `slot.children` to `children`, defining every model of them that
-    `page` lacks (data inline, base64) and referring to the others by id."""
-    serializer = Serializer(references=page, deferred=False)
-    event = {"kind": "ModelChanged", "model": slot.ref, "attr": "children",
-             "new": serializer.encode(children)}
-    return serialize_json({"events": [event]})

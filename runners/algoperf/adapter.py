@@ -26,7 +26,6 @@ v0.6 PyTorch entries import it), is served by the same modules unless it is itse
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.abc
 import importlib.util
@@ -44,13 +43,14 @@ import torch
 
 from runners.algoperf.workload import AlgoPerfWorkload
 from runners.api import Algorithm, Batch, TrainingComplete, Workload
-from runners.plugins import ExitAtImport, no_exit_at_import
+from runners.plugins import ExitAtImport, load_file
+from workbench.digest import file_sha256
 from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["AlgoPerfAlgorithm", "AlgoPerfWorkload", "SubmissionError", "ALGOPERF_PREFIX",
            "REQUIRED_FUNCTIONS", "algorithm_name", "submission_path", "load_submission",
-           "ensure_algoperf_imports", "hyperparameters_from", "file_sha256"]
+           "ensure_algoperf_imports", "hyperparameters_from"]
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +77,6 @@ def submission_path(name: str) -> Path:
         raise SubmissionError(f"{name!r} is not an AlgoPerf submission name "
                               f"(expected {ALGOPERF_PREFIX}<path to submission.py>)")
     return Path(name[len(ALGOPERF_PREFIX):]).expanduser().resolve()
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of the file's bytes (recorded with each run, so results trace to the code)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 OLD_PACKAGE = "algorithmic_efficiency"  # AlgoPerf's package name before it became `algoperf`
@@ -156,20 +151,13 @@ def load_submission(path: str | Path) -> ModuleType:
         if folder not in sys.path:
             sys.path.append(folder)
     name = f"algoperf_submission_{file_sha256(path)[:12]}"
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module  # before exec: dataclasses and pickling look the module up
     try:
-        with no_exit_at_import():
-            module_spec.loader.exec_module(module)
+        module = load_file(path, name)
     except KeyboardInterrupt:  # Ctrl-C stops the command, whatever it was importing
-        del sys.modules[name]
         raise
     except ExitAtImport as err:
-        del sys.modules[name]
         raise SubmissionError(f"could not import submission {path}: {err}") from None
     except BaseException as err:  # a syntax error, a failed import, anything its top level
-        del sys.modules[name]     # raises, SystemExit included
         if isinstance(err, ModuleNotFoundError) and err.name:
             package = err.name.split(".")[0]
             raise SubmissionError(

@@ -40,8 +40,9 @@ from runners.algorithms.base import OptimizerAlgorithm
 from runners.algorithms.wrapper import derived_search_space, wrap_optimizer
 from runners.api import Algorithm
 from runners.plugins import (ALGORITHM_GROUP, PluginError, entry_points, import_object,
-                             is_file_spec, named_item, sha256_of)
+                             is_file_spec, named_item)
 from runners.tuning import ChosenSpace
+from workbench.digest import file_sha256
 
 __all__ = ["AlgorithmSource", "parse_algorithm", "parse_algorithms", "load_class", "SourceError",
            "wrap_optimizer", "derived_search_space", "choose_search_space", "search_space_of",
@@ -96,7 +97,7 @@ def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
         if not path.is_file():
             raise SourceError(f"AlgoPerf submission file not found: {path}")
         return AlgorithmSource(_check_name(name or path.parent.name, text),
-                               ALGOPERF_PREFIX + str(path), "algoperf", sha256_of(path))
+                               ALGOPERF_PREFIX + str(path), "algoperf", file_sha256(path))
     where, sep, cls = spec.rpartition(":")
     if not sep or not cls.isidentifier():
         raise SourceError(
@@ -109,7 +110,7 @@ def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
         if not path.is_file():
             raise SourceError(f"algorithm file not found: {path} (in {text!r})")
         return AlgorithmSource(_check_name(name or cls, text), f"{path}:{cls}", "file",
-                               sha256_of(path))
+                               file_sha256(path))
     if not all(part.isidentifier() for part in where.split(".")):
         raise SourceError(f"{where!r} (in {text!r}) is neither a .py file nor a module path")
     return AlgorithmSource(_check_name(name or cls, text), spec, "module")

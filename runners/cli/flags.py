@@ -121,16 +121,14 @@ def trial_timeout_flag(p) -> None:
                         "3 x its budget in seconds + 60 s)")
 
 
-# The scaling flags' defaults: `study` parses them with no default (None: not given), so that
-# a plain study can refuse them (they belong to `scale`), and fills these in for `--kind scaling`.
+# The scaling flags' defaults (`pacebench scale`).
 SCALING_DEFAULTS = {"sparsities": [0.0], "prune_method": "snip", "eval_every": 5,
                     "noise_every": 50, "lr_scaling": "sqrt"}
 
 
-def scaling_flags(p: argparse.ArgumentParser, required: bool, defaults: bool = True) -> None:
-    """The scaling study's flags; `defaults` False: parsed as None when not given (see
-    SCALING_DEFAULTS)."""
-    d = SCALING_DEFAULTS if defaults else dict.fromkeys(SCALING_DEFAULTS)
+def scaling_flags(p: argparse.ArgumentParser, required: bool) -> None:
+    """The scaling study's flags (defaults: SCALING_DEFAULTS)."""
+    d = SCALING_DEFAULTS
     g = p.add_argument_group("scaling study")
     g.add_argument("--batch-sizes", type=_ints, required=required,
                    help="e.g. 8,16,32,64,128,256,512,1024")

@@ -10,11 +10,11 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 first_trial, launch_and_report, launch_options, one_workload,
                                 search_spaces, store_for_writing, store_path, submission_name,
                                 workload_names)
-from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
+from runners.cli.flags import (ALGORITHM_HELP, WORKLOAD_HELP, algoperf_flags,
                                backend_flags, launch_flags, scaling_flags, training_flags,
                                trial_timeout_flag)
 from runners.cli.until_decided import decided_pair, until_decided, until_decided_flags
-from runners.cli.types import Deprecated as _Deprecated, csv as _csv
+from runners.cli.types import csv as _csv
 from runners.cli.types import hparams as _hparams, ints as _ints
 
 __all__ = ["add", "run", "study", "scale", "ad_hoc_trial"]
@@ -76,17 +76,11 @@ def _add_study(sub) -> None:
     p.add_argument("--early-stop", choices=("none", "lcga", "tse"), default="none",
                    help="early-stopping tuner: successive halving at 1/9 and 1/3 of the step "
                         "budget, trials ranked by this estimator (default none)")
-    p.add_argument("--prune", dest="early_stop", choices=("none", "lcga", "tse"),
-                   action=_Deprecated, instead="--early-stop", help=argparse.SUPPRESS)
     p.add_argument("--eta", type=int,
                    help="--early-stop keeps the best 1/eta of the trials at a rung (default 3)")
-    p.add_argument("--kind", choices=("tuning", "scaling"), default="tuning",
-                   action=_Deprecated, instead="`pacebench scale` for a scaling study",
-                   help=argparse.SUPPRESS)
-    scaling_flags(p, required=False, defaults=False)  # --kind scaling only (deprecated)
     launch_flags(p)
     training_flags(p)
-    p.set_defaults(func=_study_or_scale)
+    p.set_defaults(func=_study)
 
 
 def _add_scale(sub) -> None:
@@ -104,32 +98,11 @@ def _add_scale(sub) -> None:
     p.set_defaults(func=scale)
 
 
-def _study_or_scale(args: argparse.Namespace) -> int:
-    """`study`, or `scale` under its old spelling `study --kind scaling`: the other kind's
-    options are refused, not ignored."""
-    scaling = [f"--{k.replace('_', '-')}" for k in ("batch_sizes", "goal", *SCALING_DEFAULTS)
-               if getattr(args, k) is not None]
-    if args.kind != "scaling":
-        if scaling:
-            raise ValueError(f"{', '.join(scaling)}: options of a scaling study (`pacebench "
-                             f"scale`), not of a tuning study, whose batch size is each "
-                             f"algorithm's own choice")
-        if args.eta is not None and args.early_stop == "none":
-            raise ValueError("--eta goes with --early-stop lcga|tse")
-        return study(args)
-    for key, value in SCALING_DEFAULTS.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    if not args.algorithms:
-        raise ValueError("a scaling study needs --algorithms")
-    if not args.batch_sizes:
-        raise ValueError("a scaling study needs --batch-sizes, e.g. 8,16,32,64")
-    from runners.launch.processes import LaunchOptions
-
-    if launch_options(args) != LaunchOptions():
-        raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
-                         "--trial-timeout and --checkpoint-every apply to tuning studies only")
-    return scale(args)
+def _study(args: argparse.Namespace) -> int:
+    """`study`, once its options are checked together."""
+    if args.eta is not None and args.early_stop == "none":
+        raise ValueError("--eta goes with --early-stop lcga|tse")
+    return study(args)
 
 
 def run(args: argparse.Namespace) -> int:

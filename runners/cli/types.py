@@ -1,13 +1,12 @@
-"""Argument types and actions of the `pacebench` command line (runners/cli.py)."""
+"""Argument types of the `pacebench` command line (runners/cli.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
-__all__ = ["csv", "ints", "floats", "hparams", "Deprecated"]
+__all__ = ["csv", "ints", "floats", "hparams"]
 
 
 def csv(text: str) -> list[str]:
@@ -51,16 +50,3 @@ def hparams(text: str) -> dict:
             "not a JSON object; give e.g. '{\"learning_rate\": 0.001}'")
     return value
 
-
-class Deprecated(argparse.Action):
-    """An old flag that still works for one release: it stores into `dest` and says what
-    replaces it on stderr."""
-
-    def __init__(self, option_strings, dest, instead: str, **kwargs) -> None:
-        self.instead = instead
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(f"warning: {option_string} is deprecated and goes in the next release; use "
-              f"{self.instead}", file=sys.stderr)
-        setattr(namespace, self.dest, values)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runners.cli.common import store_path
 from runners.cli.flags import read_flags, store_flag
-from runners.cli.types import Deprecated as _Deprecated, csv as _csv
+from runners.cli.types import csv as _csv
 
 __all__ = ["add", "report", "serve"]
 
@@ -19,9 +19,6 @@ def add(sub) -> None:
     p.add_argument("--out", required=True, help="the HTML file to write")
     p.add_argument("--title", help="the report's title (default: the store's name)")
     read_flags(p)
-    # the old flag, for one release: one ruleset name (report.one_ruleset)
-    p.add_argument("--rulesets", action=_Deprecated, instead="--ruleset (one ruleset: "
-                   "rulesets never share a score)", help=argparse.SUPPRESS)
     p.add_argument("--workloads", help="show only these workloads, comma-separated")
     p.add_argument("--algorithms", help="show only these algorithms, comma-separated")
     p.add_argument("--reference", help="the algorithm speedups are measured against (default: "
@@ -42,11 +39,10 @@ def add(sub) -> None:
 
 def report(args: argparse.Namespace) -> int:
     """`pacebench report`: a self-contained HTML report (and figures)."""
-    from workbench.report import one_ruleset, write_report
+    from workbench.report import write_report
 
-    ruleset = args.ruleset if args.rulesets is None else one_ruleset(args.rulesets, args.ruleset)
     out = write_report(store_path(args), Path(args.out), title=args.title,
-                       ruleset=ruleset, studies=args.studies or None,
+                       ruleset=args.ruleset, studies=args.studies or None,
                        with_adhoc=args.with_adhoc, workloads=args.workloads,
                        algorithms=args.algorithms, figures=args.figures,
                        formats=args.formats, reference=args.reference)

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from workbench.digest import file_sha256
+
 __all__ = ["dataset_checksum"]
 
 
@@ -25,8 +27,7 @@ def _digits() -> dict[str, Any]:
     found = importlib.util.find_spec("sklearn")  # its folder, without importing it (~1 s)
     origin = Path(found.origin).parent if found and found.origin else None
     bundled = origin / "datasets" / "data" / "digits.csv.gz" if origin else None
-    sha = hashlib.sha256(bundled.read_bytes()).hexdigest() if bundled and bundled.is_file() \
-        else None
+    sha = file_sha256(bundled) if bundled and bundled.is_file() else None
     return {"file": sha, "split": digits.SPLIT_SIZES, "split_seed": digits.SPLIT_SEED}
 
 

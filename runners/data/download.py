@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
+from workbench.digest import file_sha256
+
 __all__ = ["ChecksumError", "download", "file_sha256", "RemoteFiles", "fetch_files"]
 
 _CHUNK = 1 << 20  # bytes read per iteration, so that large files never sit in memory whole
@@ -18,15 +20,6 @@ _CHUNK = 1 << 20  # bytes read per iteration, so that large files never sit in m
 
 class ChecksumError(OSError):
     """A downloaded file's sha256 differs from the expected one."""
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 digest of the file at `path`."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def download(url: str, dest: str | Path, sha256: str, timeout: float = 60.0) -> Path:

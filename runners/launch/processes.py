@@ -13,7 +13,8 @@ Start methods of the local backend (LaunchOptions.start_method):
     working directory of the moment it is started; only what the preloaded modules read at
     import time (e.g. torch's OMP_NUM_THREADS) comes from the first launch of the launcher's
     process. A script that launches studies needs no `if __name__ == "__main__":` guard: a
-    worker does not import the launcher's main module (_WorkerPopen).
+    worker does not import the launcher's main module (runners/launch/process_internals.py,
+    which holds the multiprocessing internals this needs).
   "spawn": a fresh interpreter per trial, `python -m runners.launch.worker JOB.json`; always used
     under torchrun (nproc_per_node > 1) and by the Ray backend.
 Either way a worker dies with its launcher: by Linux's PR_SET_PDEATHSIG (spawn: the launcher is
@@ -32,7 +33,6 @@ import functools
 import json
 import math
 import multiprocessing
-import multiprocessing.context
 import os
 import signal
 import socket
@@ -42,12 +42,13 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from multiprocessing import forkserver, popen_forkserver, reduction, spawn
 from typing import Any, Callable, Mapping
 
 import psutil
 
+from runners.launch.process_internals import ForkServerWorker, InheritedFd
 from runners.launch.worker_log import LogPump
+from workbench.errors import UserError
 
 __all__ = ["LaunchOptions", "SlurmOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
            "worker_command", "write_job", "describe_exit", "die_with", "spawn_worker",
@@ -89,36 +90,36 @@ class LaunchOptions:
     nproc_per_node: int = 1             # > 1: each trial is a torchrun data-parallel run
     gpus_per_trial: float = 0.0         # Ray `num_gpus` of each trial's task; Slurm: GPUs per job
     trial_timeout: float | None = None  # wall-clock seconds an attempt may take (watchdog);
-                                        # None: 3 x its seconds budget + 60 s (runners/scheduler)
-    checkpoint_minutes: float | None = None  # save training state this often (runners/checkpoint)
+                                        # None: 3 x its seconds budget + 60 s (runners/launch/scheduler)
+    checkpoint_minutes: float | None = None  # save training state this often (runners/run/checkpoint)
     start_method: str = "forkserver"    # START_METHODS: how the local pool starts a worker
     slurm: SlurmOptions | None = None   # the Slurm backend's options (None: its defaults)
 
     def check(self) -> None:
-        """Raise ValueError naming the bad option and what is valid."""
+        """Raise UserError naming the bad option and what is valid."""
         if self.backend not in BACKENDS:
-            raise ValueError(f"unknown backend {self.backend!r}: valid are {', '.join(BACKENDS)}")
+            raise UserError(f"unknown backend {self.backend!r}: valid are {', '.join(BACKENDS)}")
         if self.start_method not in START_METHODS:
-            raise ValueError(f"unknown start method {self.start_method!r}: valid are "
-                             f"{', '.join(START_METHODS)}")
+            raise UserError(f"unknown start method {self.start_method!r}: valid are "
+                            f"{', '.join(START_METHODS)}")
         if self.slurm is not None and self.backend != "slurm":
-            raise ValueError("the --slurm-* options and --detach go with --backend slurm")
+            raise UserError("the --slurm-* options and --detach go with --backend slurm")
         if self.backend == "slurm" and self.gpus_per_trial != int(self.gpus_per_trial):
-            raise ValueError(f"--gpus-per-trial {self.gpus_per_trial:g}: Slurm gives whole GPUs, "
-                             "give an integer >= 0")
+            raise UserError(f"--gpus-per-trial {self.gpus_per_trial:g}: Slurm gives whole GPUs, "
+                            "give an integer >= 0")
         if self.address and self.backend != "ray":
-            raise ValueError("--address goes with --backend ray")
+            raise UserError("--address goes with --backend ray")
         if self.nproc_per_node < 1:
-            raise ValueError(f"--nproc-per-node must be >= 1, got {self.nproc_per_node}")
+            raise UserError(f"--nproc-per-node must be >= 1, got {self.nproc_per_node}")
         if self.gpus_per_trial < 0:
-            raise ValueError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial}")
+            raise UserError(f"--gpus-per-trial must be >= 0, got {self.gpus_per_trial}")
         if self.trial_timeout is not None and not (math.isfinite(self.trial_timeout)
                                                    and self.trial_timeout > 0):
-            raise ValueError(f"--trial-timeout must be a finite number of seconds > 0, got "
-                             f"{self.trial_timeout}")
+            raise UserError(f"--trial-timeout must be a finite number of seconds > 0, got "
+                            f"{self.trial_timeout}")
         if self.checkpoint_minutes is not None and self.checkpoint_minutes < 0:
-            raise ValueError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
-                             f"{self.checkpoint_minutes}")
+            raise UserError(f"--checkpoint-every must be >= 0 minutes (0: at every eval), got "
+                            f"{self.checkpoint_minutes}")
 
 
 @dataclass
@@ -302,42 +303,11 @@ class _SpawnedWorker:
         return True
 
 
-_LAUNCHING = threading.Lock()  # one worker launch at a time (see _WorkerPopen)
+class _WorkerProcess(ForkServerWorker):
+    """A worker forked from the fork server, with PRELOADED imported (one server per launcher
+    process), launched without the launcher's main module (runners/launch/process_internals.py)."""
 
-
-class _WorkerPopen(popen_forkserver.Popen):
-    """multiprocessing's fork-server launch, without the launcher's main module.
-
-    multiprocessing tells each new process to import the parent's `__main__` again (as
-    `__mp_main__`), which re-runs a user's script that starts a study without an
-    `if __name__ == "__main__":` guard. A worker runs runners.launch.worker.run_job and needs nothing
-    from `__main__`, so its launch data leaves the main module out."""
-
-    def _launch(self, process_obj) -> None:
-        prepare = spawn.get_preparation_data
-
-        def without_main(name: str) -> dict:
-            data = prepare(name)
-            data.pop("init_main_from_name", None)
-            data.pop("init_main_from_path", None)
-            return data
-
-        with _LAUNCHING:
-            spawn.get_preparation_data = without_main
-            try:
-                super()._launch(process_obj)
-            finally:
-                spawn.get_preparation_data = prepare
-
-
-class _WorkerProcess(multiprocessing.context.ForkServerProcess):
-    """A worker forked from the fork server (started on first use, with PRELOADED imported;
-    one server per launcher process)."""
-
-    @staticmethod
-    def _Popen(process_obj):
-        forkserver.set_forkserver_preload(PRELOADED)  # read when the server starts
-        return _WorkerPopen(process_obj)
+    preload = PRELOADED
 
 
 def _die_with_launcher() -> None:
@@ -356,21 +326,6 @@ def _die_with_launcher() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="die-with-launcher", daemon=True).start()
-
-
-class _InheritedFd:
-    """A file descriptor handed to a forked worker (through the fork server, as multiprocessing
-    hands over its own pipes); it arrives as an int."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def __reduce__(self):
-        return _inherited, (reduction.DupFd(self.fd),)
-
-
-def _inherited(dup) -> int:
-    return dup.detach()
 
 
 def _forked_main(entry: Callable[[Mapping[str, Any]], int], job: Mapping[str, Any],
@@ -404,7 +359,7 @@ class _ForkedWorker:
         self.pump, self.ended = LogPump(log_path, echo=echo), False
         self.proc = _WorkerProcess(
             target=_forked_main, name="pacebench-run",
-            args=(entry, dict(job), _InheritedFd(self.pump.write_fd), dict(os.environ),
+            args=(entry, dict(job), InheritedFd(self.pump.write_fd), dict(os.environ),
                   os.getcwd()))
         try:
             self.proc.start()

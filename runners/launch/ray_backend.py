@@ -25,8 +25,10 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from runners.launch.process_internals import enable_ray_token_auth
 from runners.launch.processes import (STOP_GRACE_S, LaunchOptions, Outcome, kill_tree, spawn_worker,
                                       write_job)
+from workbench.errors import UserError
 from workbench.spec import RunConfig
 
 __all__ = ["RayBackend", "run_trial_task", "LocalRay"]
@@ -134,11 +136,8 @@ class LocalRay:
             time.sleep(0.5)
         # One auth mode for the instance and this driver: a new head turns token auth on (unless
         # RAY_AUTH_MODE says otherwise), a driver joining by address does not and then fails with
-        # InvalidAuthToken. This call (Ray 2.60, pinned) turns it on here when a token exists and
-        # the mode was not set explicitly, as ray.init(address="auto") would.
-        from ray._private.authentication.authentication_token_setup import \
-            maybe_enable_token_auth_if_token_available
-        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+        # InvalidAuthToken; this turns it on here as ray.init(address="auto") would.
+        enable_ray_token_auth()
         try:
             ray.init(address=f"{ray.util.get_node_ip_address()}:{port}", log_to_driver=False)
         except BaseException:
@@ -199,8 +198,8 @@ class RayBackend:
         try:
             import ray
         except ImportError:
-            raise ValueError("--backend ray needs Ray: pip install 'ray==2.60.0' (pinned in "
-                             "constraints.txt), or use the default local backend") from None
+            raise UserError("--backend ray needs Ray: pip install 'ray==2.60.0' (pinned in "
+                            "constraints.txt), or use the default local backend") from None
         self.ray, self.options = ray, options
         self.local: LocalRay | None = None
         if not ray.is_initialized():

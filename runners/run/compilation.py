@@ -20,22 +20,24 @@ that another run left behind, on disk or in the process. Before the clock, each 
    - `TRITON_CACHE_DIR`, read lazily by Triton and passed by inductor to its compile workers with
      every job: compiled GPU kernels (inductor sets it once, to a folder inside the first cache
      dir, if unset; so it is set here explicitly);
-3. resets the in-process state: Dynamo's compiled code and counters (`torch._dynamo.reset()`),
-   inductor's in-memory caches (`torch._inductor.utils.clear_caches()`); and the run's model gets
-   a compiled class of its own (runners/run/device.py).
+3. resets the in-process state: Dynamo's compiled code and counters (`torch.compiler.reset()`),
+   inductor's in-memory caches; and the run's model gets a compiled class of its own
+   (runners/run/device.py).
 After the run the folder is removed and the variables are restored (a crashed run's folder goes
 when its Python exits; one left by a killed process is removed by the next compiling run).
 Torch's remote caches are off outside Meta and stay so; `TORCHINDUCTOR_CACHE_DIR` set by the user
 is replaced during a run and restored after it.
 
 `compile_seconds` is the compiler's own accounting, read at the end of the run: the outermost
-phases of torch._dynamo.utils.cumulative_time_spent_ns (COMPILE_PHASES: every frame compile with
-its AOTAutograd and inductor work, recompilations included; backward graphs compiled lazily at the
+phases of torch's compile-time counters (COMPILE_PHASES: every frame compile with its
+AOTAutograd and inductor work, recompilations included; backward graphs compiled lazily at the
 first backward; Triton autotuning at a kernel's first launch), attributed compile by compile with
-Dynamo's compile callbacks. A compile counts unless it starts while the run's model is in eval
-mode with autograd off: that is an eval (Workload.evaluate's contract, AlgoPerf's EVAL mode) or
-the batch-1 latency after the run, both off the clock. So the steps' graphs, their backwards and
-anything an algorithm compiles in its update (an optimizer step under no_grad, say) count.
+Dynamo's compile callbacks (torch's insides are read through runners/run/torch_internals.py,
+which refuses to read a renamed counter as 0 seconds). A compile counts unless it starts while
+the run's model is in eval mode with autograd off: that is an eval (Workload.evaluate's
+contract, AlgoPerf's EVAL mode) or the batch-1 latency after the run, both off the clock. So
+the steps' graphs, their backwards and anything an algorithm compiles in its update (an
+optimizer step under no_grad, say) count.
 
 `PACEBENCH_COMPILE_CACHE=<folder>` opts into one persistent cache shared by runs (kept, never
 removed): `compile_cache` is then "warm" when the folder held compiled artifacts at the run's
@@ -54,19 +56,17 @@ from typing import Iterator
 
 import torch
 
+from runners.run.torch_internals import (COMPILE_PHASES, clear_inductor_caches, compiler_seconds,
+                                         is_lazy_backward, on_compile_start, probe_cpu_vector_isa,
+                                         remove_compile_start, reset_compiler)
+from workbench.errors import UserError
+
 __all__ = ["Compilation", "warm_compiler", "compiler_seconds", "SHARED_CACHE_ENV",
            "FOLDER_PREFIX", "COMPILE_PHASES"]
 
 SHARED_CACHE_ENV = "PACEBENCH_COMPILE_CACHE"  # opt-in: a cache folder shared by runs (unfair)
 INDUCTOR_ENV, TRITON_ENV = "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"
 FOLDER_PREFIX = "pacebench-compile-"          # + "<pid>-<random>", in tempfile.gettempdir()
-# The outermost phases torch 2.13 times (dynamo_timed) in cumulative_time_spent_ns; the other keys
-# there are parts of these. Runtime autotuning happens at a kernel's first launch, after its compile
-# (in the default mode; an autotune run inside a compile would be counted twice).
-COMPILE_PHASES = ("entire_frame_compile", "entire_backward_compile",
-                  "CachingAutotuner.benchmark_all_configs",
-                  "CachingAutotuner.coordinate_descent_tuning",
-                  "CachingAutotuner.combo_sequential_autotune")
 _NOT_ARTIFACTS = ("locks",)  # what an unused cache folder may already hold
 
 # (pid, device type) pairs whose once-per-process compiler set-up is done (warm_compiler): keyed by
@@ -74,20 +74,9 @@ _NOT_ARTIFACTS = ("locks",)  # what an unused cache folder may already hold
 _WARMED: set[tuple[int, str]] = set()
 
 
-def compiler_seconds() -> float:
-    """Seconds of compilation torch has accounted in this process since Dynamo's last reset."""
-    from torch._dynamo.utils import cumulative_time_spent_ns
-
-    return sum(cumulative_time_spent_ns.get(p, 0.0) for p in COMPILE_PHASES) / 1e9
-
-
 def _clear_in_process_caches() -> None:
     """Forget every compiled artifact held in memory (Dynamo's code, inductor's caches)."""
-    import torch._dynamo
-    from torch._inductor.utils import clear_caches
-
-    torch._dynamo.reset()
-    clear_caches()
+    reset_compiler()
 
 
 def _point_caches_at(folder: Path | None, saved: dict | None = None) -> dict:
@@ -127,9 +116,7 @@ def warm_compiler(device: torch.device) -> None:
     if (os.getpid(), device.type) in _WARMED:
         return
     if device.type == "cpu":  # probe the vector instructions in torch's own cache (see above)
-        from torch._inductor.cpu_vec_isa import pick_vec_isa
-
-        pick_vec_isa()
+        probe_cpu_vector_isa()
     with tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-warm-") as tmp:
         with _caches_in(Path(tmp)):
             x, w = torch.ones(4, 8, device=device), torch.ones(8, 8, device=device,
@@ -169,9 +156,7 @@ def _release(folder: Path, private: bool, mine: dict, saved: dict) -> None:
     (another run may have opened since), and remove it when private. Safe at interpreter exit."""
     if os.environ.get(INDUCTOR_ENV) == mine[INDUCTOR_ENV]:
         _point_caches_at(None, saved)
-        from torch._inductor.utils import clear_caches
-
-        clear_caches()  # in-memory caches that hold paths into the folder
+        clear_inductor_caches()  # in-memory caches that hold paths into the folder
     if private:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -197,8 +182,6 @@ class Compilation:
         """Before the clock: warm the process, give the run its cache folder, forget compiled
         code, and listen to the compiler's start events (`model`: the run's model, whose eval
         mode with autograd off marks an eval; without it, autograd off alone does)."""
-        from torch._dynamo.callback import callback_handler
-
         warm_compiler(self.device)
         shared = os.environ.get(SHARED_CACHE_ENV)
         if shared:
@@ -215,7 +198,7 @@ class Compilation:
         mine = {INDUCTOR_ENV: os.environ[INDUCTOR_ENV]}
         self._finalizer = weakref.finalize(self, _release, self.folder, not shared, mine, saved)
         self._model = weakref.ref(model) if model is not None else None
-        callback_handler.register_start_callback(self._on_compile_start)
+        on_compile_start(self._on_compile_start)
 
     def start(self) -> None:
         """At the clock's start: count from here."""
@@ -226,15 +209,12 @@ class Compilation:
     def close(self) -> float:
         """At the run's end: the seconds of compilation in its training time. Restores the cache
         variables and removes a private folder; later calls return the same seconds."""
-        from torch._dynamo.callback import callback_handler
-
         with self._lock:
             if self._closed:
                 return self.seconds
             self._settle()
             self._closed = True
-        if self._on_compile_start in callback_handler.start_callbacks:
-            callback_handler.remove_start_callback(self._on_compile_start)
+        remove_compile_start(self._on_compile_start)
         if self._finalizer is not None:
             self._finalizer()
         return self.seconds
@@ -242,13 +222,10 @@ class Compilation:
     def _on_compile_start(self, args) -> None:
         """Dynamo's start event of an outermost compile: the compile before it has ended, so its
         seconds are settled; this one counts unless it is an eval's."""
-        from torch._dynamo.callback import CallbackTrigger
-
         with self._lock:
             self._settle()
             # a backward compiles in autograd's thread, where grad mode reads off: always count it
-            self._counting = (args.callback_trigger is CallbackTrigger.LAZY_BACKWARD
-                              or not self._evaluating())
+            self._counting = is_lazy_backward(args) or not self._evaluating()
 
     def _evaluating(self) -> bool:
         """Whether the run's model is being evaluated: eval mode, autograd off."""
@@ -274,7 +251,7 @@ def _shared_folder(value: str) -> Path:
         probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".pacebench-probe-")
         probe.close()
     except OSError as err:
-        raise ValueError(f"{SHARED_CACHE_ENV}={value!r} is not a folder this process can "
-                         f"create and write ({err.strerror or err}): name a writable folder, or "
-                         "unset it for a private cold cache per run") from None
+        raise UserError(f"{SHARED_CACHE_ENV}={value!r} is not a folder this process can "
+                        f"create and write ({err.strerror or err}): name a writable folder, or "
+                        "unset it for a private cold cache per run") from None
     return folder

@@ -30,13 +30,9 @@ import torch.distributed as dist
 
 from runners.api import Batch, Workload
 from runners.run.timing import synchronize
+from workbench.errors import UserError
 
-__all__ = ["DataParallel", "ShardedWorkload", "SyncedClock", "ParallelStore", "world_size_from_env"]
-
-
-def world_size_from_env() -> int:
-    """WORLD_SIZE as torchrun sets it (1 when not under torchrun)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
+__all__ = ["DataParallel", "ShardedWorkload", "SyncedClock", "ParallelStore"]
 
 
 def shard(batch: Batch, rank: int, world_size: int) -> Batch:
@@ -45,9 +41,9 @@ def shard(batch: Batch, rank: int, world_size: int) -> Batch:
     for key, value in batch.items():
         size = value.shape[0]
         if size % world_size:
-            raise ValueError(f"the global batch of {size} examples does not split evenly over "
-                             f"{world_size} processes: use a batch size that is a multiple of "
-                             f"{world_size} (--nproc-per-node)")
+            raise UserError(f"the global batch of {size} examples does not split evenly over "
+                            f"{world_size} processes: use a batch size that is a multiple of "
+                            f"{world_size} (--nproc-per-node)")
         step = size // world_size
         out[key] = value[rank * step:(rank + 1) * step]
     return out
@@ -65,8 +61,8 @@ class ShardedWorkload:
 
     def train_batches(self, batch_size: int, seed: int) -> Iterator[Batch]:
         if batch_size % self.world_size:
-            raise ValueError(f"batch size {batch_size} does not split evenly over "
-                             f"{self.world_size} processes: use a multiple of {self.world_size}")
+            raise UserError(f"batch size {batch_size} does not split evenly over "
+                            f"{self.world_size} processes: use a multiple of {self.world_size}")
         for batch in self.inner.train_batches(batch_size, seed):
             yield shard(batch, self.rank, self.world_size)
 

@@ -21,10 +21,10 @@ import re
 from dataclasses import dataclass
 
 import torch
-from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
 from runners.api import Workload
+from runners.run.torch_internals import raw_flop_formula
 
 __all__ = ["Peak", "PEAK_FLOPS", "peak_flops", "count_step_flops", "mfu"]
 
@@ -73,21 +73,11 @@ PEAK_FLOPS: tuple[Peak, ...] = (
 _aten = torch.ops.aten
 # torch's counter has formulas for the CUDA attention kernels only; the CPU flash kernel has the
 # same arithmetic, so it gets the same formulas (else CPU counts would miss all attention FLOPs)
-def _same_formula_as(op):
-    """The counter's registered formula of `op`, marked as taking the op's raw arguments."""
-    formula = flop_counter.flop_registry[op]
-
-    def count(*args, **kwargs):
-        return formula(*args, **kwargs)
-    count._get_raw = True  # FlopCounterMode's flag: the formula converts tensors to shapes itself
-    return count
-
-
 _CPU_ATTENTION = {
     _aten._scaled_dot_product_flash_attention_for_cpu:
-        _same_formula_as(_aten._scaled_dot_product_flash_attention),
+        raw_flop_formula(_aten._scaled_dot_product_flash_attention),
     _aten._scaled_dot_product_flash_attention_for_cpu_backward:
-        _same_formula_as(_aten._scaled_dot_product_flash_attention_backward),
+        raw_flop_formula(_aten._scaled_dot_product_flash_attention_backward),
 }
 
 

@@ -42,6 +42,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any, Mapping
 
+from workbench.digest import file_sha256
 from workbench.spec import RunConfig, WorkloadSpec, stable_hash, to_plain
 
 __all__ = ["REUSE_KEY_VERSION", "runner_code_hash", "source_hash", "reuse_context",
@@ -81,7 +82,7 @@ def source_hash(spec: str | None, sha256: str | None) -> str | None:
         found = None
     if found is None or not found.origin or not Path(found.origin).is_file():
         return f"module {module} (not found)"
-    return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()
+    return file_sha256(found.origin)
 
 
 def reuse_context(hooks: Mapping[str, Any] | None, nproc_per_node: int = 1) -> dict[str, Any]:

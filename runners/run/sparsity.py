@@ -91,11 +91,6 @@ class MaskedAlgorithm(Algorithm):
         self._apply()
         return loss
 
-    @property
-    def kept_fraction(self) -> float:
-        total = sum(m.numel() for m in self.masks)
-        return float(sum(m.sum() for m in self.masks) / total) if total else 1.0
-
     def batch_size(self, spec: WorkloadSpec) -> int:
         return self.base.batch_size(spec)
 

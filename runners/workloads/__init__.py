@@ -16,7 +16,7 @@ from runners.workloads.shakespeare import ShakespeareCharWorkload
 from runners.workloads.synthetic import SyntheticWorkload
 from workbench.spec import WorkloadSpec
 
-__all__ = ["WORKLOADS", "PLUGIN_BUILDERS", "build_workload", "workload_keys"]
+__all__ = ["WORKLOADS", "PLUGIN_BUILDERS", "build_workload"]
 
 # "<spec.dataset>/<spec.model['arch']>" -> workload class, called as cls(spec, device, data_dir)
 WORKLOADS: dict[str, type[Workload]] = {
@@ -35,10 +35,6 @@ WORKLOADS: dict[str, type[Workload]] = {
 # Plug-in workloads loaded in this process (runners/plugins.py): catalog name -> factory, called
 # as factory(spec, device, data_dir)
 PLUGIN_BUILDERS: dict[str, Callable[..., Workload]] = {}
-
-
-def workload_keys() -> list[str]:
-    return list(WORKLOADS)
 
 
 def build_workload(spec: WorkloadSpec, device: torch.device = torch.device("cpu"),

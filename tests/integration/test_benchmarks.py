@@ -1,7 +1,6 @@
 """The benchmark scripts run end to end on the CPU (their figures are for the README, not tests)."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
@@ -45,10 +44,9 @@ def test_throughput_benchmark_reports_flops_and_says_why_mfu_is_missing():
 @pytest.mark.slow
 def test_worker_start_benchmark_compares_both_start_methods(monkeypatch, capsys):
     # in this process: its fork server may already be up (the benchmark's first round pays it)
-    spec = importlib.util.spec_from_file_location("worker_start", ROOT / "benchmarks" /
-                                                  "worker_start.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from runners.plugins import load_file
+
+    module = load_file(ROOT / "benchmarks" / "worker_start.py", "worker_start")
     monkeypatch.setattr(sys, "argv", ["worker_start.py", "--trials", "1", "--rounds", "1"])
     assert module.main() == 0
     text = capsys.readouterr().out

@@ -164,16 +164,18 @@ def test_both_start_methods_run_a_study(tmp_path):
 
 
 # -- the commands -------------------------------------------------------------------------------
-def test_old_flags_still_work_and_say_what_replaces_them(capsys):
+def test_the_never_released_old_spellings_are_gone(capsys):
+    """`study --prune` (now --early-stop) and `study --kind scaling` (now `pacebench scale`)
+    were never released: they are unknown options, not quietly mapped."""
+    for old in (["--prune", "lcga"], ["--kind", "scaling"], ["--batch-sizes", "8,16"]):
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args(["study", "--workloads", "synthetic", "--algorithms",
+                                       "adamw", *old])
+        assert exit_.value.code == 2
+        assert f"unrecognized arguments: {' '.join(old)}" in capsys.readouterr().err
     args = build_parser().parse_args(["study", "--workloads", "synthetic", "--algorithms",
-                                      "adamw", "--prune", "lcga"])
+                                      "adamw", "--early-stop", "lcga"])
     assert args.early_stop == "lcga" and args.func is not training.scale
-    assert "--prune is deprecated" in capsys.readouterr().err
-    assert main(["study", "--workloads", "digits_mlp", "--kind", "scaling", "--algorithms",
-                 "sgd_nesterov"]) == 2
-    err = capsys.readouterr().err
-    assert "--kind is deprecated" in err and "pacebench scale" in err
-    assert "needs --batch-sizes" in err
 
 
 def test_scale_runs_a_scaling_study(tmp_path, capsys):
@@ -262,7 +264,7 @@ def test_extending_a_study_keeps_its_trials_and_a_changed_plan_is_refused(tmp_pa
      "--reach-quantile 1.5: must be a number in (0, 1]"),
     (["set-targets", "--workload", "synthetic", "--reruns", "1"], "--reruns 1: must be an integer >= 2"),
     (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--batch-sizes", "64"],
-     "--batch-sizes: options of a scaling study"),
+     "unrecognized arguments: --batch-sizes 64"),  # `pacebench scale`'s, not study's
     (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--batch-size", "64"],
      "unrecognized arguments: --batch-size 64"),  # never an abbreviation of --batch-sizes
     (["study", "--workloads", "synthetic", "--algorithms", "adamw", "--eta", "1",

@@ -11,6 +11,7 @@ import pytest
 from runners import plugins
 from runners.cli import main
 from workbench import catalog, query
+from workbench.digest import file_sha256
 from workbench.store import open_store
 
 from locations import REPO
@@ -37,7 +38,7 @@ def test_the_example_workload_runs_a_study_and_gets_targets(tmp_path, capsys):
         "complete"}
     config = open_store(store).run_doc(runs.run_id.iloc[0])["config"]
     assert config["workload_source"] == f"{EXAMPLES}/spirals.py:Spirals"
-    assert config["workload_sha256"] == plugins.sha256_of(EXAMPLES / "spirals.py")
+    assert config["workload_sha256"] == file_sha256(EXAMPLES / "spirals.py")
     capsys.readouterr()
     assert main(["score", "--store", str(store)]) == 0
     assert "lion" in capsys.readouterr().out

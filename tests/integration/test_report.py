@@ -114,8 +114,8 @@ def test_the_report_reads_the_ruleset_studies_and_ad_hoc_runs_asked_for(tmp_path
         report_selection(tmp_path / "mixed", rulesets="external,self")
 
 
-def test_cli_report_passes_the_scope_flags_and_maps_the_old_rulesets_flag(store, tmp_path,
-                                                                          capsys, monkeypatch):
+def test_cli_report_passes_the_scope_flags_and_knows_no_rulesets_flag(store, tmp_path,
+                                                                     capsys, monkeypatch):
     import workbench.report
 
     asked = []
@@ -127,11 +127,10 @@ def test_cli_report_passes_the_scope_flags_and_maps_the_old_rulesets_flag(store,
         "ruleset": "self", "studies": ["a", "b"], "with_adhoc": True}
     assert main(out) == 0 and asked[-1]["studies"] is None and not asked[-1]["with_adhoc"]
     capsys.readouterr()
-    assert main([*out, "--rulesets", "external"]) == 0 and asked[-1]["ruleset"] == "external"
-    assert "warning: --rulesets is deprecated and goes in the next release; use --ruleset" in \
-        capsys.readouterr().err
-    assert main([*out, "--rulesets", "external,self"]) == 2
-    assert "a report reads one ruleset" in capsys.readouterr().err and len(asked) == 3
+    with pytest.raises(SystemExit) as exit_:  # never released: --ruleset names the one ruleset
+        main([*out, "--rulesets", "external"])
+    assert exit_.value.code == 2 and len(asked) == 2
+    assert "unrecognized arguments: --rulesets external" in capsys.readouterr().err
 
 
 # -- figures ---------------------------------------------------------------------------------

@@ -342,7 +342,7 @@ def test_merge_removes_the_temp_folders_a_killed_merge_left(fake_store, tmp_path
     import subprocess
     import sys
 
-    from workbench.store import _host_tag
+    from workbench.sealed_batch import host_tag as _host_tag
 
     target = open_store(tmp_path / "c", create=True)
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import records as R
+from workbench.digest import file_sha256
 from workbench.errors import UserError
 from workbench.ladder import budget_text
 from workbench.spec import NAME
@@ -68,14 +69,6 @@ class TableError(UserError):
 
 
 # -- reading ---------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _regular(path: Path) -> Path:
     """`path` when it is a regular file (a FIFO or device is never opened)."""
     try:
@@ -562,7 +555,7 @@ def import_table(path: str | os.PathLike, store: Store | str | os.PathLike, kind
         report.runs = evals_runs(frame, path, name, target, kind=kind, budget_steps=budgets)
     else:
         frame = read_table(path)
-        digest = _sha256(path)
+        digest = file_sha256(path)
         report.runs = finals_runs(frame, path, name, digest) if kind == "finals" else \
             evals_runs(frame, path, name, target, digest)
     if kind != "finals" and all(d.get("train_seconds") is None for d, _ in report.runs):

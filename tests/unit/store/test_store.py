@@ -324,16 +324,16 @@ def test_the_liveness_of_a_local_run_is_what_psutil_says(tmp_path, monkeypatch):
     run document says; a reused pid, a zombie or no process at all reads `interrupted`."""
     import psutil
 
-    import workbench.store as store_module
-    monkeypatch.setattr(store_module.psutil, "Process", _FakeProcess)
-    monkeypatch.setattr(store_module.psutil, "boot_time", lambda: 1_000_000.0)
+    import workbench.run_writer as writer_module
+    monkeypatch.setattr(writer_module.psutil, "Process", _FakeProcess)
+    monkeypatch.setattr(writer_module.psutil, "boot_time", lambda: 1_000_000.0)
     pid = os.getpid()
     monkeypatch.setattr(_FakeProcess, "table", {pid: (12.5, psutil.STATUS_RUNNING)})
     store = open_store(tmp_path, create=True)
     run_id = store.new_run(_doc()).run_id
     assert store.run_doc(run_id)["status"] == "running"
     # the clock was set back an hour: wall-clock start and boot time move together
-    monkeypatch.setattr(store_module.psutil, "boot_time", lambda: 1_000_000.0 - 3600.0)
+    monkeypatch.setattr(writer_module.psutil, "boot_time", lambda: 1_000_000.0 - 3600.0)
     monkeypatch.setattr(_FakeProcess, "create_time",
                         lambda self: 1_000_000.0 - 3600.0 + self.table[self.pid][0])
     assert store.run_doc(run_id)["status"] == "running"
@@ -432,3 +432,28 @@ def test_a_run_stopped_by_a_full_disk_is_interrupted_and_leaves_no_empty_folder(
     with pytest.raises(OSError):
         store.new_run(_doc("k2"))
     assert [p.name for p in store.runs_dir.iterdir()] == [doc["run_id"]]
+
+
+def test_bad_input_to_the_store_is_a_user_error(tmp_path):
+    """An unknown run id, a fixed field to amend, a run id that is no plain folder name: bad
+    input (UserError, which the command line reports in one line), an unknown run a KeyError
+    too; a bug of ours (a writer finishing with no final status) stays a plain ValueError."""
+    from workbench.errors import UserError
+
+    store = open_store(tmp_path, create=True)
+    writer = store.new_run(_doc())
+    for call in (lambda: store.run_doc("nope"), lambda: store.amend("nope", x=1),
+                 lambda: store.row_files("evals", ["nope"])):
+        with pytest.raises(UserError, match="no run 'nope' in ") as err:
+            call()
+        assert isinstance(err.value, KeyError) and str(err.value).startswith("no run 'nope'")
+    with pytest.raises(UserError, match="only a finished run can be amended"):
+        store.amend(writer.run_id, x=1)
+    with pytest.raises(UserError, match="is not a plain folder name"):
+        store.write_sealed_run({"status": "complete"}, None, "../escape")
+    with pytest.raises(ValueError) as err:
+        writer.finish("running")
+    assert not isinstance(err.value, UserError)
+    writer.finish("complete")
+    with pytest.raises(UserError, match="fixed once written"):
+        store.amend(writer.run_id, status="failed")

@@ -26,6 +26,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from workbench.errors import UserError
+
 if TYPE_CHECKING:
     from workbench.spec import RunConfig, WorkloadSpec
 
@@ -274,7 +276,7 @@ NOISE_COLUMNS = (
 def metric_column(split: str, metric: str) -> str:
     """Column name of a metric on a split, e.g. ("validation", "accuracy") -> "validation/accuracy"."""
     if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
+        raise UserError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
     return f"{split}/{metric}"
 
 
@@ -287,11 +289,11 @@ def check_row_columns(columns: Iterable[str]) -> None:
     for column in columns:
         twin = seen.setdefault(column.lower(), column)
         if twin != column:
-            raise ValueError(f"columns {twin!r} and {column!r} differ only in case; column "
-                             "names must differ in more than case")
+            raise UserError(f"columns {twin!r} and {column!r} differ only in case; column "
+                            "names must differ in more than case")
         if split_of(column) and column != column.lower():
-            raise ValueError(f"metric column {column!r} is not lower case; metric columns are "
-                             "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
+            raise UserError(f"metric column {column!r} is not lower case; metric columns are "
+                            "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
 
 
 # A ladder run's place (runners/ladder.py): run.json's top-level "ladder" and config.ladder hold

@@ -9,6 +9,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from workbench.errors import UserError
+
 
 __all__ = ["DEFAULT_STORE", "store_path", "begin_writing", "writing_begun", "reset_writing",
            "store_for_writing", "existing_store", "execution_options", "launch_options",
@@ -70,13 +72,13 @@ def launch_options(args: argparse.Namespace):
     from runners.processes import LaunchOptions
 
     if args.address is not None and args.backend != "ray":
-        raise ValueError(f"--address goes with --backend ray (this study runs on the "
-                         f"{args.backend} backend)")
+        raise UserError(f"--address goes with --backend ray (this study runs on the "
+                        f"{args.backend} backend)")
     if args.gpus_per_trial is not None and args.backend == "local":
-        raise ValueError("--gpus-per-trial goes with --backend ray or slurm (this study runs on "
-                         "the local backend)")
+        raise UserError("--gpus-per-trial goes with --backend ray or slurm (this study runs on "
+                        "the local backend)")
     if args.start_method is not None and args.backend != "local":
-        raise ValueError("--start-method goes with the local backend (--backend local)")
+        raise UserError("--start-method goes with the local backend (--backend local)")
     options = LaunchOptions(backend=args.backend, address=args.address,
                             nproc_per_node=args.nproc_per_node,
                             gpus_per_trial=args.gpus_per_trial or 0.0,
@@ -107,8 +109,8 @@ def slurm_options(args: argparse.Namespace):
         return None
     if given and args.backend != "slurm":
         flag = "--" + given[0].replace("_", "-")
-        raise ValueError(f"{flag} goes with --backend slurm (this study runs on the "
-                         f"{args.backend} backend)")
+        raise UserError(f"{flag} goes with --backend slurm (this study runs on the "
+                        f"{args.backend} backend)")
     from runners.slurm_backend import check_options, check_setup_line, parse_slurm_param
 
     return check_options(SlurmOptions(partition=args.slurm_partition,
@@ -126,7 +128,7 @@ def submission_name(args: argparse.Namespace) -> str | None:
         set_algoperf_roots(args.algoperf_root)
     if not args.algoperf_submission:
         if args.tuning_search_space:
-            raise ValueError("--tuning-search-space goes with --algoperf-submission")
+            raise UserError("--tuning-search-space goes with --algoperf-submission")
         return None
     path = Path(args.algoperf_submission)
     if not path.is_file():
@@ -156,8 +158,8 @@ def one_workload(item: str) -> str:
     """The one workload that a `--workload` item names."""
     names = workload_names([item])
     if len(names) != 1:
-        raise ValueError(f"{item} holds {len(names)} workloads ({', '.join(names)}): name one "
-                         f"as <workload>={item}")
+        raise UserError(f"{item} holds {len(names)} workloads ({', '.join(names)}): name one "
+                        f"as <workload>={item}")
     return names[0]
 
 
@@ -170,8 +172,8 @@ def search_spaces(items: list[str], algorithms) -> dict[str, str]:
         if len(algorithms) == 1 and (not sep or (name not in algorithms and Path(item).is_file())):
             name, path = algorithms[0], item
         if name not in algorithms:
-            raise ValueError(f"--search-space {item}: give NAME=FILE.json with NAME one of the "
-                             f"study's algorithms ({', '.join(algorithms)})")
+            raise UserError(f"--search-space {item}: give NAME=FILE.json with NAME one of the "
+                            f"study's algorithms ({', '.join(algorithms)})")
         if not Path(path).is_file():
             raise FileNotFoundError(f"--search-space {item}: no file {path}")
         spaces[name] = path
@@ -211,8 +213,8 @@ def check_names_against_store(sources: dict, store) -> None:
             before = (recorded[0] or name) + (f" (sha256 {recorded[1][:12]})"
                                                if recorded[1] else "")
             now = source.spec + (f" (sha256 {source.sha256[:12]})" if source.sha256 else "")
-            raise ValueError(f"the store's runs named {name!r} ran {before}, not {now}: give "
-                             f"this one another name (other={source.spec}) or use another store")
+            raise UserError(f"the store's runs named {name!r} ran {before}, not {now}: give "
+                            f"this one another name (other={source.spec}) or use another store")
 
 
 def launch_and_report(launch, next_step: str) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from runners.cli.common import begin_writing, store_path
 from runners.cli.flags import store_flag
+from workbench.errors import UserError
 
 __all__ = ["add", "merge", "export", "import_parquet"]
 
@@ -44,8 +45,8 @@ def merge(args: argparse.Namespace) -> int:
     sources = [open_store(path) for path in args.sources]
     target = store_path(args)
     if any(Path(s.root).resolve() == target.resolve() for s in sources):
-        raise ValueError(f"--store {target} is also a store to merge in: give it once, as "
-                         "--store (its runs are kept) or as a source")
+        raise UserError(f"--store {target} is also a store to merge in: give it once, as "
+                        "--store (its runs are kept) or as a source")
     from workbench.store import Store
     report = merge_stores(Store(target), sources)  # checks everything before it writes
     print(report.summary(str(target)))

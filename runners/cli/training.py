@@ -16,6 +16,7 @@ from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, 
 from runners.cli.until_decided import decided_pair, until_decided, until_decided_flags
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from runners.cli_types import hparams as _hparams, ints as _ints
+from workbench.errors import UserError
 
 __all__ = ["add", "run", "study", "scale", "ad_hoc_trial"]
 
@@ -111,24 +112,24 @@ def _study_or_scale(args: argparse.Namespace) -> int:
                if getattr(args, k) is not None]
     if args.kind != "scaling":
         if scaling:
-            raise ValueError(f"{', '.join(scaling)}: options of a scaling study (`pacebench "
-                             f"scale`), not of a tuning study, whose batch size is each "
-                             f"algorithm's own choice")
+            raise UserError(f"{', '.join(scaling)}: options of a scaling study (`pacebench "
+                            f"scale`), not of a tuning study, whose batch size is each "
+                            f"algorithm's own choice")
         if args.eta is not None and args.early_stop == "none":
-            raise ValueError("--eta goes with --early-stop lcga|tse")
+            raise UserError("--eta goes with --early-stop lcga|tse")
         return study(args)
     for key, value in SCALING_DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     if not args.algorithms:
-        raise ValueError("a scaling study needs --algorithms")
+        raise UserError("a scaling study needs --algorithms")
     if not args.batch_sizes:
-        raise ValueError("a scaling study needs --batch-sizes, e.g. 8,16,32,64")
+        raise UserError("a scaling study needs --batch-sizes, e.g. 8,16,32,64")
     from runners.processes import LaunchOptions
 
     if launch_options(args) != LaunchOptions():
-        raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
-                         "--trial-timeout and --checkpoint-every apply to tuning studies only")
+        raise UserError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
+                        "--trial-timeout and --checkpoint-every apply to tuning studies only")
     return scale(args)
 
 
@@ -213,9 +214,9 @@ def ad_hoc_trial(store, config):
     for doc in store.documents(study_name=name):
         by = doc.get("launched_by")
         if by != "run" and not (by is None and name == AD_HOC_NAME):
-            raise ValueError(f"--name {name}: the store's runs named {name!r} are a study's "
-                             f"(launched by `pacebench {by or 'study'}`); an ad-hoc run cannot "
-                             f"join it: give another --name (default {AD_HOC_NAME})")
+            raise UserError(f"--name {name}: the store's runs named {name!r} are a study's "
+                            f"(launched by `pacebench {by or 'study'}`); an ad-hoc run cannot "
+                            f"join it: give another --name (default {AD_HOC_NAME})")
         try:
             recorded = RunConfig.from_dict(doc["config"])
         except (KeyError, TypeError, ValueError):
@@ -260,7 +261,7 @@ def study(args: argparse.Namespace) -> int:
     sources = algorithm_sources(args.algorithms or [], existing_store(args))
     algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
-        raise ValueError("give --algorithms, --algoperf-submission, or both")
+        raise UserError("give --algorithms, --algoperf-submission, or both")
     spaces = search_spaces(args.search_space, algorithms)
     if args.tuning_search_space:
         spaces[submission] = args.tuning_search_space
@@ -311,10 +312,10 @@ def _status(args: argparse.Namespace, spec, configs) -> int:
     from runners.resume import study_status
 
     if not args.resume:
-        raise ValueError("--status goes with --resume (it reports on a study being run)")
+        raise UserError("--status goes with --resume (it reports on a study being run)")
     store = existing_store(args)
     if store is None:
-        raise ValueError("no store there yet, so no study to report on: check --store")
+        raise UserError("no store there yet, so no study to report on: check --store")
     counts = study_status(configs, store, spec.name)
     print(f"study {spec.name!r}: {len(configs)} trials planned: "
           + ", ".join(f"{n} {state}" for state, n in counts.items() if n))
@@ -323,7 +324,7 @@ def _status(args: argparse.Namespace, spec, configs) -> int:
 
 def _check_mix_flag(args: argparse.Namespace) -> None:
     if args.allow_mixed_execution and not args.resume:
-        raise ValueError("--allow-mixed-execution goes with --resume (a new study mixes nothing)")
+        raise UserError("--allow-mixed-execution goes with --resume (a new study mixes nothing)")
 
 
 def scale(args: argparse.Namespace) -> int:

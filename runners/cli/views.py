@@ -9,6 +9,7 @@ from pathlib import Path
 from runners.cli.common import store_path
 from runners.cli.flags import read_flags, store_flag
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
+from workbench.errors import UserError
 
 __all__ = ["add", "report", "serve"]
 
@@ -66,9 +67,9 @@ def serve(args: argparse.Namespace) -> int:
 
     store = open_store(store_path(args))  # StoreError: one line naming the path
     if ":" in args.address:
-        raise ValueError(f"--address {args.address}: an IPv6 address, which the dashboard's "
-                         "server (Bokeh) cannot take as an allowed origin; give an IPv4 address "
-                         "or a host name, e.g. 127.0.0.1 or localhost")
+        raise UserError(f"--address {args.address}: an IPv6 address, which the dashboard's "
+                        "server (Bokeh) cannot take as an allowed origin; give an IPv4 address "
+                        "or a host name, e.g. 127.0.0.1 or localhost")
     loopback = _loopback(args.address, args.port)
     host = args.address
     app = Path(__file__).resolve().parents[2] / "workbench" / "app.py"
@@ -92,6 +93,6 @@ def _loopback(address: str, port: int) -> bool:
     try:
         found = socket.getaddrinfo(address, port, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as err:
-        raise ValueError(f"--address {address}: cannot be resolved ({err}); give a host name "
-                         "or an IP address of this machine, e.g. 127.0.0.1") from None
+        raise UserError(f"--address {address}: cannot be resolved ({err}); give a host name "
+                        "or an IP address of this machine, e.g. 127.0.0.1") from None
     return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in found)

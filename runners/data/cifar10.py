@@ -17,6 +17,7 @@ import numpy as np
 
 from runners.data.download import RemoteFiles, fetch_files
 from runners.data.shakespeare import data_root
+from workbench.errors import UserError
 
 __all__ = ["CIFAR10", "TARBALL", "read_cifar10_tarball", "load_cifar10_splits"]
 
@@ -51,12 +52,12 @@ def _batch(tar: tarfile.TarFile, member: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         raw = tar.extractfile(member)
     except KeyError:
-        raise ValueError(f"{tar.name} has no {member}: not the CIFAR-10 python tarball") from None
+        raise UserError(f"{tar.name} has no {member}: not the CIFAR-10 python tarball") from None
     d = _ArrayUnpickler(io.BytesIO(raw.read()), encoding="bytes").load()
     data, labels = np.asarray(d[b"data"], dtype=np.uint8), np.asarray(d[b"labels"], dtype=np.int64)
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
-        raise ValueError(f"{member}: expected data (n, 3072) and n labels, got {data.shape} and "
-                         f"{labels.shape}")
+        raise UserError(f"{member}: expected data (n, 3072) and n labels, got {data.shape} and "
+                        f"{labels.shape}")
     return data.reshape(-1, 3, 32, 32), labels
 
 

@@ -59,6 +59,10 @@ def export(args: argparse.Namespace) -> int:
     from workbench.transfer import PARQUET_FILES, export_parquet
 
     store = open_store(store_path(args))
+    made = next((p for p in (Path(args.out), *Path(args.out).parents) if p.exists()), None)
+    if made is not None and not made.is_dir():  # --out, or a folder it would be made in
+        raise UserError(f"--out {args.out}: {made} is a file; give a folder (made if missing) "
+                        f"for the files {', '.join(PARQUET_FILES.values())}")
     begin_writing()
     counts = export_parquet(store, args.out)
     for kind, name in PARQUET_FILES.items():

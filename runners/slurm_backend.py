@@ -80,7 +80,7 @@ _JOB_ID = R.SLURM_JOB_ID
 
 def parse_slurm_param(item: str) -> tuple[str, str]:
     """An sbatch option from `--slurm-param KEY=VALUE` (e.g. account=proj1, qos=high,
-    mem=16G, constraint=a100): ValueError in one line when KEY is not an sbatch option's name
+    mem=16G, constraint=a100): UserError in one line when KEY is not an sbatch option's name
     or is one the backend sets itself, or VALUE holds characters an option value never needs."""
     key, sep, value = item.partition("=")
     key = key.strip().lstrip("-")
@@ -99,7 +99,7 @@ def parse_slurm_param(item: str) -> tuple[str, str]:
 
 def check_setup_line(line: str) -> str:
     """A `--slurm-setup` line as given: one shell line (a command the job runs before its trial,
-    e.g. `module load cuda` or `source ~/venv/bin/activate`); ValueError on an empty one or one
+    e.g. `module load cuda` or `source ~/venv/bin/activate`); UserError on an empty one or one
     holding a newline or another control character."""
     if not line.strip() or any(ord(ch) < 32 and ch != "\t" for ch in line):
         raise UserError(f"--slurm-setup {line[:60]!r}: give one non-empty shell line (no "
@@ -108,7 +108,7 @@ def check_setup_line(line: str) -> str:
 
 
 def check_options(slurm: SlurmOptions) -> SlurmOptions:
-    """ValueError in one line naming the first bad Slurm option."""
+    """UserError in one line naming the first bad Slurm option."""
     if slurm.partition is not None and not re.fullmatch(r"[A-Za-z0-9_.\-]{1,64}",
                                                         slurm.partition):
         raise UserError(f"--slurm-partition {slurm.partition[:60]!r}: not a partition name "
@@ -124,7 +124,7 @@ def check_options(slurm: SlurmOptions) -> SlurmOptions:
 
 
 def check_slurm_commands() -> None:
-    """ValueError (one line) unless Slurm's sbatch, squeue and scancel are on the PATH."""
+    """UserError (one line) unless Slurm's sbatch, squeue and scancel are on the PATH."""
     missing = [c for c in ("sbatch", "squeue", "scancel") if shutil.which(c) is None]
     if missing:
         raise UserError(f"--backend slurm needs Slurm's commands on this machine's PATH "
@@ -132,7 +132,7 @@ def check_slurm_commands() -> None:
 
 
 def check_cluster() -> None:
-    """ValueError (one line, Slurm's own words) unless this machine reaches a Slurm controller
+    """UserError (one line, Slurm's own words) unless this machine reaches a Slurm controller
     (`sinfo` answers)."""
     try:
         done = subprocess.run(["sinfo", "--noheader", "--format=%P"], capture_output=True,
@@ -147,7 +147,7 @@ def check_cluster() -> None:
 
 
 def _submitted(submit: Callable[[], Any]) -> Any:
-    """`submit()`, with a refused submission as a one-line ValueError in sbatch's words."""
+    """`submit()`, with a refused submission as a one-line UserError in sbatch's words."""
     try:
         return submit()
     except (OSError, subprocess.SubprocessError, RuntimeError) as err:
@@ -187,7 +187,7 @@ def sbatch_parameters(options: LaunchOptions, watchdog_s: float, threads: int,
 
 
 def _submitit():
-    """submitit, or ValueError saying how to install it."""
+    """submitit, or UserError saying how to install it."""
     try:
         import submitit
     except ImportError:
@@ -473,7 +473,7 @@ class SlurmBackend:
 
     def check_store(self, store_root: str) -> None:
         """Run a probe job that reads a token file in the store and answers beside it:
-        ValueError (one line) when the answer does not come, i.e. the nodes do not see the
+        UserError (one line) when the answer does not come, i.e. the nodes do not see the
         store at this path."""
         folder = _slurm_folder(store_root) / "probe"
         folder.mkdir(parents=True, exist_ok=True)

@@ -301,7 +301,7 @@ def run_tune(plan: TunePlan, store: Store,
              launch: Callable[[list[RunConfig]], None]) -> TuneResult:
     """Run the sweep: the grid, ranked; one decade more past an edge the best lies on (at most
     MAX_EXTENSIONS times). `launch(configs)` runs the configs (into `store`); points the store
-    already holds are not passed to it. ValueError when no run of the grid finished."""
+    already holds are not passed to it. UserError when no run of the grid finished."""
     values = log_grid(plan)
     extensions: list[str] = []
     while True:

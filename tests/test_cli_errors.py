@@ -195,3 +195,34 @@ def test_pacebench_debug_reraises_an_internal_error_and_a_user_error(monkeypatch
         monkeypatch.setattr(analysis, "_results", raises)
         with pytest.raises(type(error)):
             main(["score", "--store", str(fake_store)])
+
+
+def test_export_or_report_to_a_file_or_under_one_is_bad_input_before_writing(
+        tmp_path, capsys, fake_store):
+    (tmp_path / "afile").write_text("x")
+    for out in ("afile", "afile/sub"):
+        assert main(["export", "--store", str(fake_store), "--out", str(tmp_path / out)]) == 2
+        line = _one_line(capsys)
+        assert line.startswith(f"error: --out {tmp_path / out}: {tmp_path / 'afile'} is a file")
+    for flag, path in (("--out", "afile/r.html"), ("--figures", "afile")):
+        argv = ["report", "--store", str(fake_store), "--out", str(tmp_path / "r.html"),
+                flag, str(tmp_path / path)]  # the last --out is the one taken
+        assert main(argv) == 2
+        assert "is a file; give a folder" in _one_line(capsys)
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe{", b"\x80 not utf-8"])
+def test_a_search_space_file_that_is_not_text_is_a_user_error(tmp_path, content):
+    """A binary search-space file is bad input (one line naming it), not an internal
+    UnicodeDecodeError."""
+    from runners.tuning import SearchSpace
+    from workbench.errors import UserError
+    from workbench.hparams import search_space_scalings
+
+    path = tmp_path / "adamw.json"
+    path.write_bytes(content)
+    with pytest.raises(UserError, match="adamw.json: not valid JSON"):
+        SearchSpace.from_json(path)
+    with pytest.raises(UserError, match="adamw.json: not valid JSON"):
+        search_space_scalings("adamw", tmp_path)

@@ -383,7 +383,7 @@ _PLUGINS: dict[str, tuple[WorkloadSpec, str, str | None]] = {}
 
 def register_plugin(spec: WorkloadSpec, source: str, sha256: str | None) -> None:
     """Register a plug-in's catalog entry for this process; a built-in's name, or a name that
-    another source registered, is refused (KeyError)."""
+    another source registered, is refused (UserError)."""
     check_name("workload name", spec.name)
     if spec.name in CATALOG:
         raise UserError(f"workload {spec.name!r} is a built-in's name: give yours another")

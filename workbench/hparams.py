@@ -131,8 +131,8 @@ def search_space_scalings(algorithm: str, spaces_dir: str | Path = SPACES_DIR) -
     if not path.is_file():
         return {}
     try:
-        space = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+        space = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"{path}: not valid JSON ({err}); a search space is an AlgoPerf-format "
                         "object or list of points") from None
     if not isinstance(space, Mapping):

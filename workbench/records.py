@@ -284,7 +284,7 @@ def check_row_columns(columns: Iterable[str]) -> None:
     """Refuse row columns that another run's could be confused with: readers match the columns
     of many runs' files by name without regard to case (DuckDB's union_by_name), so two names
     that differ only in case, or a metric column not in lower case, would mix up runs' metrics.
-    Raises ValueError naming the column and saying what is valid."""
+    Raises UserError naming the column and saying what is valid."""
     seen: dict[str, str] = {}
     for column in columns:
         twin = seen.setdefault(column.lower(), column)

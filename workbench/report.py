@@ -110,7 +110,7 @@ def report_selection(store_path: str | os.PathLike, ruleset: str | None = None,
 
 
 def one_ruleset(rulesets: str | Iterable[str], ruleset: str | None = None) -> str:
-    """The one ruleset that the deprecated `rulesets` (--rulesets) names; ValueError for
+    """The one ruleset that the deprecated `rulesets` (--rulesets) names; UserError for
     several, none, or one other than `ruleset` (rulesets never share a score)."""
     given = names(rulesets) or []
     if len(given) != 1 or (ruleset is not None and ruleset != given[0]):

@@ -414,7 +414,7 @@ def _parsed(text: Any) -> tuple[dict | None, str | None]:
 def import_parquet(folder: str | Path, store: Store) -> ImportReport:
     """Read the files export_parquet wrote in `folder` into `store` (created if missing), each
     run validated (a bad one skipped with a warning); a malformed file is refused in one line
-    (ValueError) before anything is written."""
+    (UserError) before anything is written."""
     folder, report = Path(folder), ImportReport()
     runs = _read_parquet(folder, "runs", ("run_id", "document"))
     evals = _read_parquet(folder, "evals", ("run_id",))

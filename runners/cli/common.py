@@ -16,7 +16,7 @@ __all__ = ["DEFAULT_STORE", "store_path", "begin_writing", "writing_begun", "res
            "store_for_writing", "existing_store", "execution_options", "launch_options",
            "scope_options", "submission_name", "first_trial", "algorithm_sources",
            "check_names_against_store", "search_spaces", "workload_names", "one_workload",
-           "launch_and_report"]
+           "launch_and_report", "check_folder"]
 
 DEFAULT_STORE = "results"
 
@@ -41,6 +41,15 @@ def writing_begun() -> bool:
 
 def reset_writing() -> None:
     _WRITING["begun"] = False
+
+
+def check_folder(flag: str, folder: str | Path, what: str) -> None:
+    """UserError unless `folder` (a --flag's folder, made if missing) is a folder or can be
+    made one: neither it nor a folder above it is a file. `what`: what goes in it."""
+    found = next((p for p in (Path(folder), *Path(folder).parents) if p.exists()), None)
+    if found is not None and not found.is_dir():
+        raise UserError(f"{flag} {folder}: {found} is a file; give a folder (made if missing) "
+                        f"for {what}")
 
 
 def store_for_writing(args: argparse.Namespace):
@@ -101,7 +110,7 @@ _SLURM_FLAGS = ("slurm_partition", "slurm_setup", "slurm_array_parallelism", "sl
 def slurm_options(args: argparse.Namespace):
     """The --slurm-* flags and --detach as runners.processes.SlurmOptions (None when none is
     given, or with another backend, which LaunchOptions.check then refuses); each checked, a
-    bad one a one-line ValueError."""
+    bad one a one-line UserError."""
     from runners.processes import SlurmOptions
 
     given = [f for f in _SLURM_FLAGS if getattr(args, f, None) not in (None, False, [])]

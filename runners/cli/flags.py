@@ -204,7 +204,7 @@ _NUMBERS = {
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """ValueError naming the first numeric option that is not finite or out of its range (see
+    """UserError naming the first numeric option that is not finite or out of its range (see
     _NUMBERS), before anything starts; options not given (None) are not checked."""
     for dest, (valid, ok) in _NUMBERS.items():
         value = getattr(args, dest, None)

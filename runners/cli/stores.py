@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from runners.cli.common import begin_writing, store_path
+from runners.cli.common import begin_writing, check_folder, store_path
 from runners.cli.flags import store_flag
 from workbench.errors import UserError
 
@@ -59,10 +59,7 @@ def export(args: argparse.Namespace) -> int:
     from workbench.transfer import PARQUET_FILES, export_parquet
 
     store = open_store(store_path(args))
-    made = next((p for p in (Path(args.out), *Path(args.out).parents) if p.exists()), None)
-    if made is not None and not made.is_dir():  # --out, or a folder it would be made in
-        raise UserError(f"--out {args.out}: {made} is a file; give a folder (made if missing) "
-                        f"for the files {', '.join(PARQUET_FILES.values())}")
+    check_folder("--out", args.out, f"the files {', '.join(PARQUET_FILES.values())}")
     begin_writing()
     counts = export_parquet(store, args.out)
     for kind, name in PARQUET_FILES.items():

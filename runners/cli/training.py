@@ -202,7 +202,7 @@ def _train_and_report(config, store, args: argparse.Namespace) -> int:
 def ad_hoc_trial(store, config):
     """`config` as the next trial of its ad-hoc study in `store`: the trial of a recorded run
     with the same identity but the trial number (the run is a new attempt of it), else the next
-    free trial number, so that no two ad-hoc runs share a place. ValueError when the name is a
+    free trial number, so that no two ad-hoc runs share a place. UserError when the name is a
     study's (launched by `pacebench study`, ...): an ad-hoc run cannot join it."""
     from dataclasses import replace
 

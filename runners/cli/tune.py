@@ -58,7 +58,7 @@ def _own_space(name: str, loader) -> dict[str, Any] | None:
 
 def _center(hparam: str, center: float | None, own: Mapping[str, Any], name: str) -> float:
     """--center, else the geometric (log) or plain (linear) centre of the range of `hparam`
-    in `own`; ValueError for a hyperparameter with no range and no --center."""
+    in `own`; UserError for a hyperparameter with no range and no --center."""
     if center is not None:
         return center
     spec = own.get(hparam)

@@ -29,7 +29,7 @@ def until_decided_flags(p: argparse.ArgumentParser) -> None:
 
 def decided_pair(args: argparse.Namespace, algorithms: list[str]) -> tuple[str, str] | None:
     """The two algorithms of --until-decided, checked (both in the study, two different ones),
-    or None; ValueError for the sequential options given without it."""
+    or None; UserError for the sequential options given without it."""
     from workbench.sequential import DEFAULT_FIRST_ROUND, DEFAULT_MAX_STUDIES
 
     alone = [f"--{k.replace('_', '-')}" for k in ("max_studies", "confidence", "detect")

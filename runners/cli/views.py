@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from runners.cli.common import store_path
+from runners.cli.common import check_folder, store_path
 from runners.cli.flags import read_flags, store_flag
 from runners.cli_types import Deprecated as _Deprecated, csv as _csv
 from workbench.errors import UserError
@@ -46,6 +46,9 @@ def report(args: argparse.Namespace) -> int:
     from workbench.report import one_ruleset, write_report
 
     ruleset = args.ruleset if args.rulesets is None else one_ruleset(args.rulesets, args.ruleset)
+    check_folder("--out", Path(args.out).parent, "the report")
+    if args.figures:
+        check_folder("--figures", args.figures, "the figures")
     out = write_report(store_path(args), Path(args.out), title=args.title,
                        ruleset=ruleset, studies=args.studies or None,
                        with_adhoc=args.with_adhoc, workloads=args.workloads,
@@ -85,7 +88,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _loopback(address: str, port: int) -> bool:
-    """Whether every address `address` resolves to is a loopback one; ValueError (one line)
+    """Whether every address `address` resolves to is a loopback one; UserError (one line)
     when it does not resolve."""
     import ipaddress
     import socket

@@ -7,7 +7,7 @@ names starting with '.' (files and folders: .git and the like, silently), links 
 followed), and, each with one warning line for them all, links that point out of the folder,
 entries that are not regular files (FIFOs, sockets, devices), unreadable files, and binary
 files (a NUL byte anywhere: the test git and grep use). A PATH that is missing, not a regular
-file or folder, binary, or a folder without a text file is a one-line ValueError.
+file or folder, binary, or a folder without a text file is a one-line UserError.
 
 Every byte is a token (vocabulary 256, whatever the encoding: UTF-8 text gives 1 to 4 tokens a
 character). The split is per file and contiguous, as tiny-Shakespeare's: the first 90 % of each
@@ -138,7 +138,7 @@ class TextBytes:
 
 def read_text_bytes(path: str | Path) -> TextBytes:
     """The bytes of text file `path`, or of the text files of folder `path`; a bad path is a
-    one-line ValueError, a bad entry of a folder a warning."""
+    one-line UserError, a bad entry of a folder a warning."""
     if not str(path) or "\0" in str(path):
         raise UserError(f"bad bytes data path {str(path)!r}: give bytes:PATH, PATH a text "
                         "file or a folder of text files")

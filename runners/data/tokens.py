@@ -17,7 +17,7 @@ identity for the run's record (kind, seed or path, sha256).
   * llm.c / modded-nanogpt shards: a 256 x int32 header (magic 20240520, version 1, token
     count), then the uint16 tokens; a folder holding *train*.bin and *val*.bin shards (any
     name other than exactly train.bin / val.bin is read as a shard, its header checked).
-  A bad magic, version, size or token id (>= vocab) is a one-line ValueError. The vocabulary is
+  A bad magic, version, size or token id (>= vocab) is a one-line UserError. The vocabulary is
   GPT-2's (50,257) unless given.
 """
 from __future__ import annotations
@@ -147,7 +147,7 @@ class CharSource(_ArraySource):
 
 
 def read_shard(path: Path, vocab_size: int = GPT2_VOCAB) -> np.ndarray:
-    """The uint16 tokens of one llm.c shard, memory-mapped; a malformed one: one-line ValueError."""
+    """The uint16 tokens of one llm.c shard, memory-mapped; a malformed one: one-line UserError."""
     size = path.stat().st_size
     if size < HEADER_INTS * 4:
         raise UserError(f"{path}: {size} bytes, shorter than the {HEADER_INTS * 4}-byte header "

@@ -25,7 +25,8 @@ def _algorithm_class(name: str) -> type[Algorithm]:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        raise UnknownNameError(f"unknown algorithm {name!r}: known are {', '.join(ALGORITHMS)}") from None
+        raise UnknownNameError(f"unknown algorithm {name!r}: known are "
+                               f"{', '.join(ALGORITHMS)}") from None
 
 
 def get_algorithm(name: str, hparams: Mapping[str, Any] | None = None,

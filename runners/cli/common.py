@@ -16,7 +16,7 @@ __all__ = ["DEFAULT_STORE", "store_path", "begin_writing", "writing_begun", "res
            "store_for_writing", "existing_store", "execution_options", "launch_options",
            "scope_options", "submission_name", "first_trial", "algorithm_sources",
            "check_names_against_store", "search_spaces", "workload_names", "one_workload",
-           "launch_and_report", "check_folder"]
+           "launch_and_report", "check_folder", "check_launch"]
 
 DEFAULT_STORE = "results"
 
@@ -95,12 +95,20 @@ def launch_options(args: argparse.Namespace):
                             checkpoint_minutes=args.checkpoint_every,
                             start_method=args.start_method or "forkserver",
                             slurm=slurm_options(args))
-    options.check()
+    check_launch(options)
     if options.backend == "slurm":
         from runners.slurm_backend import check_cluster, check_slurm_commands
         check_slurm_commands()  # before the store is made
         check_cluster()
     return options
+
+
+def check_launch(options) -> None:
+    """LaunchOptions.check(), whose ValueError names a bad option (bad input), as a UserError."""
+    try:
+        options.check()
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 _SLURM_FLAGS = ("slurm_partition", "slurm_setup", "slurm_array_parallelism", "slurm_param",

@@ -6,10 +6,10 @@ import json
 import sys
 from pathlib import Path
 
-from runners.cli.common import (algorithm_sources, execution_options, existing_store,
-                                first_trial, launch_and_report, launch_options, one_workload,
-                                search_spaces, store_for_writing, store_path, submission_name,
-                                workload_names)
+from runners.cli.common import (algorithm_sources, check_launch, execution_options,
+                                existing_store, first_trial, launch_and_report, launch_options,
+                                one_workload, search_spaces, store_for_writing, store_path,
+                                submission_name, workload_names)
 from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, algoperf_flags,
                                backend_flags, launch_flags, scaling_flags, training_flags,
                                trial_timeout_flag)
@@ -180,7 +180,7 @@ def _train_and_report(config, store, args: argparse.Namespace) -> int:
     from workbench.records import DONE_STATUSES
 
     options = LaunchOptions(trial_timeout=args.trial_timeout)
-    options.check()
+    check_launch(options)
     result, doc = run_one(config, store, args.data_dir, options, show=not args.quiet)
     if doc is None:  # no record of it: another launcher runs it now, or the disk is full
         busy = (f"another `pacebench run` of this run (trial {config.trial} of {config.study_name}"

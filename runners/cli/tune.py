@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from runners.cli.common import (algorithm_sources, execution_options, existing_store,
-                                one_workload, store_for_writing, store_path)
+from runners.cli.common import (algorithm_sources, check_launch, execution_options,
+                                existing_store, one_workload, store_for_writing, store_path)
 from runners.cli.flags import ALGORITHM_HELP, WORKLOAD_HELP, trial_timeout_flag, training_flags
 from workbench.errors import UserError
 
@@ -143,7 +143,7 @@ def tune(args: argparse.Namespace) -> int:
     out = _check_out(args.out or f"tuned-{plan.algorithm}-{plan.workload}.json")
     plan_configs(plan, log_grid(plan), None)  # a bad study name fails here, before writing
     options = LaunchOptions(trial_timeout=args.trial_timeout)
-    options.check()
+    check_launch(options)
     store = store_for_writing(args)
 
     def launch(configs) -> None:

@@ -96,8 +96,8 @@ class SearchSpace:
         """Parse the JSON file at `path` (errors name the file and the bad key)."""
         path = Path(path)
         try:
-            obj = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
+            obj = json.loads(path.read_bytes())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise SearchSpaceError(f"{path}: not valid JSON ({err})") from None
         try:
             return cls.parse(obj)

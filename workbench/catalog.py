@@ -36,6 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import UnknownNameError, UserError
 from workbench.noise_floor import NoiseFloor
 from workbench.spec import Budget, EvalCadence, Target, WorkloadSpec, check_name
 
@@ -244,7 +245,7 @@ def rung_counts(spec: WorkloadSpec, vocab_size: int | None = None) -> dict[str, 
     corpus' GENERATED_VOCAB; T = block_size."""
     m = spec.model
     if m.get("arch") != "gpt":
-        raise ValueError(f"workload {spec.name!r} is not a GPT rung (arch {m.get('arch')!r})")
+        raise UserError(f"workload {spec.name!r} is not a GPT rung (arch {m.get('arch')!r})")
     layers, width, context = int(m["n_layer"]), int(m["n_embd"]), int(m["block_size"])
     vocab = GENERATED_VOCAB if vocab_size is None else int(vocab_size)
     n = _non_embedding(layers, width)
@@ -259,8 +260,8 @@ def budget_steps(spec: WorkloadSpec, budget: float, batch_size: int | None = Non
     rung's): the fewest steps that see that many tokens."""
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0 \
             or not math.isfinite(budget):
-        raise ValueError(f"bad budget {budget!r}: a number > 0 (multiples of "
-                         f"{TOKENS_PER_PARAM} tokens per non-embedding parameter)")
+        raise UserError(f"bad budget {budget!r}: a number > 0 (multiples of "
+                        f"{TOKENS_PER_PARAM} tokens per non-embedding parameter)")
     batch = spec.batch_size if batch_size is None else int(batch_size)
     tokens = budget * TOKENS_PER_PARAM * rung_counts(spec)["non_embedding_params"]
     return max(1, math.ceil(tokens / (batch * int(spec.model["block_size"]))))
@@ -382,13 +383,13 @@ _PLUGINS: dict[str, tuple[WorkloadSpec, str, str | None]] = {}
 
 def register_plugin(spec: WorkloadSpec, source: str, sha256: str | None) -> None:
     """Register a plug-in's catalog entry for this process; a built-in's name, or a name that
-    another source registered, is refused (KeyError)."""
+    another source registered, is refused (UserError)."""
     check_name("workload name", spec.name)
     if spec.name in CATALOG:
-        raise KeyError(f"workload {spec.name!r} is a built-in's name: give yours another")
+        raise UserError(f"workload {spec.name!r} is a built-in's name: give yours another")
     known = _PLUGINS.get(spec.name)
     if known is not None and known[1:] != (source, sha256):
-        raise KeyError(f"two workloads are named {spec.name!r}: from {known[1]} and {source}")
+        raise UserError(f"two workloads are named {spec.name!r}: from {known[1]} and {source}")
     _PLUGINS[spec.name] = (spec, source, sha256)
 
 
@@ -404,8 +405,8 @@ def get_workload(name: str) -> WorkloadSpec:
     try:
         return CATALOG[name] if name in CATALOG else _PLUGINS[name][0]
     except KeyError:
-        raise KeyError(f"unknown workload {name!r}: known are "
-                       f"{', '.join([*CATALOG, *_PLUGINS])}") from None
+        raise UnknownNameError(f"unknown workload {name!r}: known are "
+                               f"{', '.join([*CATALOG, *_PLUGINS])}") from None
 
 
 def scoring_eval_period(spec: WorkloadSpec) -> float:

@@ -18,6 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from workbench import records as R
+from workbench.errors import UserError
 
 __all__ = ["FINAL_DIMS", "TRIAL_IDENTITY", "select_attempts", "final_cube", "curve_cube", "on_grid",
            "TIME_AXIS_COLUMNS", "TIME_TO_TARGET", "AXIS_UNITS", "AXIS_LABELS", "axis_column",
@@ -40,8 +41,8 @@ UNITS = {"time_to_target": "s", "wall_to_target": "s", "train_seconds": "s", "ev
 def _require(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ValueError(f"{what} lacks columns {missing}: pass workbench.query.runs_frame(store) "
-                         "(or evals_frame) output")
+        raise UserError(f"{what} lacks columns {missing}: pass workbench.query.runs_frame(store) "
+                        "(or evals_frame) output")
 
 
 def select_attempts(runs: pd.DataFrame) -> pd.DataFrame:
@@ -56,7 +57,7 @@ def select_attempts(runs: pd.DataFrame) -> pd.DataFrame:
 def _codes(values: pd.Series, dim: str) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct values, integer code of each value) of one dimension's column."""
     if values.isna().any():
-        raise ValueError(f"column {dim!r} has missing values; every run needs a {dim}")
+        raise UserError(f"column {dim!r} has missing values; every run needs a {dim}")
     cat = pd.Categorical(values)
     coords = np.asarray(cat.categories)
     if coords.dtype.kind in "OUT" or isinstance(cat.categories.dtype, pd.StringDtype):
@@ -76,9 +77,9 @@ def _check_unique_cells(chosen: pd.DataFrame) -> None:
     dup = chosen.duplicated(list(FINAL_DIMS), keep=False)
     if dup.any():
         example = chosen.loc[dup, list(TRIAL_IDENTITY)].head(2).to_dict("records")
-        raise ValueError("runs hold several study names or rulesets for the same (algorithm, "
-                         f"workload, study, trial, seed), e.g. {example}; filter runs to one "
-                         "ruleset and study_name before building the cube")
+        raise UserError("runs hold several study names or rulesets for the same (algorithm, "
+                        f"workload, study, trial, seed), e.g. {example}; filter runs to one "
+                        "ruleset and study_name before building the cube")
 
 
 def _workload_coords(chosen: pd.DataFrame, workloads: np.ndarray) -> dict[str, tuple]:
@@ -176,10 +177,10 @@ def curve_cube(runs: pd.DataFrame, evals: pd.DataFrame,
     unknown = [m for m in metrics if m not in evals.columns]
     if unknown:
         known = [c for c in evals.columns if R.split_of(c)]
-        raise ValueError(f"unknown metric columns {unknown}: evals has {known}")
+        raise UserError(f"unknown metric columns {unknown}: evals has {known}")
     run_ids = runs["run_id"].to_numpy(object)
     if len(set(run_ids)) != len(run_ids):
-        raise ValueError("runs has repeated run_id values; pass one row per run attempt")
+        raise UserError("runs has repeated run_id values; pass one row per run attempt")
     row_code = pd.Index(run_ids).get_indexer(evals["run_id"].to_numpy(object))
     rows = evals[row_code >= 0]
     row_code = row_code[row_code >= 0]
@@ -205,7 +206,7 @@ def on_grid(curves: xr.Dataset, var: str, axis: str = "train_seconds",
     """
     for name in (var, axis):
         if name not in curves.data_vars:
-            raise ValueError(f"unknown curve variable {name!r}: valid are {list(curves.data_vars)}")
+            raise UserError(f"unknown curve variable {name!r}: valid are {list(curves.data_vars)}")
     x = curves[axis].transpose("run", "eval").to_numpy()
     y = curves[var].transpose("run", "eval").to_numpy()
     if grid is None:
@@ -242,8 +243,8 @@ def axis_column(axis: str) -> str:
     column (train_seconds, wall_seconds, step)."""
     column = TIME_AXIS_COLUMNS.get(axis, axis)
     if column not in TIME_TO_TARGET:
-        raise ValueError(f"unknown time axis {axis!r}: valid are "
-                         f"{', '.join(TIME_AXIS_COLUMNS)} (or {', '.join(TIME_TO_TARGET)})")
+        raise UserError(f"unknown time axis {axis!r}: valid are "
+                        f"{', '.join(TIME_AXIS_COLUMNS)} (or {', '.join(TIME_TO_TARGET)})")
     return column
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from workbench import curves, query
 from workbench import records as R
+from workbench.errors import UserError
 from workbench.store import Store
 
 __all__ = ["rung_decision", "compute_saved", "study_summary", "write_study_summary",
@@ -42,7 +43,7 @@ def rung_decision(own: float, others: Sequence[float], eta: int = 3,
     keep: the tuner never stops a run on too little evidence. rank is 1-based (1 = best).
     """
     if eta < 2:
-        raise ValueError(f"eta must be >= 2, got {eta}")
+        raise UserError(f"eta must be >= 2, got {eta}")
     seen = [v for v in others if v is not None and math.isfinite(v)]
     if own is None or not math.isfinite(own):
         return True, 0, len(seen)

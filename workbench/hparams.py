@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from workbench.errors import UserError
+
 __all__ = ["HPARAM_PREFIX", "SPACES_DIR", "LOG_DECADES", "OUTCOME_COLUMNS", "trial_frame",
            "hparam_columns", "numeric_axes", "fixed_hparams", "search_space_scalings",
            "infer_log", "log_axes", "normalise", "axis_ticks", "sample_trials", "hparam_name"]
@@ -60,7 +62,7 @@ def trial_frame(cube: xr.Dataset, runs: pd.DataFrame, workload: str | None = Non
     for name, value in (("workload", workload), ("algorithm", algorithm)):
         known = [str(v) for v in cube[name].values]
         if value is not None and value not in known:
-            raise ValueError(f"unknown {name} {value!r}: the cube has {known}")
+            raise UserError(f"unknown {name} {value!r}: the cube has {known}")
     if workload is not None:
         cube = cube.sel(workload=[workload])
     if algorithm is not None:
@@ -79,13 +81,13 @@ def trial_frame(cube: xr.Dataset, runs: pd.DataFrame, workload: str | None = Non
 def _expand(runs: pd.DataFrame, run_ids: pd.Series) -> pd.DataFrame:
     """The hparams documents of `run_ids` as columns hparams/<name>, in run_ids' order."""
     if "hparams" not in runs.columns or "run_id" not in runs.columns:
-        raise ValueError("runs lacks run_id or hparams: pass the runs frame the cube was built "
-                         "from (workbench.query.runs_frame or Selection.runs)")
+        raise UserError("runs lacks run_id or hparams: pass the runs frame the cube was built "
+                        "from (workbench.query.runs_frame or Selection.runs)")
     docs = runs.drop_duplicates("run_id").set_index("run_id")["hparams"]
     lacking = [r for r in run_ids if r not in docs.index]
     if lacking:
-        raise ValueError(f"runs lacks {len(lacking)} of the cube's runs (e.g. {lacking[0]!r}); "
-                         "pass the runs frame the cube was built from")
+        raise UserError(f"runs lacks {len(lacking)} of the cube's runs (e.g. {lacking[0]!r}); "
+                        "pass the runs frame the cube was built from")
     rows = [d if isinstance(d, Mapping) else {} for d in docs.loc[list(run_ids)]]
     keys = list(dict.fromkeys(k for row in rows for k in row))
     data = {f"{HPARAM_PREFIX}{k}": [row.get(k) for row in rows] for k in keys}
@@ -129,10 +131,10 @@ def search_space_scalings(algorithm: str, spaces_dir: str | Path = SPACES_DIR) -
     if not path.is_file():
         return {}
     try:
-        space = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err}); a search space is an AlgoPerf-format "
-                         "object or list of points") from None
+        space = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: not valid JSON ({err}); a search space is an AlgoPerf-format "
+                        "object or list of points") from None
     if not isinstance(space, Mapping):
         return {}
     out = {}
@@ -140,8 +142,8 @@ def search_space_scalings(algorithm: str, spaces_dir: str | Path = SPACES_DIR) -
         scaling = spec.get("scaling") if isinstance(spec, Mapping) else None
         if scaling is not None:
             if scaling not in ("log", "linear"):
-                raise ValueError(f"{path}: hyperparameter {name!r} has scaling {scaling!r}; "
-                                 "valid are log, linear")
+                raise UserError(f"{path}: hyperparameter {name!r} has scaling {scaling!r}; "
+                                "valid are log, linear")
             out[str(name)] = scaling
     return out
 
@@ -173,8 +175,8 @@ def log_axes(frame: pd.DataFrame, algorithm: str, columns: Iterable[str] | None 
 def _scaled(values: np.ndarray, log: bool) -> np.ndarray:
     if log:
         if (values[np.isfinite(values)] <= 0).any():
-            raise ValueError("a log axis needs positive values; got "
-                             f"{values[np.isfinite(values) & (values <= 0)][:3].tolist()}")
+            raise UserError("a log axis needs positive values; got "
+                            f"{values[np.isfinite(values) & (values <= 0)][:3].tolist()}")
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log10(values)
     return values
@@ -238,7 +240,7 @@ def sample_trials(frame: pd.DataFrame, limit: int, seed: int = 0) -> pd.DataFram
     replacement (numpy generator seeded with `seed`, so the same rows every time), in the
     frame's order."""
     if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
+        raise UserError(f"limit must be at least 1, got {limit}")
     if len(frame) <= limit:
         return frame
     keep = np.sort(np.random.default_rng(seed).choice(len(frame), size=limit, replace=False))

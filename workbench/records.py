@@ -26,6 +26,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from workbench.errors import UserError
+
 if TYPE_CHECKING:
     from workbench.spec import RunConfig, WorkloadSpec
 
@@ -274,7 +276,7 @@ NOISE_COLUMNS = (
 def metric_column(split: str, metric: str) -> str:
     """Column name of a metric on a split, e.g. ("validation", "accuracy") -> "validation/accuracy"."""
     if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
+        raise UserError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
     return f"{split}/{metric}"
 
 
@@ -282,16 +284,16 @@ def check_row_columns(columns: Iterable[str]) -> None:
     """Refuse row columns that another run's could be confused with: readers match the columns
     of many runs' files by name without regard to case (DuckDB's union_by_name), so two names
     that differ only in case, or a metric column not in lower case, would mix up runs' metrics.
-    Raises ValueError naming the column and saying what is valid."""
+    Raises UserError naming the column and saying what is valid."""
     seen: dict[str, str] = {}
     for column in columns:
         twin = seen.setdefault(column.lower(), column)
         if twin != column:
-            raise ValueError(f"columns {twin!r} and {column!r} differ only in case; column "
-                             "names must differ in more than case")
+            raise UserError(f"columns {twin!r} and {column!r} differ only in case; column "
+                            "names must differ in more than case")
         if split_of(column) and column != column.lower():
-            raise ValueError(f"metric column {column!r} is not lower case; metric columns are "
-                             "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
+            raise UserError(f"metric column {column!r} is not lower case; metric columns are "
+                            "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
 
 
 # A ladder run's place (runners/procedures/ladder.py): run.json's top-level "ladder" and config.ladder hold

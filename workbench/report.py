@@ -25,6 +25,7 @@ from bokeh.models import ImportedStyleSheet, InlineStyleSheet
 from bokeh.resources import INLINE
 from panel.io.resources import CDN_DIST, DIST_DIR
 
+from workbench.errors import UserError
 from workbench.figures import FORMATS, check_formats, write_figures
 from workbench.lazy_tabs import defer_tabs, outer_tabs
 from workbench.views.formats import md
@@ -103,19 +104,19 @@ def report_selection(store_path: str | os.PathLike, ruleset: str | None = None,
                             workloads=workloads, algorithms=algorithms, reference=reference)
     except ValueError as exc:
         if str(exc).startswith("nothing to show: "):
-            raise ValueError(f"nothing to report: {str(exc)[len('nothing to show: '):]}") \
+            raise UserError(f"nothing to report: {str(exc)[len('nothing to show: '):]}") \
                 from None
         raise
 
 
 def one_ruleset(rulesets: str | Iterable[str], ruleset: str | None = None) -> str:
-    """The one ruleset that the deprecated `rulesets` (--rulesets) names; ValueError for
+    """The one ruleset that the deprecated `rulesets` (--rulesets) names; UserError for
     several, none, or one other than `ruleset` (rulesets never share a score)."""
     given = names(rulesets) or []
     if len(given) != 1 or (ruleset is not None and ruleset != given[0]):
-        raise ValueError(f"rulesets {', '.join(map(repr, given)) or '(none given)'}: a report "
-                         "reads one ruleset (rulesets never share a score); give ruleset= "
-                         "(--ruleset) one of external, self")
+        raise UserError(f"rulesets {', '.join(map(repr, given)) or '(none given)'}: a report "
+                        "reads one ruleset (rulesets never share a score); give ruleset= "
+                        "(--ruleset) one of external, self")
     return given[0]
 
 

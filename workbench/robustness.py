@@ -22,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from workbench import scoring
+from workbench.errors import UserError
 
 __all__ = ["variant_pairs", "held_out_pairs", "variant_table", "robustness_scores",
            "held_out_times", "held_out_scores", "VARIANT_COLUMNS", "ROBUSTNESS_COLUMNS",
@@ -40,8 +41,8 @@ def variant_pairs(cube: xr.Dataset | xr.DataArray) -> dict[str, str]:
     (read from the `base_workload` and `variant` coordinates of the workload dim)."""
     for coord in ("base_workload", "variant"):
         if coord not in cube.coords:
-            raise ValueError(f"the cube lacks the {coord!r} coordinate of its workloads; build "
-                             "it with workbench.cubes.final_cube")
+            raise UserError(f"the cube lacks the {coord!r} coordinate of its workloads; build "
+                            "it with workbench.cubes.final_cube")
     names = [str(w) for w in cube["workload"].values]
     bases = [str(b) for b in cube["base_workload"].values]
     variants = [str(v) for v in cube["variant"].values]
@@ -115,7 +116,7 @@ def robustness_scores(table: pd.DataFrame, required: Iterable[str] = ()) -> pd.D
     """
     missing = [c for c in VARIANT_COLUMNS if c not in table.columns]
     if missing:
-        raise ValueError(f"table lacks columns {missing}: pass robustness.variant_table output")
+        raise UserError(f"table lacks columns {missing}: pass robustness.variant_table output")
     required = set(required)
     rows = []
     for algorithm, group in table.groupby("algorithm", sort=True):

@@ -48,6 +48,7 @@ import pandas as pd
 
 from workbench import records as R
 from workbench.cubes import excluding_compile
+from workbench.errors import UserError
 from workbench.spec import check_relax
 
 __all__ = ["Scope", "Scoped", "scoped_runs", "labelled_runs", "finished_runs", "relaxed_runs",
@@ -133,8 +134,8 @@ def _one_ruleset(runs: pd.DataFrame, wanted: str | None, notes: list[str]
     present += sorted(set(runs["ruleset"].dropna().unique()) - set(present))  # no Arrow loop
     if wanted is not None:
         if wanted not in present:
-            raise ValueError(f"--ruleset {wanted}: the store's runs are under "
-                             f"{', '.join(present) or 'no ruleset'}")
+            raise UserError(f"--ruleset {wanted}: the store's runs are under "
+                            f"{', '.join(present) or 'no ruleset'}")
         chosen = wanted
     elif not present:
         return runs, None
@@ -172,8 +173,8 @@ def _studies(runs: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
     known = sorted(runs["study_name"].dropna().unique())
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"--study {', '.join(unknown)}: not in the store; its study names are "
-                         f"{', '.join(known) or 'none'}")
+        raise UserError(f"--study {', '.join(unknown)}: not in the store; its study names are "
+                        f"{', '.join(known) or 'none'}")
     return runs[runs["study_name"].isin(names)]
 
 

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from workbench import records as R
+from workbench.errors import UserError
 from workbench.spec import NAME
 from workbench.store import Store, StoreError, read_jsonl
 from workbench.validate import TrialSlots, run_problem
@@ -53,7 +54,7 @@ _REQUIRED = {"evals": R.EVAL_COLUMNS[1:], "train": ("step", "train_seconds", "lo
 _NOT_CONTENT = ("schema_version", R.EVAL_SUMMARY, "reused_from")
 
 
-class RunProblem(ValueError):
+class RunProblem(UserError):
     """A run that cannot be taken in: its one line says what was wrong and what is valid."""
 
 
@@ -137,7 +138,7 @@ def _rows(store: Store, run_id: str, kind: str) -> pa.Table | None:
     problems: dict[str, str] = {}
     sealed, live = store.row_files(kind, [run_id], problems)
     if run_id in problems:  # a FIFO, socket or outside link where its rows belong: not rowless
-        raise ValueError(problems[run_id])
+        raise UserError(problems[run_id])
     if sealed:
         return pq.read_table(sealed[0])
     rows = read_jsonl(Path(live[0]), store.root) if live else []
@@ -220,7 +221,7 @@ def copy_runs(store: Store, picked: Iterable[tuple[Store, dict] | tuple[Store, d
 
 
 # -- merge -------------------------------------------------------------------------------------
-class MergeConflict(ValueError):
+class MergeConflict(UserError):
     """Stores that hold one run id with different content: nothing was written."""
 
 
@@ -365,13 +366,13 @@ def _read_parquet(folder: Path, kind: str, needed: tuple[str, ...]) -> pa.Table:
                                 "`pacebench export` wrote "
                                 f"({', '.join(PARQUET_FILES.values())})") from None
     except (OSError, pa.ArrowException) as err:
-        raise ValueError(f"{path} is not a readable Parquet file ({str(err)[:120]})") from None
+        raise UserError(f"{path} is not a readable Parquet file ({str(err)[:120]})") from None
     for name in needed:
         kind_type = table.schema.field(name).type if name in table.column_names else None
         if kind_type is None or not (pa.types.is_string(kind_type)
                                      or pa.types.is_large_string(kind_type)):
-            raise ValueError(f"{path} has no text column {name!r}: import-parquet reads the "
-                             "files `pacebench export` writes")
+            raise UserError(f"{path} has no text column {name!r}: import-parquet reads the "
+                            "files `pacebench export` writes")
     return table
 
 
@@ -413,7 +414,7 @@ def _parsed(text: Any) -> tuple[dict | None, str | None]:
 def import_parquet(folder: str | Path, store: Store) -> ImportReport:
     """Read the files export_parquet wrote in `folder` into `store` (created if missing), each
     run validated (a bad one skipped with a warning); a malformed file is refused in one line
-    (ValueError) before anything is written."""
+    (UserError) before anything is written."""
     folder, report = Path(folder), ImportReport()
     runs = _read_parquet(folder, "runs", ("run_id", "document"))
     evals = _read_parquet(folder, "evals", ("run_id",))

@@ -23,6 +23,7 @@ from torch.nn import functional as F
 
 from runners.api import Workload
 from workbench.catalog import scoring_eval_period
+from workbench.errors import UserError
 from workbench.records import metric_column
 
 __all__ = ["AlgoPerfWorkload", "parameter_types", "seed_from_rng", "LOSS_TYPES"]
@@ -205,9 +206,9 @@ class AlgoPerfWorkload:
         try:
             return getattr(self.api.LossType, LOSS_TYPES[self.workload.spec.loss])
         except KeyError:
-            raise ValueError(f"workload {self.workload.spec.name!r}: loss "
-                             f"{self.workload.spec.loss!r} has no AlgoPerf LossType; known are "
-                             f"{', '.join(LOSS_TYPES)}") from None
+            raise UserError(f"workload {self.workload.spec.name!r}: loss "
+                            f"{self.workload.spec.loss!r} has no AlgoPerf LossType; known are "
+                            f"{', '.join(LOSS_TYPES)}") from None
 
     @property
     def step_hint(self) -> int:

@@ -11,6 +11,7 @@ from runners.algorithms.nadamw import NAdamW, NAdamWOptimizer
 from runners.algorithms.sgd_nesterov import SGDNesterov
 from runners.algoperf.adapter import ALGOPERF_PREFIX, AlgoPerfAlgorithm, submission_path
 from runners.api import Algorithm
+from workbench.errors import UnknownNameError
 
 __all__ = ["ALGORITHMS", "get_algorithm", "algorithm_names", "search_space_path",
            "HparamError", "OptimizerAlgorithm", "NAdamWOptimizer"]
@@ -24,7 +25,8 @@ def _algorithm_class(name: str) -> type[Algorithm]:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        raise KeyError(f"unknown algorithm {name!r}: known are {', '.join(ALGORITHMS)}") from None
+        raise UnknownNameError(f"unknown algorithm {name!r}: known are "
+                               f"{', '.join(ALGORITHMS)}") from None
 
 
 def get_algorithm(name: str, hparams: Mapping[str, Any] | None = None,

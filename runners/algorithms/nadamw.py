@@ -7,6 +7,7 @@ import torch
 
 from runners.algorithms.base import OptimizerAlgorithm
 from runners.algorithms.schedules import cosine_warmup
+from workbench.errors import UserError
 
 __all__ = ["NAdamWOptimizer", "NAdamW"]
 
@@ -26,7 +27,7 @@ class NAdamWOptimizer(torch.optim.Optimizer):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0) -> None:
         if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"betas must be in [0, 1), got {betas}")
+            raise UserError(f"betas must be in [0, 1), got {betas}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
     @torch.no_grad()

@@ -44,6 +44,7 @@ import torch
 from runners.algorithms.base import OptimizerAlgorithm
 from runners.algorithms.schedules import cosine_warmup, linear_warmup_decay, warmup_steps
 from runners.api import Batch, Workload
+from workbench.errors import UserError
 
 __all__ = ["Signature", "WrappedOptimizer", "wrap_optimizer", "derived_search_space",
            "muon_groups", "SCHEDULES"]
@@ -142,8 +143,8 @@ class WrappedOptimizer(OptimizerAlgorithm):
     def make_optimizer(self, params) -> torch.optim.Optimizer:
         h, sig = self.hparams, self.signature
         if h.get("schedule", "cosine") not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got "
-                             f"{h['schedule']!r}")
+            raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got "
+                            f"{h['schedule']!r}")
         kwargs: dict[str, Any] = {"lr": h["learning_rate"]}
         if sig.betas is not None:
             betas = list(sig.betas)  # a third (or further) beta keeps the class's default

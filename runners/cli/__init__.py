@@ -20,7 +20,7 @@ import warnings
 from runners.cli import analysis, ladder, stores, tables, targets, training, tune, views
 from runners.cli.common import reset_writing, store_path, writing_begun
 from runners.cli.flags import add_execution_flags, check_numbers
-from workbench.store import StoreError
+from workbench.errors import UserError
 
 __all__ = ["main", "build_parser", "add_execution_flags", "store_path"]
 
@@ -78,9 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         return _failure(err)
 
 
-# Bad input: raised while the inputs are checked, before the command writes anything.
-_BAD_INPUT = (ValueError, LookupError, StoreError, FileNotFoundError, NotADirectoryError,
-              IsADirectoryError, PermissionError)
+# Bad input: a UserError (workbench/errors.py), or a user's path that is missing or refused,
+# raised while the inputs are checked, before the command writes anything. Any other exception
+# (a ValueError or KeyError included) is a bug of ours: an internal error with its traceback.
+_BAD_INPUT = (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
+              PermissionError)
 # The environment's: the machine or the file system refused a write, or a tool is missing.
 _ENVIRONMENT = {errno.ENOSPC: "no space left on the device of", errno.EDQUOT: "disk quota "
                 "exceeded on", errno.EACCES: "permission denied on", errno.EPERM: "operation not "
@@ -105,8 +107,7 @@ def _failure(err: BaseException) -> int:
               "range; nothing was written", file=sys.stderr)
         return 2
     if not writing_begun() and isinstance(err, _BAD_INPUT):
-        message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     if isinstance(err, OSError) and err.errno in _ENVIRONMENT:
         where = err.filename or "(no path given)"
@@ -114,10 +115,9 @@ def _failure(err: BaseException) -> int:
               "recorded was lost: free it up or fix it, then run the command again (a study: "
               "with --resume)", file=sys.stderr)
         return 1
-    if writing_begun() and isinstance(err, (ValueError, LookupError, StoreError)):
+    if writing_begun() and isinstance(err, UserError):
         # a check that only the work could make (e.g. a name the store refuses): still input
-        print(f"error: {err.args[0] if isinstance(err, KeyError) and err.args else err}",
-              file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     path = _save_traceback(err)
     first = (str(err).splitlines() or [""])[0][:200]

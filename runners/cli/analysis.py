@@ -14,6 +14,7 @@ import sys
 from runners.cli.common import scope_options, store_path
 from runners.cli.flags import scope_flags, store_flag
 from runners.cli.types import csv as _csv, floats as _floats
+from workbench.errors import UserError
 
 __all__ = ["add", "score", "compare", "budget", "rank", "import_algoperf",
            "ladder_summary_flags", "ladder_summary"]
@@ -130,8 +131,8 @@ def _budgets(text: str | None) -> list[float] | None:
     except ValueError:
         values = []
     if not values or not all(math.isfinite(v) and v > 0 for v in values):
-        raise ValueError(f"--fit-budgets {text!r} is not valid; valid are budgets > 0 separated "
-                         "by commas, e.g. 1,2,4,8")
+        raise UserError(f"--fit-budgets {text!r} is not valid; valid are budgets > 0 separated "
+                        "by commas, e.g. 1,2,4,8")
     return values
 
 
@@ -164,10 +165,10 @@ def compare(args: argparse.Namespace) -> int:
     from workbench.results import dumps
 
     if len(args.algorithms) != 2:
-        raise ValueError(f"--algorithms takes exactly two names, A,B; got {len(args.algorithms)}"
-                         f": {','.join(args.algorithms)}")
+        raise UserError(f"--algorithms takes exactly two names, A,B; got {len(args.algorithms)}"
+                        f": {','.join(args.algorithms)}")
     if args.max_studies is not None and not args.sequential:
-        raise ValueError("--max-studies goes with --sequential")
+        raise UserError("--max-studies goes with --sequential")
     result = _results(args).compare_result(*args.algorithms, workloads=args.workloads,
                                            confidence=args.confidence, detect=args.detect,
                                            study_time=args.study_time,

@@ -9,12 +9,14 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from workbench.errors import UserError
+
 
 __all__ = ["DEFAULT_STORE", "store_path", "begin_writing", "writing_begun", "reset_writing",
            "store_for_writing", "existing_store", "execution_options", "launch_options",
            "scope_options", "submission_name", "first_trial", "algorithm_sources",
            "check_names_against_store", "search_spaces", "workload_names", "one_workload",
-           "launch_and_report"]
+           "launch_and_report", "check_folder", "check_launch"]
 
 DEFAULT_STORE = "results"
 
@@ -39,6 +41,15 @@ def writing_begun() -> bool:
 
 def reset_writing() -> None:
     _WRITING["begun"] = False
+
+
+def check_folder(flag: str, folder: str | Path, what: str) -> None:
+    """UserError unless `folder` (a --flag's folder, made if missing) is a folder or can be
+    made one: neither it nor a folder above it is a file. `what`: what goes in it."""
+    found = next((p for p in (Path(folder), *Path(folder).parents) if p.exists()), None)
+    if found is not None and not found.is_dir():
+        raise UserError(f"{flag} {folder}: {found} is a file; give a folder (made if missing) "
+                        f"for {what}")
 
 
 def store_for_writing(args: argparse.Namespace):
@@ -70,13 +81,13 @@ def launch_options(args: argparse.Namespace):
     from runners.launch.processes import LaunchOptions
 
     if args.address is not None and args.backend != "ray":
-        raise ValueError(f"--address goes with --backend ray (this study runs on the "
-                         f"{args.backend} backend)")
+        raise UserError(f"--address goes with --backend ray (this study runs on the "
+                        f"{args.backend} backend)")
     if args.gpus_per_trial is not None and args.backend == "local":
-        raise ValueError("--gpus-per-trial goes with --backend ray or slurm (this study runs on "
-                         "the local backend)")
+        raise UserError("--gpus-per-trial goes with --backend ray or slurm (this study runs on "
+                        "the local backend)")
     if args.start_method is not None and args.backend != "local":
-        raise ValueError("--start-method goes with the local backend (--backend local)")
+        raise UserError("--start-method goes with the local backend (--backend local)")
     options = LaunchOptions(backend=args.backend, address=args.address,
                             nproc_per_node=args.nproc_per_node,
                             gpus_per_trial=args.gpus_per_trial or 0.0,
@@ -84,12 +95,20 @@ def launch_options(args: argparse.Namespace):
                             checkpoint_minutes=args.checkpoint_every,
                             start_method=args.start_method or "forkserver",
                             slurm=slurm_options(args))
-    options.check()
+    check_launch(options)
     if options.backend == "slurm":
         from runners.launch.slurm_backend import check_cluster, check_slurm_commands
         check_slurm_commands()  # before the store is made
         check_cluster()
     return options
+
+
+def check_launch(options) -> None:
+    """LaunchOptions.check(), whose ValueError names a bad option (bad input), as a UserError."""
+    try:
+        options.check()
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 _SLURM_FLAGS = ("slurm_partition", "slurm_setup", "slurm_array_parallelism", "slurm_param",
@@ -99,7 +118,7 @@ _SLURM_FLAGS = ("slurm_partition", "slurm_setup", "slurm_array_parallelism", "sl
 def slurm_options(args: argparse.Namespace):
     """The --slurm-* flags and --detach as runners.launch.processes.SlurmOptions (None when none is
     given, or with another backend, which LaunchOptions.check then refuses); each checked, a
-    bad one a one-line ValueError."""
+    bad one a one-line UserError."""
     from runners.launch.processes import SlurmOptions
 
     given = [f for f in _SLURM_FLAGS if getattr(args, f, None) not in (None, False, [])]
@@ -107,8 +126,8 @@ def slurm_options(args: argparse.Namespace):
         return None
     if given and args.backend != "slurm":
         flag = "--" + given[0].replace("_", "-")
-        raise ValueError(f"{flag} goes with --backend slurm (this study runs on the "
-                         f"{args.backend} backend)")
+        raise UserError(f"{flag} goes with --backend slurm (this study runs on the "
+                        f"{args.backend} backend)")
     from runners.launch.slurm_backend import check_options, check_setup_line, parse_slurm_param
 
     return check_options(SlurmOptions(partition=args.slurm_partition,
@@ -126,7 +145,7 @@ def submission_name(args: argparse.Namespace) -> str | None:
         set_algoperf_roots(args.algoperf_root)
     if not args.algoperf_submission:
         if args.tuning_search_space:
-            raise ValueError("--tuning-search-space goes with --algoperf-submission")
+            raise UserError("--tuning-search-space goes with --algoperf-submission")
         return None
     path = Path(args.algoperf_submission)
     if not path.is_file():
@@ -156,8 +175,8 @@ def one_workload(item: str) -> str:
     """The one workload that a `--workload` item names."""
     names = workload_names([item])
     if len(names) != 1:
-        raise ValueError(f"{item} holds {len(names)} workloads ({', '.join(names)}): name one "
-                         f"as <workload>={item}")
+        raise UserError(f"{item} holds {len(names)} workloads ({', '.join(names)}): name one "
+                        f"as <workload>={item}")
     return names[0]
 
 
@@ -170,8 +189,8 @@ def search_spaces(items: list[str], algorithms) -> dict[str, str]:
         if len(algorithms) == 1 and (not sep or (name not in algorithms and Path(item).is_file())):
             name, path = algorithms[0], item
         if name not in algorithms:
-            raise ValueError(f"--search-space {item}: give NAME=FILE.json with NAME one of the "
-                             f"study's algorithms ({', '.join(algorithms)})")
+            raise UserError(f"--search-space {item}: give NAME=FILE.json with NAME one of the "
+                            f"study's algorithms ({', '.join(algorithms)})")
         if not Path(path).is_file():
             raise FileNotFoundError(f"--search-space {item}: no file {path}")
         spaces[name] = path
@@ -211,8 +230,8 @@ def check_names_against_store(sources: dict, store) -> None:
             before = (recorded[0] or name) + (f" (sha256 {recorded[1][:12]})"
                                                if recorded[1] else "")
             now = source.spec + (f" (sha256 {source.sha256[:12]})" if source.sha256 else "")
-            raise ValueError(f"the store's runs named {name!r} ran {before}, not {now}: give "
-                             f"this one another name (other={source.spec}) or use another store")
+            raise UserError(f"the store's runs named {name!r} ran {before}, not {now}: give "
+                            f"this one another name (other={source.spec}) or use another store")
 
 
 def launch_and_report(launch, next_step: str) -> int:

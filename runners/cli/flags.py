@@ -6,6 +6,7 @@ import argparse
 import math
 
 from runners.cli.types import floats as _floats, ints as _ints
+from workbench.errors import UserError
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
            "launch_flags", "backend_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",
@@ -201,7 +202,7 @@ _NUMBERS = {
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """ValueError naming the first numeric option that is not finite or out of its range (see
+    """UserError naming the first numeric option that is not finite or out of its range (see
     _NUMBERS), before anything starts; options not given (None) are not checked."""
     for dest, (valid, ok) in _NUMBERS.items():
         value = getattr(args, dest, None)
@@ -210,7 +211,7 @@ def check_numbers(args: argparse.Namespace) -> None:
                 continue
             if not math.isfinite(v) or not ok(v):
                 flag = "--" + dest.replace("_", "-")
-                raise ValueError(f"{flag} {v!r}: must be {valid}")
+                raise UserError(f"{flag} {v!r}: must be {valid}")
 
 
 def scope_flags(p: argparse.ArgumentParser) -> None:

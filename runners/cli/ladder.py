@@ -10,6 +10,7 @@ import json
 from runners.cli.analysis import ladder_summary, ladder_summary_flags
 from runners.cli.flags import store_flag
 from runners.cli.ladder_run import add_run_flags, run_ladder_command
+from workbench.errors import UserError
 
 __all__ = ["add", "add_ladder", "ladder", "rung_listing"]
 
@@ -42,12 +43,12 @@ def ladder(args: argparse.Namespace) -> int:
         return ladder_summary(args)
     if args.json or args.reference or args.ladder_studies or args.loss_noise is not None \
             or args.fit_budgets:
-        raise ValueError("--json goes with --list or --summary, --reference, --study, "
-                         "--loss-noise and --fit-budgets with --summary (e.g. pacebench ladder "
-                         "--summary --json --store S)")
+        raise UserError("--json goes with --list or --summary, --reference, --study, "
+                        "--loss-noise and --fit-budgets with --summary (e.g. pacebench ladder "
+                        "--summary --json --store S)")
     if not args.sizes and not args.algorithms:
-        raise ValueError("nothing to do: `pacebench ladder --list [--json]` lists the rungs, "
-                         "`--sizes A,B --algorithms X,Y` runs a ladder, `--summary` reads one")
+        raise UserError("nothing to do: `pacebench ladder --list [--json]` lists the rungs, "
+                        "`--sizes A,B --algorithms X,Y` runs a ladder, `--summary` reads one")
     return run_ladder_command(args)
 
 

@@ -11,6 +11,7 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 store_for_writing)
 from runners.cli.flags import ALGORITHM_HELP, add_execution_flags, launch_flags, store_flag
 from runners.cli.types import csv as _csv, floats as _floats
+from workbench.errors import UserError
 
 __all__ = ["add_run_flags", "run_ladder_command", "trials_flag", "transfer_flag"]
 
@@ -102,18 +103,18 @@ def _spec(args: argparse.Namespace, algorithms: list[str]):
     from workbench.spec import LadderSpec
 
     if not args.sizes or not algorithms:
-        raise ValueError("a ladder needs --sizes and --algorithms (`pacebench ladder --list` "
-                         "lists the sizes)")
+        raise UserError("a ladder needs --sizes and --algorithms (`pacebench ladder --list` "
+                        "lists the sizes)")
     trials = (args.trials if isinstance(args.trials, dict)
               else {a: args.trials for a in algorithms})
     if args.tokens_per_param is None or not math.isfinite(args.tokens_per_param) \
             or args.tokens_per_param <= 0:
-        raise ValueError(f"--tokens-per-param {args.tokens_per_param!r}: must be a finite "
-                         "number > 0")
+        raise UserError(f"--tokens-per-param {args.tokens_per_param!r}: must be a finite "
+                        "number > 0")
     if args.seeds < 1:
-        raise ValueError(f"--seeds {args.seeds}: must be a count >= 1 (seeds 0..N-1)")
+        raise UserError(f"--seeds {args.seeds}: must be a count >= 1 (seeds 0..N-1)")
     if args.evals is not None and args.evals < 1:
-        raise ValueError(f"--evals {args.evals}: must be an integer >= 1")
+        raise UserError(f"--evals {args.evals}: must be an integer >= 1")
     return LadderSpec(sizes=tuple(args.sizes), algorithms=tuple(algorithms),
                       budgets=tuple(args.budgets), seeds=args.seeds, trials=trials,
                       transfer=args.transfer, data=args.data,
@@ -129,7 +130,7 @@ def run_ladder_command(args: argparse.Namespace) -> int:
     from runners.procedures.ladder import catalog_rungs, describe_ladder, plan_ladder, run_ladder
 
     if args.allow_mixed_execution and not args.resume:
-        raise ValueError("--allow-mixed-execution goes with --resume (a new ladder mixes nothing)")
+        raise UserError("--allow-mixed-execution goes with --resume (a new ladder mixes nothing)")
     sources = algorithm_sources(args.algorithms or [], existing_store(args))
     spec = _spec(args, list(sources))
     rungs = catalog_rungs(spec.data, args.data_dir)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from runners.cli.common import begin_writing, store_path
+from runners.cli.common import begin_writing, check_folder, store_path
 from runners.cli.flags import store_flag
+from workbench.errors import UserError
 
 __all__ = ["add", "merge", "export", "import_parquet"]
 
@@ -44,8 +45,8 @@ def merge(args: argparse.Namespace) -> int:
     sources = [open_store(path) for path in args.sources]
     target = store_path(args)
     if any(Path(s.root).resolve() == target.resolve() for s in sources):
-        raise ValueError(f"--store {target} is also a store to merge in: give it once, as "
-                         "--store (its runs are kept) or as a source")
+        raise UserError(f"--store {target} is also a store to merge in: give it once, as "
+                        "--store (its runs are kept) or as a source")
     from workbench.store import Store
     report = merge_stores(Store(target), sources)  # checks everything before it writes
     print(report.summary(str(target)))
@@ -58,6 +59,7 @@ def export(args: argparse.Namespace) -> int:
     from workbench.transfer import PARQUET_FILES, export_parquet
 
     store = open_store(store_path(args))
+    check_folder("--out", args.out, f"the files {', '.join(PARQUET_FILES.values())}")
     begin_writing()
     counts = export_parquet(store, args.out)
     for kind, name in PARQUET_FILES.items():

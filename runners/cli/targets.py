@@ -12,6 +12,7 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
 from runners.cli.flags import ALGORITHM_HELP, WORKLOAD_HELP, backend_flags, training_flags
 from runners.cli.catalog import list_names
 from runners.cli.types import hparams as _hparams, ints as _ints
+from workbench.errors import UserError
 
 __all__ = ["add", "set_targets", "noise"]
 
@@ -74,8 +75,8 @@ def set_targets(args: argparse.Namespace) -> int:
     check_rule(args.reruns, args.reach_quantile, args.horizon)
     options = launch_options(args)
     if args.max_steps is not None:
-        raise ValueError("--max-steps: set-targets trains each run for the workload's step hint "
-                         "(the procedure's horizon is --horizon)")
+        raise UserError("--max-steps: set-targets trains each run for the workload's step hint "
+                        "(the procedure's horizon is --horizon)")
     sources = algorithm_sources(args.algorithm.split(","), existing_store(args))
     workloads = workload_names([args.workload])
     store = None if args.estimate_only else store_for_writing(args)  # an estimate writes nothing
@@ -105,17 +106,17 @@ def noise(args: argparse.Namespace) -> int:
     spec = get_workload(one_workload(args.workload))
     options = launch_options(args)
     if args.max_steps is not None:
-        raise ValueError("--max-steps: a noise floor is measured on whole runs, each stopping at "
-                         "its targets or its budget")
+        raise UserError("--max-steps: a noise floor is measured on whole runs, each stopping at "
+                        "its targets or its budget")
     if args.seeds < 2:
-        raise ValueError(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
+        raise UserError(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
     if any(k < 1 for k in args.studies):
-        raise ValueError(f"--studies must be counts >= 1, got {args.studies}")
+        raise UserError(f"--studies must be counts >= 1, got {args.studies}")
     algorithm, hparams = args.algorithm, args.hparams
     baseline = tuned_baseline(spec.name)
     if algorithm is None:
         if baseline is None:
-            raise ValueError(f"{spec.name} has no tuned baseline recorded: give --algorithm")
+            raise UserError(f"{spec.name} has no tuned baseline recorded: give --algorithm")
         algorithm = baseline[0]
     if hparams is None:
         hparams = baseline[1] if baseline and baseline[0] == algorithm else {}

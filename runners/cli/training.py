@@ -6,16 +6,17 @@ import json
 import sys
 from pathlib import Path
 
-from runners.cli.common import (algorithm_sources, execution_options, existing_store,
-                                first_trial, launch_and_report, launch_options, one_workload,
-                                search_spaces, store_for_writing, store_path, submission_name,
-                                workload_names)
+from runners.cli.common import (algorithm_sources, check_launch, execution_options,
+                                existing_store, first_trial, launch_and_report, launch_options,
+                                one_workload, search_spaces, store_for_writing, store_path,
+                                submission_name, workload_names)
 from runners.cli.flags import (ALGORITHM_HELP, WORKLOAD_HELP, algoperf_flags,
                                backend_flags, launch_flags, scaling_flags, training_flags,
                                trial_timeout_flag)
 from runners.cli.until_decided import decided_pair, until_decided, until_decided_flags
 from runners.cli.types import csv as _csv
 from runners.cli.types import hparams as _hparams, ints as _ints
+from workbench.errors import UserError
 
 __all__ = ["add", "run", "study", "scale", "ad_hoc_trial"]
 
@@ -101,7 +102,7 @@ def _add_scale(sub) -> None:
 def _study(args: argparse.Namespace) -> int:
     """`study`, once its options are checked together."""
     if args.eta is not None and args.early_stop == "none":
-        raise ValueError("--eta goes with --early-stop lcga|tse")
+        raise UserError("--eta goes with --early-stop lcga|tse")
     return study(args)
 
 
@@ -152,7 +153,7 @@ def _train_and_report(config, store, args: argparse.Namespace) -> int:
     from workbench.records import DONE_STATUSES
 
     options = LaunchOptions(trial_timeout=args.trial_timeout)
-    options.check()
+    check_launch(options)
     result, doc = run_one(config, store, args.data_dir, options, show=not args.quiet)
     if doc is None:  # no record of it: another launcher runs it now, or the disk is full
         busy = (f"another `pacebench run` of this run (trial {config.trial} of {config.study_name}"
@@ -174,7 +175,7 @@ def _train_and_report(config, store, args: argparse.Namespace) -> int:
 def ad_hoc_trial(store, config):
     """`config` as the next trial of its ad-hoc study in `store`: the trial of a recorded run
     with the same identity but the trial number (the run is a new attempt of it), else the next
-    free trial number, so that no two ad-hoc runs share a place. ValueError when the name is a
+    free trial number, so that no two ad-hoc runs share a place. UserError when the name is a
     study's (launched by `pacebench study`, ...): an ad-hoc run cannot join it."""
     from dataclasses import replace
 
@@ -186,9 +187,9 @@ def ad_hoc_trial(store, config):
     for doc in store.documents(study_name=name):
         by = doc.get("launched_by")
         if by != "run" and not (by is None and name == AD_HOC_NAME):
-            raise ValueError(f"--name {name}: the store's runs named {name!r} are a study's "
-                             f"(launched by `pacebench {by or 'study'}`); an ad-hoc run cannot "
-                             f"join it: give another --name (default {AD_HOC_NAME})")
+            raise UserError(f"--name {name}: the store's runs named {name!r} are a study's "
+                            f"(launched by `pacebench {by or 'study'}`); an ad-hoc run cannot "
+                            f"join it: give another --name (default {AD_HOC_NAME})")
         try:
             recorded = RunConfig.from_dict(doc["config"])
         except (KeyError, TypeError, ValueError):
@@ -234,7 +235,7 @@ def study(args: argparse.Namespace) -> int:
     sources = algorithm_sources(args.algorithms or [], existing_store(args))
     algorithms = [*sources, *([submission] if submission else [])]
     if not algorithms:
-        raise ValueError("give --algorithms, --algoperf-submission, or both")
+        raise UserError("give --algorithms, --algoperf-submission, or both")
     spaces = search_spaces(args.search_space, algorithms)
     if args.tuning_search_space:
         spaces[submission] = args.tuning_search_space
@@ -284,10 +285,10 @@ def _status(args: argparse.Namespace, spec, configs) -> int:
     from runners.launch.resume import study_status
 
     if not args.resume:
-        raise ValueError("--status goes with --resume (it reports on a study being run)")
+        raise UserError("--status goes with --resume (it reports on a study being run)")
     store = existing_store(args)
     if store is None:
-        raise ValueError("no store there yet, so no study to report on: check --store")
+        raise UserError("no store there yet, so no study to report on: check --store")
     counts = study_status(configs, store, spec.name)
     print(f"study {spec.name!r}: {len(configs)} trials planned: "
           + ", ".join(f"{n} {state}" for state, n in counts.items() if n))
@@ -296,7 +297,7 @@ def _status(args: argparse.Namespace, spec, configs) -> int:
 
 def _check_mix_flag(args: argparse.Namespace) -> None:
     if args.allow_mixed_execution and not args.resume:
-        raise ValueError("--allow-mixed-execution goes with --resume (a new study mixes nothing)")
+        raise UserError("--allow-mixed-execution goes with --resume (a new study mixes nothing)")
 
 
 def scale(args: argparse.Namespace) -> int:

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from runners.cli.common import (algorithm_sources, execution_options, existing_store,
-                                one_workload, store_for_writing, store_path)
+from runners.cli.common import (algorithm_sources, check_launch, execution_options,
+                                existing_store, one_workload, store_for_writing, store_path)
 from runners.cli.flags import ALGORITHM_HELP, WORKLOAD_HELP, trial_timeout_flag, training_flags
+from workbench.errors import UserError
 
 __all__ = ["add", "tune"]
 
@@ -57,14 +58,14 @@ def _own_space(name: str, loader) -> dict[str, Any] | None:
 
 def _center(hparam: str, center: float | None, own: Mapping[str, Any], name: str) -> float:
     """--center, else the geometric (log) or plain (linear) centre of the range of `hparam`
-    in `own`; ValueError for a hyperparameter with no range and no --center."""
+    in `own`; UserError for a hyperparameter with no range and no --center."""
     if center is not None:
         return center
     spec = own.get(hparam)
     if not isinstance(spec, Mapping) or "min" not in spec:
         given = "a list of feasible points" if isinstance(spec, Mapping) else "no entry"
-        raise ValueError(f"--hparam {hparam}: has {given} in {name}'s search space, no range to "
-                         "centre the grid on: give --center VALUE")
+        raise UserError(f"--hparam {hparam}: has {given} in {name}'s search space, no range to "
+                        "centre the grid on: give --center VALUE")
     low, high = float(spec["min"]), float(spec["max"])
     if spec.get("scaling") == "log":
         return math.sqrt(low * high)
@@ -77,8 +78,8 @@ def _check_out(text: str) -> Path:
 
     out = Path(text)
     if out.suffix != ".json":
-        raise ValueError(f"--out {text}: give a file name ending in .json (the search space, "
-                         "AlgoPerf's JSON format)")
+        raise UserError(f"--out {text}: give a file name ending in .json (the search space, "
+                        "AlgoPerf's JSON format)")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"--out {text}: no folder {out.parent}: create it first")
     if not os.access(out.parent, os.W_OK):
@@ -98,21 +99,21 @@ def _plan(args: argparse.Namespace):
     sources = algorithm_sources([args.algorithm], existing_store(args))
     (name, source), = sources.items()
     if source.kind == "algoperf":
-        raise ValueError(f"--algorithm {args.algorithm}: an AlgoPerf submission tunes through "
-                         "its tuning_search_space.json; `pacebench tune` sweeps built-ins, "
-                         f"plug-ins and optimizers ({', '.join(algorithm_names())}, "
-                         "path/file.py:Class, pkg.module:Class)")
+        raise UserError(f"--algorithm {args.algorithm}: an AlgoPerf submission tunes through "
+                        "its tuning_search_space.json; `pacebench tune` sweeps built-ins, "
+                        f"plug-ins and optimizers ({', '.join(algorithm_names())}, "
+                        "path/file.py:Class, pkg.module:Class)")
     loader = None if source.loaded_by_name else source
     defaults = dict(get_algorithm(name, {}, loader.spec if loader else None,
                                   loader.sha256 if loader else None).hparams)
     own = _own_space(name, loader) or {k: {"feasible_points": [v]} for k, v in
                                        defaults.items() if v is not None}
     if args.hparam not in defaults:
-        raise ValueError(f"--hparam {args.hparam}: not a hyperparameter of {name}; valid are "
-                         f"{', '.join(sorted(defaults))}")
+        raise UserError(f"--hparam {args.hparam}: not a hyperparameter of {name}; valid are "
+                        f"{', '.join(sorted(defaults))}")
     if isinstance(defaults[args.hparam], (str, bool)):
-        raise ValueError(f"--hparam {args.hparam}: takes {defaults[args.hparam]!r}, not a "
-                         "number to sweep on a log grid")
+        raise UserError(f"--hparam {args.hparam}: takes {defaults[args.hparam]!r}, not a "
+                        "number to sweep on a log grid")
     workload = one_workload(args.workload)
     spec = get_workload(workload)
     budget = min(spec.budget.steps, args.max_steps or spec.budget.steps)
@@ -142,7 +143,7 @@ def tune(args: argparse.Namespace) -> int:
     out = _check_out(args.out or f"tuned-{plan.algorithm}-{plan.workload}.json")
     plan_configs(plan, log_grid(plan), None)  # a bad study name fails here, before writing
     options = LaunchOptions(trial_timeout=args.trial_timeout)
-    options.check()
+    check_launch(options)
     store = store_for_writing(args)
 
     def launch(configs) -> None:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from runners.cli.types import csv as _csv
+from workbench.errors import UserError
 
 __all__ = ["until_decided_flags", "decided_pair", "until_decided", "STUDY_EXISTS"]
 
@@ -28,25 +29,25 @@ def until_decided_flags(p: argparse.ArgumentParser) -> None:
 
 def decided_pair(args: argparse.Namespace, algorithms: list[str]) -> tuple[str, str] | None:
     """The two algorithms of --until-decided, checked (both in the study, two different ones),
-    or None; ValueError for the sequential options given without it."""
+    or None; UserError for the sequential options given without it."""
     from workbench.sequential import DEFAULT_FIRST_ROUND, DEFAULT_MAX_STUDIES
 
     alone = [f"--{k.replace('_', '-')}" for k in ("max_studies", "confidence", "detect")
              if getattr(args, k) is not None]
     if not args.until_decided:
         if alone:
-            raise ValueError(f"{', '.join(alone)} goes with --until-decided A,B")
+            raise UserError(f"{', '.join(alone)} goes with --until-decided A,B")
         return None
     names = [n.split("=", 1)[0] for n in algorithms]
     pair = tuple(args.until_decided)
     if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(names):
-        raise ValueError(f"--until-decided {','.join(pair)}: give two different algorithms of "
-                         f"the study, A,B (its algorithms are {', '.join(names)})")
+        raise UserError(f"--until-decided {','.join(pair)}: give two different algorithms of "
+                        f"the study, A,B (its algorithms are {', '.join(names)})")
     first = args.studies or DEFAULT_FIRST_ROUND
     most = args.max_studies or DEFAULT_MAX_STUDIES
     if first < 2 or first > most:
-        raise ValueError(f"--studies {first}: the first round needs 2 studies a side (a "
-                         f"verdict needs 2) and at most --max-studies ({most})")
+        raise UserError(f"--studies {first}: the first round needs 2 studies a side (a "
+                        f"verdict needs 2) and at most --max-studies ({most})")
     return pair[0], pair[1]
 
 

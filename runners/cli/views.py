@@ -6,9 +6,10 @@ import os
 import sys
 from pathlib import Path
 
-from runners.cli.common import store_path
+from runners.cli.common import check_folder, store_path
 from runners.cli.flags import read_flags, store_flag
 from runners.cli.types import csv as _csv
+from workbench.errors import UserError
 
 __all__ = ["add", "report", "serve"]
 
@@ -41,6 +42,9 @@ def report(args: argparse.Namespace) -> int:
     """`pacebench report`: a self-contained HTML report (and figures)."""
     from workbench.report import write_report
 
+    check_folder("--out", Path(args.out).parent, "the report")
+    if args.figures:
+        check_folder("--figures", args.figures, "the figures")
     out = write_report(store_path(args), Path(args.out), title=args.title,
                        ruleset=args.ruleset, studies=args.studies or None,
                        with_adhoc=args.with_adhoc, workloads=args.workloads,
@@ -62,9 +66,9 @@ def serve(args: argparse.Namespace) -> int:
 
     store = open_store(store_path(args))  # StoreError: one line naming the path
     if ":" in args.address:
-        raise ValueError(f"--address {args.address}: an IPv6 address, which the dashboard's "
-                         "server (Bokeh) cannot take as an allowed origin; give an IPv4 address "
-                         "or a host name, e.g. 127.0.0.1 or localhost")
+        raise UserError(f"--address {args.address}: an IPv6 address, which the dashboard's "
+                        "server (Bokeh) cannot take as an allowed origin; give an IPv4 address "
+                        "or a host name, e.g. 127.0.0.1 or localhost")
     loopback = _loopback(args.address, args.port)
     host = args.address
     app = Path(__file__).resolve().parents[2] / "workbench" / "app.py"
@@ -80,7 +84,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _loopback(address: str, port: int) -> bool:
-    """Whether every address `address` resolves to is a loopback one; ValueError (one line)
+    """Whether every address `address` resolves to is a loopback one; UserError (one line)
     when it does not resolve."""
     import ipaddress
     import socket
@@ -88,6 +92,6 @@ def _loopback(address: str, port: int) -> bool:
     try:
         found = socket.getaddrinfo(address, port, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as err:
-        raise ValueError(f"--address {address}: cannot be resolved ({err}); give a host name "
-                         "or an IP address of this machine, e.g. 127.0.0.1") from None
+        raise UserError(f"--address {address}: cannot be resolved ({err}); give a host name "
+                        "or an IP address of this machine, e.g. 127.0.0.1") from None
     return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in found)

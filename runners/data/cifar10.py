@@ -17,6 +17,7 @@ import numpy as np
 
 from runners.data.download import RemoteFiles, fetch_files
 from runners.data.shakespeare import data_root
+from workbench.errors import UserError
 
 __all__ = ["CIFAR10", "TARBALL", "read_cifar10_tarball", "load_cifar10_splits"]
 
@@ -51,20 +52,29 @@ def _batch(tar: tarfile.TarFile, member: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         raw = tar.extractfile(member)
     except KeyError:
-        raise ValueError(f"{tar.name} has no {member}: not the CIFAR-10 python tarball") from None
-    d = _ArrayUnpickler(io.BytesIO(raw.read()), encoding="bytes").load()
-    data, labels = np.asarray(d[b"data"], dtype=np.uint8), np.asarray(d[b"labels"], dtype=np.int64)
+        raise UserError(f"{tar.name} has no {member}: not the CIFAR-10 python tarball") from None
+    try:
+        d = _ArrayUnpickler(io.BytesIO(raw.read()), encoding="bytes").load()
+        data = np.asarray(d[b"data"], dtype=np.uint8)
+        labels = np.asarray(d[b"labels"], dtype=np.int64)
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError) as err:
+        raise UserError(f"{tar.name}: {member} is not a CIFAR-10 batch ({type(err).__name__}: "
+                        f"{str(err)[:120]}); give the CIFAR-10 python tarball") from None
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
-        raise ValueError(f"{member}: expected data (n, 3072) and n labels, got {data.shape} and "
-                         f"{labels.shape}")
+        raise UserError(f"{member}: expected data (n, 3072) and n labels, got {data.shape} and "
+                        f"{labels.shape}")
     return data.reshape(-1, 3, 32, 32), labels
 
 
 def read_cifar10_tarball(path: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{"train": 5 batches concatenated, "test": the test batch}: uint8 (n, 3, 32, 32), int64."""
-    with tarfile.open(path, "r:gz") as tar:
-        parts = [_batch(tar, m) for m in TRAIN_MEMBERS]
-        test = _batch(tar, TEST_MEMBER)
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            parts = [_batch(tar, m) for m in TRAIN_MEMBERS]
+            test = _batch(tar, TEST_MEMBER)
+    except (tarfile.TarError, EOFError) as err:  # e.g. a file copied by hand that is not it
+        raise UserError(f"{path}: not the CIFAR-10 python tarball ({type(err).__name__}: "
+                        f"{str(err)[:120]})") from None
     train = (np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts]))
     return {"train": train, "test": test}
 

@@ -35,6 +35,8 @@ from functools import cached_property
 
 import numpy as np
 
+from workbench.errors import UserError
+
 __all__ = ["GeneratedCorpus", "SPLITS", "P_SWITCH", "MIXTURE"]
 
 SPLITS = {"train": 0, "validation": 1, "test": 2}
@@ -59,11 +61,11 @@ class GeneratedCorpus:
 
     def __post_init__(self) -> None:
         if not 2 <= self.vocab_size <= 1024:
-            raise ValueError(f"vocab_size must be in 2..1024, got {self.vocab_size}")
+            raise UserError(f"vocab_size must be in 2..1024, got {self.vocab_size}")
         if not 1 <= self.topics <= 256:
-            raise ValueError(f"topics must be in 1..256, got {self.topics}")
+            raise UserError(f"topics must be in 1..256, got {self.topics}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"corpus seed must be an integer >= 0, got {self.seed!r}")
+            raise UserError(f"corpus seed must be an integer >= 0, got {self.seed!r}")
 
     @cached_property
     def tables(self) -> dict[str, np.ndarray]:

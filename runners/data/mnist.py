@@ -13,6 +13,7 @@ import numpy as np
 from runners.data.download import RemoteFiles, fetch_files
 from runners.data.idx import read_idx
 from runners.data.shakespeare import data_root
+from workbench.errors import UserError
 
 __all__ = ["MNIST", "FASHION_MNIST", "MNIST_LIKE", "VALIDATION_FRACTION", "SPLIT_SEED",
            "load_mnist_like_splits"]
@@ -43,10 +44,10 @@ def _images_and_labels(images: Path, labels: Path) -> tuple[np.ndarray, np.ndarr
     """float32 (n, 1, 28, 28) in [0, 1] and int64 (n,), checked against each other."""
     x, y = read_idx(images), read_idx(labels)
     if x.ndim != 3 or y.ndim != 1 or len(x) != len(y) or x.dtype != np.uint8:
-        raise ValueError(f"{images.name} / {labels.name}: expected uint8 images (n, rows, cols) "
-                         f"and n labels, got {x.dtype} {x.shape} and {y.shape}")
+        raise UserError(f"{images.name} / {labels.name}: expected uint8 images (n, rows, cols) "
+                        f"and n labels, got {x.dtype} {x.shape} and {y.shape}")
     if len(y) and not 0 <= y.min() <= y.max() <= 9:
-        raise ValueError(f"{labels.name}: labels must be 0..9, got {y.min()}..{y.max()}")
+        raise UserError(f"{labels.name}: labels must be 0..9, got {y.min()}..{y.max()}")
     return (x.astype(np.float32) / 255.0)[:, None], y.astype(np.int64)
 
 
@@ -60,7 +61,7 @@ def load_mnist_like_splits(dataset: str, data_dir: str | Path | None = None,
     "test" the official test set. `files` replaces the official mirror (tests).
     """
     if dataset not in MNIST_LIKE:
-        raise ValueError(f"unknown dataset {dataset!r}: valid are {', '.join(MNIST_LIKE)}")
+        raise UserError(f"unknown dataset {dataset!r}: valid are {', '.join(MNIST_LIKE)}")
     paths = fetch_files(files or MNIST_LIKE[dataset], data_root(data_dir))
     x, y = _images_and_labels(paths[TRAIN_IMAGES], paths[TRAIN_LABELS])
     order = np.random.RandomState(SPLIT_SEED).permutation(len(y))

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from runners.data.shakespeare import data_root
+from workbench.errors import UserError
 
 __all__ = ["GENERATION", "SPLIT_SIZES", "FOLDER", "load_mnist1d_splits", "generate",
            "fingerprint", "cache_paths"]
@@ -47,8 +48,8 @@ def _generator_args(overrides: Mapping[str, Any]) -> dict[str, Any]:
     args = get_dataset_args(as_dict=True)
     unknown = sorted(set(overrides) - set(args))
     if unknown:
-        raise ValueError(f"unknown MNIST-1D generation parameters {unknown}: valid are "
-                         f"{', '.join(sorted(k for k in args if k != 'url'))}")
+        raise UserError(f"unknown MNIST-1D generation parameters {unknown}: valid are "
+                        f"{', '.join(sorted(k for k in args if k != 'url'))}")
     args = {**args, **overrides}
     args.pop("url", None)  # the download path's address: not a generation parameter
     return args

@@ -7,7 +7,7 @@ names starting with '.' (files and folders: .git and the like, silently), links 
 followed), and, each with one warning line for them all, links that point out of the folder,
 entries that are not regular files (FIFOs, sockets, devices), unreadable files, and binary
 files (a NUL byte anywhere: the test git and grep use). A PATH that is missing, not a regular
-file or folder, binary, or a folder without a text file is a one-line ValueError.
+file or folder, binary, or a folder without a text file is a one-line UserError.
 
 Every byte is a token (vocabulary 256, whatever the encoding: UTF-8 text gives 1 to 4 tokens a
 character). The split is per file and contiguous, as tiny-Shakespeare's: the first 90 % of each
@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from workbench.errors import UserError
 
 __all__ = ["TextBytes", "read_text_bytes", "TEXT_SUFFIXES", "SPLIT_CUTS", "text_files"]
 
@@ -115,11 +117,11 @@ def _read_one(path: Path) -> list[tuple[str, bytes]]:
     try:
         data = _read_regular(path)
     except OSError as err:
-        raise ValueError(f"bytes data {str(path)!r}: cannot be read: {err.strerror or err} "
-                         "(give a text file or a folder of text files)") from None
+        raise UserError(f"bytes data {str(path)!r}: cannot be read: {err.strerror or err} "
+                        "(give a text file or a folder of text files)") from None
     if b"\0" in data:
-        raise ValueError(f"bytes data {str(path)!r} is binary (it holds a NUL byte): give a "
-                         "text file or a folder of text files")
+        raise UserError(f"bytes data {str(path)!r} is binary (it holds a NUL byte): give a "
+                        "text file or a folder of text files")
     return [(path.name, data)]
 
 
@@ -136,22 +138,22 @@ class TextBytes:
 
 def read_text_bytes(path: str | Path) -> TextBytes:
     """The bytes of text file `path`, or of the text files of folder `path`; a bad path is a
-    one-line ValueError, a bad entry of a folder a warning."""
+    one-line UserError, a bad entry of a folder a warning."""
     if not str(path) or "\0" in str(path):
-        raise ValueError(f"bad bytes data path {str(path)!r}: give bytes:PATH, PATH a text "
-                         "file or a folder of text files")
+        raise UserError(f"bad bytes data path {str(path)!r}: give bytes:PATH, PATH a text "
+                        "file or a folder of text files")
     path = Path(path)
     if path.is_dir():
         texts, skipped = text_files(path)
         _warn_skipped(path, skipped)
         if not texts:
-            raise ValueError(f"bytes data {str(path)!r}: no text file in the folder (read are "
-                             f"names ending {', '.join(TEXT_SUFFIXES)}, without a NUL byte)")
+            raise UserError(f"bytes data {str(path)!r}: no text file in the folder (read are "
+                            f"names ending {', '.join(TEXT_SUFFIXES)}, without a NUL byte)")
     elif path.exists():
         texts = _read_one(path)
     else:
-        raise ValueError(f"bytes data {str(path)!r} does not exist: give a text file or a "
-                         "folder of text files")
+        raise UserError(f"bytes data {str(path)!r} does not exist: give a text file or a "
+                        "folder of text files")
     return TextBytes(path, len(texts), sum(len(data) for _, data in texts), _split(texts),
                      _sha256(texts, folder=path.is_dir()))
 

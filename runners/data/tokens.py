@@ -17,7 +17,7 @@ identity for the run's record (kind, seed or path, sha256).
   * llm.c / modded-nanogpt shards: a 256 x int32 header (magic 20240520, version 1, token
     count), then the uint16 tokens; a folder holding *train*.bin and *val*.bin shards (any
     name other than exactly train.bin / val.bin is read as a shard, its header checked).
-  A bad magic, version, size or token id (>= vocab) is a one-line ValueError. The vocabulary is
+  A bad magic, version, size or token id (>= vocab) is a one-line UserError. The vocabulary is
   GPT-2's (50,257) unless given.
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Iterator
 import numpy as np
 
 from runners.data.corpus import GeneratedCorpus
+from workbench.errors import UserError
 
 __all__ = ["TokenSource", "GeneratedSource", "CharSource", "ByteSource", "TokenFileSource",
            "read_shard", "SHARD_MAGIC", "SHARD_VERSION", "HEADER_INTS", "GPT2_VOCAB",
@@ -104,7 +105,7 @@ class _ArraySource(TokenSource):
     def _check(self, block_size: int) -> None:
         problem = self.window_problem(block_size)
         if problem:
-            raise ValueError(f"{problem}: use a smaller block_size")
+            raise UserError(f"{problem}: use a smaller block_size")
 
     def train_windows(self, batch_size: int, block_size: int, seed: int) -> Iterator[np.ndarray]:
         self._check(block_size)
@@ -117,7 +118,7 @@ class _ArraySource(TokenSource):
 
     def eval_windows(self, split: str, count: int, block_size: int) -> np.ndarray:
         if split not in self.splits:
-            raise ValueError(f"unknown split {split!r}: valid are {', '.join(self.splits)}")
+            raise UserError(f"unknown split {split!r}: valid are {', '.join(self.splits)}")
         self._check(block_size)
         ids = self.splits[split]
         rng = np.random.default_rng([EVAL_SEED, list(self.splits).index(split)])
@@ -146,22 +147,22 @@ class CharSource(_ArraySource):
 
 
 def read_shard(path: Path, vocab_size: int = GPT2_VOCAB) -> np.ndarray:
-    """The uint16 tokens of one llm.c shard, memory-mapped; a malformed one: one-line ValueError."""
+    """The uint16 tokens of one llm.c shard, memory-mapped; a malformed one: one-line UserError."""
     size = path.stat().st_size
     if size < HEADER_INTS * 4:
-        raise ValueError(f"{path}: {size} bytes, shorter than the {HEADER_INTS * 4}-byte header "
-                         "of an llm.c shard")
+        raise UserError(f"{path}: {size} bytes, shorter than the {HEADER_INTS * 4}-byte header "
+                        "of an llm.c shard")
     header = np.fromfile(path, dtype="<i4", count=HEADER_INTS)
     if header[0] != SHARD_MAGIC:
-        raise ValueError(f"{path}: magic {int(header[0])}, not llm.c's {SHARD_MAGIC}: not a "
-                         "token shard (a nanoGPT folder holds train.bin and val.bin only)")
+        raise UserError(f"{path}: magic {int(header[0])}, not llm.c's {SHARD_MAGIC}: not a "
+                        "token shard (a nanoGPT folder holds train.bin and val.bin only)")
     if header[1] != SHARD_VERSION:
-        raise ValueError(f"{path}: version {int(header[1])}; only version {SHARD_VERSION} "
-                         "(uint16 tokens) is read")
+        raise UserError(f"{path}: version {int(header[1])}; only version {SHARD_VERSION} "
+                        "(uint16 tokens) is read")
     count = int(header[2])
     if count < 0 or size != HEADER_INTS * 4 + 2 * count:
-        raise ValueError(f"{path}: the header says {count} tokens ({HEADER_INTS * 4 + 2 * count} "
-                         f"bytes with the header), the file has {size} bytes")
+        raise UserError(f"{path}: the header says {count} tokens ({HEADER_INTS * 4 + 2 * count} "
+                        f"bytes with the header), the file has {size} bytes")
     return _checked(np.memmap(path, dtype="<u2", mode="r", offset=HEADER_INTS * 4,
                               shape=(count,)), path, vocab_size)
 
@@ -170,7 +171,7 @@ def _read_raw(path: Path, vocab_size: int) -> np.ndarray:
     """A nanoGPT .bin (train.bin, val.bin): raw uint16 tokens, memory-mapped."""
     size = path.stat().st_size
     if size % 2 or size == 0:
-        raise ValueError(f"{path}: {size} bytes, not a whole number (> 0) of uint16 tokens")
+        raise UserError(f"{path}: {size} bytes, not a whole number (> 0) of uint16 tokens")
     return _checked(np.memmap(path, dtype="<u2", mode="r"), path, vocab_size)
 
 
@@ -186,8 +187,8 @@ def _checked(ids: np.ndarray, path: Path, vocab_size: int) -> np.ndarray:
     for start in range(0, len(ids), 1 << 24):
         top = int(ids[start:start + (1 << 24)].max(initial=0))
         if top >= vocab_size:
-            raise ValueError(f"{path}: token id {top} is outside the vocabulary of {vocab_size} "
-                             "(give the right vocab_size, or re-tokenize)")
+            raise UserError(f"{path}: token id {top} is outside the vocabulary of {vocab_size} "
+                            "(give the right vocab_size, or re-tokenize)")
     return ids
 
 
@@ -221,19 +222,19 @@ class TokenFileSource(_ArraySource):
     def __init__(self, folder: str | Path, vocab_size: int = GPT2_VOCAB) -> None:
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or \
                 not 2 <= vocab_size <= 65536:
-            raise ValueError(f"bad vocab_size {vocab_size!r} for token files: an integer in "
-                             "2..65536 (uint16 token ids)")
+            raise UserError(f"bad vocab_size {vocab_size!r} for token files: an integer in "
+                            "2..65536 (uint16 token ids)")
         self.folder = Path(folder)
         if not self.folder.is_dir():
-            raise ValueError(f"token data {str(self.folder)!r} is not a folder: give a folder "
-                             "holding train.bin and val.bin, or llm.c *train*.bin / *val*.bin shards")
+            raise UserError(f"token data {str(self.folder)!r} is not a folder: give a folder "
+                            "holding train.bin and val.bin, or llm.c *train*.bin / *val*.bin shards")
         self.vocab_size = vocab_size
         found = {}
         for split, pattern in (("train", "*train*.bin"), ("validation", "*val*.bin")):
             files = sorted(self.folder.glob(pattern))
             if not files:
-                raise ValueError(f"{self.folder}: no {pattern} file (nanoGPT's train.bin / val.bin "
-                                 "or llm.c shards are read)")
+                raise UserError(f"{self.folder}: no {pattern} file (nanoGPT's train.bin / val.bin "
+                                "or llm.c shards are read)")
             found[split] = files
         self.files = [f for files in found.values() for f in files]
         self.splits = {split: _concat([_read_file(f, vocab_size) for f in files])
@@ -272,11 +273,11 @@ def token_source(data: str, data_dir: str | Path | None = None, seed: int = 0,
         from runners.data.shakespeare import read_tinyshakespeare
         return CharSource(read_tinyshakespeare(data_dir))
     if not isinstance(data, str) or not data or "\0" in data:
-        raise ValueError(f"bad data {data!r}: valid are generated, shakespeare, bytes:PATH, or "
-                         "a folder of token files")
+        raise UserError(f"bad data {data!r}: valid are generated, shakespeare, bytes:PATH, or "
+                        "a folder of token files")
     if data.startswith("bytes:"):
         if vocab_size not in (None, 256):
-            raise ValueError(f"bad vocab_size {vocab_size!r} for bytes data: its vocabulary is "
-                             "the 256 byte values (leave vocab_size out)")
+            raise UserError(f"bad vocab_size {vocab_size!r} for bytes data: its vocabulary is "
+                            "the 256 byte values (leave vocab_size out)")
         return ByteSource(data[len("bytes:"):])
     return TokenFileSource(data, GPT2_VOCAB if vocab_size is None else vocab_size)

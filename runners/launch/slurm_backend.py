@@ -52,6 +52,7 @@ import psutil
 from runners.launch.processes import (STOP_GRACE_S, LaunchOptions, Outcome, SlurmOptions, kill_tree,
                                       spawn_worker, write_job)
 from workbench import records as R
+from workbench.errors import UserError
 from workbench.spec import RunConfig
 
 __all__ = ["SlurmBackend", "SlurmTrial", "sbatch_parameters", "time_limit_minutes",
@@ -79,42 +80,42 @@ _JOB_ID = R.SLURM_JOB_ID
 
 def parse_slurm_param(item: str) -> tuple[str, str]:
     """An sbatch option from `--slurm-param KEY=VALUE` (e.g. account=proj1, qos=high,
-    mem=16G, constraint=a100): ValueError in one line when KEY is not an sbatch option's name
+    mem=16G, constraint=a100): UserError in one line when KEY is not an sbatch option's name
     or is one the backend sets itself, or VALUE holds characters an option value never needs."""
     key, sep, value = item.partition("=")
     key = key.strip().lstrip("-")
     if not sep or not _PARAM_KEY.fullmatch(key):
-        raise ValueError(f"--slurm-param {item!r}: give KEY=VALUE, KEY an sbatch option's long "
-                         "name in lower case (letters, digits, '-'), e.g. account=proj1")
+        raise UserError(f"--slurm-param {item!r}: give KEY=VALUE, KEY an sbatch option's long "
+                        "name in lower case (letters, digits, '-'), e.g. account=proj1")
     if key in _OWN_PARAMS:
-        raise ValueError(f"--slurm-param {key}: set by Pacebench itself (time limit, array, "
-                         "signal, logs, CPUs) or by its own flag (--slurm-partition, "
-                         "--gpus-per-trial); not settable here")
+        raise UserError(f"--slurm-param {key}: set by Pacebench itself (time limit, array, "
+                        "signal, logs, CPUs) or by its own flag (--slurm-partition, "
+                        "--gpus-per-trial); not settable here")
     if not _PARAM_VALUE.fullmatch(value):
-        raise ValueError(f"--slurm-param {key}: value {value[:60]!r} is not valid: up to 200 "
-                         "letters, digits and _.,:=@%+/-[] (no spaces, quotes or newlines)")
+        raise UserError(f"--slurm-param {key}: value {value[:60]!r} is not valid: up to 200 "
+                        "letters, digits and _.,:=@%+/-[] (no spaces, quotes or newlines)")
     return key, value
 
 
 def check_setup_line(line: str) -> str:
     """A `--slurm-setup` line as given: one shell line (a command the job runs before its trial,
-    e.g. `module load cuda` or `source ~/venv/bin/activate`); ValueError on an empty one or one
+    e.g. `module load cuda` or `source ~/venv/bin/activate`); UserError on an empty one or one
     holding a newline or another control character."""
     if not line.strip() or any(ord(ch) < 32 and ch != "\t" for ch in line):
-        raise ValueError(f"--slurm-setup {line[:60]!r}: give one non-empty shell line (no "
-                         "newlines or control characters); repeat the flag for more lines")
+        raise UserError(f"--slurm-setup {line[:60]!r}: give one non-empty shell line (no "
+                        "newlines or control characters); repeat the flag for more lines")
     return line
 
 
 def check_options(slurm: SlurmOptions) -> SlurmOptions:
-    """ValueError in one line naming the first bad Slurm option."""
+    """UserError in one line naming the first bad Slurm option."""
     if slurm.partition is not None and not re.fullmatch(r"[A-Za-z0-9_.\-]{1,64}",
                                                         slurm.partition):
-        raise ValueError(f"--slurm-partition {slurm.partition[:60]!r}: not a partition name "
-                         "(letters, digits, _ . -)")
+        raise UserError(f"--slurm-partition {slurm.partition[:60]!r}: not a partition name "
+                        "(letters, digits, _ . -)")
     if slurm.array_parallelism is not None and slurm.array_parallelism < 1:
-        raise ValueError(f"--slurm-array-parallelism must be >= 1, got "
-                         f"{slurm.array_parallelism}")
+        raise UserError(f"--slurm-array-parallelism must be >= 1, got "
+                        f"{slurm.array_parallelism}")
     for line in slurm.setup:
         check_setup_line(line)
     for key, value in slurm.params:
@@ -123,36 +124,36 @@ def check_options(slurm: SlurmOptions) -> SlurmOptions:
 
 
 def check_slurm_commands() -> None:
-    """ValueError (one line) unless Slurm's sbatch, squeue and scancel are on the PATH."""
+    """UserError (one line) unless Slurm's sbatch, squeue and scancel are on the PATH."""
     missing = [c for c in ("sbatch", "squeue", "scancel") if shutil.which(c) is None]
     if missing:
-        raise ValueError(f"--backend slurm needs Slurm's commands on this machine's PATH "
-                         f"({', '.join(missing)} not found): run it from a login node")
+        raise UserError(f"--backend slurm needs Slurm's commands on this machine's PATH "
+                        f"({', '.join(missing)} not found): run it from a login node")
 
 
 def check_cluster() -> None:
-    """ValueError (one line, Slurm's own words) unless this machine reaches a Slurm controller
+    """UserError (one line, Slurm's own words) unless this machine reaches a Slurm controller
     (`sinfo` answers)."""
     try:
         done = subprocess.run(["sinfo", "--noheader", "--format=%P"], capture_output=True,
                               text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise ValueError(f"--backend slurm: sinfo did not answer ({err})") from None
+        raise UserError(f"--backend slurm: sinfo did not answer ({err})") from None
     if done.returncode != 0:
         said = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
-        raise ValueError(f"--backend slurm: no Slurm controller answers here (sinfo: "
-                         f"{said.strip()[:200]}); run it where sbatch works (a login node, "
-                         "SLURM_CONF set)")
+        raise UserError(f"--backend slurm: no Slurm controller answers here (sinfo: "
+                        f"{said.strip()[:200]}); run it where sbatch works (a login node, "
+                        "SLURM_CONF set)")
 
 
 def _submitted(submit: Callable[[], Any]) -> Any:
-    """`submit()`, with a refused submission as a one-line ValueError in sbatch's words."""
+    """`submit()`, with a refused submission as a one-line UserError in sbatch's words."""
     try:
         return submit()
     except (OSError, subprocess.SubprocessError, RuntimeError) as err:
         said = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
-        raise ValueError(f"Slurm refused the submission: {said.strip()[:300]} (check the "
-                         "--slurm-* options)") from None
+        raise UserError(f"Slurm refused the submission: {said.strip()[:300]} (check the "
+                        "--slurm-* options)") from None
 
 
 def time_limit_minutes(watchdog_s: float) -> int:
@@ -186,12 +187,12 @@ def sbatch_parameters(options: LaunchOptions, watchdog_s: float, threads: int,
 
 
 def _submitit():
-    """submitit, or ValueError saying how to install it."""
+    """submitit, or UserError saying how to install it."""
     try:
         import submitit
     except ImportError:
-        raise ValueError("--backend slurm needs submitit: pip install 'submitit==1.5.4' "
-                         "(pinned in constraints.txt)") from None
+        raise UserError("--backend slurm needs submitit: pip install 'submitit==1.5.4' "
+                        "(pinned in constraints.txt)") from None
     return submitit
 
 
@@ -328,8 +329,8 @@ def queued_trial_keys(store_root: str | Path, study_name: str) -> set[str]:
     if not jobs:
         return set()
     if shutil.which("squeue") is None:
-        raise RuntimeError(f"study {study_name!r} has Slurm jobs in store {store_root} but "
-                           "squeue is not found here: resume it where Slurm's commands are")
+        raise UserError(f"study {study_name!r} has Slurm jobs in store {store_root} but "
+                        "squeue is not found here: resume it where Slurm's commands are")
     states = squeue_states(jobs.values())
     return {key for key, job in jobs.items() if states.get(job) in QUEUED_STATES}
 
@@ -472,7 +473,7 @@ class SlurmBackend:
 
     def check_store(self, store_root: str) -> None:
         """Run a probe job that reads a token file in the store and answers beside it:
-        ValueError (one line) when the answer does not come, i.e. the nodes do not see the
+        UserError (one line) when the answer does not come, i.e. the nodes do not see the
         store at this path."""
         folder = _slurm_folder(store_root) / "probe"
         folder.mkdir(parents=True, exist_ok=True)
@@ -491,17 +492,17 @@ class SlurmBackend:
             while squeue_states([str(job.job_id)]).get(str(job.job_id)) in QUEUED_STATES:
                 if time.monotonic() > deadline:
                     subprocess.run(["scancel", str(job.job_id)], capture_output=True)
-                    raise ValueError(f"the store probe job {job.job_id} did not run within "
-                                     f"{PROBE_TIMEOUT_S:g} s; or pass --slurm-store-check off")
+                    raise UserError(f"the store probe job {job.job_id} did not run within "
+                                    f"{PROBE_TIMEOUT_S:g} s; or pass --slurm-store-check off")
                 time.sleep(0.2)
             for _ in range(10):  # (a shared filesystem may show the answer a moment later)
                 if reply.exists():
                     return
                 time.sleep(0.5)
-            raise ValueError(f"store {store_root} is not shared with the Slurm nodes: the probe "
-                             f"job {job.job_id} could not answer through it; put the store on "
-                             "a filesystem every node mounts at the same path (or pass "
-                             "--slurm-store-check off)")
+            raise UserError(f"store {store_root} is not shared with the Slurm nodes: the probe "
+                            f"job {job.job_id} could not answer through it; put the store on "
+                            "a filesystem every node mounts at the same path (or pass "
+                            "--slurm-store-check off)")
         finally:
             path.unlink(missing_ok=True)
             reply.unlink(missing_ok=True)

@@ -56,6 +56,7 @@ from runners.launch.scheduler import Scheduler, StudyInterrupted, StudyResult, m
 from runners.launch.dry_run import describe_plan
 from runners.tuning import ChosenSpace
 from workbench.catalog import get_workload
+from workbench.errors import UserError
 from workbench.run_index import refresh_index
 from workbench.spec import DRAW_SCHEME, RunConfig, StudySpec, stable_hash, to_plain
 from workbench.store import Store
@@ -203,8 +204,8 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
                       stacklevel=2)
         early_stop = prune
     if early_stop not in EARLY_STOP_CHOICES:
-        raise ValueError(f"unknown --early-stop {early_stop!r}: valid are "
-                         f"{', '.join(EARLY_STOP_CHOICES)}")
+        raise UserError(f"unknown --early-stop {early_stop!r}: valid are "
+                        f"{', '.join(EARLY_STOP_CHOICES)}")
     hooks = study_hooks(early_stop, eta)
     chosen = choose_search_spaces(spec, search_spaces, sources)
     scheme = study_draw_scheme(store, spec.name)  # a resumed study keeps its draws
@@ -262,7 +263,7 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     options = options or LaunchOptions()
     options.check()
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise UserError(f"workers must be >= 1, got {workers}")
     store.ensure()
     with store.planning_lock():  # launches plan one at a time (records.PLANNING_LOCK)
         configs, same = _plan(store, name, configs, resume, allow_mixed_execution,

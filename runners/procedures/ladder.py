@@ -240,9 +240,9 @@ def _steps(spec: LadderSpec, rung: Rung, budget: float) -> int:
     steps = planned_steps(budget, spec.tokens_per_param, rung.non_embedding_params,
                           spec.batch_size or rung.batch_size, rung.block_size)
     if steps > MAX_STEPS:
-        raise ValueError(f"budget {budget:g} x {spec.tokens_per_param:g} tokens per parameter "
-                         f"at rung {rung.name} plans more than {MAX_STEPS:.0e} steps, the "
-                         "most one run may take: give smaller --budgets")
+        raise SpecError(f"budget {budget:g} x {spec.tokens_per_param:g} tokens per parameter "
+                        f"at rung {rung.name} plans more than {MAX_STEPS:.0e} steps, the "
+                        "most one run may take: give smaller --budgets")
     return steps
 
 

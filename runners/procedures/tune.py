@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from workbench.errors import UserError
 from workbench.records import DONE_STATUSES, TUNE_PREFIX, metric_column
 from workbench.spec import ExecutionOptions, RunConfig
 from workbench.store import Store
@@ -86,12 +87,12 @@ class TunePlan:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.center) and self.center > 0):
-            raise ValueError(f"--center {self.center!r}: must be a finite number > 0 (the grid "
-                             "is in log scale)")
+            raise UserError(f"--center {self.center!r}: must be a finite number > 0 (the grid "
+                            "is in log scale)")
         if self.points < 3:
-            raise ValueError(f"--points {self.points}: must be an integer >= 3")
+            raise UserError(f"--points {self.points}: must be an integer >= 3")
         if not (math.isfinite(self.decades) and self.decades > 0):
-            raise ValueError(f"--decades {self.decades!r}: must be a finite number > 0")
+            raise UserError(f"--decades {self.decades!r}: must be a finite number > 0")
 
     @property
     def step_decades(self) -> float:
@@ -300,7 +301,7 @@ def run_tune(plan: TunePlan, store: Store,
              launch: Callable[[list[RunConfig]], None]) -> TuneResult:
     """Run the sweep: the grid, ranked; one decade more past an edge the best lies on (at most
     MAX_EXTENSIONS times). `launch(configs)` runs the configs (into `store`); points the store
-    already holds are not passed to it. ValueError when no run of the grid finished."""
+    already holds are not passed to it. UserError when no run of the grid finished."""
     values = log_grid(plan)
     extensions: list[str] = []
     while True:
@@ -312,10 +313,10 @@ def run_tune(plan: TunePlan, store: Store,
         ranked, by, rho = rank_points(points, plan.target_direction)
         best = ranked[0]
         if best.rank is None:
-            raise ValueError(f"no run of the sweep of {plan.algorithm} on {plan.workload} "
-                             f"finished with a value to rank (statuses: "
-                             f"{', '.join(sorted({str(p.status) for p in points}))}); its "
-                             f"logs are in the store under study {study_name(plan.algorithm)}")
+            raise UserError(f"no run of the sweep of {plan.algorithm} on {plan.workload} "
+                            f"finished with a value to rank (statuses: "
+                            f"{', '.join(sorted({str(p.status) for p in points}))}); its "
+                            f"logs are in the store under study {study_name(plan.algorithm)}")
         side = edge_side(points, best)
         if side is None or len(extensions) == MAX_EXTENSIONS:
             break

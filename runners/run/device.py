@@ -24,6 +24,7 @@ from runners.api import Workload
 from runners.run.compilation import Compilation
 from runners.run.energy import EnergyMeter
 from runners.run.flops import count_step_flops, mfu, peak_flops
+from workbench.errors import UserError
 from workbench.spec import PRECISIONS
 
 __all__ = ["resolve_device", "adapt_model", "Accelerator"]
@@ -39,13 +40,13 @@ def resolve_device(name: str | torch.device) -> torch.device:
         return torch.device("cpu")
     if name == "cuda" or name.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise ValueError(f"device {name!r} asked for, but torch {torch.__version__} sees no "
-                             "CUDA device here: use --device cpu, or auto")
+            raise UserError(f"device {name!r} asked for, but torch {torch.__version__} sees no "
+                            "CUDA device here: use --device cpu, or auto")
         device = torch.device(name)
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s)")
+            raise UserError(f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s)")
         return device
-    raise ValueError(f"unknown device {name!r}: valid are cpu, cuda, cuda:<index>, auto")
+    raise UserError(f"unknown device {name!r}: valid are cpu, cuda, cuda:<index>, auto")
 
 
 def _has_conv(model: nn.Module) -> bool:
@@ -59,7 +60,7 @@ def adapt_model(model: nn.Module, device: torch.device, precision: str = "fp32",
     and compiled. Returns the same object; with none of the three it is left exactly as it was.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}: valid are {', '.join(PRECISIONS)}")
+        raise UserError(f"unknown precision {precision!r}: valid are {', '.join(PRECISIONS)}")
     channels_last = channels_last and _has_conv(model)
     bf16 = precision == "bf16"
     if not (bf16 or channels_last or compile):

@@ -21,6 +21,7 @@ from typing import Any
 
 from workbench import curves
 from workbench.early_stopping import rung_decision
+from workbench.errors import UserError
 from workbench.spec import RunConfig
 from workbench.store import Store
 
@@ -41,8 +42,8 @@ def estimate(name: str, steps: list[float], losses: list[float], cutoff: float,
     if name == "tse":
         window = max(1, budget_steps // WINDOWS_PER_BUDGET)
         return curves.tse(curves.window_means(s, v, window, up_to=cutoff))
-    raise ValueError(f"unknown early-stopping estimator {name!r}: valid are "
-                     f"{', '.join(ESTIMATORS)}")
+    raise UserError(f"unknown early-stopping estimator {name!r}: valid are "
+                    f"{', '.join(ESTIMATORS)}")
 
 
 def _group(config: RunConfig) -> str:
@@ -55,8 +56,8 @@ class SuccessiveHalving:
     def __init__(self, store: Store, config: RunConfig, budget_steps: int, estimator: str = "lcga",
                  eta: int = 3, rungs: tuple[float, ...] = DEFAULT_RUNGS) -> None:
         if estimator not in ESTIMATORS:
-            raise ValueError(f"unknown early-stopping estimator {estimator!r}: valid are "
-                             f"{', '.join(ESTIMATORS)}")
+            raise UserError(f"unknown early-stopping estimator {estimator!r}: valid are "
+                            f"{', '.join(ESTIMATORS)}")
         self.store, self.config, self.estimator, self.eta = store, config, estimator, eta
         self.budget_steps = budget_steps
         self.rung_steps = [max(1, int(round(f * budget_steps))) for f in rungs]

@@ -16,6 +16,7 @@ import torch
 
 from runners.api import Workload
 from runners.run.timing import DeviceClock
+from workbench.errors import UserError
 
 __all__ = ["inference_latency", "validation_inputs", "measure_after_run", "WARMUP_CALLS",
            "REPEATS"]
@@ -35,7 +36,7 @@ def validation_inputs(workload: Workload) -> torch.Tensor:
     windows = getattr(workload, "eval_windows", None)
     if isinstance(windows, dict) and "validation" in windows:
         return windows["validation"][0]
-    raise TypeError(f"workload {workload.spec.name!r} ({type(workload).__name__}) exposes no "
+    raise UserError(f"workload {workload.spec.name!r} ({type(workload).__name__}) exposes no "
                     "validation inputs: give it eval_split(split) -> (inputs, targets) or "
                     "eval_windows {'validation': (inputs, targets)}")
 
@@ -47,10 +48,10 @@ def inference_latency(model: torch.nn.Module, inputs: torch.Tensor, device: torc
     The model is put in eval mode under torch.no_grad() and its train/eval mode is restored.
     """
     if repeats < 1 or warmup < 0:
-        raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats} and {warmup}")
+        raise UserError(f"need repeats >= 1 and warmup >= 0, got {repeats} and {warmup}")
     if inputs.ndim < 1 or inputs.shape[0] < 1:
-        raise ValueError(f"need at least one input example, got inputs of shape "
-                         f"{tuple(inputs.shape)}")
+        raise UserError(f"need at least one input example, got inputs of shape "
+                        f"{tuple(inputs.shape)}")
     clock = DeviceClock(device)
     n = inputs.shape[0]
     was_training = model.training

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import torch
 
 from runners.api import Algorithm, Batch, Workload
+from workbench.errors import UserError
 from workbench.spec import PRUNE_METHODS, WorkloadSpec
 
 __all__ = ["prune_scores", "global_masks", "MaskedAlgorithm", "SNIP_BATCH"]
@@ -44,14 +45,14 @@ def prune_scores(model: torch.nn.Module, workload: Workload, method: str,
     if method == "random":
         gen = torch.Generator().manual_seed(seed)
         return [torch.rand(p.shape, generator=gen).to(p.device) for p in model.parameters()]
-    raise ValueError(f"unknown prune method {method!r}: valid are {', '.join(PRUNE_METHODS)}")
+    raise UserError(f"unknown prune method {method!r}: valid are {', '.join(PRUNE_METHODS)}")
 
 
 def global_masks(scores: list[torch.Tensor], sparsity: float) -> list[torch.Tensor]:
     """Masks (same shapes and dtype as the scores, 1 = kept) keeping the global top
     round((1 - sparsity) N) entries of all scores together."""
     if not 0.0 <= sparsity < 1.0:
-        raise ValueError(f"sparsity must be in [0, 1), got {sparsity}")
+        raise UserError(f"sparsity must be in [0, 1), got {sparsity}")
     flat = torch.cat([s.reshape(-1) for s in scores])
     keep = max(1, int(round((1.0 - sparsity) * flat.numel())))
     chosen = torch.zeros_like(flat)

@@ -14,6 +14,7 @@ from runners.workloads.mnist import MnistLikeWorkload
 from runners.workloads.mnist1d import Mnist1dWorkload
 from runners.workloads.shakespeare import ShakespeareCharWorkload
 from runners.workloads.synthetic import SyntheticWorkload
+from workbench.errors import UnknownNameError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["WORKLOADS", "PLUGIN_BUILDERS", "build_workload"]
@@ -49,6 +50,6 @@ def build_workload(spec: WorkloadSpec, device: torch.device = torch.device("cpu"
     try:
         builder = WORKLOADS[key]
     except KeyError:
-        raise KeyError(f"no builder for workload {spec.name!r} (dataset/arch {key!r}): "
-                       f"known are {', '.join(WORKLOADS)}") from None
+        raise UnknownNameError(f"no builder for workload {spec.name!r} (dataset/arch {key!r}): "
+                               f"known are {', '.join(WORKLOADS)}") from None
     return builder(spec, torch.device(device), data_dir)

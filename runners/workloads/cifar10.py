@@ -22,6 +22,7 @@ from runners.api import Batch
 from runners.data.cifar10 import load_cifar10_splits
 from runners.workloads.common import (ACTIVATIONS, TensorWorkload, activation, knob, scale_init,
                                       seeded_model)
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["resnet9", "flip_crop", "Cifar10Workload", "TRAIN_EVAL_SIZE"]
@@ -72,7 +73,7 @@ def resnet9(widths: tuple[int, int, int, int], act: str, norm: str,
             logit_scale: float = 0.125) -> nn.Sequential:
     """Input (n, 3, 32, 32) -> logits (n, 10); spatial 32 -> 16 -> 8 -> 4 -> 1."""
     if len(widths) != 4:
-        raise ValueError(f"resnet9 takes 4 widths (prep, layer1..3), got widths={widths!r}")
+        raise UserError(f"resnet9 takes 4 widths (prep, layer1..3), got widths={widths!r}")
     w0, w1, w2, w3 = widths
     return nn.Sequential(
         _conv(3, w0, act, norm),

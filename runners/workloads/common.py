@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from runners.api import Batch, Workload
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["ACTIVATIONS", "activation", "knob", "seeded_model", "scale_init", "mlp",
@@ -25,7 +26,7 @@ def activation(name: str) -> nn.Module:
         return ACTIVATIONS[name]()
     except KeyError:
         valid = ", ".join(ACTIVATIONS)
-        raise ValueError(f"unknown activation {name!r}: valid are {valid}") from None
+        raise UserError(f"unknown activation {name!r}: valid are {valid}") from None
 
 
 _REQUIRED = object()  # marks a knob without a default
@@ -35,10 +36,10 @@ def knob(model: Mapping[str, Any], name: str, valid: tuple[str, ...] | None = No
          default: Any = _REQUIRED) -> Any:
     """Model knob `name` of a catalog entry (or `default`), checked against `valid` values."""
     if name not in model and default is _REQUIRED:
-        raise ValueError(f"model knob {name!r} missing; knobs given: {', '.join(model)}")
+        raise UserError(f"model knob {name!r} missing; knobs given: {', '.join(model)}")
     value = model.get(name, default)
     if valid is not None and value not in valid:
-        raise ValueError(f"model knob {name}={value!r} not supported: valid are {', '.join(valid)}")
+        raise UserError(f"model knob {name}={value!r} not supported: valid are {', '.join(valid)}")
     return value
 
 
@@ -131,7 +132,7 @@ class TensorWorkload(Workload):
         super().__init__(spec, device)
         missing = [s for s in ("train", "train_eval", "validation", "test") if s not in splits]
         if missing:
-            raise ValueError(f"splits missing: {', '.join(missing)}")
+            raise UserError(f"splits missing: {', '.join(missing)}")
         self.splits = {k: (x.to(device), y.to(device)) for k, (x, y) in splits.items()}
 
     @property
@@ -142,7 +143,7 @@ class TensorWorkload(Workload):
         inputs, targets = self.splits["train"]
         n = inputs.shape[0]
         if not 1 <= batch_size <= n:
-            raise ValueError(f"batch_size must be in 1..{n} (training examples), got {batch_size}")
+            raise UserError(f"batch_size must be in 1..{n} (training examples), got {batch_size}")
         gen = torch.Generator().manual_seed(seed)
         while True:
             perm = torch.randperm(n, generator=gen).to(self.device)
@@ -155,7 +156,7 @@ class TensorWorkload(Workload):
         """(inputs, targets) evaluated for `split`; "train" is the fixed eval subset of train."""
         key = "train_eval" if split == "train" else split
         if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
+            raise UserError(f"unknown split {split!r}: valid are {', '.join(SPLITS)}")
         return self.splits[key]
 
     def metrics(self, outputs: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:

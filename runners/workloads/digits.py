@@ -13,6 +13,7 @@ from torch import nn
 
 from runners.data.digits import load_digits_splits
 from runners.workloads.common import ArrayClassifier, activation, knob, mlp
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["DigitsWorkload", "digits_mlp", "digits_cnn", "TRAIN_EVAL_SIZE"]
@@ -34,7 +35,7 @@ def digits_cnn(channels: tuple[int, int], act: str, norm: str) -> nn.Module:
     each conv output is normalised over its (channels, 8, 8) features before the activation.
     """
     if len(channels) != 2:
-        raise ValueError(f"digits_cnn takes exactly 2 conv widths, got channels={channels!r}")
+        raise UserError(f"digits_cnn takes exactly 2 conv widths, got channels={channels!r}")
     c1, c2 = channels
     layers: list[nn.Module] = []
     for c_in, c_out in ((1, c1), (c1, c2)):

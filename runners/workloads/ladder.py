@@ -27,6 +27,7 @@ from runners.api import Batch, Workload
 from runners.data.tokens import TokenSource, token_source
 from runners.workloads.common import knob, next_token_loss, next_token_metrics, seeded_model
 from runners.workloads.shakespeare import CausalSelfAttention
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["LadderGPT", "LadderWorkload", "counted_counts", "EVAL_WINDOWS", "EVAL_LOGITS"]
@@ -138,8 +139,8 @@ class LadderWorkload(Workload):
         self.vocab_size = self.source.vocab_size
         count = knob(m, "eval_windows", default=EVAL_WINDOWS)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"model knob eval_windows={count!r}: an integer >= 1 (windows per "
-                             "split each eval scores)")
+            raise UserError(f"model knob eval_windows={count!r}: an integer >= 1 (windows per "
+                            "split each eval scores)")
         self.windows_per_eval = count
         self._eval = {split: self._tensor(self.source.eval_windows(split, count, self.block_size))
                       for split in ("train", "validation", "test")}
@@ -184,5 +185,5 @@ class LadderWorkload(Workload):
 
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         if split not in self._eval:
-            raise ValueError(f"unknown split {split!r}: valid are {', '.join(self._eval)}")
+            raise UserError(f"unknown split {split!r}: valid are {', '.join(self._eval)}")
         return next_token_metrics(model, *self._eval[split], chunk=self._chunk)

@@ -16,6 +16,7 @@ from torch import nn
 from runners.data.mnist import load_mnist_like_splits
 from runners.workloads.common import (ACTIVATIONS, TensorWorkload, activation, knob, scale_init,
                                       seeded_model)
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["simple_cnn", "MnistLikeWorkload", "TRAIN_EVAL_SIZE"]
@@ -28,7 +29,7 @@ EVAL_BATCH_SIZE = 2000   # images per forward pass in evals (bounds eval memory 
 def simple_cnn(channels: tuple[int, int], act: str, size: int = 28) -> nn.Sequential:
     """Input (n, 1, size, size) -> logits (n, 10); `size` must be divisible by 4."""
     if len(channels) != 2:
-        raise ValueError(f"simple_cnn takes exactly 2 conv widths, got channels={channels!r}")
+        raise UserError(f"simple_cnn takes exactly 2 conv widths, got channels={channels!r}")
     c1, c2 = channels
     return nn.Sequential(
         nn.Conv2d(1, c1, kernel_size=5, padding=2), activation(act), nn.MaxPool2d(2),

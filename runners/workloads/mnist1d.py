@@ -13,6 +13,7 @@ from torch import nn
 
 from runners.data.mnist1d import load_mnist1d_splits
 from runners.workloads.common import ArrayClassifier, activation, knob, mlp
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["Mnist1dWorkload", "mnist1d_cnn", "SIGNAL_LENGTH", "TRAIN_EVAL_SIZE",
@@ -37,7 +38,7 @@ def mnist1d_cnn(channels: tuple[int, int, int], act: str) -> nn.Module:
     the CNN baseline of the MNIST-1D paper.
     """
     if len(channels) != 3:
-        raise ValueError(f"mnist1d_cnn takes exactly 3 conv widths, got channels={channels!r}")
+        raise UserError(f"mnist1d_cnn takes exactly 3 conv widths, got channels={channels!r}")
     c1, c2, c3 = channels
     layers: list[nn.Module] = [nn.Unflatten(1, (1, SIGNAL_LENGTH))]
     for c_in, c_out, k in ((1, c1, 5), (c1, c2, 3), (c2, c3, 3)):

@@ -23,6 +23,7 @@ from runners.api import Batch, Workload
 from runners.data.shakespeare import read_tinyshakespeare
 from runners.workloads.common import (activation, knob, next_token_loss, next_token_metrics,
                                       seeded_model)
+from workbench.errors import UserError
 from workbench.spec import WorkloadSpec
 
 __all__ = ["GPT", "CausalSelfAttention", "CharCorpus", "ShakespeareCharWorkload", "EVAL_WINDOWS"]
@@ -57,7 +58,7 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, n_embd: int, n_head: int, bias: bool = True) -> None:
         super().__init__()
         if n_embd % n_head:
-            raise ValueError(f"n_embd ({n_embd}) must be a multiple of n_head ({n_head})")
+            raise UserError(f"n_embd ({n_embd}) must be a multiple of n_head ({n_head})")
         self.n_head = n_head
         self.qkv = nn.Linear(n_embd, 3 * n_embd, bias=bias)
         self.proj = nn.Linear(n_embd, n_embd, bias=bias)
@@ -176,5 +177,5 @@ class ShakespeareCharWorkload(Workload):
 
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
         if split not in self.eval_windows:
-            raise ValueError(f"unknown split {split!r}: valid are {', '.join(self.eval_windows)}")
+            raise UserError(f"unknown split {split!r}: valid are {', '.join(self.eval_windows)}")
         return next_token_metrics(model, *self.eval_windows[split])

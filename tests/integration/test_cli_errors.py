@@ -115,3 +115,114 @@ def test_a_missing_dataset_is_one_line_saying_where_to_put_it(tmp_path, capsys, 
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: ")
     assert "tinyshakespeare/input.txt" in err and "PACEBENCH_DATA" in err
     assert "Traceback" not in err and not (tmp_path / "s").exists()
+
+
+def test_an_internal_key_error_is_an_internal_error_not_bad_input(monkeypatch, capsys,
+                                                                   fake_store):
+    """A KeyError (or ValueError) of ours is a bug: exit 1, `internal error`, the traceback in
+    a file that exists and holds it; never `error:` with exit 2 as if the input were bad."""
+    def broken(*args, **kwargs):
+        return {}["a missing key of ours"]
+
+    monkeypatch.setattr(analysis, "_results", broken)
+    assert main(["score", "--store", str(fake_store)]) == 1
+    line = _one_line(capsys)
+    assert line.startswith("internal error: KeyError: 'a missing key of ours'; details in ")
+    details = Path(line.rpartition("details in ")[2])
+    assert details.is_file()
+    text = details.read_text()
+    assert "Traceback" in text and "KeyError: 'a missing key of ours'" in text
+    assert "in broken" in text  # the frame that raised it
+
+
+@pytest.mark.parametrize("error", [ValueError("an internal check of ours"),
+                                   LookupError("an internal lookup of ours")])
+def test_a_plain_value_or_lookup_error_is_internal_too(monkeypatch, capsys, fake_store, error):
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(analysis, "_results", broken)
+    assert main(["score", "--store", str(fake_store)]) == 1
+    assert _one_line(capsys).startswith(f"internal error: {type(error).__name__}: ")
+
+
+@pytest.mark.parametrize("begun", [False, True])
+def test_a_user_error_is_one_line_exit_2_before_and_after_writing(monkeypatch, capsys,
+                                                                  fake_store, begun):
+    """A UserError says what was wrong in one `error:` line, exit 2; also when raised by a
+    check that only the work could make (after writing began), as a ValueError was before."""
+    from workbench.errors import UserError
+
+    def refuses(*args, **kwargs):
+        if begun:
+            begin_writing()
+        raise UserError("--thing 3: must be 1 or 2")
+
+    monkeypatch.setattr(analysis, "_results", refuses)
+    assert main(["score", "--store", str(fake_store)]) == 2
+    assert _one_line(capsys) == "error: --thing 3: must be 1 or 2"
+
+
+def test_an_unknown_name_is_a_key_error_too_and_reads_as_its_message(capsys, tmp_path):
+    """UnknownNameError: bad input (one line, exit 2) whose text is the message (not KeyError's
+    quoted repr), and still caught by `except KeyError`."""
+    from workbench.errors import UnknownNameError, UserError
+
+    err = UnknownNameError("unknown workload 'x': known are a, b")
+    assert isinstance(err, KeyError) and isinstance(err, UserError)
+    assert str(err) == "unknown workload 'x': known are a, b"
+    from runners.algorithms import get_algorithm
+    from workbench.catalog import get_workload
+    for unknown in (lambda: get_workload("no_such_workload"),
+                    lambda: get_algorithm("no_such_algorithm", {})):
+        with pytest.raises(UnknownNameError, match="known are"):
+            unknown()
+    assert main(["run", "--workload", "no_such_workload", "--algorithm", "adamw",
+                 "--store", str(tmp_path / "s")]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("error: unknown workload 'no_such_workload'")
+    assert not (tmp_path / "s").exists()
+
+
+def test_pacebench_debug_reraises_an_internal_error_and_a_user_error(monkeypatch, fake_store):
+    from workbench.errors import UserError
+
+    monkeypatch.setenv("PACEBENCH_DEBUG", "1")
+    for error in (KeyError("ours"), UserError("yours")):
+        def raises(*args, **kwargs):
+            raise error
+
+        monkeypatch.setattr(analysis, "_results", raises)
+        with pytest.raises(type(error)):
+            main(["score", "--store", str(fake_store)])
+
+
+def test_export_or_report_to_a_file_or_under_one_is_bad_input_before_writing(
+        tmp_path, capsys, fake_store):
+    (tmp_path / "afile").write_text("x")
+    for out in ("afile", "afile/sub"):
+        assert main(["export", "--store", str(fake_store), "--out", str(tmp_path / out)]) == 2
+        line = _one_line(capsys)
+        assert line.startswith(f"error: --out {tmp_path / out}: {tmp_path / 'afile'} is a file")
+    for flag, path in (("--out", "afile/r.html"), ("--figures", "afile")):
+        argv = ["report", "--store", str(fake_store), "--out", str(tmp_path / "r.html"),
+                flag, str(tmp_path / path)]  # the last --out is the one taken
+        assert main(argv) == 2
+        assert "is a file; give a folder" in _one_line(capsys)
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe{", b"\x80 not utf-8"])
+def test_a_search_space_file_that_is_not_text_is_a_user_error(tmp_path, content):
+    """A binary search-space file is bad input (one line naming it), not an internal
+    UnicodeDecodeError."""
+    from runners.tuning import SearchSpace
+    from workbench.errors import UserError
+    from workbench.hparams import search_space_scalings
+
+    path = tmp_path / "adamw.json"
+    path.write_bytes(content)
+    with pytest.raises(UserError, match="adamw.json: not valid JSON"):
+        SearchSpace.from_json(path)
+    with pytest.raises(UserError, match="adamw.json: not valid JSON"):
+        search_space_scalings("adamw", tmp_path)

@@ -35,6 +35,8 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, Mapping, Sequence
 
+from workbench.errors import UserError
+
 __all__ = ["WorkerPool", "WorkerError", "serve", "KILL_AFTER_S"]
 
 KILL_AFTER_S = 10.0  # how long a worker may take to exit once the pool is left
@@ -53,7 +55,7 @@ class WorkerPool:
 
     def __init__(self, processes: int) -> None:
         if processes < 1:
-            raise ValueError(f"a worker pool needs at least 1 process, got {processes}")
+            raise UserError(f"a worker pool needs at least 1 process, got {processes}")
         self.processes = processes
         self._workers: list[subprocess.Popen] = []
         self._idle: queue.Queue = queue.Queue()
@@ -129,13 +131,15 @@ def _error(described: Mapping[str, Any]) -> Exception:
     """The exception a worker described (see _describe), to raise in the caller."""
     if described.get("errno") is not None:  # OSError picks the subclass from the errno
         return OSError(described["errno"], described["strerror"], described["filename"])
+    if described.get("user"):  # bad input stays bad input: its one line, not a traceback
+        return UserError(described["message"])
     return WorkerError(f"{described['type']}: {described['message']} (in an import worker "
                        f"process)\n{described['traceback']}")
 
 
 def _describe(error: BaseException) -> dict[str, Any]:
     described = {"type": type(error).__name__, "message": str(error),
-                 "traceback": traceback.format_exc()}
+                 "traceback": traceback.format_exc(), "user": isinstance(error, UserError)}
     if isinstance(error, OSError) and error.errno is not None:
         described.update(errno=error.errno, strerror=error.strerror,
                          filename=None if error.filename is None else os.fsdecode(error.filename))

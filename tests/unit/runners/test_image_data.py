@@ -13,6 +13,7 @@ import pytest
 from fake_datasets import cifar_batch_pickle, idx_bytes, write_cifar10_tarball, write_mnist_like
 from runners.data import ChecksumError, load_cifar10_splits, load_mnist_like_splits, read_idx
 from runners.data.cifar10 import CIFAR10, TARBALL, read_cifar10_tarball
+from workbench.errors import UserError
 from runners.data.mnist import FASHION_MNIST, MNIST, MNIST_LIKE
 
 
@@ -57,6 +58,11 @@ def test_idx_reader_rejects_bad_magic_and_truncation(tmp_path):
     short.write_bytes(idx_bytes(np.zeros((4, 4), dtype=np.uint8))[:-3])
     with pytest.raises(ValueError, match="truncated"):
         read_idx(short)
+    for name, raw in (("header", b"\x00\x00\x08\x03\x00\x00"),  # 3 sizes promised, none given
+                      ("gzip", gzip.compress(idx_bytes(np.zeros((4, 4), np.uint8)))[:-9])):
+        (tmp_path / name).write_bytes(raw)
+        with pytest.raises(UserError, match="truncated or corrupt"):  # bad input, not ours
+            read_idx(tmp_path / name)
 
 
 @pytest.mark.parametrize("dataset", ["mnist", "fashion_mnist"])
@@ -136,5 +142,8 @@ def test_cifar10_refuses_a_pickle_that_names_other_globals(tmp_path):
 
     path = tmp_path / TARBALL
     write_cifar10_tarball(path, extra_pickle=pickle.dumps({b"data": Evil()}, protocol=2))
-    with pytest.raises(pickle.UnpicklingError, match="print: only NumPy arrays"):
+    with pytest.raises(UserError, match="print: only NumPy arrays"):  # bad input: one line
+        read_cifar10_tarball(path)
+    path.write_bytes(b"not a tarball")  # e.g. a wrong file copied into the data folder by hand
+    with pytest.raises(UserError, match="not the CIFAR-10 python tarball"):
         read_cifar10_tarball(path)

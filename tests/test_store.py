@@ -431,3 +431,24 @@ def test_a_run_stopped_by_a_full_disk_is_interrupted_and_leaves_no_empty_folder(
     with pytest.raises(OSError):
         store.new_run(_doc("k2"))
     assert [p.name for p in store.runs_dir.iterdir()] == [doc["run_id"]]
+
+
+def test_eval_rows_are_flushed_each_and_fsynced_at_most_once_a_second(tmp_path, monkeypatch):
+    """Every eval row reaches the OS before append_eval returns; the file is fsynced with the
+    first row and then at most every EVAL_SYNC_EVERY_S (store.py), not once per row."""
+    import workbench.store as store_module
+
+    store = open_store(tmp_path, create=True)
+    writer = store.new_run(_doc())
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(store_module.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    live = store.runs_dir / writer.run_id / R.EVALS_LIVE
+    for i in range(20):
+        writer.append_eval(_eval(i, 0.5))
+        assert len(read_jsonl(live)) == i + 1  # flushed: another reader sees it now
+    assert len(synced) == 1
+    writer._synced -= store_module.EVAL_SYNC_EVERY_S
+    writer.append_eval(_eval(20, 0.5))
+    assert len(synced) == 2
+    writer.finish("complete")

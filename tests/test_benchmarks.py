@@ -85,3 +85,10 @@ def test_import_score_finds_the_official_scorer_only_when_it_is_installed(tmp_pa
     for name in [m for m in sys.modules if m == "algoperf" or m.startswith("algoperf.")]:
         monkeypatch.delitem(sys.modules, name)
     assert bench.official_scorer() == str(fake / "score_submissions.py")
+
+
+def test_overhead_boundary_prints_each_bookkeeping_cost_both_ways():
+    text = _script("overhead.py", "--boundary")
+    for label in ("flush only", "fsync per row", "load reading, repeat", "full reading",
+                  "load average"):
+        assert label in text

@@ -8,6 +8,10 @@ Each round imports the v0.5 external-tuning logs into a fresh temporary store an
               `score()` on a newly opened store in the same process
   CLI         `pacebench import-algoperf LOGS --store S --targets T` and `pacebench score --store S
               --json` as subprocesses, start-up included
+  official    the official AlgoPerf scorer (`algoperf.scoring.score_submissions` of
+              mlcommons/algorithmic-efficiency) on the same logs, as a subprocess, when it is
+              installed in this interpreter's environment; when it is not, the output says so
+              and no time is printed for it
 The CPU seconds (user + system of the process, its threads and its worker processes) are printed
 beside the import's wall seconds: on a shared machine they move less with the load than the wall
 seconds do.
@@ -108,6 +112,31 @@ def commands(checkout: Path, logs: Path, targets: Path, tmp: Path) -> tuple[dict
     return out, done.stdout
 
 
+OFFICIAL = "algoperf.scoring.score_submissions"
+
+
+def official_scorer() -> str | None:
+    """The file of the official AlgoPerf scorer's module when it is installed (not Pacebench's
+    own `algoperf` stand-in, which has no scorer), else None."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(OFFICIAL)
+    except ModuleNotFoundError:  # no `algoperf` package, or one without `scoring`
+        return None
+    return spec.origin if spec is not None and spec.origin else None
+
+
+def time_official(logs: Path, tmp: Path) -> float:
+    """Wall seconds of the official scorer over `logs` (its performance profiles included)."""
+    out = Path(tempfile.mkdtemp(dir=tmp))
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", OFFICIAL, f"--submission_directory={logs}",
+                    f"--output_dir={out}", "--compute_performance_profiles"],
+                   capture_output=True, text=True, check=True)
+    return time.perf_counter() - start
+
+
 def summary(values: list[float]) -> str:
     """Median (min to max, n) of a figure over the rounds."""
     return (f"{statistics.median(values):7.2f} s ({min(values):.2f} to {max(values):.2f}, "
@@ -135,6 +164,10 @@ def main() -> None:
         checkouts = {"this": REPO} | ({"baseline": args.baseline.resolve()}
                                       if args.baseline else {})
         print(f"{os.cpu_count()} CPUs; load average at start {load()}")
+        official = official_scorer()
+        print(f"official AlgoPerf scorer: {official}" if official else
+              f"official AlgoPerf scorer: not installed here ({OFFICIAL} not importable), "
+              "so it is not timed")
         figures: dict[str, dict[str, list[float]]] = {name: {} for name in checkouts}
         outputs: dict[str, str] = {}
         for round_ in range(args.rounds):
@@ -142,11 +175,14 @@ def main() -> None:
                 got = in_process(checkout, logs, args.targets, tmp)
                 assert got["problems"] == 0 and got["imported"] == 3700, got
                 cli, outputs[name] = commands(checkout, logs, args.targets, tmp)
+                if official and name == "this":
+                    cli["official"] = time_official(logs, tmp)
                 for key, value in {**got, **cli}.items():
                     if key not in ("imported", "problems"):
                         figures[name].setdefault(key, []).append(value)
                 print(f"round {round_ + 1} {name:8s} import {got['import']:.2f} s "
                       f"(cpu {got['import_cpu']:.2f} s), score {got['score']:.3f} s, "
+                      f"warm score {got['score_again']:.3f} s, "
                       f"cli import {cli['cli import']:.2f} s, cli score {cli['cli score']:.2f} s;"
                       f" load {load()}", flush=True)
         for name, checkout in checkouts.items():

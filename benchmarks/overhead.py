@@ -17,11 +17,18 @@ compiles with one untimed forward and backward before its timer starts.
 AlgoPerf) against a bare loop that also evaluates at the same cadence with its timer paused;
 `runner wall-eval/bare` charges the runner everything except its evals (logging too);
 `runner/bare-no-evals` compares with a bare loop that never evaluates.
+
+`--boundary` prints instead what the runner does at each eval besides the eval, off the clock
+but between two clocked stretches: appending the eval row (flushed; fsynced at most once a
+second, workbench/store.py, against an fsync per row as before) and the machine's load
+reading (runners/run/machine.py: a repeat within 0.2 s reads no file, against a full reading).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import os
 import statistics
 import sys
 import tempfile
@@ -121,6 +128,32 @@ def allow_steps(workload_name: str, steps: int) -> None:
     catalog.CATALOG[workload_name] = dataclasses.replace(spec, budget=budget)
 
 
+def boundary_costs(rows: int = 400) -> None:
+    """Milliseconds per eval of the eval row's write and the load reading, each way."""
+    from runners.run.machine import MachineMonitor
+
+    row = json.dumps({"run_id": "x" * 40, "eval_index": 1, "step": 5, "train_seconds": 1.0,
+                      "validation/accuracy": 0.5, "validation/loss": 0.7})
+    with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parents[1]) as tmp:
+        with open(Path(tmp) / "evals.jsonl", "a") as f:
+            for label, sync in (("flush only", False), ("fsync per row", True)):
+                start = time.perf_counter()
+                for _ in range(rows):
+                    f.write(row + "\n")
+                    f.flush()
+                    if sync:
+                        os.fsync(f.fileno())
+                print(f"eval row, {label:14s} {1e3 * (time.perf_counter() - start) / rows:.3f} ms")
+    monitor = MachineMonitor()
+    for label, full in (("repeat", False), ("full reading", True)):
+        start = time.perf_counter()
+        for _ in range(rows):
+            monitor._loaded = monitor._loaded and not full
+            monitor.read()
+        print(f"load reading, {label:12s} {1e3 * (time.perf_counter() - start) / rows:.3f} ms")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="digits_mlp")
@@ -129,7 +162,12 @@ def main() -> int:
     parser.add_argument("--device", default="cpu", help="cpu | cuda | cuda:<i> | auto")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     parser.add_argument("--compile", action="store_true", help="torch.compile both loops")
+    parser.add_argument("--boundary", action="store_true",
+                        help="only the eval boundary's bookkeeping costs (see above)")
     args = parser.parse_args()
+    if args.boundary:
+        boundary_costs()
+        return 0
     torch.set_num_threads(1)
     allow_steps(args.workload, args.steps)
     device = resolve_device(args.device)

@@ -98,7 +98,7 @@ def print_kernel_profile(p, config: RunConfig, first_step: int, steps: int = 10)
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=60))
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="gpt_28m")
     parser.add_argument("--device", default="auto")
@@ -114,8 +114,12 @@ def main() -> int:
     for key in ("n_layer", "n_embd", "n_head"):
         parser.add_argument("--" + key.replace("_", "-"), type=int, help="resize a GPT workload")
     parser.add_argument("--profile", action="store_true", help="top CUDA kernels of 10 steps")
-    args = parser.parse_args()
+    return parser
 
+
+def _config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple:
+    """(the run's RunConfig, its workload spec, the GPT knobs resized) from the arguments; the
+    catalog entry is resized and its budget widened in place, for this process."""
     spec = catalog.get_workload(args.workload)
     resized = {k: getattr(args, k) for k in ("n_layer", "n_embd", "n_head") if getattr(args, k)}
     if resized:
@@ -130,11 +134,11 @@ def main() -> int:
                        study_name="throughput", execution=ExecutionOptions(
                            threads=args.threads, device=args.device, precision=args.precision,
                            compile=args.compile, compile_mode=args.compile_mode))
-    if args.data_dir:
-        import os
-        os.environ["PACEBENCH_DATA"] = args.data_dir
+    return config, spec, resized
 
-    s = steady_state(config, args.warmup, args.steps, args.rounds)
+
+def _print_steady(args: argparse.Namespace, s: dict, spec, resized: dict) -> None:
+    """The steady-state figures of steady_state's rounds."""
     p, seconds = s["prepared"], s["seconds"]
     flops = p.accelerator.flops_per_step
     peak, source = peak_flops(p.device, args.precision)
@@ -164,9 +168,10 @@ def main() -> int:
     if resized:
         print(f"resized          {resized} ({sum(q.numel() for q in p.model.parameters()):,} "
               f"parameters)")
-    if args.profile and p.device.type == "cuda":
-        print_kernel_profile(p, config, args.warmup + args.rounds * args.steps)
 
+
+def _print_whole_run(config: RunConfig) -> None:
+    """One whole run of `config` through the runner, and what its run.json records."""
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp) / "store", create=True)
         doc = store.run_doc(run(config, store))
@@ -179,6 +184,20 @@ def main() -> int:
           else f"peak memory      n/a: {doc['peak_memory_note']}")
     print(f"energy           {doc['energy_joules']:.1f} J, {doc['mean_power_watts']:.0f} W mean"
           if doc["energy_joules"] is not None else f"energy           {doc['energy_source']}")
+
+
+def main() -> int:
+    parser = _parser()
+    args = parser.parse_args()
+    config, spec, resized = _config(args, parser)
+    if args.data_dir:
+        import os
+        os.environ["PACEBENCH_DATA"] = args.data_dir
+    s = steady_state(config, args.warmup, args.steps, args.rounds)
+    _print_steady(args, s, spec, resized)
+    if args.profile and s["prepared"].device.type == "cuda":
+        print_kernel_profile(s["prepared"], config, args.warmup + args.rounds * args.steps)
+    _print_whole_run(config)
     return 0
 
 

@@ -48,6 +48,7 @@ from workbench.store import Store
 if TYPE_CHECKING:
     from runners.run.checkpoint import Checkpoint
     from runners.run.distributed import DataParallel
+    from workbench.store import RunWriter
 
 __all__ = ["run", "Prepared", "prepare", "run_document", "ladder_workload"]
 
@@ -220,131 +221,208 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
     except Exception:
         _record_setup_failure(config, store)
         raise
-    spec, target, model, algo = p.spec, p.spec.target, p.model, p.algorithm
-    cadence, budget, log_every = spec.eval_every, p.budget, spec.train_loss_every
-    if config.eval_every:
-        cadence = EvalCadence(steps=config.eval_every)
-    batches = p.workload.train_batches(p.batch_size, config.rng_seed)
-    val_col, test_col = (metric_column(s, target.metric) for s in ("validation", "test"))
     started = monitor.reading(p.device)  # the machine's speed before the clock
-
     if reuse_context is None and should_stop is None and measure is None and parallel is None:
         from runners.run.reuse_key import reuse_context as plain_context
         reuse_context = plain_context({})
+    hooks = _Hooks(on_eval, should_stop, measure)
     with store.new_run(run_document(p, launch_order, started, launched_by,
                                     reuse_context)) as writer:
-        # --- the clock starts here; `last` is the end of the last timed interval
-        clock = parallel.clock(p.device) if parallel else DeviceClock(p.device)
-        p.accelerator.start()
-        start = last = clock.now()
-        at = RunPosition()  # a fresh run; a preempted attempt's saved position, if any:
+        timed = _TimedRun(p, writer, monitor, hooks, parallel, checkpoint)
+        timed.start(store)
+        timed.train()
+        wall_s = timed.clock.now() - timed.start_time
+        # --- off every clock: batch-1 inference latency of the trained model (DAWNBench), and
+        # the machine's speed after the run
+        inference_s, inference_note = measure_after_run(p.model, p.workload, p.device,
+                                                        timed.status)
+        ended = monitor.reading(p.device)
+        steps, train_s = timed.step, timed.train_s
+        writer.finish(timed.status, stop_reason=timed.reason, steps=steps,
+                      examples=steps * p.batch_size, train_seconds=train_s,
+                      eval_seconds=timed.eval_s, wall_seconds=wall_s,
+                      reached_validation=timed.reached, inference_seconds=inference_s,
+                      inference_note=inference_note, stalled_at_step=timed.stalled_at,
+                      probe_seconds=(started["probe_seconds"] + ended["probe_seconds"]) / 2,
+                      machine={"probe": PROBE, "start": started, "end": ended},
+                      **p.accelerator.finish(steps, train_s))
         if checkpoint is not None:
-            at = checkpoint.restore(p, writer, batches, store)
-            start, last = clock.now() - at.wall_seconds, clock.now()  # restoring: off the clock
-        step, train_s, eval_s, eval_index = at.step, at.train_seconds, at.eval_seconds, \
-            at.eval_index
-        last_eval_train_s, reached, status, reason = at.last_eval_train_seconds, at.reached, \
-            "complete", None
-        stall, stalled_at, last_eval_step = StallRule(budget, target), None, step
+            checkpoint.discard()
+        return writer.run_id
+
+
+@dataclass
+class _Hooks:
+    """run()'s optional callbacks, each called off the clock at every eval."""
+
+    on_eval: Callable[[dict], None] | None = None
+    should_stop: Callable[[dict], str | None] | None = None
+    measure: Callable[[torch.nn.Module, Workload, int], Mapping[str, float]] | None = None
+
+
+class _TimedRun:
+    """The clocked part of one run: the steps, the boundaries where the clock is read, the evals
+    and the stop rules. Its position (step, train_s, eval_s, eval_index, last_eval_train_s,
+    reached: runners/run/checkpoint.py RunPosition's fields) and `status`, `reason` and `stalled_at`
+    are what run() records when train() returns.
+
+    The steps between boundaries run in train()'s tight loop on local variables; everything
+    done at a boundary lives in the methods below, called only there."""
+
+    def __init__(self, p: Prepared, writer: RunWriter, monitor: MachineMonitor, hooks: _Hooks,
+                 parallel: "DataParallel | None", checkpoint: "Checkpoint | None") -> None:
+        self.p, self.writer, self.monitor, self.hooks = p, writer, monitor, hooks
+        self.parallel, self.checkpoint = parallel, checkpoint
+        config, spec = p.config, p.spec
+        self.cadence = EvalCadence(steps=config.eval_every) if config.eval_every \
+            else spec.eval_every
+        self.batches = p.workload.train_batches(p.batch_size, config.rng_seed)
+        self.val_col, self.test_col = (metric_column(s, spec.target.metric)
+                                       for s in ("validation", "test"))
+        self.stall = StallRule(p.budget, spec.target)
+        self.status, self.reason, self.stalled_at = "complete", None, None
+
+    def start(self, store: Store) -> None:
+        """Start the clock (`last`: the end of the last timed interval) at a fresh run's
+        position, or at a preempted attempt's saved one (restored off the clock)."""
+        p = self.p
+        self.clock = self.parallel.clock(p.device) if self.parallel else DeviceClock(p.device)
+        p.accelerator.start()
+        self.start_time = self.last = self.clock.now()
+        at = RunPosition()
+        if self.checkpoint is not None:
+            at = self.checkpoint.restore(p, self.writer, self.batches, store)
+            self.start_time = self.clock.now() - at.wall_seconds
+            self.last = self.clock.now()
+        self.step, self.train_s, self.eval_s = at.step, at.train_seconds, at.eval_seconds
+        self.eval_index, self.reached = at.eval_index, at.reached
+        self.last_eval_train_s, self.last_eval_step = at.last_eval_train_seconds, at.step
+
+    def train(self) -> None:
+        """Steps until a stop rule ends the run. Timed: data selection and the update, queued
+        on the device with no host sync; the clock is read only at boundaries."""
+        algo, model, workload, batches = self.p.algorithm, self.p.model, self.p.workload, \
+            self.batches
+        log_every, every, max_steps = self.p.spec.train_loss_every, self.cadence.steps, \
+            self.p.budget.steps
+        step, loss = self.step, None
         while True:
-            # --- timed: data selection and the update, queued on the device with no host sync
             stop_requested = False
             try:
-                loss = algo.update(model, next(batches), step, p.workload)
+                loss = algo.update(model, next(batches), step, workload)
             except TrainingComplete:
                 stop_requested = True
             else:
                 step += 1
-            out_of_steps = step >= budget.steps
-            due = cadence.steps is not None and step % cadence.steps == 0
+            out_of_steps = step >= max_steps
+            due = every is not None and step % every == 0
             if not (step % log_every == 0 or due or out_of_steps or stop_requested):
                 continue
+            self.step = step
+            if self._boundary(loss, due, out_of_steps, stop_requested):
+                return
 
-            # --- a boundary: the clock is read (device synchronised) only here
-            now = clock.now()
-            train_s += now - last
-            last = now
-            # --- untimed: training-loss rows and the divergence check
-            if not stop_requested and loss is not None and step % log_every == 0:
-                value = parallel.mean(loss) if parallel else float(loss)
-                writer.append_train({"step": step, "examples": step * p.batch_size,
-                                     "train_seconds": train_s, "loss": value})
-                if not math.isfinite(value):
-                    status, reason = "diverged", f"non-finite training loss at step {step}"
-                last = clock.now()  # logging stays off the clock
+    def _boundary(self, loss: torch.Tensor | None, due: bool, out_of_steps: bool,
+                  stop_requested: bool) -> bool:
+        """A boundary: read the clock (device synchronised), log the training loss, then
+        evaluate when due. True: the run ends here."""
+        budget, clock = self.p.budget, self.clock
+        now = clock.now()
+        self.train_s += now - self.last
+        self.last = now
+        # --- untimed: training-loss rows and the divergence check
+        if not stop_requested and loss is not None and \
+                self.step % self.p.spec.train_loss_every == 0:
+            self._log_loss(loss)
+            self.last = clock.now()  # logging stays off the clock
+        # --- stop rules that skip the eval: diverged, or training time used up (AlgoPerf)
+        if self.status == "diverged" or self.train_s >= budget.seconds:
+            self.reason = self.reason or \
+                f"time budget of {budget.seconds:g} training seconds used"
+            return True
+        due = due or (self.cadence.seconds is not None and
+                      self.train_s - self.last_eval_train_s >= self.cadence.seconds)
+        if not (due or out_of_steps or stop_requested):
+            return False
+        row = self._evaluate()
+        if self._stops_after_eval(row, out_of_steps, stop_requested):
+            return True
+        if self.checkpoint is not None:
+            self.checkpoint.maybe_save(self.p, self.writer, RunPosition(
+                self.step, self.train_s, self.eval_s, self.eval_index, self.last_eval_train_s,
+                self.reached, row["wall_seconds"]))
+        self.last = clock.now()  # the eval, its logging and checkpoints stay off the clock
+        return False
 
-            # --- stop rules that skip the eval: diverged, or training time used up (AlgoPerf)
-            if status == "diverged" or train_s >= budget.seconds:
-                reason = reason or f"time budget of {budget.seconds:g} training seconds used"
-                break
-            due = due or (cadence.seconds is not None and
-                          train_s - last_eval_train_s >= cadence.seconds)
-            if not (due or out_of_steps or stop_requested):
-                continue
+    def _log_loss(self, loss: torch.Tensor) -> None:
+        """A training-loss row; a non-finite loss marks the run diverged."""
+        step = self.step
+        value = self.parallel.mean(loss) if self.parallel else float(loss)
+        self.writer.append_train({"step": step, "examples": step * self.p.batch_size,
+                                  "train_seconds": self.train_s, "loss": value})
+        if not math.isfinite(value):
+            self.status, self.reason = "diverged", f"non-finite training loss at step {step}"
 
-            # --- prepare_for_eval is on the clock; the eval itself is not
-            algo.prepare_for_eval(model)
-            now = clock.now()
-            train_s += now - last
-            metrics = _evaluate(p.workload, model)
-            if measure:
-                metrics.update(measure(model, p.workload, step))
-            after = clock.now()
-            eval_s += after - now
-            row = {"eval_index": eval_index, "step": step, "examples": step * p.batch_size,
-                   "train_seconds": train_s, "eval_seconds": eval_s,
-                   "wall_seconds": after - start, **metrics,
-                   "steps_per_second": _rate(step - last_eval_step, train_s - last_eval_train_s),
-                   **monitor.read()}
-            writer.append_eval(row)
-            algo.observe_eval(row)
-            if on_eval:
-                on_eval(row)
-            eval_index += 1
-            last_eval_train_s, last_eval_step = train_s, step
-            reached = reached or target.reached(metrics.get(val_col, math.nan))
-            if not math.isfinite(metrics.get(val_col, math.nan)):
-                status, reason = "diverged", f"non-finite validation {target.metric} at step {step}"
-                break
-            if config.stop_on_target and reached and target.reached(metrics.get(test_col), "test"):
-                reason = "validation and test targets reached"
-                break
-            if stop_requested:
-                reason = "algorithm requested the end of training"
-                break
-            hook_reason = should_stop({"run_id": writer.run_id, **row}) if should_stop else None
-            if hook_reason:
-                reason = hook_reason
-                break
-            stalled = stall.check(row) if stalled_at is None else None
-            if stalled:
-                stalled_at = step
-                if config.stop_on_target:  # else it trains on, and records where it stalled
-                    status, reason = "stalled", stalled
-                    break
-            if out_of_steps:
-                reason = f"step budget of {budget.steps} steps used"
-                break
-            if checkpoint is not None:
-                checkpoint.maybe_save(p, writer, RunPosition(
-                    step, train_s, eval_s, eval_index, last_eval_train_s, reached, after - start))
-            last = clock.now()  # the eval, its logging and checkpoints stay off the clock
+    def _evaluate(self) -> dict[str, Any]:
+        """prepare_for_eval on the clock, the eval and its row off it; the row, recorded."""
+        p, clock = self.p, self.clock
+        p.algorithm.prepare_for_eval(p.model)
+        now = clock.now()
+        self.train_s += now - self.last
+        metrics = _evaluate(p.workload, p.model)
+        if self.hooks.measure:
+            metrics.update(self.hooks.measure(p.model, p.workload, self.step))
+        after = clock.now()
+        self.eval_s += after - now
+        row = {"eval_index": self.eval_index, "step": self.step,
+               "examples": self.step * p.batch_size,
+               "train_seconds": self.train_s, "eval_seconds": self.eval_s,
+               "wall_seconds": after - self.start_time, **metrics,
+               "steps_per_second": _rate(self.step - self.last_eval_step,
+                                         self.train_s - self.last_eval_train_s),
+               **self.monitor.read()}
+        self.writer.append_eval(row)
+        p.algorithm.observe_eval(row)
+        if self.hooks.on_eval:
+            self.hooks.on_eval(row)
+        self.eval_index += 1
+        self.last_eval_train_s, self.last_eval_step = self.train_s, self.step
+        return row
 
-        wall_s = clock.now() - start
-        # --- off every clock: batch-1 inference latency of the trained model (DAWNBench), and
-        # the machine's speed after the run
-        inference_s, inference_note = measure_after_run(model, p.workload, p.device, status)
-        ended = monitor.reading(p.device)
-        writer.finish(status, stop_reason=reason, steps=step, examples=step * p.batch_size,
-                      train_seconds=train_s, eval_seconds=eval_s, wall_seconds=wall_s,
-                      reached_validation=reached, inference_seconds=inference_s,
-                      inference_note=inference_note, stalled_at_step=stalled_at,
-                      probe_seconds=(started["probe_seconds"] + ended["probe_seconds"]) / 2,
-                      machine={"probe": PROBE, "start": started, "end": ended},
-                      **p.accelerator.finish(step, train_s))
-        if checkpoint is not None:
-            checkpoint.discard()
-        return writer.run_id
+    def _stops_after_eval(self, row: dict[str, Any], out_of_steps: bool,
+                          stop_requested: bool) -> bool:
+        """The stop rules checked at an eval (off the clock); True: the run ends, with
+        `status` and `reason` set."""
+        target, config = self.p.spec.target, self.p.config
+        value = row.get(self.val_col, math.nan)
+        self.reached = self.reached or target.reached(value)
+        if not math.isfinite(value):
+            self.status = "diverged"
+            self.reason = f"non-finite validation {target.metric} at step {self.step}"
+        elif config.stop_on_target and self.reached and \
+                target.reached(row.get(self.test_col), "test"):
+            self.reason = "validation and test targets reached"
+        elif stop_requested:
+            self.reason = "algorithm requested the end of training"
+        elif self.hooks.should_stop and (hook := self.hooks.should_stop(
+                {"run_id": self.writer.run_id, **row})):
+            self.reason = hook
+        elif self._stalled(row):
+            self.status, self.reason = "stalled", self._stalled_reason
+        elif out_of_steps:
+            self.reason = f"step budget of {self.p.budget.steps} steps used"
+        else:
+            return False
+        return True
+
+    def _stalled(self, row: dict[str, Any]) -> bool:
+        """Whether the stall rule ends the run at this row (runners/run/stall.py); a run that does
+        not stop on its target records the step where it stalled and trains on."""
+        stalled = self.stall.check(row) if self.stalled_at is None else None
+        if not stalled:
+            return False
+        self.stalled_at, self._stalled_reason = self.step, stalled
+        return bool(self.p.config.stop_on_target)
 
 
 def _rate(steps: int, seconds: float) -> float | None:

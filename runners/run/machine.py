@@ -83,18 +83,28 @@ class MachineMonitor:
     {"load_average", "other_cpu"} (MACHINE_COLUMNS of workbench/records.py); `other_cpu` covers
     the time since the last reading that had one, and is None (the interval carried into the
     next reading) when that is shorter than MIN_INTERVAL_S: /proc/stat counts in 10 ms ticks.
-    A value a platform does not give is None."""
+    A value a platform does not give is None.
+
+    A reading within MIN_INTERVAL_S of the last full one reads no file: it repeats that
+    reading's load average (the kernel recomputes it only every 5 s) with other_cpu None. A
+    run reads at every eval, and on the built-in CPU workloads evals come every few
+    milliseconds of training; opening /proc/stat and /proc/loadavg at each of them was work
+    between two clocked intervals for no new figure."""
 
     MIN_INTERVAL_S = 0.2
 
     def __init__(self) -> None:
         self._since = self._counters()
+        self._load: float | None = None
+        self._loaded = False  # whether _load holds a reading yet
 
     @staticmethod
     def _counters() -> tuple[float, float | None, float]:
         return time.monotonic(), _busy_cpu_seconds(), _own_cpu_seconds()
 
     def read(self) -> dict[str, float | None]:
+        if self._loaded and time.monotonic() - self._since[0] < self.MIN_INTERVAL_S:
+            return {"load_average": self._load, "other_cpu": None}
         now = self._counters()
         (t0, busy0, own0), (t1, busy1, own1) = self._since, now
         other = None
@@ -102,10 +112,11 @@ class MachineMonitor:
             other = round(max(0.0, ((busy1 - busy0) - (own1 - own0)) / (t1 - t0)), 3)
             self._since = now
         try:
-            load = os.getloadavg()[0]
+            self._load = os.getloadavg()[0]
         except OSError:
-            load = None
-        return {"load_average": load, "other_cpu": other}
+            self._load = None
+        self._loaded = True
+        return {"load_average": self._load, "other_cpu": other}
 
     def reading(self, device: torch.device) -> dict[str, Any]:
         """A reading with the probe's time now: the machine's state at a run's start or end."""

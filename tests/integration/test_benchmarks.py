@@ -64,3 +64,30 @@ def test_verdicts_benchmark_calibrates_the_sequential_test_on_a_stores_trials(tm
     assert "3 replicates; studies resampled from the trials of a" in text
     assert "no true difference: sequential test, false verdicts" in text
     assert "B 1.5x slower: sequential test, power" in text
+
+
+def test_import_score_finds_the_official_scorer_only_when_it_is_installed(tmp_path, monkeypatch):
+    """benchmarks/import_score.py times the official AlgoPerf scorer only where its module is
+    importable; Pacebench's own `algoperf` stand-in (no scorer) does not count as it."""
+    spec = importlib.util.spec_from_file_location("import_score",
+                                                  ROOT / "benchmarks" / "import_score.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.syspath_prepend(str(ROOT / "runners" / "algoperf_compat"))  # the stand-in
+    assert bench.official_scorer() is None
+    fake = tmp_path / "algoperf" / "scoring"
+    fake.mkdir(parents=True)
+    for folder in (fake.parent, fake):
+        (folder / "__init__.py").write_text("")
+    (fake / "score_submissions.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "algoperf" or m.startswith("algoperf.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert bench.official_scorer() == str(fake / "score_submissions.py")
+
+
+def test_overhead_boundary_prints_each_bookkeeping_cost_both_ways():
+    text = _script("overhead.py", "--boundary")
+    for label in ("flush only", "fsync per row", "load reading, repeat", "full reading",
+                  "load average"):
+        assert label in text

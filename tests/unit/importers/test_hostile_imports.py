@@ -385,7 +385,7 @@ ALONE = ["long integer", "long negative integer first", "quoted line break", "ca
                                    ["decreasing step"] + GROUPABLE,
                                    ["non-numeric"] + GROUPABLE])
 def test_logs_read_together_read_as_each_alone(tmp_path, monkeypatch, names):
-    from workbench.importers import algoperf
+    from workbench.importers import algoperf_logs as algoperf
 
     paths = []
     for i, name in enumerate(names):

@@ -68,3 +68,19 @@ def test_a_run_records_its_probe_load_and_throughput(tmp_path, one_thread):
     assert (evals["steps_per_second"] - steps / seconds).abs().max() < 1e-6
     row = query.runs_frame(store).iloc[0]
     assert row.probe_seconds == doc["probe_seconds"] and pd.isna(row.launch_position)
+
+
+def test_a_reading_soon_after_another_reads_no_file(monkeypatch):
+    """Within MIN_INTERVAL_S of a full reading, read() repeats its load average and opens
+    neither /proc/stat nor /proc/loadavg (a run reads at every eval)."""
+    import runners.run.machine as machine
+
+    monitor = MachineMonitor()
+    first = monitor.read()
+    calls = []
+    monkeypatch.setattr(machine, "_busy_cpu_seconds", lambda: calls.append("stat"))
+    monkeypatch.setattr(machine.os, "getloadavg", lambda: calls.append("load") or (9.0,) * 3)
+    again = monitor.read()
+    assert calls == [] and again == {"load_average": first["load_average"], "other_cpu": None}
+    monitor._since = (time.monotonic() - MachineMonitor.MIN_INTERVAL_S - 0.01, *monitor._since[1:])
+    assert monitor.read()["load_average"] == 9.0 and calls == ["stat", "load"]

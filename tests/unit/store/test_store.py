@@ -362,7 +362,7 @@ def test_a_running_document_of_an_earlier_version_still_reads_alive(tmp_path):
 def test_sealing_makes_the_parquet_file_durable_before_it_drops_the_rows(tmp_path, monkeypatch):
     """Sealing writes the Parquet file, fsyncs it and its folder, and only then removes the
     JSON-lines rows: a crash at any moment leaves the rows in one file or the other."""
-    import workbench.store as store_module
+    import workbench.run_writer as store_module
 
     store = open_store(tmp_path, create=True)
     writer = store.new_run(_doc())
@@ -457,3 +457,22 @@ def test_bad_input_to_the_store_is_a_user_error(tmp_path):
     writer.finish("complete")
     with pytest.raises(UserError, match="fixed once written"):
         store.amend(writer.run_id, status="failed")
+def test_eval_rows_are_flushed_each_and_fsynced_at_most_once_a_second(tmp_path, monkeypatch):
+    """Every eval row reaches the OS before append_eval returns; the file is fsynced with the
+    first row and then at most every EVAL_SYNC_EVERY_S (run_writer.py), not once per row."""
+    import workbench.run_writer as store_module
+
+    store = open_store(tmp_path, create=True)
+    writer = store.new_run(_doc())
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(store_module.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    live = store.runs_dir / writer.run_id / R.EVALS_LIVE
+    for i in range(20):
+        writer.append_eval(_eval(i, 0.5))
+        assert len(read_jsonl(live)) == i + 1  # flushed: another reader sees it now
+    assert len(synced) == 1
+    writer._synced -= store_module.EVAL_SYNC_EVERY_S
+    writer.append_eval(_eval(20, 0.5))
+    assert len(synced) == 2
+    writer.finish("complete")

@@ -43,6 +43,7 @@ import pandas as pd
 from workbench import query
 from workbench.catalog import TARGETS_DIR, get_workload, plugin_source
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
+from workbench.outcomes import first_hit
 from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import ExecutionOptions, StudySpec, Target, to_plain
 from workbench.store import open_store
@@ -110,29 +111,25 @@ def _best(values: pd.Series, direction: str) -> float:
 
 def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target,
                max_step: int | None = None) -> dict:
-    """One run's best validation value, and functions giving its test value and its time at a
-    validation target; only the evals up to `max_step` count when it is given."""
+    """One run's best validation value, and functions giving its test value, time and step at
+    its first hit of a validation target (workbench.outcomes.first_hit); only the evals up to
+    `max_step` count when it is given."""
     val, test = metric_column("validation", target.metric), metric_column("test", target.metric)
     rows = evals[evals.run_id == run.run_id].sort_values("eval_index")
     if max_step is not None:
         rows = rows[rows.step <= max_step]
 
-    def test_at(goal: float) -> float | None:
-        probe = Target(target.metric, target.direction, goal, math.nan)
-        hit = rows[[probe.reached(v) for v in rows[val]]]
-        return None if hit.empty else float(hit.iloc[0][test])
-
-    def first_hit(goal: float, column: str) -> float | None:
-        probe = Target(target.metric, target.direction, goal, math.nan)
-        hit = rows[[probe.reached(v) for v in rows[val]]]
-        return None if hit.empty else float(hit.iloc[0][column])
+    def at_first_hit(goal: float, column: str) -> float | None:
+        at = first_hit(rows[val].to_numpy(float), goal, target.direction,
+                       rows["train_seconds"].to_numpy(float))
+        return None if at is None else float(rows[column].iloc[at])
 
     return {"run_id": run.run_id, "algorithm": run.algorithm, "seed": int(run.seed),
             "hparams": run.hparams, "best_validation": _best(rows[val], target.direction),
             "train_seconds": float(run.train_seconds),
-            "test_at": lambda goal: first_hit(goal, test),
-            "time_at": lambda goal: first_hit(goal, "train_seconds"),
-            "step_at": lambda goal: first_hit(goal, "step")}
+            "test_at": lambda goal: at_first_hit(goal, test),
+            "time_at": lambda goal: at_first_hit(goal, "train_seconds"),
+            "step_at": lambda goal: at_first_hit(goal, "step")}
 
 
 def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, max_steps: int,

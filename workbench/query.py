@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import records as R
+from workbench.outcomes import final_rows
 from workbench.spec import COMPARISONS, relaxed_goal
 from workbench.store import Store, read_regular
 
@@ -336,11 +337,12 @@ def _target_value_sql(metrics: list[str], columns: list[str]) -> tuple[str, list
 _MEETS_SQL = "CASE direction " + " ".join(
     f"WHEN '{direction}' THEN value {op} target" for direction, op in COMPARISONS.items()) + " END"
 
-# The AlgoPerf first-hit rule (research/algoperf.md 5.1): a run's time to target is the training
-# time of its FIRST eval (smallest eval_index) whose validation target metric meets the target,
-# never the best eval's. scoring.study_times then picks, per study, the trial whose first hit
-# has the smallest eval_index. records.eval_summary is the same rule in Python, for the summary
-# sealed into each document; tests/test_query.py checks that the two agree on random runs.
+# The first-hit rule, whose one owner is workbench.outcomes (first_hit; its module doc states
+# it), in SQL for speed: a run's time to target is the training time of its FIRST eval (smallest
+# eval_index) whose validation target metric meets the target, never the best eval's.
+# scoring.study_times then picks, per study, the trial whose first hit has the smallest
+# eval_index. tests/test_outcomes.py checks this SQL against the owner on the same rows (NaN,
+# values equal to the goal, both directions, relax, unusable clocks).
 _SUMMARY_SQL = """
 WITH v AS (
     SELECT e.run_id, {eval_index} AS eval_index, {step} AS step,
@@ -770,16 +772,15 @@ def ladder_records(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
 
 
 def last_evals(store: Store, run_ids: Iterable[str], column: str) -> pd.DataFrame:
-    """Each run's last eval row (largest eval_index): run_id, step, train_seconds and `column`
-    (NaN where the rows lack it)."""
+    """Each run's final eval row (workbench.outcomes.final_rows: its largest eval_index): run_id,
+    step, train_seconds and `column` (NaN where the rows lack it)."""
     ids = list(run_ids)
     if not ids:
         return pd.DataFrame(columns=["run_id", "step", "train_seconds", column])
     rows = evals_frame(store, ids)
     if column not in rows.columns:
         rows[column] = np.nan
-    last = rows.sort_values(["run_id", "eval_index"]).groupby("run_id", sort=False).tail(1)
-    return last[["run_id", "step", "train_seconds", column]].reset_index(drop=True)
+    return final_rows(rows)[["run_id", "step", "train_seconds", column]]
 
 
 def ladder_finals(store: Store, runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -18,7 +18,9 @@ import xarray as xr
 
 from workbench import budget as B
 from workbench import compare as C
-from workbench.noise_floor import studies_needed
+from workbench.bootstrap import difference_distribution
+from workbench.permutation import wins2
+from workbench.power import studies_needed
 from workbench.testing import make_timing_store, timing_trials
 
 INF = math.inf
@@ -62,7 +64,7 @@ def _enumerated(samples):
             wins = (x[:, None] < y[None, :]).sum() + 0.5 * (x[:, None] == y[None, :]).sum()
             stats.append(wins / (len(x) * len(y)))
         per_workload.append(stats)
-    observed = sum(C._wins2(a, b) / (2 * len(a) * len(b)) for a, b in samples)
+    observed = sum(wins2(a, b) / (2 * len(a) * len(b)) for a, b in samples)
     totals = [sum(c) for c in itertools.product(*per_workload)]
     return (np.mean([t >= observed - 1e-12 for t in totals]),
             np.mean([t <= observed + 1e-12 for t in totals]))
@@ -696,7 +698,7 @@ def test_intervals_from_few_studies_are_the_exact_bootstrap_distribution():
     one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
     two = (np.array([2.0, 3.0, 9.0]), np.array([1.0, 4.0, 5.0]))
     rng = np.random.default_rng(0)
-    dist = C._ratio_distribution(*one, 10, rng)
+    dist = difference_distribution(*one, 10, rng)
     assert dist[2] and C._interval(dist[:2], 0.95) == pytest.approx(
         _brute_force_interval([one]))
     times = study_times({"a": {"w": one[0].tolist(), "v": two[0].tolist()},

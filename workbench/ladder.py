@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import tuning as T
+from workbench.bootstrap import percentile_interval
 
 __all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means", "interval", "widening",
@@ -77,7 +78,6 @@ EXTRAPOLATION_TOLERANCE = 0.1
 FRAGILE_CHANGE = 0.05   # without an interval: a leave-one-out move beyond 5 % is flagged
 _B_GRID = np.geomspace(1e-3, B_MAX, 64)  # neighbours 13 % apart; golden section refines
 _GOLDEN = (math.sqrt(5) - 1) / 2
-_HUGE = 1e300
 
 
 @dataclass(frozen=True)
@@ -349,7 +349,7 @@ def widening(level: float, dof: int) -> float:
 def interval(draws: np.ndarray, level: float, point: float, dof: int,
              log: bool = True) -> tuple[float, float]:
     """The bootstrap interval of a figure whose estimate is `point`: the percentile interval
-    of the draws (NaN draws, undefined, left out; none when they are half or more), its ends
+    (workbench.bootstrap.percentile_interval) of the draws (NaN draws, undefined, left out; none when they are half or more), its ends
     moved away from `point` by widening(level, dof) (in log scale when `log`: speedups and
     ratios). The draws' spread is estimated from few seeds, and the plain percentile interval
     is as short of its level as a normal interval used in place of a t interval (measured:
@@ -359,13 +359,11 @@ def interval(draws: np.ndarray, level: float, point: float, dof: int,
     factor = widening(level, dof)
     if len(kept) == 0 or len(kept) < len(draws) / 2 or math.isnan(factor):
         return math.nan, math.nan
-    tail = (1 - level) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
         values = np.log(kept) if log else kept
-        # infinite draws (a loss below the fit's floor) clipped for the interpolation, which
-        # would make inf - inf = NaN between two of them, and given back as infinite after
-        low, high = (v if abs(v) < _HUGE / 2 else math.copysign(math.inf, v) for v in
-                     np.quantile(np.clip(values, -_HUGE, _HUGE), [tail, 1 - tail]))
+        # workbench.bootstrap's quantile rule: the ends are draws, so an infinite draw (a loss
+        # below the fit's floor) bounds the interval as infinite, never NaN
+        low, high = (float(v) for v in percentile_interval(values, level))
         centre = math.log(point) if log and point > 0 else point
     if math.isfinite(centre):  # else no estimate to widen about: the plain percentiles
         low, high = centre + factor * (low - centre), centre + factor * (high - centre)

@@ -14,9 +14,10 @@ The chain (research/algoperf.md sections 5.1, 5.2 and 8):
       -> benchmark_scores: trapezoid area of the profile on 100 points of tau in [1, 4], / 3
 
 Where the first hit comes from: the run table's `eval_index_to_target` and `time_to_target` (the
-FIRST eval whose validation target metric meets the target, by spec.meets; never the best eval)
-are computed from the eval rows by workbench.query (_SUMMARY_SQL), and workbench.cubes lays them
-out as the final cube this module starts from.
+FIRST eval whose validation target metric meets the target; never the best eval: the rule of
+workbench.outcomes) are computed from the eval rows by workbench.query (_SUMMARY_SQL, checked
+against that rule), and workbench.cubes lays them out as the final cube this module starts from.
+Intervals are workbench.bootstrap's: its resampling of studies and its one quantile rule.
 
 Each step takes and returns xarray objects and keeps any extra dimension (e.g. a bootstrap
 `replicate`). Times are training seconds, or wall seconds or steps on a cube whose
@@ -35,6 +36,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 import xarray as xr
+
+from workbench.bootstrap import percentile_interval, resample_studies
 
 __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies",
            "workload_times", "scored_workloads", "time_cutoff", "held_out_rule", "apply_rules",
@@ -441,17 +444,6 @@ def score_table_of_times(times: xr.DataArray,
     return _table(apply_rules(times, config).transpose("algorithm", "workload"))
 
 
-def _resample_studies(times: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """n bootstrap draws of each cell's present studies (NaN padded): shape (n, *times.shape)."""
-    ordered = np.sort(times, axis=-1)  # present studies first (NaN sorts last)
-    present = np.sum(~np.isnan(times), axis=-1, keepdims=True)
-    u = rng.random((n,) + times.shape)
-    picks = np.minimum((u * present).astype(np.int64), np.maximum(present - 1, 0))
-    draws = np.take_along_axis(np.broadcast_to(ordered, u.shape), picks, axis=-1)
-    slot = np.arange(times.shape[-1])
-    return np.where(slot < present, draws, np.nan)  # k present studies: k draws
-
-
 def bootstrap_medians(times: xr.DataArray, n: int = 1000, seed: int = 0) -> xr.DataArray:
     """n bootstrap replicates of the per-workload times: dims (replicate, algorithm, workload).
 
@@ -464,21 +456,20 @@ def bootstrap_medians(times: xr.DataArray, n: int = 1000, seed: int = 0) -> xr.D
         raise ValueError(f"need n >= 1 bootstrap replicates, got {n}")
     _need(times, ("algorithm", "workload", "study"), "study times")
     st = times.transpose("algorithm", "workload", "study")
-    draws = _resample_studies(st.values, n, np.random.default_rng(seed))
+    draws = resample_studies(st.values, n, np.random.default_rng(seed))
     return st.isel(study=0, drop=True).expand_dims(replicate=n).copy(
         data=_nanmedian_last(draws))
 
 
 def bootstrap_interval(replicas: xr.DataArray, level: float = 0.9,
                        config: ScoringConfig | None = None) -> pd.DataFrame:
-    """Percentile interval (algorithm, low, high) of the score over bootstrap_medians
-    replicates, each scored as score_table scores (same `config`)."""
+    """Percentile interval (algorithm, low, high; workbench.bootstrap's quantile rule) of the
+    score over bootstrap_medians replicates, each scored as score_table scores (same
+    `config`)."""
     if not 0 < level < 1:
         raise ValueError(f"need 0 < level < 1, got level={level}")
     scores = benchmark_scores(apply_rules(replicas, config).transpose("algorithm", ...))
-    tail = (1.0 - level) / 2
-    low, high = np.quantile(scores.transpose("replicate", ...).values, [tail, 1.0 - tail],
-                            axis=0)
+    low, high = percentile_interval(scores.transpose("replicate", ...).values, level)
     return pd.DataFrame({"algorithm": [str(a) for a in scores["algorithm"].values],
                          "low": low, "high": high})
 
@@ -725,13 +716,13 @@ def speedup_interval(replicas: xr.DataArray, reference: str, config: ScoringConf
                      ruleset: str = "external", axis: str = "train_seconds",
                      level: float = 0.9) -> pd.DataFrame:
     """Percentile interval (algorithm, low, high) of faster_by (1 - time_ratio) over the
-    bootstrap replicates (speedup_replicates). Quantiles are taken without interpolation, so
-    an infinite ratio (a miss against a hit) bounds the interval instead of making it NaN."""
+    bootstrap replicates (speedup_replicates), by workbench.bootstrap's quantile rule: no
+    interpolation, so an infinite ratio (a miss against a hit) bounds the interval instead of
+    making it NaN."""
     if not 0 < level < 1:
         raise ValueError(f"need 0 < level < 1, got level={level}")
     faster = 1.0 - speedup_replicates(replicas, reference, config, ruleset, axis).values
-    tail = (1.0 - level) / 2
-    low, high = np.quantile(faster, [tail, 1.0 - tail], axis=0, method="inverted_cdf")
+    low, high = percentile_interval(faster, level)
     return pd.DataFrame({"algorithm": [str(a) for a in replicas["algorithm"].values],
                          "low": low, "high": high})
 

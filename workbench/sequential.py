@@ -58,6 +58,7 @@ import xarray as xr
 from scipy.stats import rankdata
 
 from workbench import compare as C
+from workbench.power import studies_needed
 
 __all__ = ["Look", "SequentialTest", "SequentialComparison", "spent", "rounds_of",
            "blocks_of", "sequential_test", "stopping_look", "sequential_compare", "STOP_REASONS",
@@ -295,8 +296,6 @@ def stopping_look(test: SequentialTest, blocks, budgets: Sequence[float], max_st
     judged at each look without a verdict from FUTILITY_FROM studies a side on (module doc):
     the speedup seen so far is below `detect` either way, and at the spread seen `max_studies`
     studies a side could not detect `detect` with 80 % power."""
-    from workbench.noise_floor import studies_needed
-
     last = test.decided_at if test.decided_at is not None else len(test.looks) - 1
     for k, look in enumerate(test.looks[:last + 1]):
         if k == test.decided_at:
@@ -306,7 +305,7 @@ def stopping_look(test: SequentialTest, blocks, budgets: Sequence[float], max_st
         spread, effect = _spread_and_effect(blocks[:k + 1], budgets)
         if spread is None or abs(effect) >= math.log(detect):
             continue
-        needed = studies_needed(spread, len(budgets), detect, 1 - confidence)
+        needed = studies_needed(spread, len(budgets), detect, confidence)
         if needed is not None and needed > max_studies:
             return k, "futile"
     return last, "max studies" if test.looks[last].studies >= max_studies else None

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
+from workbench.errors import UserError
 from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import LadderSpec, RunConfig, SpecError, stable_hash, to_plain
 from workbench.store import Store
@@ -240,9 +241,9 @@ def _steps(spec: LadderSpec, rung: Rung, budget: float) -> int:
     steps = planned_steps(budget, spec.tokens_per_param, rung.non_embedding_params,
                           spec.batch_size or rung.batch_size, rung.block_size)
     if steps > MAX_STEPS:
-        raise ValueError(f"budget {budget:g} x {spec.tokens_per_param:g} tokens per parameter "
-                         f"at rung {rung.name} plans more than {MAX_STEPS:.0e} steps, the "
-                         "most one run may take: give smaller --budgets")
+        raise UserError(f"budget {budget:g} x {spec.tokens_per_param:g} tokens per parameter "
+                        f"at rung {rung.name} plans more than {MAX_STEPS:.0e} steps, the "
+                        "most one run may take: give smaller --budgets")
     return steps
 
 

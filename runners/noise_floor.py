@@ -18,8 +18,8 @@ from workbench import query
 from workbench.records import DONE_STATUSES
 from workbench.catalog import get_workload
 from workbench.noise_floor import NoiseFloor, noise_floor
-from workbench.power import (DEFAULT_CONFIDENCE, DEFAULT_DETECT, POWER, fewest_studies, log_variance,
-                             min_detectable_speedup, studies_needed)
+from workbench.power import (DEFAULT_CONFIDENCE, DEFAULT_DETECT, POWER, fewest_studies,
+                             log_variance, min_detectable_speedup, studies_needed)
 from workbench.spec import ExecutionOptions, RunConfig
 from workbench.store import Store
 

@@ -42,6 +42,7 @@ import pandas as pd
 
 from workbench import query
 from workbench.catalog import TARGETS_DIR, get_workload, plugin_source
+from workbench.errors import UserError
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
 from workbench.outcomes import first_hit
 from workbench.records import DONE_STATUSES, metric_column
@@ -157,8 +158,8 @@ def _recorded_tuning(path: Path, workload: str) -> tuple[list[dict], dict]:
         raise FileNotFoundError(f"--reuse-tuning: no record at {path} to take the tuning from")
     old = json.loads(path.read_text())
     if old.get("workload") != workload or not old.get("tuning") or not old.get("best_hparams"):
-        raise ValueError(f"--reuse-tuning: {path} holds no tuning of {workload!r} "
-                         "(workload, tuning and best_hparams are needed)")
+        raise UserError(f"--reuse-tuning: {path} holds no tuning of {workload!r} "
+                        "(workload, tuning and best_hparams are needed)")
     best = {"algorithm": old["best_algorithm"], "hparams": old["best_hparams"]}
     return old["tuning"], best
 
@@ -263,11 +264,11 @@ def _provenance(store, run_id: str) -> dict:
 def check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
     """ValueError unless the procedure's numbers make sense."""
     if reruns < 2:
-        raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
+        raise UserError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
     if reach_quantile is not None and not 0 < reach_quantile <= 1:
-        raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
+        raise UserError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
     if not 0 < horizon <= 1:
-        raise ValueError(f"--horizon must be in (0, 1], got {horizon}")
+        raise UserError(f"--horizon must be in (0, 1], got {horizon}")
 
 
 def _procedure_steps(spec, reruns: list[dict], eval_every: int | None, until: int,
@@ -358,14 +359,14 @@ def measure_steps_to_target(workload: str, out_dir: Path = TARGETS_DIR,
     its first eval step that meets the validation target; a run that never meets it is a miss.
     """
     if eval_every < 1:
-        raise ValueError(f"eval_every must be >= 1 step, got {eval_every}")
+        raise UserError(f"eval_every must be >= 1 step, got {eval_every}")
     record_path = out_dir / f"{workload}.json"
     record = json.loads(record_path.read_text())
     spec = get_workload(workload)
     if record.get("workload") != workload or not record.get("reruns") \
             or not record.get("best_algorithm"):
-        raise ValueError(f"{record_path} names no tuned baseline with reruns (a published "
-                         "target?): there is nothing to rerun")
+        raise UserError(f"{record_path} names no tuned baseline with reruns (a published "
+                        "target?): there is nothing to rerun")
     algorithm = record["best_algorithm"]
     seeds = sorted(int(r["seed"]) for r in record["reruns"])
     from runners.noise_floor import run_seeds

@@ -25,6 +25,8 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from workbench.errors import UserError
+
 __all__ = ["QUANTILE_RULE", "EXACT_BOOTSTRAP", "quantile", "percentile_interval",
            "resample_studies", "median_distribution", "merged", "difference_distribution",
            "mean_distribution"]
@@ -60,7 +62,7 @@ def percentile_interval(draws: np.ndarray, level: float, axis: int = 0,
     """(low, high): the (1 - level) / 2 and (1 + level) / 2 quantiles of `draws` along `axis`
     by QUANTILE_RULE (`probs`: the draws' probabilities, 1-D draws only; default equal)."""
     if not 0 < level < 1:
-        raise ValueError(f"need 0 < level < 1, got level={level}")
+        raise UserError(f"need 0 < level < 1, got level={level}")
     tail = (1.0 - level) / 2
     if probs is not None:
         return (np.asarray(quantile(draws, tail, probs)),

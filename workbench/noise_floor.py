@@ -17,6 +17,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
+from workbench.errors import UserError
+
 __all__ = ["NoiseFloor", "noise_floor", "reach_quantile_value"]
 
 
@@ -83,12 +85,12 @@ def reach_quantile_value(best: Sequence[float], direction: str, quantile: float)
     second worst, which 9 of 10 reach. A NaN best (a rerun that diverged at once) is the worst.
     """
     if not 0 < quantile <= 1:
-        raise ValueError(f"reach quantile must be in (0, 1], got {quantile}")
+        raise UserError(f"reach quantile must be in (0, 1], got {quantile}")
     if direction not in ("min", "max"):
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
+        raise UserError(f"direction must be 'min' or 'max', got {direction!r}")
     worst = -math.inf if direction == "max" else math.inf
     values = sorted((v if math.isfinite(v) else worst for v in best),
                     reverse=direction == "max")
     if not values:
-        raise ValueError("no reruns to set a target from")
+        raise UserError("no reruns to set a target from")
     return values[math.ceil(quantile * len(values) - 1e-9) - 1]

@@ -26,6 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
+from workbench.errors import UserError
+
 __all__ = ["P_TOLERANCE", "POWER", "DEFAULT_CONFIDENCE", "DEFAULT_DETECT", "half_alpha", "reaches",
            "smallest_p_value", "studies_to_reach", "fewest_studies", "studies_needed",
            "min_detectable_speedup", "log_variance"]
@@ -82,9 +84,9 @@ def _spread_factor(log_var: float, workloads: int, confidence: float, power: flo
 
 def _check(workloads: int, confidence: float) -> None:
     if workloads < 1:
-        raise ValueError(f"workloads must be >= 1, got {workloads}")
+        raise UserError(f"workloads must be >= 1, got {workloads}")
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise UserError(f"confidence must be in (0, 1), got {confidence}")
 
 
 def studies_needed(log_var: float, workloads: int, speedup: float,
@@ -95,7 +97,7 @@ def studies_needed(log_var: float, workloads: int, speedup: float,
     unknown."""
     _check(workloads, confidence)
     if not speedup > 1:
-        raise ValueError(f"the speedup to detect must be > 1, got {speedup}")
+        raise UserError(f"the speedup to detect must be > 1, got {speedup}")
     if not math.isfinite(log_var) or log_var < 0:
         return None
     n = math.ceil(_spread_factor(log_var, workloads, confidence, power)
@@ -112,7 +114,7 @@ def min_detectable_speedup(log_var: float, studies: int, workloads: int = 1,
     or 2 (no speedup can be detected); NaN when the variance is unknown."""
     _check(workloads, confidence)
     if studies < 1:
-        raise ValueError(f"studies must be >= 1, got {studies}")
+        raise UserError(f"studies must be >= 1, got {studies}")
     if not math.isfinite(log_var) or log_var < 0:
         return math.nan
     if studies < max(fewest_studies(workloads, confidence), 2):

@@ -419,10 +419,11 @@ def summary_columns(columns: Iterable[str], doc: Mapping[str, Any]) -> list[str]
 def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> dict | None:
     """The EVAL_SUMMARY of a run whose eval rows are `rows` and whose document is `doc`: the
     first hit by its one rule (workbench.outcomes.first_hit: the first eval whose finite
-    validation value meets the target, with a finite training time >= 0). None when the target or the
-    rows are not plain (a metric column in another case, an eval index twice, a value that is
-    not a number, ...): then readers compute the figures from the rows themselves, as for a
-    document without a summary. tests/test_query.py checks it against the run table's SQL."""
+    validation value meets the target, with a finite training time >= 0). None when the target
+    or the rows are not plain (a metric column in another case, an eval index twice, a value
+    that is not a number, ...): then readers compute the figures from the rows themselves, as
+    for a document without a summary. tests/test_query.py checks it against the run table's
+    SQL, tests/test_outcomes.py against the rule."""
     from workbench.outcomes import first_hit
     from workbench.spec import COMPARISONS
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from workbench.errors import UserError
 from workbench.outcomes import first_hit_positions
 
 __all__ = ["first_hit_steps", "steps_to_result", "fit_steps_to_result", "predicted_steps",
@@ -32,7 +33,7 @@ def first_hit_steps(curves: xr.Dataset, metric: str, goal: float, direction: str
     (workbench.outcomes; a row counts with a finite training time >= 0); NaN when no eval
     does. Dims ("run",)."""
     if metric not in curves.data_vars:
-        raise ValueError(f"unknown metric {metric!r}: the cube has {list(curves.data_vars)}")
+        raise UserError(f"unknown metric {metric!r}: the cube has {list(curves.data_vars)}")
     values = curves[metric].transpose("run", "eval").to_numpy()
     steps = curves["step"].transpose("run", "eval").to_numpy()
     seconds = curves["train_seconds"].transpose("run", "eval").to_numpy() \
@@ -153,7 +154,7 @@ def noise_components(g_small_sq: Sequence[float] | float, g_big_sq: Sequence[flo
     tr S  = (|g_small|^2 - |g_big|^2) / (1/B_small - 1/B_big)
     """
     if not 0 < b_small < b_big:
-        raise ValueError(f"need 0 < b_small < b_big, got {b_small} and {b_big}")
+        raise UserError(f"need 0 < b_small < b_big, got {b_small} and {b_big}")
     gs, gb = np.asarray(g_small_sq, float), np.asarray(g_big_sq, float)
     g2 = (b_big * gb - b_small * gs) / (b_big - b_small)
     trace = (gs - gb) / (1.0 / b_small - 1.0 / b_big)
@@ -173,7 +174,7 @@ def b_simple_series(g2: Sequence[float], trace: Sequence[float], decay: float = 
     """B_simple after each measurement: EMA(tr Sigma) / EMA(|G|^2), the two EMAs kept apart and
     bias-corrected (decay in [0, 1)); NaN while the |G|^2 EMA is not positive. Shape (n,)."""
     if not 0.0 <= decay < 1.0:
-        raise ValueError(f"decay must be in [0, 1), got {decay}")
+        raise UserError(f"decay must be in [0, 1), got {decay}")
     g2, trace = np.asarray(g2, float), np.asarray(trace, float)
     out = np.full(g2.shape, np.nan)
     m_g2 = m_tr = 0.0

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from workbench import bootstrap, permutation
 from workbench import budget as B
 from workbench import compare as C
 from workbench.bootstrap import difference_distribution
@@ -92,7 +93,7 @@ def test_monte_carlo_is_used_for_a_huge_null_and_agrees(monkeypatch):
     samples = [(np.array([1.0, 2, INF, 4]), np.array([INF, 5, INF, 3, 7])),
                (np.array([2.0, 3, 1]), np.array([5.0, INF]))]
     exact = C.permutation_pvalues(samples)
-    monkeypatch.setattr(C, "_EXACT_GRID", 10)
+    monkeypatch.setattr(permutation, "_EXACT_GRID", 10)
     p_a, p_b, method = C.permutation_pvalues(samples)
     assert method.startswith("permutation test, ")
     assert p_a == pytest.approx(exact[0], abs=0.01) and p_b == pytest.approx(exact[1], abs=0.01)
@@ -711,7 +712,7 @@ def test_intervals_from_few_studies_are_the_exact_bootstrap_distribution():
 def test_above_the_exact_limit_the_bootstrap_is_monte_carlo(monkeypatch):
     one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
     times = study_times({"a": {"w": one[0].tolist()}, "b": {"w": one[1].tolist()}})
-    monkeypatch.setattr(C, "EXACT_BOOTSTRAP", 5)
+    monkeypatch.setattr(bootstrap, "EXACT_BOOTSTRAP", 5)
     r = C.compare(times, "a", "b", budgets={"w": 10.0}, replicates=4000)
     assert r.interval_method == "bootstrap, 4000 Monte Carlo replicates"
     exact = _brute_force_interval([one])

@@ -86,6 +86,10 @@ def test_noise_compare_and_sequential_give_one_studies_needed_figure():
     by_sequential = studies_needed(spread, 1, 1.25, 0.95)
     assert report["studies_needed"] == by_compare == by_sequential
     assert report["studies_needed"] > 5 and report["min_detectable_speedup"]["3"] is None
+    from runners.cli.targets import noise_lines
+    text = "\n".join(noise_lines(report))
+    assert "with 3 studies per algorithm: none: 3 + 3 studies can never reach 95 %" in text
+    assert f"to detect 1.25x: {by_compare}" in text
 
 
 def test_targets_from_reruns_reach_quantile_and_median():

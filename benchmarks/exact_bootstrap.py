@@ -5,7 +5,7 @@
 For each algorithm against the reference (default: baseline when present, else the first name),
 `Results.compare` gives each workload's interval of B's median study time over A's from the
 exact bootstrap distribution (workbench.compare: every resample, weighted), and again with the
-exact path switched off (compare.EXACT_BOOTSTRAP = 0), from COMPARE_DRAWS Monte Carlo replicates
+exact path switched off (bootstrap.EXACT_BOOTSTRAP = 0), from COMPARE_DRAWS Monte Carlo replicates
 (seed 0), the way intervals were drawn before. Prints the endpoints that differ, how many of
 all endpoints moved, and the largest move as a ratio.
 """
@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import workbench  # noqa: E402
+from workbench import bootstrap  # noqa: E402
 from workbench import compare as C  # noqa: E402
 
 
@@ -46,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown --reference {reference!r}: the store has {', '.join(names)}")
     others = [n for n in names if n != reference]
     exact = _endpoints(res, reference, others)
-    limit, C.EXACT_BOOTSTRAP = C.EXACT_BOOTSTRAP, 0
+    limit, bootstrap.EXACT_BOOTSTRAP = bootstrap.EXACT_BOOTSTRAP, 0
     try:
         drawn = _endpoints(res, reference, others)
     finally:
-        C.EXACT_BOOTSTRAP = limit
+        bootstrap.EXACT_BOOTSTRAP = limit
     moved = [(k, drawn[k], v) for k, v in exact.items() if k in drawn
              and abs(drawn[k] - v) > 1e-9 * abs(v)]
     for (name, workload, side), before, after in moved:

@@ -169,15 +169,46 @@ def _synthetic_pools(spread: float, workloads: int = 8, size: int = 100_000
     return pools, [100.0] * workloads
 
 
+def _sequential_replicate(rng: np.random.Generator, pools: dict[str, np.ndarray],
+                         caps: list[float], max_studies: int, trials: int, factor: float
+                         ) -> tuple[int, str | None, int, float, int]:
+    """One replicate of sequential_calibration: (the sequential test's direction, why it
+    stopped, studies a side used, its boundaries' error over all looks, whether the
+    fixed-sample test repeated after every round claimed a difference (the right way when
+    factor > 1): 1 or 0)."""
+    from workbench.permutation import permutation_pvalues
+    from workbench.sequential import sequential_test, stopping_look
+
+    a = _resampled_studies(rng, pools, max_studies, trials, 1.0)
+    b = _resampled_studies(rng, pools, max_studies, trials, factor)
+    blocks = [[(a[w, :2], b[w, :2]) for w in range(len(pools))]]
+    blocks += [[(a[w, k:k + 1], b[w, k:k + 1]) for w in range(len(pools))]
+               for k in range(2, max_studies)]
+    # the first look alone, then every look (a look's boundaries do not depend on the rounds
+    # after it); each replicate draws its own random relabellings
+    paths_seed = int(rng.integers(2**31))  # not `seed`: the next factor's draws use it
+    test = sequential_test(blocks[:1], max_studies, seed=paths_seed)
+    stop, why = stopping_look(test, blocks[:1], caps, max_studies)
+    if why is None:
+        test = sequential_test(blocks, max_studies, seed=paths_seed)
+        stop, why = stopping_look(test, blocks, caps, max_studies)
+    full = test if len(test.looks) == len(blocks) else sequential_test(
+        blocks, max_studies, seed=paths_seed)
+    first = 0
+    for n in range(2, max_studies + 1):  # the fixed-sample test after every round
+        p_a, p_b, _ = permutation_pvalues([(a[w, :n], b[w, :n]) for w in range(len(pools))])
+        if min(p_a, p_b) <= 0.025:
+            first = int(p_a <= 0.025) if factor > 1 else 1
+            break
+    return test.direction, why, test.looks[stop].studies, full.error, first
+
+
 def sequential_calibration(store: str | None, pool: str, replicates: int, max_studies: int,
                            trials: int, factors: list[float], seed: int = 0,
                            spread: float | None = None) -> None:
     """False verdicts and power of the sequential test (workbench/sequential.py) with a look
     after every round, against the fixed-sample test repeated after every round, on studies
     resampled from a real store's trials."""
-    from workbench.compare import permutation_pvalues
-    from workbench.sequential import sequential_test, stopping_look
-
     pools, caps = _pools(store, pool) if spread is None else _synthetic_pools(spread)
     misses = np.mean([np.isinf(v).mean() for v in pools.values()])
     where = (f"the trials of {pool} in {store}" if spread is None else
@@ -192,32 +223,14 @@ def sequential_calibration(store: str | None, pool: str, replicates: int, max_st
         futile, used, naive, spent_error = 0, [], 0, []
         started = time.perf_counter()
         for _ in range(replicates):
-            a = _resampled_studies(rng, pools, max_studies, trials, 1.0)
-            b = _resampled_studies(rng, pools, max_studies, trials, factor)
-            blocks = [[(a[w, :2], b[w, :2]) for w in range(len(pools))]]
-            blocks += [[(a[w, k:k + 1], b[w, k:k + 1]) for w in range(len(pools))]
-                       for k in range(2, max_studies)]
-            # the first look alone, then every look (a look's boundaries do not depend on the
-            # rounds after it); each replicate draws its own random relabellings
-            paths_seed = int(rng.integers(2**31))  # not `seed`: the next factor's draws use it
-            test = sequential_test(blocks[:1], max_studies, seed=paths_seed)
-            stop, why = stopping_look(test, blocks[:1], caps, max_studies)
-            if why is None:
-                test = sequential_test(blocks, max_studies, seed=paths_seed)
-                stop, why = stopping_look(test, blocks, caps, max_studies)
-            full = test if len(test.looks) == len(blocks) else sequential_test(
-                blocks, max_studies, seed=paths_seed)
-            spent_error.append(full.error)  # what the boundaries spend over all N looks
-            used.append(test.looks[stop].studies)
+            direction, why, studies, error, first = _sequential_replicate(
+                rng, pools, caps, max_studies, trials, factor)
+            spent_error.append(error)
+            used.append(studies)
             if why == "decided":
-                decided[test.direction] += 1
+                decided[direction] += 1
             futile += why == "futile"
-            for n in range(2, max_studies + 1):  # the fixed-sample test after every round
-                p_a, p_b, _ = permutation_pvalues([(a[w, :n], b[w, :n])
-                                                   for w in range(len(pools))])
-                if min(p_a, p_b) <= 0.025:
-                    naive += (p_a <= 0.025) if factor > 1 else 1
-                    break
+            naive += first
         seconds = (time.perf_counter() - started) / replicates
         if factor == 1.0:
             rate = (decided[1] + decided[-1]) / replicates

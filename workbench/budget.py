@@ -36,6 +36,7 @@ import pandas as pd
 import xarray as xr
 
 from workbench.cubes import AXIS_LABELS, axis_column
+from workbench.errors import UserError
 from workbench.scoring import ScoringConfig, apply_rules, benchmark_scores
 
 __all__ = ["BudgetCurve", "best_of_k", "budget_curves", "fastest_probabilities",
@@ -69,7 +70,7 @@ def best_of_k(times: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, float]
     times = times[~np.isnan(times)]
     n = len(times)
     if not 1 <= k <= n:
-        raise ValueError(f"a budget of k={k} trials needs 1 <= k <= {n} (the trials stored)")
+        raise UserError(f"a budget of k={k} trials needs 1 <= k <= {n} (the trials stored)")
     hits = np.sort(times[np.isfinite(times)])
     survival = _survival(n, k)
     return hits, survival[:len(hits)] - survival[1:len(hits) + 1], float(survival[len(hits)])
@@ -122,7 +123,7 @@ def fastest_probabilities(trials: dict[tuple[str, str], np.ndarray], workload: s
     the algorithms and "none" (no algorithm reaches the target)."""
     mine = {a: np.asarray(t, dtype=float) for (a, w), t in trials.items() if w == workload}
     if not mine:
-        raise ValueError(f"no trials on workload {workload!r}")
+        raise UserError(f"no trials on workload {workload!r}")
     top = min(len(t) for t in mine.values())
     hits = {a: np.sort(t[np.isfinite(t)]) for a, t in mine.items()}
     survival = {a: _survival_table(len(t))[:top] for a, t in mine.items()}  # (k, j), k = 1..top

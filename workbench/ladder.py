@@ -42,12 +42,20 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from workbench import tuning as T
+from workbench.errors import UserError
+from workbench.ladder_intervals import (DRAWS, FRAGILE_CHANGE, INTERVAL_LEVEL,  # noqa: F401
+                                        _pair, interval, rescaled_means, trend, widening)
+from workbench.ladder_records import (FINAL_COLUMNS, LOSS_COLUMN, SWEEP_COLUMNS,  # noqa: F401
+                                      _is_number, finals_frame, record_problem, sweep_frame)
+from workbench.ladder_text import budget_text, ladder_text, tuning_table, verdict  # noqa: F401
+from workbench.power_law import (B_MAX, PowerLawFit, _num, fit_power_law,  # noqa: F401
+                                 fit_power_laws, invert)
 
 __all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means", "interval", "widening",
@@ -55,321 +63,10 @@ __all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "
            "finals_frame", "sweep_frame", "SWEEP_COLUMNS", "tuning_table", "budget_text",
            "name_key", "verdict", "FRAGILE_CHANGE"]
 
-# Columns of the frame the analysis reads: one row per run.
-FINAL_COLUMNS = (
-    "run_id", "rung", "non_embedding_params", "params", "algorithm", "budget",  # budget: x 20
-    "tokens",          # planned training tokens D                            # tokens/param
-    "seed", "final_loss",  # the last eval row's validation loss
-    "train_seconds",   # accumulated train seconds at that eval
-    "status", "early",  # early: read before its schedule ended (step < planned, or not complete)
-    "repeated_tokens", "transfer", "tuning_trials",
-)
-# Columns of a ladder's sweep runs (phase "tuning"): one row per run (`sweep_frame`).
-SWEEP_COLUMNS = ("run_id", "rung", "algorithm", "hparams", "status", "final_loss", "study_name")
-LOSS_COLUMN = "validation/loss"  # the eval rows' column whose last value is a run's final loss
-DRAWS = 1000            # bootstrap draws behind every ladder interval
-INTERVAL_LEVEL = 0.95   # two-sided; percentile intervals of the draws
-B_MAX = 3.0             # largest exponent b the fit considers (language models: 0.05 to 0.6)
 MIN_FIT_BUDGETS = 4     # fewer: a 3-parameter fit passes through the points (rmse ~ 0)
 # D_ref within this fraction beyond the fitted budgets' ends still counts as inside: seed noise
 # alone puts an equal algorithm's smallest and largest budget just outside half the time.
 EXTRAPOLATION_TOLERANCE = 0.1
-FRAGILE_CHANGE = 0.05   # without an interval: a leave-one-out move beyond 5 % is flagged
-_B_GRID = np.geomspace(1e-3, B_MAX, 64)  # neighbours 13 % apart; golden section refines
-_GOLDEN = (math.sqrt(5) - 1) / 2
-_HUGE = 1e300
-
-
-@dataclass(frozen=True)
-class PowerLawFit:
-    """L(x) = a * x^(-b) + c fitted to `points` points; rmse of the fitted points."""
-
-    a: float
-    b: float
-    c: float
-    rmse: float
-    points: int
-    low: float   # the smallest and largest x fitted: outside them is extrapolation
-    high: float
-
-    def __call__(self, x):
-        return self.a * np.power(np.asarray(x, float), -self.b) + self.c
-
-    def inverse(self, loss):
-        """The x at which the fit reaches `loss` (inf at or below c)."""
-        return invert(np.asarray(self.a), np.asarray(self.b), np.asarray(self.c), loss)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"a": _num(self.a), "b": _num(self.b), "c": _num(self.c),
-                "rmse": _num(self.rmse), "points": self.points}
-
-
-def invert(a, b, c, loss):
-    """x with a * x^(-b) + c = loss, elementwise (broadcast): inf where loss <= c (the fit never
-    gets there), 0 where a == 0 and loss > c (a flat fit is there from the start), NaN where
-    any input is NaN."""
-    a, b, c, loss = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, b, c, loss)))
-    gap = loss - c
-    out = np.full(gap.shape, np.inf)
-    ok = gap > 0
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        out[ok] = np.where(a[ok] > 0, np.power(a[ok] / gap[ok], 1.0 / b[ok]), 0.0)
-    out[np.isnan(gap) | np.isnan(a) | np.isnan(b)] = np.nan  # no fit, or no loss: undefined
-    return out
-
-
-def _profile(z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For z = x^(-b) fixed, the least-squares (a, c) with a, c >= 0 and the sum of squared
-    errors, per row of y (..., points); z broadcasts against y. From the five sums of z and y
-    (a regression on one variable), so that a grid of b over many draws stays cheap."""
-    z = np.broadcast_to(z, np.broadcast_shapes(z.shape, y.shape))
-    n = z.shape[-1]
-    sz, sy, szz = z.sum(-1), y.sum(-1), (z * z).sum(-1)
-    szy, syy = (z * y).sum(-1), (y * y).sum(-1)
-    spread = n * szz - sz * sz
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(spread > 0, (n * szy - sz * sy) / spread, 0.0)
-        a = np.maximum(a, 0.0)  # a < 0: the best fit is flat, a = 0 and c the mean
-        c = (sy - a * sz) / n
-        through_zero = c < 0    # c pinned at 0: a from the regression through the origin
-        a = np.where(through_zero, np.maximum(szy / szz, 0.0), a)
-    c = np.where(through_zero, 0.0, c)
-    sse = syy + a * a * szz + n * c * c - 2 * a * szy - 2 * c * sy + 2 * a * c * sz
-    return a, c, np.maximum(sse, 0.0)
-
-
-def fit_power_laws(x, y: np.ndarray, refine: int = 25
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(a, b, c) of L = a x^(-b) + c fitted to each row of `y` (draws x points), vectorised;
-    `x` is one row of points for all, or one per row. For a fixed b, a and c are linear
-    (`_profile`), so b is found on a log grid and refined by `refine` golden-section steps
-    between its grid neighbours. For bootstrap draws."""
-    y = np.atleast_2d(np.asarray(y, float))
-    x = np.broadcast_to(np.asarray(x, float), y.shape)
-    scale = np.exp(np.log(x).mean(-1, keepdims=True))  # x / scale ~ 1: z well conditioned
-    u = np.log(x / scale)
-    sse = _profile(np.exp(-_B_GRID[:, None, None] * u), y)[2]  # grid x draws
-    best = sse.argmin(0)
-    lo = _B_GRID[np.maximum(best - 1, 0)]
-    hi = _B_GRID[np.minimum(best + 1, len(_B_GRID) - 1)]
-
-    def cost(b):
-        return _profile(np.exp(-b[:, None] * u), y)[2]
-
-    p, q = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
-    fp, fq = cost(p), cost(q)
-    for _ in range(refine):
-        left = fp < fq  # the minimum lies in [lo, q]: drop (q, hi]
-        lo, hi = np.where(left, lo, p), np.where(left, q, hi)
-        new = np.where(left, hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo))
-        f_new = cost(new)
-        p, fp, q, fq = (np.where(left, new, q), np.where(left, f_new, fq),
-                        np.where(left, p, new), np.where(left, fp, f_new))
-    b = (lo + hi) / 2
-    a, c, _ = _profile(np.exp(-b[:, None] * u), y)
-    return a * scale[:, 0] ** b, b, c  # back from x / scale to x
-
-
-def fit_power_law(x: Sequence[float], y: Sequence[float]) -> PowerLawFit:
-    """L(x) = a x^(-b) + c through (x, y) by bounded least squares (a, c >= 0, 0 < b <= B_MAX):
-    for a fixed b the best a and c are linear, so the sum of squared errors is minimised over
-    b alone, by scipy.optimize.minimize_scalar (bounded) between the neighbours of the best b
-    on a log grid (a robust start: the grid covers every b, so a local minimum elsewhere
-    cannot trap it). Needs 3 or more distinct x; rmse over the fitted points."""
-    from scipy.optimize import minimize_scalar
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 3 or len(np.unique(x)) < 3:
-        raise ValueError(f"a 3-parameter fit needs 3 or more distinct budgets, got {len(x)}")
-    scale = math.exp(np.log(x).mean())
-    u = np.log(x / scale)
-    sse = _profile(np.exp(-_B_GRID[:, None] * u), y[None, :])[2]
-    best = int(sse.argmin())
-    lo, hi = _B_GRID[max(best - 1, 0)], _B_GRID[min(best + 1, len(_B_GRID) - 1)]
-    solved = minimize_scalar(lambda b: float(_profile(np.exp(-b * u), y)[2]), bounds=(lo, hi),
-                             method="bounded", options={"xatol": 1e-7})
-    b = float(solved.x) if solved.fun <= sse[best] else float(_B_GRID[best])
-    a, c, err = _profile(np.exp(-b * u), y)
-    return PowerLawFit(float(a) * scale ** b, b, float(c), float(np.sqrt(err / len(x))),
-                       len(x), float(x.min()), float(x.max()))
-
-
-def rescaled_means(values: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """`draws` bootstrap means of `values` (..., runs, columns: a run's loss and seconds are
-    resampled as a pair), deviations from the mean scaled by sqrt(n / (n - 1)) (see the module
-    doc): (..., draws, columns); leading axes are independent sets (replicates in tests). One
-    run: its values every time."""
-    values = np.asarray(values, float)
-    n = values.shape[-2]
-    mean = values.mean(-2, keepdims=True)
-    if n < 2:
-        return np.repeat(mean, draws, axis=-2)
-    picks = rng.integers(0, n, size=(*values.shape[:-2], draws, n))
-    drawn = np.take_along_axis(values[..., None, :, :], picks[..., None], axis=-2).mean(-2)
-    return mean + math.sqrt(n / (n - 1)) * (drawn - mean)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        math.isfinite(value)
-
-
-def _is_count(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-MAX_NAME = 200  # characters of a rung name, a transfer rule or a reference
-
-
-def _is_name(value: Any) -> bool:
-    return isinstance(value, str) and 0 < len(value) <= MAX_NAME
-
-
-# A ladder record's keys (runners/procedures/ladder.py writes them into the run's config.ladder): what
-# each must be, and whether it may be missing or null.
-_RECORD_RULES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
-    "rung": (_is_name, f"a name of 1 to {MAX_NAME} characters", False),
-    "non_embedding_params": (lambda v: _is_count(v, 1), "a whole number >= 1", False),
-    "params": (lambda v: _is_count(v, 1), "a whole number >= 1", True),
-    "budget": (lambda v: _is_number(v) and v > 0, "a number > 0 (a multiple of Chinchilla's "
-               "20 tokens per non-embedding parameter)", False),
-    "tokens": (lambda v: _is_number(v) and v > 0, "a number of tokens > 0", False),
-    "steps": (lambda v: _is_count(v, 1), "a whole number of steps >= 1", True),
-    "repeated_tokens": (lambda v: isinstance(v, bool), "true or false", True),
-    "transfer": (_is_name, f"a rule's name of 1 to {MAX_NAME} characters", True),
-    "tuning_trials": (lambda v: _is_count(v, 0), "a whole number >= 0", True),
-    "phase": (_is_name, "a name", True),
-    "reference": (_is_name, f"a name of 1 to {MAX_NAME} characters", True),
-    "eval_windows": (lambda v: _is_count(v, 1), "a whole number of windows >= 1", True),
-}
-
-
-def record_problem(record: Any) -> str | None:
-    """Why a run's ladder record (config.ladder) cannot be read, in one line saying what is
-    valid; None when it can. Unknown keys are ignored (a newer runner may add some)."""
-    if not isinstance(record, Mapping):
-        return f"its ladder record is {type(record).__name__}, not an object"
-    for key, (valid, what, optional) in _RECORD_RULES.items():
-        value = record.get(key)
-        if value is None and optional:
-            continue
-        if not valid(value):
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-            return f"its ladder record's {key} is {shown}; valid is {what}"
-    return None
-
-
-def finals_frame(runs: pd.DataFrame, records: Mapping[str, Any], last: pd.DataFrame,
-                 loss_column: str) -> tuple[pd.DataFrame, dict[str, str]]:
-    """(FINAL_COLUMNS, one row per final ladder run; {run_id: why it was skipped}) from the run
-    table `runs`, the runs' ladder records ({run_id: config.ladder}) and their last eval rows
-    `last` (run_id, step, train_seconds, `loss_column`). Tuning runs (phase "tuning") are left
-    out: a ladder compares its final runs. A record that fails record_problem skips its run."""
-    skipped, rows = {}, []
-    by_run = last.set_index("run_id") if len(last) else None
-    for run in runs.itertuples(index=False):
-        record = records.get(run.run_id)
-        if record is None:
-            continue
-        problem = record_problem(record)
-        if problem:
-            skipped[run.run_id] = problem
-            continue
-        if record.get("phase") == "tuning":
-            continue
-        row = by_run.loc[run.run_id] if by_run is not None and run.run_id in by_run.index \
-            else None
-        loss = float(row[loss_column]) if row is not None else math.nan
-        step = row["step"] if row is not None else None
-        planned = record.get("steps")
-        early = run.status != "complete" or step is None or pd.isna(step) or \
-            (planned is not None and int(step) < planned)
-        rows.append({
-            "run_id": run.run_id, "rung": record["rung"],
-            "non_embedding_params": record["non_embedding_params"],
-            "params": record.get("params"), "algorithm": run.algorithm,
-            "budget": float(record["budget"]), "tokens": float(record["tokens"]),
-            "seed": run.seed, "final_loss": loss,
-            "train_seconds": float(row["train_seconds"]) if row is not None else math.nan,
-            "status": run.status, "early": bool(early),
-            "repeated_tokens": bool(record.get("repeated_tokens") or False),
-            "transfer": record.get("transfer"), "tuning_trials": record.get("tuning_trials"),
-            "reference": record.get("reference"), "study_name": run.study_name,
-            "hparams": getattr(run, "hparams", None),
-            "origin": _origin_label(record.get("origin"))})
-    columns = list(FINAL_COLUMNS) + ["reference", "study_name", "hparams", "origin"]
-    return pd.DataFrame(rows, columns=columns), skipped
-
-
-def sweep_frame(runs: pd.DataFrame, records: Mapping[str, Any], last: pd.DataFrame,
-                loss_column: str) -> pd.DataFrame:
-    """(SWEEP_COLUMNS, one row per sweep run: ladder phase "tuning") from the same inputs as
-    finals_frame; a run whose record fails record_problem is left out (finals_frame says so)."""
-    by_run = last.set_index("run_id") if len(last) else None
-    rows = []
-    for run in runs.itertuples(index=False):
-        record = records.get(run.run_id)
-        if record is None or record_problem(record) or record.get("phase") != "tuning":
-            continue
-        has = by_run is not None and run.run_id in by_run.index
-        rows.append({"run_id": run.run_id, "rung": record["rung"], "algorithm": run.algorithm,
-                     "hparams": getattr(run, "hparams", None), "status": run.status,
-                     "final_loss": float(by_run.loc[run.run_id][loss_column]) if has
-                     else math.nan, "study_name": run.study_name})
-    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
-
-
-def _origin_label(origin: Any) -> str | None:
-    """"<kind> table <name> (<file>)" for an imported run's record origin; None for runs
-    Pacebench ran (or an origin that is not an object)."""
-    if not isinstance(origin, Mapping):
-        return None
-    kind, name, file = (str(origin.get(k, "?"))[:MAX_NAME] for k in ("kind", "name", "file"))
-    return f"{kind} table {name!r} ({file})"
-
-
-def _num(value: Any, digits: int = 6) -> float | None:
-    value = float(value)
-    return round(value, digits) if math.isfinite(value) else None
-
-
-def widening(level: float, dof: int) -> float:
-    """t_{dof, (1 + level)/2} / z_{(1 + level)/2}: how much wider a percentile interval is made
-    when its spread comes from few seeds (see `interval`); nan below 1 degree of freedom."""
-    from scipy.stats import norm, t
-
-    if dof < 1:
-        return math.nan
-    if math.isinf(dof):  # a stated noise (--loss-noise), not one estimated from seeds
-        return 1.0
-    q = (1 + level) / 2
-    return float(t.ppf(q, dof) / norm.ppf(q))
-
-
-def interval(draws: np.ndarray, level: float, point: float, dof: int,
-             log: bool = True) -> tuple[float, float]:
-    """The bootstrap interval of a figure whose estimate is `point`: the percentile interval
-    of the draws (NaN draws, undefined, left out; none when they are half or more), its ends
-    moved away from `point` by widening(level, dof) (in log scale when `log`: speedups and
-    ratios). The draws' spread is estimated from few seeds, and the plain percentile interval
-    is as short of its level as a normal interval used in place of a t interval (measured:
-    91 % instead of 95 % with 5 seeds per arm; docs/ladder.md); dof = n_ref + n_X - 2, a
-    two-sample comparison's, restores it."""
-    kept = draws[~np.isnan(draws)]
-    factor = widening(level, dof)
-    if len(kept) == 0 or len(kept) < len(draws) / 2 or math.isnan(factor):
-        return math.nan, math.nan
-    tail = (1 - level) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        values = np.log(kept) if log else kept
-        # infinite draws (a loss below the fit's floor) clipped for the interpolation, which
-        # would make inf - inf = NaN between two of them, and given back as infinite after
-        low, high = (v if abs(v) < _HUGE / 2 else math.copysign(math.inf, v) for v in
-                     np.quantile(np.clip(values, -_HUGE, _HUGE), [tail, 1 - tail]))
-        centre = math.log(point) if log and point > 0 else point
-    if math.isfinite(centre):  # else no estimate to widen about: the plain percentiles
-        low, high = centre + factor * (low - centre), centre + factor * (high - centre)
-    return (float(np.exp(low)), float(np.exp(high))) if log else (float(low), float(high))
 
 
 def _geo(values: np.ndarray) -> np.ndarray:
@@ -728,13 +425,6 @@ def _fragility(loo: dict[str, np.ndarray] | None, use: np.ndarray, value: float,
             "fragile": bool(change > bound), "threshold_log2": _num(bound)}
 
 
-def _pair(low: float, high: float) -> list | None:
-    """[low, high] for JSON (an infinite end: null), or None when there is no interval."""
-    if math.isnan(low) or math.isnan(high):
-        return None
-    return [_num(low), _num(high)]
-
-
 def _loss_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
     """Per budget: mean and spread (sample standard deviation) of final loss, seeds, mean
     train seconds and tokens."""
@@ -772,43 +462,6 @@ def _run_flags(algorithm: str, runs: pd.DataFrame) -> list[str]:
     return out
 
 
-def trend(rungs: Sequence[Mapping[str, Any]], level: float = INTERVAL_LEVEL
-          ) -> dict[str, dict[str, Any]]:
-    """Per candidate: slope_per_doubling, the least-squares slope of log2(speedup) against
-    log2(non-embedding params) over the rungs where its speedup is finite and positive, with
-    the interval of the same slope over the rungs' bootstrap draws (each rung's draws are
-    independent: its runs are), widened as `interval` does with the smallest rung's dof.
-    Needs 2 or more rungs."""
-    names = sorted({a for r in rungs for a in r["speedups"]})
-    out = {}
-    for name in names:
-        points = [(math.log2(r["non_embedding_params"]), r["speedups"][name], r["_draws"].get(name))
-                  for r in rungs if name in r["speedups"]]
-        points = [(x, s, d) for x, s, (d, dof) in points
-                  if s["value"] is not None and s["value"] > 0]
-        dof = min((r["_draws"][name][1] for r in rungs if name in r["_draws"]), default=0)
-        entry: dict[str, Any] = {"slope_per_doubling": None, "interval": None,
-                                 "rungs": len(points)}
-        if len(points) >= 2 and len({x for x, _, _ in points}) >= 2:
-            x = np.array([p[0] for p in points])
-            y = np.log2([p[1]["value"] for p in points])
-            slope = float(_slope(x, y[None, :])[0])
-            entry["slope_per_doubling"] = _num(slope)
-            if all(p[2] is not None for p in points):
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ys = np.log2(np.stack([p[2] for p in points], 1))
-                slopes = _slope(x, np.where(np.isfinite(ys), ys, np.nan))
-                entry["interval"] = _pair(*interval(slopes, level, slope, dof, log=False))
-        out[name] = entry
-    return out
-
-
-def _slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares slopes of each row of y against x (NaN where a row has a NaN)."""
-    xc = x - x.mean()
-    return ((y - y.mean(-1, keepdims=True)) * xc).sum(-1) / (xc ** 2).sum()
-
-
 def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: int = DRAWS,
                     level: float = INTERVAL_LEVEL, seed: int = 0,
                     sweeps: pd.DataFrame | None = None, loss_noise: float | None = None,
@@ -823,14 +476,14 @@ def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: i
     `fit_budgets`: the reference's budgets its fit uses (default all)."""
     missing = [c for c in FINAL_COLUMNS if c not in finals.columns]
     if missing:
-        raise ValueError(f"ladder frame lacks {', '.join(missing)}")
+        raise UserError(f"ladder frame lacks {', '.join(missing)}")
     if finals.empty:
-        raise ValueError("no ladder runs: run `pacebench ladder --sizes ...` first")
+        raise UserError("no ladder runs: run `pacebench ladder --sizes ...` first")
     names = sorted(set(finals["algorithm"]))
     reference = reference or _default_reference(finals, names)
     if reference not in names:
-        raise ValueError(f"unknown reference {reference!r}: the ladder's algorithms are "
-                         f"{', '.join(names)}")
+        raise UserError(f"unknown reference {reference!r}: the ladder's algorithms are "
+                        f"{', '.join(names)}")
     _check_loss_noise(finals, loss_noise)
     labels = _fit_labels(fit_budgets)
     order = finals.groupby("rung")["non_embedding_params"].max().sort_values(kind="stable")
@@ -861,23 +514,23 @@ def _check_loss_noise(finals: pd.DataFrame, loss_noise: float | None) -> None:
     if loss_noise is None:
         return
     if not _is_number(loss_noise) or loss_noise <= 0:
-        raise ValueError(f"--loss-noise {loss_noise!r} is not valid; valid is a loss sd in "
-                         "nats > 0, e.g. 0.0015")
+        raise UserError(f"--loss-noise {loss_noise!r} is not valid; valid is a loss sd in "
+                        "nats > 0, e.g. 0.0015")
     used = _usable(finals)
     counts = used.groupby(["rung", "algorithm", "budget"]).size()
     if len(counts) and counts.max() >= 2:
         (rung, algorithm, budget), n = counts.idxmax(), int(counts.max())
-        raise ValueError(f"--loss-noise is for one seed per configuration; {algorithm} has {n} "
-                         f"seeds at rung {rung}, budget {budget_text(budget)}: their spread "
-                         "gives the intervals (drop --loss-noise)")
+        raise UserError(f"--loss-noise is for one seed per configuration; {algorithm} has {n} "
+                        f"seeds at rung {rung}, budget {budget_text(budget)}: their spread "
+                        "gives the intervals (drop --loss-noise)")
 
 
 def _fit_labels(fit_budgets: Sequence[float] | None) -> list[str] | None:
     if fit_budgets is None:
         return None
     if not fit_budgets or not all(_is_number(b) and b > 0 for b in fit_budgets):
-        raise ValueError(f"--fit-budgets {fit_budgets!r} is not valid; valid are budgets > 0, "
-                         "e.g. 1,2,4,8")
+        raise UserError(f"--fit-budgets {fit_budgets!r} is not valid; valid are budgets > 0, "
+                        "e.g. 1,2,4,8")
     return sorted({budget_text(b) for b in fit_budgets}, key=float)
 
 
@@ -889,222 +542,9 @@ def _origins(finals: pd.DataFrame) -> dict[str, int]:
     return {k: int(v) for k, v in labels.value_counts().sort_index().items()}
 
 
-def verdict(name: str, rungs: Sequence[Mapping[str, Any]], trend_entry: Mapping[str, Any],
-            reference: str, level: float = INTERVAL_LEVEL) -> str:
-    """One sentence on a candidate over the rungs: "faster ... at every rung", "slower ...",
-    "not shown" (no interval excludes 1, or no intervals), with its speedups and the trend."""
-    shown = [(r["name"], r["speedups"][name]) for r in rungs
-             if name in r["speedups"] and r["speedups"][name]["value"] is not None]
-    if not shown:
-        return f"{name}: not shown (no rung with a speedup over {reference})"
-    above = [n for n, s in shown if s["interval"] and s["interval"][0] is not None
-             and s["interval"][0] > 1]
-    below = [n for n, s in shown if s["interval"] and s["interval"][1] is not None
-             and s["interval"][1] < 1]
-    if len(above) == len(shown):
-        head = f"faster than {reference} at every rung"
-    elif len(below) == len(shown):
-        head = f"slower than {reference} at every rung"
-    elif above or below:
-        parts = ([f"faster at {', '.join(above)}"] if above else []) + \
-            ([f"slower at {', '.join(below)}"] if below else [])
-        head = " and ".join(parts) + \
-            (", not shown at the others" if len(above) + len(below) < len(shown) else "")
-    else:
-        head = "not shown" + ("" if any(s["interval"] for _, s in shown) else
-                              " (no intervals: one seed; give --loss-noise)")
-    values = ", ".join(f"{s['value']:.3f}x at {n}" for n, s in shown)
-    return f"{name}: {head} ({values}){_trend_words(trend_entry, level)}."
-
-
-def _trend_words(t: Mapping[str, Any], level: float) -> str:
-    slope = t.get("slope_per_doubling")
-    if slope is None:
-        return "; no trend (one rung)"
-    change = 100 * (2 ** slope - 1)
-    words = f"; the speedup {'grows' if change >= 0 else 'shrinks'} by {abs(change):.1f} % " \
-            "per doubling of model size"
-    pair = t.get("interval")
-    if pair is None:
-        return words + " (no interval)"
-    low, high = (100 * (2 ** v - 1) if v is not None else math.copysign(math.inf, k)
-                 for v, k in zip(pair, (-1, 1)))
-    sure = "" if low > 0 or high < 0 else ", not shown to change"
-    return words + f" ({100 * level:.0f} % interval {low:+.1f} % to {high:+.1f} %{sure})"
-
-
 def _default_reference(finals: pd.DataFrame, names: list[str]) -> str:
     recorded = finals["reference"].dropna() if "reference" in finals.columns else pd.Series([])
     recorded = [r for r in recorded.astype(str) if r in names]
     if recorded:
         return pd.Series(recorded).value_counts().index[0]
     return "adamw" if "adamw" in names else names[0]
-
-
-def budget_text(budget: float) -> str:
-    """A budget as it prints (JSON keys, tables): 3 significant digits, no trailing zeros:
-    "16", "0.5", "1.23"."""
-    return f"{float(f'{float(budget):.3g}'):g}"
-
-
-def _budget_label(budget: float) -> str:
-    return f"{budget_text(budget)}x"
-
-
-def _value_text(value: float | None, below_floor: bool = False, digits: int = 3) -> str:
-    if below_floor:
-        return "undefined (below c)"
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _interval_text(pair: list | None, seeds: int, reference_seeds: int) -> str:
-    if pair is None:
-        return f"n/a ({min(seeds, reference_seeds)} seed)"
-    low, high = ("inf" if v is None else f"{v:.3f}" for v in pair)
-    return f"{low} to {high}"
-
-
-def _loss_table(rung: Mapping[str, Any]) -> pd.DataFrame:
-    budgets = sorted({row["budget"] for rows in rung["losses"].values() for row in rows})
-    table = {}
-    for algorithm, rows in rung["losses"].items():
-        by = {row["budget"]: row for row in rows}
-        table[algorithm] = [
-            "-" if b not in by else
-            f"{by[b]['mean']:.4f} ± {by[b]['sd']:.4f} ({by[b]['seeds']})" if by[b]["sd"]
-            is not None else f"{by[b]['mean']:.4f} ({by[b]['seeds']})" for b in budgets]
-    return pd.DataFrame(table, index=[_budget_label(b) for b in budgets]).T
-
-
-def _speedup_table(rung: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per candidate: rung speedup, interval, time ratio, seeds, then one column per
-    budget ("-" where the candidate has no run)."""
-    rows, budgets = [], set()
-    for algorithm, s in rung["speedups"].items():
-        row = {"algorithm": algorithm,
-               "speedup": _value_text(s["value"]) + (" *" if s["extrapolated"] else ""),
-               "interval": _interval_text(s["interval"], s["seeds"], s["reference_seeds"]),
-               "time ratio": _value_text(s["time_ratio"]) +
-               (" *" if s.get("time_ratio_extrapolated") else ""),
-               "time interval": "n/a" if s["time_ratio"] is None else
-               _interval_text(s["time_ratio_interval"], s["seeds"], s["reference_seeds"]),
-               "seeds": f"{s['seeds']} vs {s['reference_seeds']}"}
-        for p in s["per_budget"]:
-            budgets.add(p["budget"])
-            row[_budget_label(p["budget"])] = _value_text(p["value"], p["below_floor"]) + \
-                (" *" if p["extrapolated"] else "") + ("" if p.get("shared", True) else " (no ref)")
-        rows.append(row)
-    columns = list(rows[0])[:6] + [_budget_label(b) for b in sorted(budgets)] if rows else []
-    return pd.DataFrame(rows, columns=columns).fillna("-")
-
-
-def _fragility_lines(rung: Mapping[str, Any], ref: str) -> list[str]:
-    """The leave-one-out line per candidate (flagged when fragile), or why there is none."""
-    if rung.get("fragility") is None:
-        return [f"fit fragility: n/a ({rung['fragility_note']})"] if rung.get("fragility_note") \
-            else []
-    lines = []
-    for name, f in rung["fragility"].items():
-        if f is None:
-            continue
-        value = rung["speedups"][name]["value"]
-        moved = "undefined" if f["value_without"] is None else f"{f['value_without']:.3f}"
-        change = "inf" if f["largest_log2_change"] is None else \
-            f"{f['largest_log2_change']:.3f}"
-        line = (f"fit fragility: {name} {value:.3f} -> {moved} with budget {f['budget']} left "
-                f"out of {ref}'s fit (|log2 change| {change})")
-        if f["fragile"]:
-            line = "warning: fragile " + line[len("fit fragility: "):] + \
-                (": more than its interval's half-width" if rung["speedups"][name]["interval"]
-                 else f": more than {100 * FRAGILE_CHANGE:.0f} %")
-        lines.append(line)
-    return lines
-
-
-def ladder_text(result: Mapping[str, Any]) -> str:
-    """What `pacebench ladder --summary` prints: per rung the final losses, the fit, the
-    speedups and time ratios with their intervals, the warnings; then the trend."""
-    level = f"{100 * result['interval_level']:.0f} %"
-    ref = result["reference"]
-    lines = [f"ladder: reference {ref}; {level} bootstrap intervals over seeds and the fit "
-             f"({result['draws']} draws, seed {result['bootstrap_seed']}); budgets in multiples "
-             "of 20 tokens per non-embedding parameter"]
-    for rung in result["rungs"]:
-        params = f"{rung['non_embedding_params']:,} non-embedding parameters" + (
-            f" ({rung['params']:,} in all)" if rung.get("params") else "")
-        lines += ["", f"rung {rung['name']}: {params}",
-                  "final validation loss, mean ± sd over seeds (seeds):",
-                  _indent(_loss_table(rung).to_string())]
-        fit = rung["fit"]
-        if fit is not None:
-            lines.append(f"fit of {ref}: L(D) = {fit['a']:.4g} D^-{fit['b']:.4f} + "
-                         f"{fit['c']:.4f}, rmse {fit['rmse']:.4f} over {fit['points']} budgets")
-        if rung["speedups"]:
-            lines += [f"equal-loss speedup over {ref}: D_ref(L_X) / D, geometric mean over "
-                      "budgets (* extrapolated beyond the fitted budgets); time ratio "
-                      "T_ref(L_X) / T_X:",
-                      _indent(_speedup_table(rung).to_string(index=False))]
-        lines += _fragility_lines(rung, ref)
-        lines += _tuning_lines(rung)
-        lines += [f"warning: {w}" for w in rung["warnings"]]
-    lines += _header_notes(result)
-    if result["trend"]:
-        lines += ["", "trend: change of log2(speedup) per doubling of non-embedding parameters"
-                  " (least squares over rungs):"]
-        for name, t in result["trend"].items():
-            if t["slope_per_doubling"] is None:
-                lines.append(f"  {name}: n/a ({t['rungs']} "
-                             f"{'rung' if t['rungs'] == 1 else 'rungs'} with a finite "
-                             "speedup; needs 2)")
-                continue
-            interval = "n/a" if t["interval"] is None else \
-                _interval_text(t["interval"], 2, 2)
-            lines.append(f"  {name}: {t['slope_per_doubling']:+.4f} per doubling ({level} "
-                         f"interval {interval}; {t['rungs']} rungs)")
-    if result.get("verdicts"):
-        lines += ["", "verdicts:"] + [f"  {v}" for v in result["verdicts"].values()]
-    return "\n".join(lines)
-
-
-def tuning_table(rung: Mapping[str, Any]) -> pd.DataFrame:
-    """The rung's tuning report as a table (text cells): per algorithm its sweep's trials, the
-    chosen value of each hyperparameter, edges and bracketed."""
-    rows = []
-    for algorithm, e in rung.get("tuning_report", {}).items():
-        edges = ", ".join(f"{hp} {v}" for hp, v in e["edge"].items() if v)
-        rows.append({"algorithm": algorithm, "trials": e["trials"],
-                     "chosen": ", ".join(f"{hp} {T.value_text(v)}"
-                                         for hp, v in e["chosen"].items()) or "defaults",
-                     "edge": edges or "none",
-                     "bracketed": {True: "yes", False: "no", None: "n/a"}[e["bracketed"]]})
-    return pd.DataFrame(rows, columns=["algorithm", "trials", "chosen", "edge", "bracketed"])
-
-
-def _tuning_lines(rung: Mapping[str, Any]) -> list[str]:
-    table = tuning_table(rung)
-    if table.empty or not (table["trials"] > 0).any():  # no sweep at this rung: nothing judged
-        return []
-    return ["tuning (each sweep's best at an edge of its range, beyond the seeds' spread?):",
-            _indent(table.to_string(index=False))]
-
-
-def _header_notes(result: Mapping[str, Any]) -> list[str]:
-    """Where the runs came from, the fit's budgets, the stated loss noise, the one-seed note."""
-    lines = [""]
-    origins = result.get("origins") or {}
-    if set(origins) - {"pacebench"}:
-        lines.append("runs: " + "; ".join(f"{n} from {k}" for k, n in origins.items()) +
-                     " (imported rows: no steps or schedules to check)")
-    if result.get("fit_budgets"):
-        lines.append(f"the reference's fit uses budgets {', '.join(result['fit_budgets'])} "
-                     "(--fit-budgets)")
-    if result.get("loss_noise") is not None:
-        lines.append(f"intervals: a parametric bootstrap with a stated loss noise of "
-                     f"{result['loss_noise']:g} nats per run (--loss-noise)")
-    if result.get("interval_note"):
-        lines.append(result["interval_note"])
-    return lines if len(lines) > 1 else []
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())

@@ -4,7 +4,8 @@ Rerun one algorithm with one set of hyperparameters under N seeds; the spread of
 to target (median, interquartile range, coefficient of variation) is the noise floor of that
 workload, and the share of reruns that reach the target is its reach rate. A difference between two
 algorithms much smaller than the noise floor is luck until many studies say otherwise:
-`min_detectable_speedup` says how large a speedup a given number of studies can tell from it.
+workbench.power's `min_detectable_speedup` (compare's model) says how large a speedup a given
+number of studies can tell from it.
 
 Also here, the reach-quantile rule that sets a target the tuned baseline reaches reliably
 (runners/procedures/target_setting.py): the value that a fraction `quantile` of the reruns attain.
@@ -16,10 +17,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
-__all__ = ["NoiseFloor", "noise_floor", "min_detectable_speedup", "studies_needed",
-           "reach_quantile_value", "ALPHA", "POWER"]
+from workbench.errors import UserError
 
-ALPHA, POWER = 0.05, 0.8  # two-sided test level and power of min_detectable_speedup
+__all__ = ["NoiseFloor", "noise_floor", "reach_quantile_value"]
 
 
 @dataclass(frozen=True)
@@ -78,56 +78,6 @@ def noise_floor(times: Sequence[float | None]) -> NoiseFloor:
     return NoiseFloor(len(times), len(hit), statistics.median(hit), q25, q75, cov)
 
 
-def min_detectable_speedup(cov: float, studies: int, alpha: float = ALPHA,
-                           power: float = POWER) -> float:
-    """The smallest speedup (1 - t_new / t_ref) that `studies` times per algorithm detect.
-
-    Model: each study's time is lognormal with the spread of the noise floor,
-    sigma = sqrt(ln(1 + CoV^2)); the log times of two algorithms are compared with a two-sided
-    z test at level `alpha` and the given `power`, so the detectable log ratio is
-    (z_{1-alpha/2} + z_{power}) * sigma * sqrt(2 / studies). A study's time also carries the
-    tuning's luck (which trial won), so this is a lower bound on what a real comparison needs.
-    NaN when the CoV is unknown.
-    """
-    if studies < 1:
-        raise ValueError(f"studies must be >= 1, got {studies}")
-    if not math.isfinite(cov) or cov < 0:
-        return math.nan
-    z = statistics.NormalDist().inv_cdf
-    sigma = math.sqrt(math.log1p(cov * cov))
-    delta = (z(1 - alpha / 2) + z(power)) * sigma * math.sqrt(2 / studies)
-    return 1 - math.exp(-delta)
-
-
-def studies_needed(log_variance: float, workloads: int, speedup: float, alpha: float = ALPHA,
-                   power: float = POWER) -> int | None:
-    """Studies per algorithm for a two-sided rank test at level `alpha` to detect `speedup`
-    (t_B / t_A, e.g. 1.25) with the given power, over `workloads` workloads.
-
-    Model: log study times with variance `log_variance` on every workload, the speedup the same
-    on each; the geometric mean over workloads of the ratios then has log variance
-    2 * log_variance / (workloads * n), which gives n for a z test; the rank test (workbench.
-    compare) needs pi / 3 times as many (its efficiency relative to the t test on normal data is
-    3 / pi). Never fewer than the smallest n at which the exact permutation test can reach
-    alpha / 2 at all: with n studies a side on each workload its smallest one-sided p-value is
-    1 / C(2n, n) ** workloads (3 studies on one workload: 1 / 20, never below 0.025). None when
-    the variance is unknown.
-    """
-    if workloads < 1:
-        raise ValueError(f"workloads must be >= 1, got {workloads}")
-    if not speedup > 1:
-        raise ValueError(f"the speedup to detect must be > 1, got {speedup}")
-    if not math.isfinite(log_variance) or log_variance < 0:
-        return None
-    z = statistics.NormalDist().inv_cdf
-    n = (z(1 - alpha / 2) + z(power)) ** 2 * 2 * log_variance / (workloads * math.log(speedup) ** 2)
-    n = math.ceil(n * math.pi / 3 - 1e-9)
-    least = 1
-    while math.comb(2 * least, least) ** -workloads > alpha / 2:
-        least += 1
-    return max(n, least, 2)
-
-
 def reach_quantile_value(best: Sequence[float], direction: str, quantile: float) -> float:
     """The value that at least a fraction `quantile` of the reruns attain (their best values).
 
@@ -135,12 +85,12 @@ def reach_quantile_value(best: Sequence[float], direction: str, quantile: float)
     second worst, which 9 of 10 reach. A NaN best (a rerun that diverged at once) is the worst.
     """
     if not 0 < quantile <= 1:
-        raise ValueError(f"reach quantile must be in (0, 1], got {quantile}")
+        raise UserError(f"reach quantile must be in (0, 1], got {quantile}")
     if direction not in ("min", "max"):
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
+        raise UserError(f"direction must be 'min' or 'max', got {direction!r}")
     worst = -math.inf if direction == "max" else math.inf
     values = sorted((v if math.isfinite(v) else worst for v in best),
                     reverse=direction == "max")
     if not values:
-        raise ValueError("no reruns to set a target from")
+        raise UserError("no reruns to set a target from")
     return values[math.ceil(quantile * len(values) - 1e-9) - 1]

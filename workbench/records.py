@@ -420,12 +420,14 @@ def summary_columns(columns: Iterable[str], doc: Mapping[str, Any]) -> list[str]
 
 def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> dict | None:
     """The EVAL_SUMMARY of a run whose eval rows are `rows` and whose document is `doc`: the
-    first-hit rule of workbench.query's run table (the first eval whose finite validation value
-    meets the target, with a finite training time >= 0), in Python. None when the target or the
-    rows are not plain (a metric column in another case, an eval index twice, a value that is
-    not a number, ...): then readers compute the figures from the rows themselves, as for a
-    document without a summary. tests/test_query.py checks it against the run table's SQL."""
-    from workbench.spec import COMPARISONS, meets
+    first hit by its one rule (workbench.outcomes.first_hit: the first eval whose finite
+    validation value meets the target, with a finite training time >= 0). None when the target
+    or the rows are not plain (a metric column in another case, an eval index twice, a value
+    that is not a number, ...): then readers compute the figures from the rows themselves, as
+    for a document without a summary. tests/test_query.py checks it against the run table's
+    SQL, tests/test_outcomes.py against the rule."""
+    from workbench.outcomes import first_hit
+    from workbench.spec import COMPARISONS
 
     metric, direction = doc.get("target_metric"), doc.get("target_direction")
     target = doc.get("target_validation")
@@ -451,12 +453,13 @@ def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> d
         return max((row[key] for row in rows if row.get(key) is not None), default=None)
 
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
-    met = meets([math.nan if v is None else v for v in values], target, direction)
-    hits = [row for row, m, t in zip(rows, met.tolist(), times) if m and t is not None and t >= 0]
-    first = min(hits, key=lambda row: row["eval_index"]) if hits else {}
+    order = sorted(range(len(rows)), key=indices.__getitem__)  # eval order
+    position = first_hit([math.nan if values[i] is None else values[i] for i in order], target,
+                         direction, [math.nan if times[i] is None else times[i] for i in order])
+    first = rows[order[position]] if position is not None else {}
     best = (max if direction == "max" else min)(finite) if finite else None
     as_float = (lambda v: None if v is None else float(v))
-    return {"target": [metric, direction, float(target)], "reached_target": bool(hits),
+    return {"target": [metric, direction, float(target)], "reached_target": position is not None,
             "eval_index_to_target": first.get("eval_index"),
             "time_to_target": as_float(first.get("train_seconds")),
             "step_to_target": first.get("step"),

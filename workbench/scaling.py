@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from workbench.spec import meets
+from workbench.errors import UserError
+from workbench.outcomes import first_hit_positions
 
 __all__ = ["first_hit_steps", "steps_to_result", "fit_steps_to_result", "predicted_steps",
            "scaling_exponent", "regime", "REGIMES", "fit_by_group", "noise_components",
@@ -28,14 +29,18 @@ PERFECT_ALPHA, MAXIMAL_ALPHA = 0.9, 0.1  # thresholds on alpha(B) = B_crit / (B 
 # -- steps-to-result (B.1) -------------------------------------------------------------------------
 def first_hit_steps(curves: xr.Dataset, metric: str, goal: float, direction: str) -> xr.DataArray:
     """Per run of a curve cube (workbench.cubes.curve_cube): the step of the first eval whose
-    `metric` (e.g. "validation/accuracy") meets `goal`; NaN when no eval does. Dims ("run",)."""
+    `metric` (e.g. "validation/accuracy") meets `goal` by the one first-hit rule
+    (workbench.outcomes; a row counts with a finite training time >= 0); NaN when no eval
+    does. Dims ("run",)."""
     if metric not in curves.data_vars:
-        raise ValueError(f"unknown metric {metric!r}: the cube has {list(curves.data_vars)}")
+        raise UserError(f"unknown metric {metric!r}: the cube has {list(curves.data_vars)}")
     values = curves[metric].transpose("run", "eval").to_numpy()
     steps = curves["step"].transpose("run", "eval").to_numpy()
-    hit = meets(values, goal, direction)
-    first = np.argmax(hit, axis=1)
-    out = np.where(hit.any(axis=1), steps[np.arange(len(first)), first], np.nan)
+    seconds = curves["train_seconds"].transpose("run", "eval").to_numpy() \
+        if "train_seconds" in curves.data_vars else None
+    first = first_hit_positions(values, goal, direction, seconds).reshape(len(values))
+    out = np.where(first >= 0, steps[np.arange(len(first)), np.maximum(first, 0)], np.nan) \
+        if steps.shape[1] else np.full(len(values), np.nan)
     return xr.DataArray(out, dims=("run",), coords={"run": curves["run"].values}, name="steps",
                         attrs={"units": "steps", "goal": goal, "metric": metric})
 
@@ -149,7 +154,7 @@ def noise_components(g_small_sq: Sequence[float] | float, g_big_sq: Sequence[flo
     tr S  = (|g_small|^2 - |g_big|^2) / (1/B_small - 1/B_big)
     """
     if not 0 < b_small < b_big:
-        raise ValueError(f"need 0 < b_small < b_big, got {b_small} and {b_big}")
+        raise UserError(f"need 0 < b_small < b_big, got {b_small} and {b_big}")
     gs, gb = np.asarray(g_small_sq, float), np.asarray(g_big_sq, float)
     g2 = (b_big * gb - b_small * gs) / (b_big - b_small)
     trace = (gs - gb) / (1.0 / b_small - 1.0 / b_big)
@@ -169,7 +174,7 @@ def b_simple_series(g2: Sequence[float], trace: Sequence[float], decay: float = 
     """B_simple after each measurement: EMA(tr Sigma) / EMA(|G|^2), the two EMAs kept apart and
     bias-corrected (decay in [0, 1)); NaN while the |G|^2 EMA is not positive. Shape (n,)."""
     if not 0.0 <= decay < 1.0:
-        raise ValueError(f"decay must be in [0, 1), got {decay}")
+        raise UserError(f"decay must be in [0, 1), got {decay}")
     g2, trace = np.asarray(g2, float), np.asarray(trace, float)
     out = np.full(g2.shape, np.nan)
     m_g2 = m_tr = 0.0

@@ -58,6 +58,8 @@ import xarray as xr
 from scipy.stats import rankdata
 
 from workbench import compare as C
+from workbench.errors import UserError
+from workbench.power import studies_needed
 
 __all__ = ["Look", "SequentialTest", "SequentialComparison", "spent", "rounds_of",
            "blocks_of", "sequential_test", "stopping_look", "sequential_compare", "STOP_REASONS",
@@ -87,7 +89,7 @@ def spent(t: float, alpha: float, kind: str = SPENDING) -> float:
         from statistics import NormalDist
         z = NormalDist().inv_cdf(1 - alpha / 2)
         return 2 - 2 * NormalDist().cdf(z / math.sqrt(t))
-    raise ValueError(f"unknown spending function {kind!r}: valid are pocock, obrien-fleming")
+    raise UserError(f"unknown spending function {kind!r}: valid are pocock, obrien-fleming")
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,8 @@ def blocks_of(times: xr.DataArray, a: str, b: str, workloads: Sequence[str], rou
     B's); the first block holds the first `first` rounds. NaN (no such study) is left out."""
     ra, rb = rounds_of(times, a), rounds_of(times, b)
     if rounds > min(len(ra), len(rb)):
-        raise ValueError(f"{rounds} rounds asked for, but {a} has {len(ra)} studies and {b} "
-                         f"{len(rb)}")
+        raise UserError(f"{rounds} rounds asked for, but {a} has {len(ra)} studies and {b} "
+                        f"{len(rb)}")
     bounds = [0, min(first, rounds), *range(min(first, rounds) + 1, rounds + 1)]
     blocks = []
     for lo, hi in zip(bounds, bounds[1:]):
@@ -238,14 +240,14 @@ def sequential_test(blocks: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
     per workload, A's and B's new study times, +inf for a miss) planned for up to `max_studies`
     studies a side. Returns every look's statistic and boundaries and the first crossing."""
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise UserError(f"confidence must be in (0, 1), got {confidence}")
     if not blocks or not blocks[0]:
-        raise ValueError("no studies to test")
+        raise UserError("no studies to test")
     alpha = 1 - confidence
     labels, n_paths, exact = _paths(blocks, seed)
     stats, studies = _statistics(blocks, labels, C.MIN_STUDIES_FOR_VERDICT)
     if studies[-1] > max_studies:
-        raise ValueError(f"{studies[-1]} studies a side exceed the planned {max_studies}")
+        raise UserError(f"{studies[-1]} studies a side exceed the planned {max_studies}")
     alive = np.ones(n_paths, dtype=bool)
     crossed_up = crossed_low = 0
     looks, decided, direction = [], None, 0
@@ -295,8 +297,6 @@ def stopping_look(test: SequentialTest, blocks, budgets: Sequence[float], max_st
     judged at each look without a verdict from FUTILITY_FROM studies a side on (module doc):
     the speedup seen so far is below `detect` either way, and at the spread seen `max_studies`
     studies a side could not detect `detect` with 80 % power."""
-    from workbench.noise_floor import studies_needed
-
     last = test.decided_at if test.decided_at is not None else len(test.looks) - 1
     for k, look in enumerate(test.looks[:last + 1]):
         if k == test.decided_at:
@@ -306,7 +306,7 @@ def stopping_look(test: SequentialTest, blocks, budgets: Sequence[float], max_st
         spread, effect = _spread_and_effect(blocks[:k + 1], budgets)
         if spread is None or abs(effect) >= math.log(detect):
             continue
-        needed = studies_needed(spread, len(budgets), detect, 1 - confidence)
+        needed = studies_needed(spread, len(budgets), detect, confidence)
         if needed is not None and needed > max_studies:
             return k, "futile"
     return last, "max studies" if test.looks[last].studies >= max_studies else None
@@ -408,15 +408,15 @@ def _plan(times: xr.DataArray, a: str, b: str, max_studies: int | None, first: i
     have = min(len(rounds_of(times, a)), len(rounds_of(times, b)))
     planned = have if max_studies is None else int(max_studies)
     if planned < C.MIN_STUDIES_FOR_VERDICT:
-        raise ValueError(f"--max-studies {planned}: a sequential comparison needs at least "
-                         f"{C.MIN_STUDIES_FOR_VERDICT} studies a side"
-                         + ("" if max_studies else f" ({a} and {b} share {have})"))
+        raise UserError(f"--max-studies {planned}: a sequential comparison needs at least "
+                        f"{C.MIN_STUDIES_FOR_VERDICT} studies a side"
+                        + ("" if max_studies else f" ({a} and {b} share {have})"))
     if planned > have and not ongoing:
-        raise ValueError(f"--max-studies {planned}: the store holds {have} studies of both {a} "
-                         f"and {b}; a replay can look at no more (give at most {have})")
+        raise UserError(f"--max-studies {planned}: the store holds {have} studies of both {a} "
+                        f"and {b}; a replay can look at no more (give at most {have})")
     if have < min(first, planned):
-        raise ValueError(f"{a} and {b} share {have} studies: the first look needs "
-                         f"{min(first, planned)}")
+        raise UserError(f"{a} and {b} share {have} studies: the first look needs "
+                        f"{min(first, planned)}")
     return have, planned
 
 
@@ -436,13 +436,13 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
     from workbench.cubes import axis_column, final_cube, on_time_axis
 
     if not 0 < confidence < 1:
-        raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
+        raise UserError(f"--confidence must be in (0, 1), got {confidence}")
     mine = runs[runs["algorithm"].isin([a, b]).to_numpy(bool)]
     names = sorted({str(n) for n in mine["study_name"].dropna()})
     if len(names) > 1:
-        raise ValueError(f"the studies of {a} and {b} come from several study names "
-                         f"({', '.join(names)}): a replay goes through one; pick it with "
-                         f"--study NAME")
+        raise UserError(f"the studies of {a} and {b} come from several study names "
+                        f"({', '.join(names)}): a replay goes through one; pick it with "
+                        f"--study NAME")
     column = axis_column(time_axis)
     rule = options.get("study_time", "algoperf")  # compare's study-time rule, the same here
     times = C.study_times_by(on_time_axis(cube, column), rule)

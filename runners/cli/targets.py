@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 from runners.cli.common import (algorithm_sources, execution_options, existing_store, launch_options,
@@ -101,7 +100,6 @@ def noise(args: argparse.Namespace) -> int:
     from runners.algorithms import get_algorithm
     from runners.procedures.noise_floor import measure_noise_floor, noise_report
     from workbench.catalog import get_workload, tuned_baseline
-    from workbench.noise_floor import min_detectable_speedup
 
     spec = get_workload(one_workload(args.workload))
     options = launch_options(args)
@@ -141,10 +139,25 @@ def noise(args: argparse.Namespace) -> int:
         when = (f"{r.time_to_target:.2f} s" if r.reached_target else f"missed ({r.status})")
         print(f"  seed {int(r.seed):>5}  {when}")
     print(f"noise floor: {floor.describe()}")
-    for k in args.studies:
-        mds = min_detectable_speedup(floor.cov, k)
-        print(f"  minimum detectable speedup with {k} studies per algorithm: "
-              + ("n/a (no CoV)" if math.isnan(mds) else f"{100 * mds:.1f} %"))
-    print("(two-sided test at 5 %, power 80 %, lognormal times with this CoV; a study's time "
-          "also carries its tuning's luck, so a real comparison needs at least this)")
+    print("\n".join(noise_lines(noise_report(floor, runs, args.studies))))
     return 0
+
+
+def noise_lines(report: dict) -> list[str]:
+    """The detectable speedups and studies needed of a noise_report, in words."""
+    level = f"{100 * report['confidence']:g} %"
+    lines = []
+    for k, mds in report["min_detectable_speedup"].items():
+        what = ("n/a (fewer than 2 times to target)" if report["log_variance"] is None else
+                f"none: {k} + {k} studies can never reach {level}" if mds is None else
+                f"{100 * mds:.1f} %")
+        lines.append(f"  minimum detectable speedup with {k} studies per algorithm: {what}")
+    if report["studies_needed"] is not None:
+        lines.append(f"  studies per algorithm to detect {report['detect']:g}x: "
+                     f"{report['studies_needed']}")
+    lines.append(f"(compare's model: its permutation test two-sided at {level}, power "
+                 f"{100 * report['power']:g} %, log times with the reruns' variance; it can "
+                 f"never decide below {report['fewest_studies']} + {report['fewest_studies']} "
+                 "studies; a study's time also carries its tuning's luck, so a real "
+                 "comparison needs at least this)")
+    return lines

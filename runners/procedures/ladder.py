@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
+from workbench.errors import UserError
 from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import LadderSpec, RunConfig, SpecError, stable_hash, to_plain
 from workbench.store import Store
@@ -311,10 +312,13 @@ def choose_tuned(store: Store, spec: LadderSpec, tuning: list[RunConfig]
 
 
 def _final_losses(evals) -> dict[str, float]:
-    """{run_id: validation loss of its last eval} (NaN and missing values read as +inf)."""
+    """{run_id: validation loss of its final eval} (workbench.outcomes.final_rows: the largest
+    eval_index, as query.ladder_finals reads it; NaN and missing values read as +inf)."""
+    from workbench.outcomes import final_rows
+
     if evals.empty or LOSS_COLUMN not in evals.columns:
         return {}
-    last = evals.sort_values("step").groupby("run_id").tail(1)
+    last = final_rows(evals)
     return {r: (float(v) if v == v else math.inf) for r, v in zip(last["run_id"], last[LOSS_COLUMN])}
 
 

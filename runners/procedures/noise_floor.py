@@ -17,7 +17,9 @@ from runners.plugins import with_workload_source
 from workbench import query
 from workbench.records import DONE_STATUSES
 from workbench.catalog import get_workload
-from workbench.noise_floor import NoiseFloor, min_detectable_speedup, noise_floor
+from workbench.noise_floor import NoiseFloor, noise_floor
+from workbench.power import (DEFAULT_CONFIDENCE, DEFAULT_DETECT, POWER, fewest_studies,
+                             log_variance, min_detectable_speedup, studies_needed)
 from workbench.spec import ExecutionOptions, RunConfig
 from workbench.store import Store
 
@@ -73,22 +75,35 @@ def measure_noise_floor(store: Store, workload: str, algorithm: str, hparams: Ma
     name = name or f"noise-{workload}-{algorithm}"
     runs = run_seeds(store, name, workload, algorithm, hparams, seeds, workers, data_dir=data_dir,
                      execution=execution, progress=progress, source=source, options=options)
-    times = [t if reached else None for t, reached in zip(runs.time_to_target, runs.reached_target)]
-    return noise_floor(times), runs
+    return noise_floor(_times(runs)), runs
 
 
-def noise_report(floor: NoiseFloor, runs: pd.DataFrame, studies: Sequence[int] = (1, 3, 5, 10)
+def noise_report(floor: NoiseFloor, runs: pd.DataFrame, studies: Sequence[int] = (1, 3, 5, 10),
+                 detect: float = DEFAULT_DETECT, confidence: float = DEFAULT_CONFIDENCE
                  ) -> dict[str, Any]:
-    """The JSON form of a measurement: the floor, each run's time, detectable speedups."""
+    """The JSON form of a measurement: the floor, each run's time, and by compare's power
+    model (workbench.power), from the variance of the reruns' log times, the speedup `studies`
+    studies a side can detect (None: that design can never reach `confidence`) and the
+    studies a side needed to detect `detect`."""
+    spread = log_variance(_times(runs))
     return {"noise_floor": floor.to_dict(),
             "runs": [{"run_id": r.run_id, "seed": int(r.seed), "status": r.status,
                       "reached_target": bool(r.reached_target),
                       "time_to_target_s": (float(r.time_to_target) if r.reached_target
                                            and math.isfinite(r.time_to_target) else None)}
                      for r in runs.itertuples()],
-            "min_detectable_speedup": {str(k): _none_if_nan(min_detectable_speedup(floor.cov, k))
-                                       for k in studies}}
+            "log_variance": _none_if_nan(spread), "confidence": confidence, "power": POWER,
+            "min_detectable_speedup": {str(k): _none_if_nan(min_detectable_speedup(
+                spread, k, confidence=confidence)) for k in studies},
+            "fewest_studies": fewest_studies(1, confidence), "detect": detect,
+            "studies_needed": studies_needed(spread, 1, detect, confidence)}
 
 
-def _none_if_nan(x: float) -> float | None:
-    return None if math.isnan(x) else x
+def _times(runs: pd.DataFrame) -> list[float | None]:
+    """The runs' times to target, None for a miss (the noise floor's input)."""
+    return [float(t) if reached else None
+            for t, reached in zip(runs.time_to_target, runs.reached_target)]
+
+
+def _none_if_nan(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else x

@@ -42,7 +42,9 @@ import pandas as pd
 
 from workbench import query
 from workbench.catalog import TARGETS_DIR, get_workload, plugin_source
+from workbench.errors import UserError
 from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
+from workbench.outcomes import first_hit
 from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import ExecutionOptions, StudySpec, Target, to_plain
 from workbench.store import open_store
@@ -110,29 +112,25 @@ def _best(values: pd.Series, direction: str) -> float:
 
 def _summarise(run: pd.Series, evals: pd.DataFrame, target: Target,
                max_step: int | None = None) -> dict:
-    """One run's best validation value, and functions giving its test value and its time at a
-    validation target; only the evals up to `max_step` count when it is given."""
+    """One run's best validation value, and functions giving its test value, time and step at
+    its first hit of a validation target (workbench.outcomes.first_hit); only the evals up to
+    `max_step` count when it is given."""
     val, test = metric_column("validation", target.metric), metric_column("test", target.metric)
     rows = evals[evals.run_id == run.run_id].sort_values("eval_index")
     if max_step is not None:
         rows = rows[rows.step <= max_step]
 
-    def test_at(goal: float) -> float | None:
-        probe = Target(target.metric, target.direction, goal, math.nan)
-        hit = rows[[probe.reached(v) for v in rows[val]]]
-        return None if hit.empty else float(hit.iloc[0][test])
-
-    def first_hit(goal: float, column: str) -> float | None:
-        probe = Target(target.metric, target.direction, goal, math.nan)
-        hit = rows[[probe.reached(v) for v in rows[val]]]
-        return None if hit.empty else float(hit.iloc[0][column])
+    def at_first_hit(goal: float, column: str) -> float | None:
+        at = first_hit(rows[val].to_numpy(float), goal, target.direction,
+                       rows["train_seconds"].to_numpy(float))
+        return None if at is None else float(rows[column].iloc[at])
 
     return {"run_id": run.run_id, "algorithm": run.algorithm, "seed": int(run.seed),
             "hparams": run.hparams, "best_validation": _best(rows[val], target.direction),
             "train_seconds": float(run.train_seconds),
-            "test_at": lambda goal: first_hit(goal, test),
-            "time_at": lambda goal: first_hit(goal, "train_seconds"),
-            "step_at": lambda goal: first_hit(goal, "step")}
+            "test_at": lambda goal: at_first_hit(goal, test),
+            "time_at": lambda goal: at_first_hit(goal, "train_seconds"),
+            "step_at": lambda goal: at_first_hit(goal, "step")}
 
 
 def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, max_steps: int,
@@ -160,8 +158,8 @@ def _recorded_tuning(path: Path, workload: str) -> tuple[list[dict], dict]:
         raise FileNotFoundError(f"--reuse-tuning: no record at {path} to take the tuning from")
     old = json.loads(path.read_text())
     if old.get("workload") != workload or not old.get("tuning") or not old.get("best_hparams"):
-        raise ValueError(f"--reuse-tuning: {path} holds no tuning of {workload!r} "
-                         "(workload, tuning and best_hparams are needed)")
+        raise UserError(f"--reuse-tuning: {path} holds no tuning of {workload!r} "
+                        "(workload, tuning and best_hparams are needed)")
     best = {"algorithm": old["best_algorithm"], "hparams": old["best_hparams"]}
     return old["tuning"], best
 
@@ -266,11 +264,11 @@ def _provenance(store, run_id: str) -> dict:
 def check_rule(reruns: int, reach_quantile: float | None, horizon: float) -> None:
     """ValueError unless the procedure's numbers make sense."""
     if reruns < 2:
-        raise ValueError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
+        raise UserError(f"--reruns must be >= 2 (a spread needs two runs), got {reruns}")
     if reach_quantile is not None and not 0 < reach_quantile <= 1:
-        raise ValueError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
+        raise UserError(f"--reach-quantile must be in (0, 1], got {reach_quantile}")
     if not 0 < horizon <= 1:
-        raise ValueError(f"--horizon must be in (0, 1], got {horizon}")
+        raise UserError(f"--horizon must be in (0, 1], got {horizon}")
 
 
 def _procedure_steps(spec, reruns: list[dict], eval_every: int | None, until: int,
@@ -361,14 +359,14 @@ def measure_steps_to_target(workload: str, out_dir: Path = TARGETS_DIR,
     its first eval step that meets the validation target; a run that never meets it is a miss.
     """
     if eval_every < 1:
-        raise ValueError(f"eval_every must be >= 1 step, got {eval_every}")
+        raise UserError(f"eval_every must be >= 1 step, got {eval_every}")
     record_path = out_dir / f"{workload}.json"
     record = json.loads(record_path.read_text())
     spec = get_workload(workload)
     if record.get("workload") != workload or not record.get("reruns") \
             or not record.get("best_algorithm"):
-        raise ValueError(f"{record_path} names no tuned baseline with reruns (a published "
-                         "target?): there is nothing to rerun")
+        raise UserError(f"{record_path} names no tuned baseline with reruns (a published "
+                        "target?): there is nothing to rerun")
     algorithm = record["best_algorithm"]
     seeds = sorted(int(r["seed"]) for r in record["reruns"])
     from runners.procedures.noise_floor import run_seeds

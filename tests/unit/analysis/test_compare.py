@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from workbench import bootstrap, permutation
 from workbench import budget as B
 from workbench import compare as C
-from workbench.noise_floor import studies_needed
+from workbench.bootstrap import difference_distribution
+from workbench.permutation import wins2
+from workbench.power import studies_needed
 from workbench.testing import make_timing_store, timing_trials
 
 from locations import REPO
@@ -64,7 +67,7 @@ def _enumerated(samples):
             wins = (x[:, None] < y[None, :]).sum() + 0.5 * (x[:, None] == y[None, :]).sum()
             stats.append(wins / (len(x) * len(y)))
         per_workload.append(stats)
-    observed = sum(C._wins2(a, b) / (2 * len(a) * len(b)) for a, b in samples)
+    observed = sum(wins2(a, b) / (2 * len(a) * len(b)) for a, b in samples)
     totals = [sum(c) for c in itertools.product(*per_workload)]
     return (np.mean([t >= observed - 1e-12 for t in totals]),
             np.mean([t <= observed + 1e-12 for t in totals]))
@@ -92,7 +95,7 @@ def test_monte_carlo_is_used_for_a_huge_null_and_agrees(monkeypatch):
     samples = [(np.array([1.0, 2, INF, 4]), np.array([INF, 5, INF, 3, 7])),
                (np.array([2.0, 3, 1]), np.array([5.0, INF]))]
     exact = C.permutation_pvalues(samples)
-    monkeypatch.setattr(C, "_EXACT_GRID", 10)
+    monkeypatch.setattr(permutation, "_EXACT_GRID", 10)
     p_a, p_b, method = C.permutation_pvalues(samples)
     assert method.startswith("permutation test, ")
     assert p_a == pytest.approx(exact[0], abs=0.01) and p_b == pytest.approx(exact[1], abs=0.01)
@@ -698,7 +701,7 @@ def test_intervals_from_few_studies_are_the_exact_bootstrap_distribution():
     one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
     two = (np.array([2.0, 3.0, 9.0]), np.array([1.0, 4.0, 5.0]))
     rng = np.random.default_rng(0)
-    dist = C._ratio_distribution(*one, 10, rng)
+    dist = difference_distribution(*one, 10, rng)
     assert dist[2] and C._interval(dist[:2], 0.95) == pytest.approx(
         _brute_force_interval([one]))
     times = study_times({"a": {"w": one[0].tolist(), "v": two[0].tolist()},
@@ -711,7 +714,7 @@ def test_intervals_from_few_studies_are_the_exact_bootstrap_distribution():
 def test_above_the_exact_limit_the_bootstrap_is_monte_carlo(monkeypatch):
     one = (np.array([1.0, 2.0, 3.0, 7.0]), np.array([2.0, 5.0, 6.0]))
     times = study_times({"a": {"w": one[0].tolist()}, "b": {"w": one[1].tolist()}})
-    monkeypatch.setattr(C, "EXACT_BOOTSTRAP", 5)
+    monkeypatch.setattr(bootstrap, "EXACT_BOOTSTRAP", 5)
     r = C.compare(times, "a", "b", budgets={"w": 10.0}, replicates=4000)
     assert r.interval_method == "bootstrap, 4000 Monte Carlo replicates"
     exact = _brute_force_interval([one])

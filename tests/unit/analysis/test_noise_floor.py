@@ -8,8 +8,8 @@ import math
 import pytest
 
 from workbench.catalog import get_workload
-from workbench.noise_floor import (NoiseFloor, min_detectable_speedup, noise_floor,
-                                   reach_quantile_value)
+from workbench.noise_floor import NoiseFloor, noise_floor, reach_quantile_value
+from workbench.power import min_detectable_speedup, studies_needed
 
 
 def test_noise_floor_of_times_and_misses():
@@ -42,15 +42,54 @@ def test_reach_quantile_value_is_reached_by_that_share_of_reruns():
             reach_quantile_value(best, "max", bad)
 
 
-def test_min_detectable_speedup_shrinks_with_studies_and_grows_with_noise():
-    # (1.96 + 0.8416) * sqrt(ln 1.01) * sqrt(2/3) = 0.2283 in log time -> 20.4 %
-    assert min_detectable_speedup(0.1, 3) == pytest.approx(0.2040, abs=1e-4)
-    assert min_detectable_speedup(0.1, 10) < min_detectable_speedup(0.1, 3)
-    assert min_detectable_speedup(0.3, 3) > min_detectable_speedup(0.1, 3)
-    assert min_detectable_speedup(0.0, 3) == 0.0
-    assert math.isnan(min_detectable_speedup(math.nan, 3))
+def test_min_detectable_speedup_is_compares_model_with_its_floor():
+    """The power model of workbench.power: 1 and 3 studies a side can never reach 95 % on one
+    workload (smallest p-values 1/2 and 1/20 > 0.025), whatever the noise; from 4 on, the
+    z-test size times pi / 3 (the rank test's efficiency), inverted."""
+    var = math.log1p(0.1 ** 2)
+    assert min_detectable_speedup(var, 1) is None and min_detectable_speedup(var, 3) is None
+    z = 1.959964 + 0.841621
+    expected = 1 - math.exp(-z * math.sqrt(2 * var * math.pi / 3 / 5))
+    assert min_detectable_speedup(var, 5) == pytest.approx(expected, rel=1e-5)
+    assert min_detectable_speedup(var, 10) < min_detectable_speedup(var, 5)
+    assert min_detectable_speedup(4 * var, 5) > min_detectable_speedup(var, 5)
+    assert min_detectable_speedup(0.0, 4) == 0.0
+    assert math.isnan(min_detectable_speedup(math.nan, 5))
+    assert min_detectable_speedup(var, 2, workloads=3) is not None  # (1/6)^3 < 0.025
     with pytest.raises(ValueError):
-        min_detectable_speedup(0.1, 0)
+        min_detectable_speedup(var, 0)
+    for k in (4, 5, 7, 12):  # the inverse of studies_needed
+        mds = min_detectable_speedup(var, k)
+        assert studies_needed(var, 1, 1 / (1 - mds) * (1 + 1e-9)) <= k
+        assert studies_needed(var, 1, 1 / (1 - mds) * (1 - 1e-3)) > k
+
+
+def test_noise_compare_and_sequential_give_one_studies_needed_figure():
+    """One power model behind `noise`, `compare` and `study --until-decided`: the same times
+    give the same studies needed to detect 1.25x."""
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    from runners.procedures.noise_floor import noise_report
+    from workbench.compare import compare
+    from workbench.sequential import _spread_and_effect
+
+    times = np.array([10.0, 11.5, 9.2, 12.8, 10.9])
+    runs = pd.DataFrame({"run_id": list("abcde"), "seed": range(5), "status": "complete",
+                         "reached_target": True, "time_to_target": times})
+    report = noise_report(noise_floor(list(times)), runs)
+    study = xr.DataArray(np.stack([times, times])[:, None, :], dims=("algorithm", "workload",
+                         "study"), coords={"algorithm": ["a", "b"], "workload": ["w"]})
+    by_compare = compare(study, "a", "b", replicates=200).studies_needed
+    spread, _ = _spread_and_effect([[(times, times)]], [math.inf])
+    by_sequential = studies_needed(spread, 1, 1.25, 0.95)
+    assert report["studies_needed"] == by_compare == by_sequential
+    assert report["studies_needed"] > 5 and report["min_detectable_speedup"]["3"] is None
+    from runners.cli.targets import noise_lines
+    text = "\n".join(noise_lines(report))
+    assert "with 3 studies per algorithm: none: 3 + 3 studies can never reach 95 %" in text
+    assert f"to detect 1.25x: {by_compare}" in text
 
 
 def test_targets_from_reruns_reach_quantile_and_median():

@@ -123,7 +123,8 @@ def filter_changes(selection, rounds: int) -> dict[str, list[float]]:
 def per_tab(path: Path, rounds: int):
     """Seconds of an 'untick one algorithm' change with each tab open in turn, in a served
     page's document (so the time includes building the Bokeh models of what is redrawn), new
-    settings each time as in filter_changes; yields (tab, seconds) as each tab is done."""
+    settings each time as in filter_changes; yields (tab, seconds) as each tab is done, the
+    first entry of seconds its opening (the tab switch: the view made and drawn)."""
     import panel as pn
     from bokeh.document import Document
 
@@ -137,8 +138,9 @@ def per_tab(path: Path, rounds: int):
     algorithms = list(selection.param.algorithms.objects)
     out: dict[str, list[float]] = {}
     for i, name in enumerate(tabs._names):
-        tabs.active = i  # the tab opens: its first draw is not timed
-        out[name] = []
+        start = time.perf_counter()
+        tabs.active = i  # the tab opens: its view is made and drawn
+        out[name] = [time.perf_counter() - start]
         for r in range(rounds):
             drop = algorithms[(i * rounds + r) % len(algorithms)]
             start = time.perf_counter()
@@ -202,11 +204,12 @@ def main() -> None:
     print(f"slowest filter change: {worst:.3f} s "
           f"({'ok' if worst <= GOAL_FILTER_CHANGE_S else 'OVER GOAL'})")
     if args.tabs:
-        print("untick one algorithm with each tab open (median / slowest):", flush=True)
-        for name, seconds in per_tab(args.store, args.rounds):
+        print("each tab: its opening (the tab switch), then untick one algorithm with it "
+              "open (median / slowest):", flush=True)
+        for name, (opened, *seconds) in per_tab(args.store, args.rounds):
             verdict = "ok" if max(seconds) <= GOAL_FILTER_CHANGE_S else "OVER GOAL"
-            print(f"  {name:22s} {statistics.median(seconds):6.3f} s / {max(seconds):6.3f} s"
-                  f"  {verdict}", flush=True)
+            print(f"  {name:22s} open {opened:6.3f} s; change {statistics.median(seconds):6.3f}"
+                  f" s / {max(seconds):6.3f} s  {verdict}", flush=True)
 
 
 if __name__ == "__main__":

@@ -116,3 +116,26 @@ def test_import_workbench_stays_free_of_torch_and_panel(mixed):
     out = subprocess.run([sys.executable, "-c", script, mixed], capture_output=True, text=True,
                          check=True)
     assert "LOADED []" in out.stdout, out.stderr
+
+
+def test_bad_input_to_results_and_its_views_is_a_user_error(tmp_path):
+    """A name, rule or value the store does not hold is workbench.errors.UserError (the CLI's
+    exit 2), one line naming what is valid; a view's unknown name too."""
+    from workbench.errors import UserError
+    from workbench.testing import make_store
+    from workbench.views.narrowed import selection_of
+    from workbench.views.registry import find_view
+
+    make_store(tmp_path / "s", algorithms=("fast", "slow"), workloads=("digits_mlp",),
+               studies=1, trials=2)
+    res = workbench.open(tmp_path / "s")
+    bad = [lambda: res.compare("fast", "nope"), lambda: res.score(reference="nope"),
+           lambda: res.compare("fast", "slow", study_time="median"),
+           lambda: res.tuning(["nope"]), lambda: res.ladder(),
+           lambda: res.score(rank_shift="train"),
+           lambda: selection_of(tmp_path / "s", algorithms="nope"),
+           lambda: find_view("nope")]
+    for call in bad:
+        with pytest.raises(UserError) as caught:
+            call()
+        assert str(caught.value) and "\n" not in str(caught.value)

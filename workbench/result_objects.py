@@ -21,7 +21,7 @@ from workbench import budget as B
 from workbench import compare as C
 from workbench import ladder as LD
 from workbench import costs, query, scoring, sensitivity
-from workbench import tuning as T
+from workbench import tuning_tables as TT
 from workbench.catalog import noise_floor_of
 from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column
 from workbench.scope import Scope, Scoped
@@ -141,7 +141,7 @@ class ScoreResult:
         if self.tuning:
             lines += ["\ntuning (each algorithm's trials and search space; edge: the best "
                       "trial at an end of its range, beyond the noise floor):",
-                      T.report_table(self.tuning).to_string(index=False)]
+                      TT.report_table(self.tuning).to_string(index=False)]
         lines += _left_out_lines(self.scoped, self.skipped)
         return "\n".join(lines)
 
@@ -280,7 +280,7 @@ class CompareResult:
         lines += [f"warning: {caution}" for caution in result.warnings]
         if result.withheld_line():
             lines.append(f"warning: {result.withheld_line()}")
-        lines += [T.tuning_line(result.tuning, result.a, result.b, result.fair_tuning,
+        lines += [TT.tuning_line(result.tuning, result.a, result.b, result.fair_tuning,
                                 result.tuning_warnings),
                   f"\nverdict in {label}: {result.verdict}",
                   f"verdict by steps to target: {result.verdict_by_steps}"]
@@ -302,8 +302,8 @@ def _tuning_lines(result: C.Comparison) -> list[str]:
         return []
     lines = ["\ntuning report (workbench/tuning.py; edge: the best trial in the outer 10 % of "
              "a range, beating the best of the inner 80 % by more than the noise floor):",
-             T.report_table(result.tuning).to_string(index=False)]
-    spaces = T.space_table(result.tuning)
+             TT.report_table(result.tuning).to_string(index=False)]
+    spaces = TT.space_table(result.tuning)
     if len(spaces):
         lines += ["search spaces (best: the best trial's value; position: 0 low end, 1 high "
                   "end, in the range's scaling):", spaces.to_string(index=False)]

@@ -35,7 +35,7 @@ import xarray as xr
 from workbench import compare as C
 from workbench import budget as B
 from workbench import ladder as LD
-from workbench import query, scoring, sensitivity
+from workbench import early_stopping, query, scoring, sensitivity
 from workbench import tuning as T
 from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.errors import UserError
@@ -44,12 +44,38 @@ from workbench.cubes import axis_column, axis_name, final_cube, on_time_axis
 from workbench.result_objects import (BOOTSTRAP_DRAWS, COMPARE_DRAWS, INTERVAL_LEVEL,
                                       BudgetResult, CompareResult, LadderResult, RankResult,
                                       ScoreResult, dumps)
-from workbench.scope import Scope, Scoped, labelled_runs, scoped_runs
+from workbench.result_steps import (AXIS_LABELS, AXIS_UNITS, EXACT_BOOTSTRAP,
+                                    LADDER_INTERVAL_LEVEL, MIN_STUDIES_FOR_INTERVAL, RANKED,
+                                    RANKING_GROUP_KEYS, RANKING_MIN_RUNS, RULESETS_ORDER,
+                                    SCORE_COLUMNS, TAU_MAX, TIME_TO_TARGET,
+                                    BudgetCurve, Comparison, ResultSteps, ScoringConfig)
+from workbench.scope import (Scope, Scoped, finished_runs, labelled_runs, scoped_runs,
+                             with_relaxed_targets)
 from workbench.store import Store, open_store
 
 __all__ = ["open", "Results", "ScoreResult", "CompareResult", "BudgetResult", "LadderResult",
-           "RankResult", "scored_names", "dumps",
-           "BOOTSTRAP_DRAWS", "COMPARE_DRAWS", "INTERVAL_LEVEL"]
+           "RankResult", "scored_names", "dumps", "BOOTSTRAP_DRAWS", "COMPARE_DRAWS",
+           "INTERVAL_LEVEL",
+           # what a view or command names of the analysis modules (workbench/result_steps.py
+           # STEP_NAMES), so that it reaches the analysis through this module only
+           "AXIS_LABELS", "AXIS_UNITS", "TIME_TO_TARGET", "MIN_STUDIES_FOR_INTERVAL", "TAU_MAX",
+           "SCORE_COLUMNS", "RULESETS_ORDER", "EXACT_BOOTSTRAP", "LADDER_INTERVAL_LEVEL",
+           "RANKING_GROUP_KEYS", "RANKING_MIN_RUNS", "RANKED", "Scope", "Scoped",
+           "ScoringConfig", "Comparison", "BudgetCurve"]
+
+# The sequential test's defaults (`study --until-decided`, `compare --sequential`), importable
+# from here as DEFAULT_CONFIDENCE etc.: read from workbench.sequential when first asked for (it
+# loads scipy.stats, which `score` never needs).
+_SEQUENTIAL = ("DEFAULT_CONFIDENCE", "DEFAULT_DETECT", "DEFAULT_FIRST_ROUND",
+               "DEFAULT_MAX_STUDIES")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SEQUENTIAL:
+        from workbench import sequential
+        return getattr(sequential, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _SCOPE_OPTIONS = ("ruleset", "studies", "with_adhoc", "time_axis", "exclude_compile",
                   "relax_targets")
@@ -72,9 +98,11 @@ def _scope(options: dict[str, Any]) -> Scope:
     return Scope(**options)
 
 
-class Results:
+class Results(ResultSteps):
     """A store's runs and everything computed from them (see the module doc). Reads the store
-    once, and again only when its contents changed (Store.signature)."""
+    once, and again only when its contents changed (Store.signature). The steps its analyses
+    are made of are its methods too (workbench/result_steps.py): the dashboard's views make
+    them one by one, cached, through this class."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -96,23 +124,52 @@ class Results:
         # The runs of the run index have ended and are never written again (it is refreshed
         # after a launch's last write): the signature looks only at the others (a stat of each
         # of the v0.5 store's 3,700 runs took 0.1 s), and the read takes the index as it is.
-        index = query.read_index(query.connect(), self.store)
+        index = self.run_index()
         self._finished = frozenset(index[0]["run_id"].tolist())
         self._signature = self.store.signature(self._finished, names)  # taken before the read
-        self._runs = query.runs_frame(self.store, index, names)
+        self._runs = self.read_runs(index, names)
         return self._runs
+
+    def run_index(self) -> tuple:
+        """The store's run index as it is (query.read_index): its runs have ended and are never
+        written again; `[0]` is its run table."""
+        return query.read_index(query.connect(), self.store)
+
+    def read_runs(self, index: tuple | None = None,
+                  names: list[str] | None = None) -> pd.DataFrame:
+        """The run table read now, uncached (query.runs_frame; `runs` caches it): `index` and
+        `names`, the run index and run folders when the caller just read them."""
+        return query.runs_frame(self.store, index, names)
 
     def evals(self, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """Eval rows of `run_ids` (default: every run), one row per eval."""
         return query.evals_frame(self.store, None if run_ids is None else list(run_ids))
 
+    def train_rows(self, run_ids: Sequence[str]) -> pd.DataFrame:
+        """Training-loss rows of `run_ids` (query.train_frame), one row per logged step."""
+        return query.train_frame(self.store, list(run_ids))
+
+    def eval_clock(self, run_ids: Sequence[str]) -> pd.DataFrame:
+        """Each run's eval and wall seconds at its last eval (query.eval_clock)."""
+        return query.eval_clock(self.store, list(run_ids))
+
+    def ladder_records(self, run_ids: Sequence[str]):
+        """The ladder records of `run_ids` (query.ladder_records)."""
+        return query.ladder_records(self.store, list(run_ids))
+
     def scoped(self, **scope) -> Scoped:
         """The runs the analyses of `scope` read, and what was left out (workbench/scope.py)."""
-        return scoped_runs(self.runs(), _scope(scope), self._first_hits)
+        return scoped_runs(self.runs(), _scope(scope), self.first_hits)
 
-    def _first_hits(self, runs: pd.DataFrame, relax: float) -> pd.DataFrame:
+    def first_hits(self, runs: pd.DataFrame, relax: float) -> pd.DataFrame:
         """query.first_hits of `runs` against targets relaxed by `relax` (eval rows read)."""
         return query.first_hits(self.store, runs, relax)
+
+    def finished(self, labelled: Scoped, relax: float = 0.0) -> Scoped:
+        """What is scored of a scope's labelled runs (scope.finished_runs), first hits against
+        targets relaxed by `relax` (scope.with_relaxed_targets; eval rows read when relax > 0),
+        as `scoped` makes it."""
+        return finished_runs(with_relaxed_targets(labelled, relax, self.first_hits))
 
     def config(self) -> scoring.ScoringConfig | None:
         """The store's scoring rules (an AlgoPerf import's), or None: the plain rules."""
@@ -129,7 +186,7 @@ class Results:
 
     def _prepared(self, scope: dict) -> tuple[Scope, Scoped, xr.Dataset]:
         chosen = _scope(scope)
-        scoped = scoped_runs(self.runs(), chosen, self._first_hits)
+        scoped = scoped_runs(self.runs(), chosen, self.first_hits)
         if scoped.runs.empty:
             raise UserError(f"store {self.store.root} has no finished runs to analyse"
                              + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
@@ -202,12 +259,43 @@ class Results:
     def _tuning(self, chosen: Scope, scoped: Scoped, hparams: Sequence[str] = (),
                 algorithms: Sequence[str] | None = None) -> dict[str, dict[str, dict]]:
         """tuning.tuning_report of the scoped runs, every attempt of the scope counted."""
-        names = sorted(set(scoped.runs["workload"].astype(str)))
+        return self.tuning_report(scoped.runs, labelled_runs(self.runs(), chosen).runs,
+                                  chosen.time_axis, hparams, algorithms)
+
+    def tuning_report(self, runs: pd.DataFrame, attempts: pd.DataFrame,
+                      time_axis: str = "train", hparams: Sequence[str] = (),
+                      algorithms: Sequence[str] | None = None) -> dict[str, dict[str, dict]]:
+        """tuning.tuning_report of the finished `runs` (a scope's), every attempt in `attempts`
+        counted, the workloads' noise floors (catalog) judging the edges: what `tuning`,
+        `score` and `compare` report, and the dashboard's views show."""
+        names = sorted(set(runs["workload"].astype(str)))
         floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
-        attempts = labelled_runs(self.runs(), chosen).runs
-        return T.tuning_report(scoped.runs, self.store.run_doc, attempts=attempts,
+        return T.tuning_report(runs, self.store.run_doc, attempts=attempts,
                                algorithms=algorithms, hparams=hparams, floors=floors,
-                               time_axis=chosen.time_axis)
+                               time_axis=time_axis)
+
+    def tuning_runs(self, runs: pd.DataFrame, algorithms: Sequence[str],
+                    scored: pd.Series) -> dict[str, dict]:
+        """tuning.tuning_runs: the tuning runs behind each of `algorithms`' search spaces among
+        `runs` (the store's), `scored` the run ids of the scope's finished runs."""
+        return T.tuning_runs(runs, list(algorithms), self.store.run_doc, scored)
+
+    def comparison(self, runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str,
+                   **options) -> C.Comparison:
+        """compare.compare_runs of `a` and `b` over a scope's finished `runs` and their `cube`,
+        with what compare_result adds (the workloads' noise floors and tuned steps, each
+        side's search space, COMPARE_DRAWS draws); `options`: compare_runs' others (time_axis,
+        workloads, config, tuning, tuning_runs, confidence, detect, study_time)."""
+        return C.compare_runs(runs, cube, a, b, **self._compare_options(runs, cube, a, b,
+                                                                        **options))
+
+    def _compare_options(self, runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str,
+                         **options) -> dict[str, Any]:
+        names = [str(w) for w in cube["workload"].values]
+        floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
+        tuned = {w: s for w in names if (s := median_steps_to_target(w)) is not None}
+        return dict(noise_cov=floors, replicates=COMPARE_DRAWS, tuned_steps=tuned,
+                    search_spaces=C.fairness(runs, [a, b], self.store.run_doc), **options)
 
     def compare_result(self, a: str, b: str, workloads: Sequence[str] | None = None,
                        confidence: float = C.DEFAULT_CONFIDENCE,
@@ -235,17 +323,13 @@ class Results:
         for name in (a, b):
             _check_compared(name, scoped, cube)
         config = self.config()
-        names = [str(w) for w in cube["workload"].values]
-        floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
-        tuned = {w: s for w in names if (s := median_steps_to_target(w)) is not None}
-        options = dict(time_axis=chosen.time_axis,
-                       workloads=list(workloads) if workloads else scored_names(config, cube),
-                       config=config, confidence=confidence, detect=detect, noise_cov=floors,
-                       replicates=COMPARE_DRAWS, study_time=study_time, tuned_steps=tuned,
-                       search_spaces=C.fairness(scoped.runs, [a, b], self.store.run_doc),
-                       tuning=self._tuning(chosen, scoped, hparams, [a, b]),
-                       tuning_runs=T.tuning_runs(self.runs(), [a, b], self.store.run_doc,
-                                                 scoped.runs["run_id"].astype(str)))
+        options = self._compare_options(
+            scoped.runs, cube, a, b, time_axis=chosen.time_axis,
+            workloads=list(workloads) if workloads else scored_names(config, cube),
+            config=config, confidence=confidence, detect=detect, study_time=study_time,
+            tuning=self._tuning(chosen, scoped, hparams, [a, b]),
+            tuning_runs=self.tuning_runs(self.runs(), [a, b],
+                                         scoped.runs["run_id"].astype(str)))
         if sequential:
             from workbench.sequential import DEFAULT_FIRST_ROUND, sequential_compare
             comparison = sequential_compare(scoped.runs, cube, a, b, max_studies=max_studies,
@@ -277,20 +361,29 @@ class Results:
         """What `pacebench budget --json` prints."""
         return self.budget_result(**scope).to_json()
 
-    def ladder_finals(self, studies: Sequence[str] | str = ()) -> pd.DataFrame:
+    def ladder_finals(self, studies: Sequence[str] | str = (), runs: pd.DataFrame | None = None,
+                      warn: bool = True) -> pd.DataFrame:
         """The final runs of the store's model-size ladders (workbench.ladder.FINAL_COLUMNS,
         one row each; empty when it has none), of the ladders (study names) `studies` only
-        when given. A run whose ladder record is malformed is skipped with a warning naming
-        its folder and what is valid (in `.attrs["skipped"]`)."""
-        runs = self.runs()
+        when given. A run whose ladder record is malformed is skipped (in
+        `.attrs["skipped"]`), with a warning naming its folder and what is valid when `warn`.
+        `runs`: the store's run table when the caller has read it."""
+        runs = self.runs() if runs is None else runs
         wanted = (studies,) if isinstance(studies, str) else tuple(studies)
         if wanted:  # and their sweeps (runners/ladder.py tuning_name: "<name>.tuning")
             runs = runs[runs["study_name"].isin(wanted + tuple(f"{w}.tuning" for w in wanted))]
         finals, skipped = query.ladder_finals(self.store, runs)
-        for run_id, problem in skipped.items():
+        for run_id, problem in skipped.items() if warn else ():
             warnings.warn(f"skipped ladder run {run_id}: {problem}", stacklevel=2)
         finals.attrs["skipped"] = skipped
         return finals
+
+    def early_stopping_saved(self, study_names: Sequence[str],
+                             runs: pd.DataFrame | None = None) -> pd.DataFrame:
+        """early_stopping.saved_frame: the training seconds spent and saved by early stopping
+        per group of `study_names` (empty when none stopped trials early); `runs`: the store's
+        run table when the caller has it."""
+        return early_stopping.saved_frame(self.store, study_names, runs)
 
     def ladder_result(self, reference: str | None = None,
                       studies: Sequence[str] | str = (), loss_noise: float | None = None,

@@ -100,7 +100,7 @@ def noise(args: argparse.Namespace) -> int:
     from runners.algorithms import get_algorithm
     from runners.noise_floor import measure_noise_floor, noise_report
     from workbench.catalog import get_workload, tuned_baseline
-    from workbench.noise_floor import min_detectable_speedup
+    from workbench.results import Results
 
     spec = get_workload(one_workload(args.workload))
     options = launch_options(args)
@@ -141,7 +141,7 @@ def noise(args: argparse.Namespace) -> int:
         print(f"  seed {int(r.seed):>5}  {when}")
     print(f"noise floor: {floor.describe()}")
     for k in args.studies:
-        mds = min_detectable_speedup(floor.cov, k)
+        mds = Results.min_detectable_speedup(floor.cov, k)
         print(f"  minimum detectable speedup with {k} studies per algorithm: "
               + ("n/a (no CoV)" if math.isnan(mds) else f"{100 * mds:.1f} %"))
     print("(two-sided test at 5 %, power 80 %, lognormal times with this CoV; a study's time "

@@ -21,6 +21,15 @@ defaults. The CLI's analysis commands print what these methods return, and the d
 report draw from the same functions with the same random draws (BOOTSTRAP_DRAWS and
 COMPARE_DRAWS, seed 0), so a store gives one set of numbers everywhere.
 
+This module is the one door: the views, the app and the CLI import no analysis module (query,
+scope, cubes, scoring, compare, budget, ladder, ...) but through it (tests/test_architecture.py).
+The dashboard, which scores a cube cut by its filters cell by cell and caches each step, calls
+the steps as Results' methods: the store's reads (`run_index`, `read_runs`, `first_hits`,
+`finished`, `evals`, `train_rows`, `eval_clock`, `ladder_records`, `ladder_finals`), the tuning
+report and comparison of a run table it holds (`tuning_report`, `tuning_runs`, `comparison`),
+and the pure steps (workbench/result_steps.py: e.g. `Results.study_times(cube)`). The result
+objects (ScoreResult, ...) are workbench/result_objects.py's, importable from here.
+
 Importing this module loads neither torch nor Panel; `view` and `report` load Panel.
 """
 from __future__ import annotations

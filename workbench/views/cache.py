@@ -31,6 +31,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
@@ -94,10 +95,10 @@ class StoreRead:
     signature: tuple                        # Store.signature at the read, finished runs left out
     message: str = ""                       # why there is nothing to show ("": all is well)
 
-    @property
+    @cached_property
     def results(self) -> Results | None:
         """workbench.results.Results of the store (None: it could not be opened): the views'
-        door to the analysis."""
+        door to the analysis, one per read."""
         return None if self.store is None else Results(self.store)
 
 

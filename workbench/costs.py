@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from workbench.errors import UserError
 from workbench import scoring
 
 __all__ = ["Price", "PriceTable", "PRICE_RULES", "default_price", "hardware_key", "UNRECORDED",
@@ -71,7 +72,7 @@ class Price:
         value = self.usd_per_hour
         if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                 not math.isfinite(value) or value < 0:
-            raise ValueError(f"a price must be a finite number of USD per hour >= 0, got "
+            raise UserError(f"a price must be a finite number of USD per hour >= 0, got "
                              f"{value!r}")
         object.__setattr__(self, "usd_per_hour", float(value))
 
@@ -164,7 +165,7 @@ class PriceTable:
         """The table of a to_frame-shaped frame; rows with an empty (NaN) price are left out."""
         missing = [c for c in ("hardware", "usd_per_hour") if c not in frame.columns]
         if missing:
-            raise ValueError(f"a price frame needs columns hardware and usd_per_hour; it lacks "
+            raise UserError(f"a price frame needs columns hardware and usd_per_hour; it lacks "
                              f"{missing} (has {list(frame.columns)})")
         prices = {}
         for row in frame.to_dict("records"):
@@ -175,7 +176,7 @@ class PriceTable:
                 prices[hardware_key(row["hardware"])] = Price(float(value),
                                                               str(row.get("source") or "edited"))
             except (TypeError, ValueError):
-                raise ValueError(f"price of {row['hardware']!r} must be a number of USD per hour "
+                raise UserError(f"price of {row['hardware']!r} must be a number of USD per hour "
                                  f">= 0, got {value!r}") from None
         return cls(prices)
 
@@ -308,7 +309,7 @@ def cost_table(cube: xr.Dataset, runs: pd.DataFrame, prices: PriceTable) -> pd.D
 # -- quality against cost, from eval rows ------------------------------------------------------
 def _check_direction(direction: str) -> None:
     if direction not in DIRECTIONS:
-        raise ValueError(f"unknown target direction {direction!r}: valid are {DIRECTIONS}")
+        raise UserError(f"unknown target direction {direction!r}: valid are {DIRECTIONS}")
 
 
 def curve_runs(cube: xr.Dataset) -> pd.DataFrame:
@@ -339,7 +340,7 @@ def best_so_far(evals: pd.DataFrame, runs: pd.DataFrame, prices: PriceTable, met
     of column `metric` so far; NaN before the first value), ordered by run and eval_index."""
     _check_direction(direction)
     if metric not in evals.columns:
-        raise ValueError(f"eval rows have no column {metric!r}: metric columns are "
+        raise UserError(f"eval rows have no column {metric!r}: metric columns are "
                          f"{[c for c in evals.columns if '/' in c]}")
     info = runs[["run_id", "algorithm", "study", "hardware"]].drop_duplicates("run_id")
     rows = evals[["run_id", "eval_index", "train_seconds", metric]].merge(info, on="run_id")
@@ -418,7 +419,7 @@ def speedup_at_quality(costs: xr.DataArray, reference: str) -> xr.DataArray:
     qualities both reach, or unpriced). 2 means half the reference's cost."""
     names = [str(a) for a in costs["algorithm"].values]
     if reference not in names:
-        raise ValueError(f"unknown reference algorithm {reference!r}: valid are {names}")
+        raise UserError(f"unknown reference algorithm {reference!r}: valid are {names}")
     ref = costs.sel(algorithm=reference, drop=True)
     usable = np.isfinite(costs) & (costs > 0) & np.isfinite(ref) & (ref > 0)
     with np.errstate(divide="ignore", invalid="ignore"):

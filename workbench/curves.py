@@ -18,6 +18,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from workbench.errors import UserError
+
 __all__ = ["window_means", "tse", "tse_e", "tse_ema", "tse_ema_recursive", "LCGAFit", "fit_lcga",
            "lcga_d1n", "lcga_d1", "elasticity", "elasticity_stop_step", "rank_correlations",
            "run_estimates", "early_ranking_table", "ESTIMATORS", "DEFAULT_FRACTIONS"]
@@ -38,7 +40,7 @@ def window_means(steps: Sequence[float], losses: Sequence[float], window: int,
     its end (the TSE pitfall: use completed epochs only). Empty windows are skipped.
     """
     if window < 1:
-        raise ValueError(f"window must be >= 1 step, got {window}")
+        raise UserError(f"window must be >= 1 step, got {window}")
     s, v = np.asarray(steps, float), np.asarray(losses, float)
     if s.shape != v.shape:
         raise ValueError(f"steps and losses differ in shape: {s.shape} vs {v.shape}")
@@ -63,14 +65,14 @@ def tse_e(means: Sequence[float], e: int = 1) -> float:
     """TSE-E(T) = sum of the last `e` complete windows' mean losses (e=1: the last one)."""
     m = np.asarray(means, float)
     if e < 1:
-        raise ValueError(f"e must be >= 1 window, got {e}")
+        raise UserError(f"e must be >= 1 window, got {e}")
     return float(m[-e:].sum()) if m.size else math.nan
 
 
 def tse_ema(means: Sequence[float], gamma: float = 0.999) -> float:
     """TSE-EMA(T) = sum_t gamma^(T-t) L_t: recent windows weigh most (gamma in (0, 1])."""
     if not 0.0 < gamma <= 1.0:
-        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+        raise UserError(f"gamma must be in (0, 1], got {gamma}")
     m = np.asarray(means, float)
     if not m.size:
         return math.nan
@@ -224,7 +226,7 @@ def elasticity_stop_step(fit: LCGAFit, tau: float) -> float | None:
     0.0 when |eps| never exceeds tau (stop at once; also when k* would be negative).
     """
     if not 0.0 < tau < 1.0:
-        raise ValueError(f"tau must be in (0, 1), got {tau}")
+        raise UserError(f"tau must be in (0, 1), got {tau}")
     if not fit.ok or fit.b3 <= 0.0:
         return None
     disc = (1.0 - tau) ** 2 - 4.0 * tau * fit.b1 * fit.b3
@@ -244,7 +246,7 @@ def rank_correlations(estimates: Sequence[float], finals: Sequence[float],
     Pairs with a NaN are dropped; fewer than 3 pairs (or a constant side) give NaN. Never |rho|.
     """
     if direction not in ("min", "max"):
-        raise ValueError(f"direction must be 'min' or 'max', got {direction!r}")
+        raise UserError(f"direction must be 'min' or 'max', got {direction!r}")
     e, f = np.asarray(estimates, float), np.asarray(finals, float)
     if e.shape != f.shape:
         raise ValueError(f"estimates and finals differ in shape: {e.shape} vs {f.shape}")

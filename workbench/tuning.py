@@ -37,7 +37,9 @@ or a run document's `"phase": "tuning"`) are counted per side with where its spa
 they do not decide it.
 
 The ladder (workbench/ladder.py) applies the same rule to each rung's sweep (`ladder_entry`).
-Pure functions of the run table and run documents; no store access, no torch.
+Pure functions of the run table and run documents; no store access, no torch. The report's
+words and tables (compare's tuning line, the report and search-space tables) are
+workbench/tuning_tables.py's.
 """
 from __future__ import annotations
 
@@ -51,14 +53,15 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from workbench.errors import UserError
 from workbench import records as R
 from workbench.hparams import SPACES_DIR
 
 __all__ = ["EDGE_SHARE", "DEFAULT_NOISE_FLOOR", "DEFAULT_JUDGED", "TUNE_PREFIX", "Outcome",
            "Range", "ranges_of", "position", "edge_of", "judged_names", "tuning_report",
-           "report_entry", "fair_tuning", "tuning_warnings", "tuning_runs", "tuning_line",
-           "space_table", "report_table", "ladder_entry", "shipped_space", "is_tuning_run",
-           "check_hparam_names", "hparams_of", "value_text"]
+           "report_entry", "fair_tuning", "tuning_warnings", "tuning_runs", "ladder_entry",
+           "shipped_space", "is_tuning_run",
+           "check_hparam_names", "hparams_of", "value_text", "planned_trials"]
 
 EDGE_SHARE = 0.10           # the outermost share of a range at each end that counts as its edge
 DEFAULT_NOISE_FLOOR = 0.10  # the relative floor of a workload without a measured noise floor
@@ -196,7 +199,7 @@ def check_hparam_names(names: Iterable[str]) -> tuple[str, ...]:
     out = []
     for name in names:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise ValueError(f"--hparam {name!r}: a hyperparameter name is letters, digits, "
+            raise UserError(f"--hparam {name!r}: a hyperparameter name is letters, digits, "
                              "'_', '.' or '-' (at most 100), e.g. learning_rate")
         out.append(name)
     return tuple(out)
@@ -437,7 +440,9 @@ def _side_verdict(entries: Mapping[str, Mapping[str, Any]]) -> bool | None:
     return True if any(v is True for v in values) else None
 
 
-def _planned(entries: Mapping[str, Mapping[str, Any]]) -> int | None:
+def planned_trials(entries: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """The most trials per study any of a side's `entries` (workload -> report entry) planned;
+    None when none says."""
     values = [e["planned_trials"] for e in entries.values() if e["planned_trials"] is not None]
     return max(values) if values else None
 
@@ -450,7 +455,7 @@ def fair_tuning(report: Mapping[str, Mapping[str, Mapping[str, Any]]], a: str, b
     sides = [_side_verdict(report.get(x, {})) for x in (a, b)]
     if False in sides:
         return False
-    planned = [_planned(report.get(x, {})) for x in (a, b)]
+    planned = [planned_trials(report.get(x, {})) for x in (a, b)]
     if None not in planned and planned[0] != planned[1]:
         return False
     return None if sides == [None, None] else True
@@ -463,7 +468,7 @@ def tuning_warnings(report: Mapping[str, Mapping[str, Mapping[str, Any]]], a: st
     (compare's under-tuned-baseline warnings)."""
     out = [e["finding"] for x in (a, b) for e in report.get(x, {}).values()
            if e["bracketed"] is False]
-    planned = {x: _planned(report.get(x, {})) for x in (a, b)}
+    planned = {x: planned_trials(report.get(x, {})) for x in (a, b)}
     if None not in planned.values() and planned[a] != planned[b]:
         out.append(f"unequal tuning: {a} had {planned[a]} trials per study, {b} "
                    f"{planned[b]}: the side with more trials is favoured")
@@ -498,89 +503,12 @@ def tuning_runs(runs: pd.DataFrame, algorithms: Sequence[str],
     return out
 
 
-# -- words and tables ---------------------------------------------------------------------------
-def tuning_line(report: Mapping[str, Mapping[str, Mapping[str, Any]]], a: str, b: str,
-                fair: bool | None, warnings: Sequence[str]) -> str:
-    """The one "tuning: ..." line of compare's text: "comparable", what differs (in short; the
-    report under the verdict has the sentences), or why it cannot be judged."""
-    if fair is True:
-        line = "tuning: comparable (no best learning rate at an edge of its range, under half " \
-               "the trials bad, equal trials per study)"
-        return line + ("; but " + "; ".join(w.split(":")[0] for w in warnings)
-                       if warnings else "")
-    if fair is None:
-        whys = sorted({str(e["why"]) for x in (a, b) for e in report.get(x, {}).values()
-                       if e.get("why")})
-        return "tuning: cannot be judged (" + ("; ".join(whys) or "no search spaces") + ")"
-    parts = []
-    for side in (a, b):
-        for workload, e in report.get(side, {}).items():
-            if e["bracketed"] is not False:
-                continue
-            edges = [f"{hp} at the {edge} edge" for hp, edge in e["edge"].items() if edge]
-            parts.append(f"{side}'s best {', '.join(edges)} of its range on {workload}" if edges
-                         else f"{side}: {100 * e['bad_fraction']:.0f} % of its trials bad on "
-                              f"{workload}")
-    planned = {x: _planned(report.get(x, {})) for x in (a, b)}
-    if None not in planned.values() and planned[a] != planned[b]:
-        parts.append(f"{planned[a]} against {planned[b]} trials per study")
-    findings = {e["finding"] for x in (a, b) for e in report.get(x, {}).values()}
-    parts += [w.split(":")[0] for w in warnings
-              if w not in findings and not w.startswith("unequal tuning")]
-    return "tuning: not comparable: " + "; ".join(parts) + " (the tuning report below says more)"
-
-
+# -- words -------------------------------------------------------------------------------------
 def value_text(value: Any) -> str:
     """A hyperparameter value in a table cell: 3 significant digits, "-" for none."""
     if value is None:
         return "-"
     return f"{value:.3g}" if _number(value) else str(value)
-
-
-def space_table(report: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
-    """The search spaces as a table: one row per hyperparameter, algorithm and workload
-    (hyperparameter, algorithm, workload, low, high, scaling, best, position, edge); feasible
-    points read "points" with the values in low. Text cells (escape before HTML)."""
-    rows = []
-    for side, per in report.items():
-        for workload, entry in per.items():
-            for hp, info in entry["hparams"].items():
-                points = info.get("points")
-                rows.append({
-                    "hyperparameter": hp, "algorithm": side, "workload": workload,
-                    "low": (", ".join(value_text(p) for p in points[:4])
-                            + (", ..." if len(points) > 4 else "")) if points is not None
-                    else value_text(info.get("low")),
-                    "high": "" if points is not None else value_text(info.get("high")),
-                    "scaling": "points" if points is not None else str(info.get("scaling")),
-                    "best": value_text(info.get("value")),
-                    "position": "" if info.get("position") is None
-                    else f"{info['position']:.2f}",
-                    "edge": (entry["edge"].get(hp) or "none") if hp in entry["edge"] else ""})
-    columns = ["hyperparameter", "algorithm", "workload", "low", "high", "scaling", "best",
-               "position", "edge"]
-    frame = pd.DataFrame(rows, columns=columns)
-    return frame.sort_values(["hyperparameter", "workload", "algorithm"], kind="stable") \
-        .reset_index(drop=True)
-
-
-def report_table(report: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
-    """One row per algorithm and workload: trials, finished, bad share, planned trials per
-    study, where the space came from, edges, bracketed (text cells; escape before HTML)."""
-    rows = []
-    for side, per in report.items():
-        for workload, e in per.items():
-            edges = ", ".join(f"{hp} {edge}" for hp, edge in e["edge"].items() if edge)
-            rows.append({"algorithm": side, "workload": workload, "trials": e["trials"],
-                         "finished": e["finished"],
-                         "bad": "-" if e["bad_fraction"] is None
-                         else f"{100 * e['bad_fraction']:.0f} %",
-                         "per study": "-" if e["planned_trials"] is None
-                         else str(e["planned_trials"]),
-                         "space": str(e["origin"] or "unrecorded"), "edge": edges or "none",
-                         "bracketed": {True: "yes", False: "no", None: "n/a"}[e["bracketed"]]})
-    return pd.DataFrame(rows, columns=["algorithm", "workload", "trials", "finished", "bad",
-                                       "per study", "space", "edge", "bracketed"])
 
 
 # -- ladders ------------------------------------------------------------------------------------

@@ -192,30 +192,10 @@ def budget(args: argparse.Namespace) -> int:
 def rank(args: argparse.Namespace) -> int:
     """`pacebench rank`: Spearman/Kendall of each early estimator vs the final validation metric,
     per budget fraction, for each (study, workload, algorithm) with enough complete runs; plus
-    the compute the early-stopping tuner saved."""
-    from workbench import query
-    from workbench.early_stopping import ranking_tables, study_summary
-    from workbench.store import open_store
-
-    store = open_store(store_path(args))
-    runs = query.runs_frame(store)
-    if args.study:
-        runs = runs[runs.study_name == args.study]
-    fractions = tuple(float(f) for f in args.fractions)
-    for (name, workload, algorithm), table in ranking_tables(store, runs, fractions).items():
-        print(f"\n{name}: {workload} / {algorithm}")
-        for stat in ("spearman", "kendall"):
-            print(f"{stat}:\n" + table.pivot(index="estimator", columns="fraction",
-                                             values=stat).round(3).to_string())
-    for name in sorted(runs.study_name.unique()):
-        for g in study_summary(store, name, runs)["groups"]:
-            if g["pruned_trials"]:
-                print(f"\nearly stopping in {name} ({g['workload']} / {g['algorithm']}): "
-                      f"{len(g['pruned_trials'])} trials stopped early, "
-                      f"{g['saved_train_seconds']:.1f} training s saved of "
-                      f"{g['saved_train_seconds'] + g['spent_train_seconds']:.1f} "
-                      f"({100 * g['saved_fraction_seconds']:.0f} %); best trial "
-                      f"{(g['best'] or {}).get('trial')}")
+    the compute the early-stopping tuner saved (what Results.rank_result returns)."""
+    text = _results(args).rank_result(args.study, args.fractions).text()
+    if text:
+        print(text)
     return 0
 
 

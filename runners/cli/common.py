@@ -216,9 +216,9 @@ def algorithm_sources(items: list[str], store) -> dict:
 
 def check_names_against_store(sources: dict, store) -> None:
     """Refuse a display name that the store's runs give to other code."""
-    from workbench import query
+    from workbench.results import Results
 
-    runs = query.runs_frame(store)
+    runs = Results(store).runs()
     for name, source in sources.items():
         mine = runs[runs["algorithm"] == name] if not runs.empty else runs
         if mine.empty:

@@ -203,9 +203,9 @@ def ad_hoc_trial(store, config):
 
 def _target_line(store, run_id: str) -> str:
     """Whether a run met its validation target, and when (its first eval that did)."""
-    from workbench import query
+    from workbench.results import Results
 
-    runs = query.runs_frame(store)
+    runs = Results(store).runs()
     row = runs[runs["run_id"] == run_id]
     if row.empty:
         return "target: unknown (the run's record cannot be read)"
@@ -239,7 +239,7 @@ def study(args: argparse.Namespace) -> int:
     spaces = search_spaces(args.search_space, algorithms)
     if args.tuning_search_space:
         spaces[submission] = args.tuning_search_space
-    from workbench.sequential import DEFAULT_FIRST_ROUND
+    from workbench.results import DEFAULT_FIRST_ROUND
 
     pair = decided_pair(args, algorithms)
     spec = StudySpec(workloads=workload_names(args.workloads), algorithms=algorithms,

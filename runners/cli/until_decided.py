@@ -30,7 +30,7 @@ def until_decided_flags(p: argparse.ArgumentParser) -> None:
 def decided_pair(args: argparse.Namespace, algorithms: list[str]) -> tuple[str, str] | None:
     """The two algorithms of --until-decided, checked (both in the study, two different ones),
     or None; UserError for the sequential options given without it."""
-    from workbench.sequential import DEFAULT_FIRST_ROUND, DEFAULT_MAX_STUDIES
+    from workbench.results import DEFAULT_FIRST_ROUND, DEFAULT_MAX_STUDIES
 
     alone = [f"--{k.replace('_', '-')}" for k in ("max_studies", "confidence", "detect")
              if getattr(args, k) is not None]
@@ -59,8 +59,7 @@ def until_decided(args: argparse.Namespace, spec, store, pair: tuple[str, str], 
     stopped. Exit as the launcher would for a round that did not complete."""
     from dataclasses import replace
 
-    from workbench.results import Results
-    from workbench.sequential import DEFAULT_CONFIDENCE, DEFAULT_DETECT, DEFAULT_MAX_STUDIES
+    from workbench.results import DEFAULT_CONFIDENCE, DEFAULT_DETECT, DEFAULT_MAX_STUDIES, Results
 
     first, most = spec.studies, args.max_studies or DEFAULT_MAX_STUDIES
     results = Results(store)

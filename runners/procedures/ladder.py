@@ -45,7 +45,6 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from workbench.errors import UserError
 from workbench.records import DONE_STATUSES, metric_column
 from workbench.spec import LadderSpec, RunConfig, SpecError, stable_hash, to_plain
 from workbench.store import Store

@@ -113,3 +113,26 @@ def test_results_read_the_store_again_when_it_changes(tmp_path):
     assert run not in set(res.runs()["run_id"])
     shutil.move(tmp_path / run, runs / run)  # back, as a new run would come
     assert run in set(res.runs()["run_id"]) and len(res.runs()) == len(first)
+
+
+def test_bad_input_to_results_and_its_views_is_a_user_error(tmp_path):
+    """A name, rule or value the store does not hold is workbench.errors.UserError (the CLI's
+    exit 2), one line naming what is valid; a view's unknown name too."""
+    from workbench.errors import UserError
+    from workbench.testing import make_store
+    from workbench.views.narrowed import selection_of
+    from workbench.views.registry import find_view
+
+    make_store(tmp_path / "s", algorithms=("fast", "slow"), workloads=("digits_mlp",),
+               studies=1, trials=2)
+    res = workbench.open(tmp_path / "s")
+    bad = [lambda: res.compare("fast", "nope"), lambda: res.score(reference="nope"),
+           lambda: res.compare("fast", "slow", study_time="median"),
+           lambda: res.tuning(["nope"]), lambda: res.ladder(),
+           lambda: res.score(rank_shift="train"),
+           lambda: selection_of(tmp_path / "s", algorithms="nope"),
+           lambda: find_view("nope")]
+    for call in bad:
+        with pytest.raises(UserError) as caught:
+            call()
+        assert str(caught.value) and "\n" not in str(caught.value)

@@ -16,7 +16,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from workbench import budget as B
+from workbench.results import BudgetCurve, Results
 from workbench.views.base import View
 from workbench.views.live import Line, LivePlot, stacked_areas
 from workbench.views.plotting import hv
@@ -27,13 +27,13 @@ __all__ = ["TuningBudget", "budget_data", "workload_plots", "score_plot", "figur
 NONE_COLOR = "#cccccc"
 
 
-def budget_data(selection: Selection) -> tuple[dict, list[B.BudgetCurve]]:
+def budget_data(selection: Selection) -> tuple[dict, list[BudgetCurve]]:
     """(trial times by (algorithm, workload), their curves) of the shown cube (cached). A
     cell's trials and curve depend on no other cell: they are found once over the full cube
     (Selection.full_value) and cut to the shown cube's algorithms and workloads."""
     def full():
-        trials = B.trial_times(selection.full_cube())
-        return trials, {(c.algorithm, c.workload): c for c in B.budget_curves(trials)}
+        trials = Results.trial_times(selection.full_cube())
+        return trials, {(c.algorithm, c.workload): c for c in Results.budget_curves(trials)}
 
     def make():
         if not selection.n_runs:
@@ -46,7 +46,7 @@ def budget_data(selection: Selection) -> tuple[dict, list[B.BudgetCurve]]:
     return selection.cached("budget_curves", make)
 
 
-def _curve_frame(curves: list[B.BudgetCurve], workload: str) -> pd.DataFrame:
+def _curve_frame(curves: list[BudgetCurve], workload: str) -> pd.DataFrame:
     rows = [{"algorithm": c.algorithm, "k": k, "p_reach": p,
              "median_best": np.nan if m is None else m}
             for c in curves if c.workload == workload
@@ -85,7 +85,7 @@ def workload_lines(selection: Selection, workload: str) -> dict[str, list[Line]]
     out = {key: [(str(name), colors.get(name, "gray"), rows["k"].to_numpy(float),
                   rows[column].to_numpy(float)) for name, rows in groups]
            for key, column in (("reach", "p_reach"), ("best", "median_best"))}
-    fastest = B.fastest_probabilities(trials, workload)
+    fastest = Results.fastest_probabilities(trials, workload)
     names = [c for c in fastest.columns if c != "none"] + ["none"]
     out["fastest"] = stacked_areas(fastest.index.to_numpy(float), [
         (str(n), NONE_COLOR if n == "none" else colors.get(n, NONE_COLOR),
@@ -100,7 +100,7 @@ def score_lines(selection: Selection) -> list[Line]:
     scored = selection.workload_groups()["scored"]
     if not any(c.workload in scored for c in curves):
         return []
-    scores = B.scores_by_budget(curves, selection.scoring_config, scored)
+    scores = Results.scores_by_budget(curves, selection.scoring_config, scored)
     colors = selection.colors
     return [(str(a), colors.get(a, "gray"), scores.index.to_numpy(float),
              scores[a].to_numpy(float)) for a in scores.columns]

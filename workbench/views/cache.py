@@ -31,12 +31,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 
-from workbench import query, records as R, scoring
+from workbench import records as R
+from workbench.results import Results, ScoringConfig
 from workbench.store import Store, StoreError, open_store
 
 __all__ = ["SharedCache", "SHARED", "StoreRead", "read_store", "LEVELS", "CACHE_SIZE", "READ",
@@ -85,13 +87,19 @@ SHARED = SharedCache()
 class StoreRead:
     """One read of a store, shared by the sessions that show it."""
 
-    runs: pd.DataFrame                      # query.runs_frame of the store (its attrs
+    runs: pd.DataFrame                      # Results.read_runs of the store (its attrs
                                             # ["skipped"]: the runs it could not read, and why)
-    config: scoring.ScoringConfig | None    # its scoring rules (None: the plain rules)
+    config: ScoringConfig | None            # its scoring rules (None: the plain rules)
     store: Store | None                     # the open store (None: it could not be opened)
     finished: frozenset[str]                # runs that had ended: never written again
     signature: tuple                        # Store.signature at the read, finished runs left out
     message: str = ""                       # why there is nothing to show ("": all is well)
+
+    @cached_property
+    def results(self) -> Results | None:
+        """workbench.results.Results of the store (None: it could not be opened): the views'
+        door to the analysis, one per read."""
+        return None if self.store is None else Results(self.store)
 
 
 def _forget_finished(signature: tuple, finished: frozenset[str]) -> tuple:
@@ -103,10 +111,10 @@ def _forget_finished(signature: tuple, finished: frozenset[str]) -> tuple:
 
 
 def _index_of(root: Path) -> tuple | None:
-    """The store's run index as query.read_index reads it (its runs are finished: never
+    """The store's run index as Results.run_index reads it (its runs are finished: never
     written again); None when there is no store."""
     try:
-        return query.read_index(query.connect(), open_store(root))
+        return Results(open_store(root)).run_index()
     except StoreError:
         return None
     except Exception:  # a hostile part: _read reads the index again and says what is wrong
@@ -119,9 +127,9 @@ def _read(root: Path, signature: tuple, last: StoreRead | None, index: tuple | N
     when it fails, the last read's data with a message saying why."""
     try:
         store = open_store(root)
-        runs = query.runs_frame(store, index, names)
-        doc = store.scoring_config()
-        config = scoring.ScoringConfig.from_dict(doc) if doc else None
+        results = Results(store)
+        runs = results.read_runs(index, names)
+        config = results.config()
     except Exception as exc:  # a store being written may be half-readable: say so, keep going
         message = f"No results to show. {exc}" if isinstance(exc, StoreError) else \
             f"Could not read the store at {root}: {type(exc).__name__}: {exc}"

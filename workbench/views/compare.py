@@ -18,14 +18,9 @@ import pandas as pd
 import panel as pn
 import param
 
-from workbench import compare as C
-from workbench import tuning as T
 from workbench.views import tuning as VT
-from workbench.catalog import median_steps_to_target, noise_floor_of
-from workbench.cubes import AXIS_LABELS, axis_column
-from workbench.compare import BOOTSTRAP_REPLICATES as COMPARE_DRAWS  # = results.COMPARE_DRAWS
-from workbench.scoring import scored_names
-from workbench.store import open_store
+from workbench.results import (AXIS_LABELS, COMPARE_DRAWS, EXACT_BOOTSTRAP, Comparison,
+                               Results)
 from workbench.views.base import FILTERS, View
 from workbench.views.formats import TABLE_CSS, log_ticks, md
 from workbench.views.live import LivePlot
@@ -47,36 +42,30 @@ def default_pair(selection: Selection) -> tuple[str | None, str | None]:
     return a, b
 
 
-def comparison(selection: Selection, a: str, b: str) -> C.Comparison | None:
-    """workbench.compare.compare_runs of `a` and `b` over the shown scored workloads (cached),
-    as Results.compare_result makes it: the scope's finished runs of every algorithm (a miss
-    counts as the longest any run trained on a workload), the store's rules, the workloads'
-    noise floors, COMPARE_DRAWS draws; with the verdict by steps and the machine-speed check.
+def comparison(selection: Selection, a: str, b: str) -> Comparison | None:
+    """Results.comparison (compare.compare_runs) of `a` and `b` over the shown scored workloads
+    (cached), as Results.compare_result makes it: the scope's finished runs of every
+    algorithm (a miss counts as the longest any run trained on a workload), the store's rules,
+    the workloads' noise floors, COMPARE_DRAWS draws; with the verdict by steps and the
+    machine-speed check.
     None when either is not shown with a finished run, or no workload is scored."""
     finished = selection.finished_algorithms()
     shown = set(selection.workload_groups()["scored"])
     if a not in finished or b not in finished or a == b or not shown or not selection.n_runs:
         return None
 
-    def make() -> C.Comparison:
+    def make() -> Comparison:
         cube = selection.full_cube("train_seconds")
-        names = [str(w) for w in cube["workload"].values]
-        workloads = [w for w in scored_names(selection.store_config, cube) if w in shown]
-        floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
-        tuned = {w: s for w in names if (s := median_steps_to_target(w)) is not None}
-        runs = selection.full_runs()
-        return C.compare_runs(runs, cube, a, b,
-                              time_axis=selection.time_axis, workloads=workloads,
-                              config=selection.store_config, noise_cov=floors,
-                              replicates=COMPARE_DRAWS, tuned_steps=tuned,
-                              search_spaces=C.fairness(runs, [a, b],
-                                                       open_store(selection.store_path).run_doc),
-                              tuning=VT.cut(VT.report_of(selection), [a, b]),
-                              tuning_runs=VT.runs_of(selection, [a, b]))
+        workloads = [w for w in Results.scored_names(selection.store_config, cube) if w in shown]
+        return selection.results.comparison(
+            selection.full_runs(), cube, a, b, time_axis=selection.time_axis,
+            workloads=workloads, config=selection.store_config,
+            tuning=VT.cut(VT.report_of(selection), [a, b]),
+            tuning_runs=VT.runs_of(selection, [a, b]))
     return selection.cached(f"compare:{a}\x00{b}", make)
 
 
-def _rows(result: C.Comparison) -> pd.DataFrame:
+def _rows(result: Comparison) -> pd.DataFrame:
     rows = [{"label": r.workload, "ratio": r.ratio, "low": r.low, "high": r.high,
              "studies": f"{r.studies_a} + {r.studies_b}", "misses": f"{r.misses_a} + {r.misses_b}"}
             for r in result.per_workload if r.ratio is not None]
@@ -90,7 +79,7 @@ def _rows(result: C.Comparison) -> pd.DataFrame:
     return frame
 
 
-def forest_data(result: C.Comparison | None) -> dict | None:
+def forest_data(result: Comparison | None) -> dict | None:
     """What the forest plot draws: per workload with a ratio t(B) / t(A) and overall, its row
     ("rows": label, ratio, low, high, y, interval, studies, misses; the first workload on top,
     overall at 0), the x range (log axis around them and 1), axis label and title; None when no
@@ -111,7 +100,7 @@ def forest_data(result: C.Comparison | None) -> dict | None:
             "title": f"{result.a} against {result.b}"}
 
 
-def forest_plot(result: C.Comparison) -> hv.Overlay | None:
+def forest_plot(result: Comparison) -> hv.Overlay | None:
     """forest_data in HoloViews (paper figures, the report): each ratio a dot on its
     interval, overall a red diamond, 1 dashed; None when no workload has a ratio."""
     data = forest_data(result)
@@ -155,12 +144,12 @@ def _draw_forest(plot: LivePlot, data: dict) -> None:
         xticks=data["xticks"], yticks=list(frame["y"]), ytick_labels=list(frame["label"]))
 
 
-def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
+def _about(result: Comparison | None, a: str | None, b: str | None) -> str:
     if result is None:
         return ("Pick two different shown algorithms; a comparison needs at least one scored "
                 "workload with finished studies of both.")
     text = (f"A = **{md(result.a)}**, B = **{md(result.b)}**.\n\n"
-            f"**Verdict in {AXIS_LABELS[axis_column(result.time_axis)]}: "
+            f"**Verdict in {AXIS_LABELS[Results.axis_column(result.time_axis)]}: "
             f"{md(result.verdict)}.** Verdict by steps to target: "
             f"**{md(result.verdict_by_steps or 'n/a')}**.\n\n{md(result.sentence())}")
     if result.left_out:
@@ -175,19 +164,19 @@ def _about(result: C.Comparison | None, a: str | None, b: str | None) -> str:
     return text + (
         f"\n\nA study's time is {rule}. The ratio is B's median "
         "study time over A's; its interval redraws each side's studies (the exact bootstrap "
-        f"distribution where it has at most {C.EXACT_BOOTSTRAP:,} resamples, else "
+        f"distribution where it has at most {EXACT_BOOTSTRAP:,} resamples, else "
         f"{COMPARE_DRAWS:,} draws, as `pacebench compare`); a miss counts as the workload's "
         "budget there, so ratios with misses are bounds towards 1. The verdict is an exact "
         "permutation test on ranks (a miss ranks last), two-sided at "
-        f"{C.level_text(result.confidence)}: with no true difference it is wrong at most "
-        f"{C.level_text(1 - result.confidence)} of the time. The verdict by steps is the same "
-        "test on steps to target, which the machine's speed does not change.")
+        f"{Results.level_text(result.confidence)}: with no true difference it is wrong at most "
+        f"{Results.level_text(1 - result.confidence)} of the time. The verdict by steps is the "
+        "same test on steps to target, which the machine's speed does not change.")
 
 
-def tuning_text(result: C.Comparison) -> str:
+def tuning_text(result: Comparison) -> str:
     """Whether the two sides were tuned comparably (Markdown, escaped): compare's one tuning
     line, each side's finding, and the tuning runs behind each space."""
-    line = T.tuning_line(result.tuning, result.a, result.b, result.fair_tuning,
+    line = Results.tuning_line(result.tuning, result.a, result.b, result.fair_tuning,
                          result.tuning_warnings).removeprefix("tuning: ")
     text = f"**Tuning:** {md(line)}"
     if result.tuning:
@@ -204,14 +193,14 @@ def tuning_text(result: C.Comparison) -> str:
     return text
 
 
-def tuning_tables(result: C.Comparison | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tuning_tables(result: Comparison | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(tuning.report_table, tuning.space_table) of a comparison (empty frames without)."""
     if result is None or not result.tuning:
         return (pd.DataFrame({"algorithm": []}), pd.DataFrame({"hyperparameter": []}))
-    return T.report_table(result.tuning), T.space_table(result.tuning)
+    return Results.tuning_report_table(result.tuning), Results.tuning_space_table(result.tuning)
 
 
-def cautions(result: C.Comparison | None) -> str:
+def cautions(result: Comparison | None) -> str:
     """The machine-speed check's warnings and why a verdict in seconds was withheld (Markdown,
     escaped); empty when there are none."""
     if result is None or not (result.warnings or result.withheld):
@@ -312,7 +301,7 @@ class Compare(View):
                                            min_height=140 + 36 * len(result.per_workload)))
         if result is not None and result.per_workload:
             parts.append(pn.widgets.Tabulator(
-                C.comparison_table(result, names=False), disabled=True, show_index=False,
+                Results.comparison_table(result, names=False), disabled=True, show_index=False,
                 layout="fit_data_stretch", stylesheets=[TABLE_CSS], sizing_mode="stretch_width"))
         if result is not None and result.tuning:
             report, spaces = tuning_tables(result)
@@ -335,7 +324,7 @@ class Compare(View):
                 _draw_forest(self._forest, data)
             self._plot.visible = data is not None
             shown = result is not None and bool(result.per_workload)
-            self._table.value = (C.comparison_table(result, names=False) if shown
+            self._table.value = (Results.comparison_table(result, names=False) if shown
                                  else pd.DataFrame({"workload": []}))
             self._tuning.value, self._spaces.value = tuning_tables(result)
             return

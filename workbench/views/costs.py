@@ -7,548 +7,37 @@ hardware key of the shown runs, filled from costs.PRICE_RULES); editing a price 
 view. A hardware key without a price shows "n/a" and a notice naming it. The curve plots are drawn
 for one workload, picked in the view; they read the eval rows of one run per study
 (costs.curve_runs), never every run of the store.
+
+This module is the view; its tables are workbench/views/cost_tables.py's, its plots
+workbench/views/cost_plots.py's (all importable from here).
 """
 from __future__ import annotations
 
 import math
-import re
 
-import numpy as np
 import pandas as pd
 import panel as pn
 import param
-import xarray as xr
 
-from workbench import costs, query
-from workbench import records as R
-from workbench.views.formats import MISS, NO_RUNS, duration, md, unit_for
+from workbench import costs
+from workbench.views.cost_plots import (PLOTS, cost_quality_data, cost_quality_plot, figures,
+                                        pareto_data, pareto_plot, speedup_data, speedup_plot)
+from workbench.views.cost_tables import (COST_TITLES, EDITED, MAX_PARETO_POINTS, NOT_MEASURED,
+                                         NOT_PRICED, PRICE_TITLES, QUALITY_POINTS, cost_frame,
+                                         cost_pivot, cost_table, cost_text, energy_text,
+                                         eval_share, eval_share_frame, missing_prices_note,
+                                         price_frame, prices_key, shown_workloads,
+                                         significant, train_time_cube, usd)
+from workbench.views.formats import MISS, md
 from workbench.views.base import FILTERS, View
 from workbench.views.leaderboard import GROUP_TITLES, TABLE_CSS, wrap_title
-from workbench.views.live import LivePlot, steps
-from workbench.views.selection import Selection
-from workbench.views.plotting import hv
-
+from workbench.views.live import LivePlot
 
 __all__ = ["Costs", "figures", "cost_table", "cost_frame", "cost_pivot", "price_frame",
            "train_time_cube", "missing_prices_note", "pareto_data", "pareto_plot",
            "cost_quality_data", "cost_quality_plot", "speedup_data", "speedup_plot", "usd",
-           "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS", "eval_share", "eval_share_frame"]
-
-NOT_PRICED = "n/a (no price)"  # a cost whose hardware has no price in the table
-NOT_MEASURED = "n/m"  # latency or energy the runs did not measure (explained under the table)
-MAX_PARETO_POINTS = 3000       # runs drawn on the Pareto plot (the front is always drawn whole)
-QUALITY_POINTS = 60            # quality thresholds of the cost-to-quality and s(q) curves
-EDITED = "edited in the dashboard"
-
-COST_TITLES = {
-    "algorithm": "Algorithm", "workload": "Workload", "hardware": "Hardware",
-    "usd_per_hour": "USD per hour", "time_to_target": "Median time to target",
-    "cost_to_target": "Median cost to target", "studies_reached": "Studies reached",
-    "inference_ms": "Inference latency (batch 1)", "inference_usd_per_10k":
-        "Inference cost per 10,000 examples", "energy": "GPU energy per run",
-}
-PRICE_TITLES = {"hardware": "Hardware", "usd_per_hour": "USD per hour (edit me)",
-                "source": "Source of the price"}
-
-
-def usd(value: float) -> str:
-    """'$1,230', '$12.3', '$0.500', '$0.0123', '$0.00000246' (three significant digits, never
-    scientific notation), '< $0.000000001' below that; MISS for +inf, NOT_PRICED for NaN."""
-    if value is None or math.isnan(value):
-        return NOT_PRICED
-    if math.isinf(value):
-        return MISS
-    if value < 1e-9:
-        return "$0" if value <= 0 else "< $0.000000001"
-    return f"${significant(value)}"
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """A positive finite number to `digits` significant digits, thousands separated, never in
-    scientific notation: 1234.5 -> '1,230', 12.345 -> '12.3', 0.000123456 -> '0.000123'."""
-    places = digits - 1 - math.floor(math.log10(abs(value))) if value else 0
-    rounded = round(value, places)
-    if rounded and math.floor(math.log10(abs(rounded))) > math.floor(math.log10(abs(value))):
-        places -= 1  # 999.7 rounds up to 1,000: one place fewer
-    return f"{rounded:,.{max(places, 0)}f}"
-
-
-# CPU hardware keys and their cores (runners/run/env.py's "cpu: <model> (<n> threads)", the fake
-# stores' "synthetic CPU x<n>"). A CPU's cost reads in core-seconds unless a price was typed
-# into the price table: its default price is an example rate (costs.PRICE_RULES), and a dollar
-# figure of a few seconds on a laptop ("$0.0000696") says nothing.
-CPU_CORES = re.compile(r"cpu: .+ \((\d+) threads?\)|synthetic CPU x(\d+)")
-
-
-def cpu_cores(hardware: object) -> int | None:
-    """The cores of a CPU hardware key (CPU_CORES); None for other hardware."""
-    match = CPU_CORES.fullmatch(str(hardware)) if isinstance(hardware, str) else None
-    return int(match.group(1) or match.group(2)) if match else None
-
-
-def cost_text(cost: float, seconds: float, hardware: object, prices: costs.PriceTable) -> str:
-    """A cost in the unit that fits: dollars (usd) where the price is a real one or was typed
-    in; core-seconds ("12.3 core-s") on a CPU at its default example price; MISS for a miss."""
-    cores = cpu_cores(hardware)
-    price = prices.prices.get(costs.hardware_key(hardware))
-    if cores is None or (price is not None and price.source == EDITED):
-        return usd(cost)
-    if seconds is None or math.isnan(seconds):
-        return NOT_PRICED
-    if math.isinf(seconds):
-        return MISS
-    return f"{significant(seconds * cores)} core-s" if seconds > 0 else "0 core-s"
-
-
-def energy_text(joules: float) -> str:
-    """Energy in a unit that fits, three significant digits: J, kJ, or kWh from 0.01 kWh."""
-    if not math.isfinite(joules):
-        return NOT_MEASURED
-    if joules >= 36_000:
-        return f"{significant(joules / 3.6e6)} kWh"
-    if joules >= 1_000:
-        return f"{significant(joules / 1e3)} kJ"
-    return f"{significant(joules)} J" if joules > 0 else "0 J"
-
-
-def _milliseconds(seconds: float) -> str:
-    return NOT_MEASURED if seconds is None or math.isnan(seconds) else f"{seconds * 1e3:.3g} ms"
-
-
-def _shown_workloads(selection: Selection) -> list[str]:
-    """Shown workloads in leaderboard order (scored, held-out variants, other variants)."""
-    groups = selection.workload_groups() if selection.n_runs else {}
-    ordered = [w for ws in groups.values() for w in ws if w in selection.workloads]
-    return ordered + [w for w in selection.workloads if w not in ordered]
-
-
-def train_time_cube(selection: Selection) -> xr.Dataset:
-    """The selection's final cube on the shown workloads with time_to_target in training
-    seconds whatever the sidebar's time axis: cost is training time x price (DAWNBench)."""
-    def make() -> xr.Dataset:
-        cube = selection.cut(selection.full_cube("train_seconds"))
-        return cube.sel(workload=[w for w in cube["workload"].values
-                                  if w in set(selection.workloads)])
-    return selection.cached("costs:train_time_cube", make)
-
-
-def _prices_key(prices: costs.PriceTable) -> str:
-    """A cache-key text of the prices (hardware key and USD per hour of each)."""
-    return repr(sorted((k, p.usd_per_hour) for k, p in prices.prices.items()))
-
-
-def cost_table(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
-    """costs.cost_table of the shown runs at these prices. A row depends on its algorithm and
-    workload's runs only, so the table is computed once over every algorithm and workload
-    (per data, ruleset, study and hardware filter, and prices) and the shown rows are cut
-    from it."""
-    key = f"costs:table:{_prices_key(prices)}"
-    full = selection.full_value(key, lambda: costs.cost_table(
-        selection.full_cube("train_seconds"), selection.full_runs(), prices), time_axis=False)
-    return selection.cached(key, lambda: full[
-        full["algorithm"].isin(selection.algorithms) & full["workload"].isin(
-            selection.workloads)].reset_index(drop=True))
-
-
-def price_frame(selection: Selection, prices: costs.PriceTable) -> pd.DataFrame:
-    """The editable price table: one row per hardware key of the shown runs."""
-    return prices.to_frame(sorted({costs.hardware_key(h) for h in
-                                   selection.present("hardware", nulls=True)}))
-
-
-def missing_prices_note(selection: Selection, prices: costs.PriceTable) -> str:
-    """Markdown naming each shown hardware key without a price ("" when all are priced)."""
-    missing = prices.missing(selection.present("hardware", nulls=True))
-    if not missing:
-        return ""
-    names = ", ".join(md(k) for k in missing)
-    return (f"**No price for {names}:** the costs of these runs show *{NOT_PRICED}*. Type the "
-            "on-demand USD per hour of that machine into the price table's *USD per hour* "
-            "column (its row is already there); the costs recompute at once.")
-
-
-def cost_frame(selection: Selection, prices: costs.PriceTable,
-               workload: str | None = None) -> pd.DataFrame:
-    """One formatted row per shown (algorithm, workload) with runs (only `workload`'s when
-    given), workloads in leaderboard order, algorithms by median cost to target (cheapest
-    first)."""
-    if not selection.n_runs:
-        return pd.DataFrame(columns=list(COST_TITLES))
-    table = cost_table(selection, prices)
-    if workload is not None:
-        table = table[table["workload"] == workload]
-    order = {w: i for i, w in enumerate(_shown_workloads(selection))}
-    table = table[table["workload"].isin(order)].assign(
-        _w=table["workload"].map(order),
-        _c=table["cost_to_target"].fillna(np.inf).where(~table["unpriced"], np.inf))
-    table = table.sort_values(["_w", "_c", "algorithm"], kind="stable")
-    unit = unit_for(table["time_to_target"])
-    return pd.DataFrame({
-        "algorithm": table["algorithm"], "workload": table["workload"],
-        "hardware": table["hardware"],
-        "usd_per_hour": table["usd_per_hour"].map(lambda p: NOT_PRICED if math.isnan(p)
-                                                  else f"${p:,.4g}"),
-        "time_to_target": table["time_to_target"].map(lambda t: duration(t, unit)),
-        "cost_to_target": [cost_text(c, t, h, prices) for c, t, h in zip(
-            table["cost_to_target"], table["time_to_target"], table["hardware"])],
-        "studies_reached": [f"{r}/{n}" for r, n in zip(table["studies_reached"],
-                                                       table["studies"])],
-        "inference_ms": table["inference_seconds"].map(_milliseconds),
-        "inference_usd_per_10k": [usd(c) if n else NOT_MEASURED for c, n in
-                                  zip(table["inference_usd_per_10k"], table["inference_runs"])],
-        "energy": table["energy_joules"].map(energy_text),
-    }).reset_index(drop=True)
-
-
-def cost_pivot(selection: Selection, prices: costs.PriceTable,
-               workloads: list[str] | None = None) -> pd.DataFrame:
-    """Median cost to target (formatted) per algorithm (rows, leaderboard order) and workload
-    (columns: `workloads`, default every shown one in leaderboard order); NO_RUNS where an
-    algorithm has no runs."""
-    if not selection.n_runs:
-        return pd.DataFrame(columns=["algorithm"])
-    table = cost_table(selection, prices)
-    texts = [cost_text(c, t, h, prices) for c, t, h in zip(
-        table["cost_to_target"], table["time_to_target"], table["hardware"])]
-    pivot = table.assign(text=texts).pivot(
-        index="algorithm", columns="workload", values="text")
-    workloads = _shown_workloads(selection) if workloads is None else workloads
-    # the leaderboard order (Selection.scores: its rows are score_frame's, in order)
-    order = [a for a in selection.scores()["algorithm"] if a in pivot.index]
-    order += sorted(a for a in pivot.index if a not in order)
-    pivot = pivot.reindex(index=order, columns=workloads).fillna(NO_RUNS)
-    return pivot.rename_axis(index="algorithm", columns=None).reset_index()
-
-
-# -- the plots of one workload -------------------------------------------------------------------
-def _log_scale(values) -> bool:
-    """A log cost axis when the positive finite costs span at least two decades (a log axis
-    over less labels its minor ticks, which crowd)."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values) & (values > 0)]
-    return bool(values.size) and bool(values.max() >= 100 * values.min())
-
-
-def _cost_label(what: str, log: bool) -> str:
-    return f"{what} (USD{', log scale' if log else ''})"
-
-
-def _quality_range(quality: pd.Series, direction: str) -> tuple[float, float]:
-    """y range of a quality axis: the best value and the 10th percentile from the worst end, so
-    a few runs that went nowhere do not squash the front (pan to see them)."""
-    best = quality.max() if direction == "max" else quality.min()
-    bulk = quality.quantile(0.1 if direction == "max" else 0.9)
-    low, high = sorted((float(bulk), float(best)))
-    pad = 0.05 * (high - low) or 0.05 * abs(high) or 0.05
-    return low - pad, high + pad
-
-
-def _workload_runs(selection: Selection, workload: str) -> pd.DataFrame:
-    """The runs of `workload` of every algorithm (Selection.full_runs), cached."""
-    def make() -> pd.DataFrame:
-        runs = selection.full_runs()
-        return runs[runs["workload"] == workload]
-    return selection.full_value(f"costs:runs:{workload}", make, time_axis=False)
-
-
-def _shown(frame: pd.DataFrame, selection: Selection) -> pd.DataFrame:
-    """The rows of `frame` (a column algorithm) of the shown algorithms."""
-    return frame[frame["algorithm"].isin(selection.algorithms)]
-
-
-def _curve_rows(selection: Selection, workload: str) -> pd.DataFrame:
-    """Eval rows of the runs standing for each study of `workload` (costs.curve_runs), of
-    every algorithm, read once per data and ruleset, study and hardware filter."""
-    def make() -> pd.DataFrame:
-        picked = selection.full_value("costs:curve_runs", lambda: costs.curve_runs(
-            selection.full_cube("train_seconds")), time_axis=False)
-        ids = picked.loc[picked["workload"] == workload, "run_id"].tolist()
-        if not ids or selection.store is None:
-            return pd.DataFrame(columns=list(R.EVAL_COLUMNS))
-        return query.evals_frame(selection.store, ids)
-    return selection.full_value(f"costs:evals:{workload}", make, time_axis=False)
-
-
-def eval_share(selection: Selection) -> pd.DataFrame:
-    """costs.eval_share of every finished run of the scope (Selection.full_runs), cut to the
-    shown algorithms and workloads; read once per scope (query.eval_clock)."""
-    def make() -> pd.DataFrame:
-        runs = selection.full_runs()
-        if selection.store is None or not len(runs):
-            return costs.eval_share(runs.iloc[:0], pd.DataFrame(
-                columns=["run_id", "eval_seconds", "wall_seconds"]))
-        return costs.eval_share(runs, query.eval_clock(selection.store,
-                                                       runs["run_id"].tolist()))
-    full = selection.full_value("costs:eval_share", make, time_axis=False)
-    return full[full["algorithm"].isin(selection.algorithms)
-                & full["workload"].isin(selection.workloads)]
-
-
-def eval_share_frame(selection: Selection, workloads: list[str]) -> pd.DataFrame:
-    """eval_share as text, algorithm (rows, score order) x `workloads`: '41.3 %', NO_RUNS
-    where there is no run with an eval row."""
-    share = eval_share(selection)
-    table = share.pivot(index="algorithm", columns="workload", values="share") \
-        if len(share) else pd.DataFrame()
-    order = [a for a in selection.colors if a in set(share["algorithm"])]
-    table = table.reindex(index=order, columns=workloads)
-    text = table.apply(lambda column: column.map(
-        lambda v: NO_RUNS if pd.isna(v) else f"{100 * v:.1f} %"))
-    return text.rename_axis(index="algorithm", columns=None).reset_index()
-
-
-def _quality_of(runs: pd.DataFrame) -> tuple[str, str, float]:
-    """(validation metric column, direction, validation target) of one workload's runs."""
-    first = runs.iloc[0]
-    target = first["target_validation"]
-    return (R.metric_column("validation", first["target_metric"]), first["target_direction"],
-            float(target) if target is not None and not pd.isna(target) else math.nan)
-
-
-def pareto_data(selection: Selection, workload: str, prices: costs.PriceTable) -> dict | None:
-    """What the Pareto plot draws: every shown run of `workload` at (cost of the whole run, best
-    validation quality), coloured by algorithm (at most MAX_PARETO_POINTS besides the front),
-    and the Pareto front; axis labels, range and title. None when no run has a priced cost
-    and a quality."""
-    runs = _workload_runs(selection, workload)
-    if not len(runs):
-        return None
-    metric, direction, _ = _quality_of(runs)
-
-    def priced() -> pd.DataFrame:
-        points = costs.run_costs(runs, prices).assign(
-            quality=runs["best_validation"].to_numpy(float))
-        return points[(points["train_cost_usd"] > 0) & np.isfinite(points["quality"])]
-    points = _shown(selection.full_value(f"costs:points:{workload}:{_prices_key(prices)}",
-                                         priced, time_axis=False), selection)
-    if not len(points):
-        return None
-    front = points[costs.pareto_front(points["train_cost_usd"], points["quality"], direction)]
-    front = front.sort_values("train_cost_usd")
-    drawn = points.drop(front.index)
-    step = max(1, math.ceil(len(drawn) / MAX_PARETO_POINTS))
-    drawn = pd.concat([drawn.iloc[::step], front]).sort_values("algorithm", kind="stable")
-    shown = f"{len(drawn)} of {len(points)} runs drawn" if step > 1 else f"{len(points)} runs"
-    log = _log_scale(points["train_cost_usd"])
-    return {"points": drawn, "front": front, "log": log,
-            "ylim": _quality_range(points["quality"], direction),
-            "xlabel": _cost_label("cost of the whole run", log),
-            "ylabel": f"best {metric} reached",
-            "title": f"{workload}: cost vs best quality ({shown})"}
-
-
-def pareto_plot(selection: Selection, workload: str,
-                prices: costs.PriceTable) -> hv.Overlay | None:
-    """pareto_data in HoloViews (paper figures, the report): runs as points, log cost axis
-    over two decades or more, the front as a black step line with rings."""
-    data = pareto_data(selection, workload, prices)
-    if data is None:
-        return None
-    colors, front = selection.colors, data["front"]
-    scatters = [hv.Scatter(part, "train_cost_usd", ["quality", "algorithm", "run_id"],
-                           label=str(name)).opts(color=colors.get(name, "gray"))
-                for name, part in data["points"].groupby("algorithm", sort=True)]
-    line = hv.Curve(front, "train_cost_usd", ["quality", "algorithm", "run_id"],
-                    label="Pareto front").opts(color="black", interpolation="steps-post",
-                                               line_width=2)
-    marks = hv.Scatter(front, "train_cost_usd", ["quality", "algorithm", "run_id"]).opts(
-        fill_alpha=0, line_color="black", line_width=2, size=12)
-    return hv.Overlay([*scatters, line, marks]).opts(
-        hv.opts.Scatter(size=6, alpha=0.7, tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=data["log"],
-                        show_grid=True, ylim=data["ylim"], xlabel=data["xlabel"],
-                        ylabel=data["ylabel"], legend_position="right", title=data["title"]))
-
-
-def _draw_pareto(plot: LivePlot, data: dict, colors: dict) -> None:
-    points, front = data["points"], data["front"]
-    cost, quality = front["train_cost_usd"].to_numpy(float), front["quality"].to_numpy(float)
-    plot.draw(
-        [("Pareto front", "black", *steps(cost, quality))], data["title"], widths=[2],
-        points=zip(points["algorithm"].astype(str), points["algorithm"].map(
-            lambda a: colors.get(a, "gray")), points["train_cost_usd"].to_numpy(float),
-            points["quality"].to_numpy(float), points["run_id"].astype(str)),
-        marks=(cost, quality), xlabel=data["xlabel"], ylabel=data["ylabel"], ylim=data["ylim"])
-
-
-def _curves(selection: Selection, workload: str, prices: costs.PriceTable):
-    """(best_so_far rows, metric, direction, target, median cost to quality (algorithm,
-    quality) or None) of `workload`'s curve runs of the shown algorithms. Computed once over
-    every algorithm (per data, ruleset, study and hardware filter, and prices), the quality
-    grid included, so that it stays put while algorithms are ticked, and cut to the shown
-    algorithms."""
-    empty = pd.DataFrame(columns=["run_id", "algorithm", "cost_usd", "quality"])
-
-    def make():
-        runs = _workload_runs(selection, workload)
-        if not len(runs):
-            return empty, "", "max", math.nan, None
-        metric, direction, target = _quality_of(runs)
-        evals = _curve_rows(selection, workload)
-        if metric not in evals.columns or not len(evals):
-            return empty, metric, direction, target, None
-        curves = costs.best_so_far(evals, runs, prices, metric, direction)
-        curves = curves[curves["cost_usd"] > 0]  # drawn on log axes; unpriced (NaN) left out
-        if not len(curves.dropna(subset=["quality"])):
-            return empty, metric, direction, target, None
-        grid = costs.quality_grid(curves, direction, QUALITY_POINTS, include=[target])
-        medians = costs.median_cost_to_quality(costs.cost_to_quality(curves, grid, direction))
-        return curves, metric, direction, target, medians
-
-    def cut():
-        curves, metric, direction, target, medians = full
-        curves = _shown(curves, selection)
-        if medians is None or not len(curves.dropna(subset=["quality"])):
-            return empty, metric, direction, target, None
-        drawn = set(curves["algorithm"].unique())
-        names = [a for a in medians["algorithm"].values if a in drawn]
-        return curves, metric, direction, target, medians.sel(algorithm=names)
-    key = f"costs:curves:{workload}:{_prices_key(prices)}"
-    full = selection.full_value(key, make, time_axis=False)
-    return selection.cached(key, cut)
-
-
-def _broken_lines(rows: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
-    """The (x, y) of every run's line (rows ordered by run, as best_so_far is) as one line
-    broken by NaN between runs: one glyph for all, quick to draw however many runs."""
-    ids = rows["run_id"].to_numpy(object)
-    starts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-    return tuple(np.insert(rows[c].to_numpy(float), starts, np.nan) for c in (x, y))
-
-
-def cost_quality_data(selection: Selection, workload: str,
-                      prices: costs.PriceTable) -> dict | None:
-    """What the quality-for-the-money plot draws: best quality so far against cost so far, a
-    thin grey line per curve run (one per study: "background", one line broken by NaN) and,
-    per algorithm, the median over studies of the cost to reach each quality ("lines", steps);
-    the target; None when there is nothing priced to draw."""
-    curves, metric, direction, target, medians = _curves(selection, workload, prices)
-    if medians is None:
-        return None
-    colors, lines = selection.colors, []
-    for name in medians["algorithm"].values:
-        cost = medians.sel(algorithm=name).values
-        keep = np.isfinite(cost)
-        if keep.any():
-            order = np.argsort(cost[keep], kind="stable")
-            lines.append((str(name), colors.get(name, "gray"), cost[keep][order],
-                          medians["quality"].values[keep][order]))
-    log = _log_scale(curves["cost_usd"])
-    return {"background": _broken_lines(curves, "cost_usd", "quality"), "lines": lines,
-            "target": target, "log": log, "xlabel": _cost_label("cost so far", log),
-            "ylabel": f"best {metric} so far",
-            "title": f"{workload}: quality reached for the money (bold: median over studies)"}
-
-
-def cost_quality_plot(selection: Selection, workload: str,
-                      prices: costs.PriceTable) -> hv.Overlay | None:
-    """cost_quality_data in HoloViews (paper figures, the report); the target dashed."""
-    data = cost_quality_data(selection, workload, prices)
-    if data is None:
-        return None
-    parts = [hv.Curve(data["background"], "cost_usd", "quality").opts(
-        color="gray", alpha=0.35, line_width=1)]
-    parts += [hv.Curve((x, y), "cost_usd", "quality", label=label).opts(
-        color=color, line_width=3, interpolation="steps-post") for label, color, x, y in
-        data["lines"]]
-    if not math.isnan(data["target"]):
-        parts.append(hv.HLine(data["target"]).opts(color="black", line_dash="dashed",
-                                                    line_width=1.5))
-    return hv.Overlay(parts).opts(
-        hv.opts.Curve(tools=["hover"]),
-        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logx=data["log"],
-                        show_grid=True, xlabel=data["xlabel"], ylabel=data["ylabel"],
-                        legend_position="right", title=data["title"]))
-
-
-def _draw_cost_quality(plot: LivePlot, data: dict, colors: dict) -> None:
-    target = data["target"]
-    plot.draw([(label, color, *steps(x, y)) for label, color, x, y in data["lines"]],
-              data["title"], widths=[3] * len(data["lines"]), background=data["background"],
-              hline=None if math.isnan(target) else (target, "dashed"),
-              xlabel=data["xlabel"], ylabel=data["ylabel"])
-
-
-def speedup_data(selection: Selection, workload: str,
-                 prices: costs.PriceTable) -> dict | None:
-    """What the speedup-at-quality plot draws: s(q) = the reference's median cost to reach q /
-    each algorithm's, over the quality grid ("lines"); the target; None without the
-    reference's curves or a priced cost."""
-    reference = selection.reference
-    curves, metric, direction, target, medians = _curves(selection, workload, prices)
-    drawn = set(curves["algorithm"]) if medians is not None else set()
-    if reference not in drawn or len(drawn) < 2:
-        return None
-    speedups = costs.speedup_at_quality(medians, reference)
-    colors, lines = selection.colors, []
-    for name in speedups["algorithm"].values:
-        s = speedups.sel(algorithm=name)
-        keep = np.isfinite(s.values)
-        if keep.any():
-            lines.append((str(name), colors.get(name, "gray"), s["quality"].values[keep],
-                          s.values[keep]))
-    if not lines:
-        return None
-    return {"lines": lines, "target": target, "flip": direction == "min", "metric": metric,
-            "xlabel": f"quality threshold q ({metric}; better to the right)",
-            "ylabel": f"s(q): cost of {reference} / cost of the algorithm",
-            "title": f"{workload}: speedup at quality over {reference}"}
-
-
-def speedup_plot(selection: Selection, workload: str,
-                 prices: costs.PriceTable) -> hv.Overlay | None:
-    """speedup_data in HoloViews (paper figures, the report): log y axis, 1 dashed, the target
-    dotted."""
-    data = speedup_data(selection, workload, prices)
-    if data is None:
-        return None
-    parts = [hv.Curve((x, y), data["metric"], "speedup", label=label).opts(
-        color=color, line_width=2.5) for label, color, x, y in data["lines"]]
-    parts.append(hv.HLine(1.0).opts(color="black", line_dash="dashed", line_width=1))
-    if not math.isnan(data["target"]):
-        parts.append(hv.VLine(data["target"]).opts(color="black", line_dash="dotted",
-                                                   line_width=1.5))
-    return hv.Overlay(parts).opts(
-        hv.opts.Curve(tools=["hover"], interpolation="steps-mid"),
-        hv.opts.Overlay(responsive=True, min_height=360, shared_axes=False, logy=True,
-                        show_grid=True, invert_xaxis=data["flip"], xlabel=data["xlabel"],
-                        ylabel=data["ylabel"], legend_position="right", title=data["title"]))
-
-
-def _draw_speedup(plot: LivePlot, data: dict, colors: dict) -> None:
-    target = data["target"]
-    plot.draw([(label, color, *steps(x, y, mid=True)) for label, color, x, y in data["lines"]],
-              data["title"], hline=(1.0, "dashed"),
-              vline=None if math.isnan(target) else (target, "dotted"),
-              xlabel=data["xlabel"], ylabel=data["ylabel"], flip_x=data["flip"])
-
-
-def figures(selection: Selection, prices: costs.PriceTable | None = None) -> dict[str, hv.Overlay]:
-    """The view's plots for every shown workload, by name ("cost_pareto_<workload>",
-    "cost_quality_<workload>", "speedup_at_quality_<workload>"); default prices from
-    costs.PRICE_RULES. A plot with nothing to draw is left out."""
-    if not selection.n_runs:
-        return {}
-    prices = prices or costs.PriceTable.defaults(selection.present("hardware", nulls=True))
-    out = {}
-    for workload in _shown_workloads(selection):
-        plots = {"cost_pareto": pareto_plot(selection, workload, prices),
-                 "cost_quality": cost_quality_plot(selection, workload, prices),
-                 "speedup_at_quality": speedup_plot(selection, workload, prices)}
-        out.update({f"{kind}_{workload}": plot for kind, plot in plots.items() if plot is not None})
-    return out
-
-
-# The plots of one workload, by the CSS class of their pane (browser tests find them by it),
-# and the dashboard's drawing of each: (its data, how it draws on a LivePlot, the LivePlot's
-# options, hover names included); a plot whose data says "log" is drawn on the log-axis one of
-# a pair.
-PLOTS = {"pb-cost-pareto": (pareto_data, _draw_pareto, {
-             "points": True, "y_range": (0, 1), "hover": ("cost (USD)", "best quality", "run")}),
-         "pb-cost-quality": (cost_quality_data, _draw_cost_quality, {
-             "hover": ("cost so far (USD)", "best quality so far", "")}),
-         "pb-speedup-quality": (speedup_data, _draw_speedup, {
-             "y_log": True, "hover": ("quality", "speedup", "")})}
+           "NOT_PRICED", "MAX_PARETO_POINTS", "QUALITY_POINTS", "eval_share", "eval_share_frame",
+           "EDITED", "NOT_MEASURED", "cost_text", "energy_text", "significant"]
 
 
 class Costs(View):
@@ -658,7 +147,7 @@ class Costs(View):
     # -- drawing -----------------------------------------------------------------------------
     def _update(self) -> None:
         """The selection changed: prices of the shown hardware, workload choices, everything."""
-        shown = _shown_workloads(self.selection)
+        shown = shown_workloads(self.selection)
         self.param.workload.objects = shown
         self._show_prices()
         before = self.workload
@@ -677,7 +166,7 @@ class Costs(View):
         """The eval share table (eval_share_frame), while show_eval_share is on."""
         shown = self.show_eval_share and self.selection.n_runs > 0
         if shown:
-            workloads = _shown_workloads(self.selection)
+            workloads = shown_workloads(self.selection)
             self._share.param.update(
                 value=eval_share_frame(self.selection, workloads),
                 titles={"algorithm": "Algorithm", **{w: wrap_title(w) for w in workloads}},
@@ -688,7 +177,7 @@ class Costs(View):
         """What a part drawn from the selection depends on: data, filters, prices and `extra`."""
         filters = (getattr(self.selection, f) for f in FILTERS)
         return (*(tuple(v) if isinstance(v, list) else v for v in filters),
-                _prices_key(self.prices), *extra)
+                prices_key(self.prices), *extra)
 
     def _redraw(self, part: str, state: tuple) -> bool:
         """Whether `part` needs drawing for `state` (remembered as drawn): one filter change

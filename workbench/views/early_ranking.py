@@ -13,9 +13,9 @@ import pandas as pd
 import panel as pn
 import param
 
-from workbench import curves, query
-from workbench.early_stopping import (GROUP_KEYS, MIN_RUNS, RANKED, final_values, ranked_groups,
-                                      ranking_table, saved_frame)
+from workbench import curves
+from workbench.results import RANKED, Results
+from workbench.results import RANKING_GROUP_KEYS as GROUP_KEYS, RANKING_MIN_RUNS as MIN_RUNS
 from workbench.store import open_store
 from workbench.views.base import View
 from workbench.views.formats import run_labels
@@ -103,7 +103,7 @@ def _trial_labels(group: pd.DataFrame, algorithm: str) -> dict[str, str]:
 def group_plots(store, runs: pd.DataFrame) -> dict[tuple, tuple[hv.Overlay, hv.Overlay]]:
     """(study_name, workload, algorithm) -> (ranking_plot, prediction_plot) of each group of
     `runs` with MIN_RUNS or more complete runs."""
-    return {key: _plots(store, key, group) for key, group in ranked_groups(runs)}
+    return {key: _plots(store, key, group) for key, group in Results.ranked_groups(runs)}
 
 
 def group_data(store, key: tuple, runs: pd.DataFrame) -> dict:
@@ -112,12 +112,13 @@ def group_data(store, key: tuple, runs: pd.DataFrame) -> dict:
     study, workload, algorithm = key
     group = runs[runs["status"] == "complete"]
     ids = list(group["run_id"])
-    evals, train = query.evals_frame(store, ids), query.train_frame(store, ids)
-    finals = final_values(group, evals).sort_values(
+    reads = Results(store)
+    evals, train = reads.evals(ids), reads.train_rows(ids)
+    finals = Results.final_values(group, evals).sort_values(
         ascending=group["target_direction"].iloc[0] == "min")
     budget = float(group["budget_steps"].max())
     return {"title": f"{study}: {workload} / {algorithm} ({len(group)} runs)",
-            "table": ranking_table(group, evals, train),
+            "table": Results.ranking_table(group, evals, train),
             "lines": prediction_lines(train, finals, budget,
                                       labels=_trial_labels(group, algorithm)),
             "cutoff": PREDICT_FRACTION * budget}
@@ -305,7 +306,8 @@ class EarlyRanking(View):
         names = sorted(self.selection.present("study_name"))
         return self.selection.full_value(
             f"early_ranking:saved:{names}",
-            lambda: saved_frame(self.selection.store, names, self.selection.full_runs()),
+            lambda: self.selection.results.early_stopping_saved(names,
+                                                                 self.selection.full_runs()),
             time_axis=False)
 
     def __panel__(self) -> pn.viewable.Viewable:

@@ -16,8 +16,9 @@ import panel as pn
 import param
 from bokeh.models import BasicTickFormatter
 
+from workbench.errors import UserError
 from workbench import hparams as H
-from workbench import tuning as T
+from workbench.results import Results
 from workbench.views import tuning as VT
 from workbench.views.base import View
 from workbench.views.formats import log_ticks, md
@@ -72,7 +73,7 @@ def _scatter_scales(frame: pd.DataFrame, algorithm: str, outcome: str):
     values (an array) and its finite ones, whether the outcome axis is log, and the height of the
     misses' line (1.1x the slowest hit, 1.5x on a log axis); None when nothing varies."""
     if outcome not in OUTCOMES:
-        raise ValueError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
+        raise UserError(f"unknown outcome {outcome!r}: valid are {list(OUTCOMES)}")
     axes = H.numeric_axes(frame)
     if not axes or not len(frame):
         return None
@@ -369,7 +370,7 @@ class Hyperparameters(View):
         self._tuning.object = (f"**{VT.SPACES_TITLE}** on {md(self.workload)}:\n\n"
                                + VT.findings(report)) if report else \
             "No tuning report: no finished trial of the shown algorithms here."
-        self._spaces.value = T.space_table(report) if report else \
+        self._spaces.value = Results.tuning_space_table(report) if report else \
             pd.DataFrame({"hyperparameter": []})
 
     def _draw_scatter(self, i: int, data: dict) -> pn.Column:

@@ -5,7 +5,7 @@ need against the tokens used per rung (D_eff against D, log-log, with the diagon
 seed counts, and one verdict sentence per candidate. Imported runs say where they came from.
 
 The numbers are workbench.ladder.ladder_analysis's, over the same runs and draws as
-`pacebench ladder --summary` (query.ladder_finals; DRAWS, seed 0), computed once per read of
+`pacebench ladder --summary` (Results.ladder_finals; DRAWS, seed 0), computed once per read of
 the store. The sidebar's workload and algorithm choices pick the rungs and candidates shown.
 A store without ladder runs shows a line saying so.
 """
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 
-from workbench import ladder, query
+from workbench.results import LADDER_INTERVAL_LEVEL, Results
 from workbench.views.base import View
 from workbench.views.formats import md
 from workbench.views.plotting import hv
@@ -39,11 +39,10 @@ NO_SPEEDUP = ("No equal-loss speedup to draw here: the warnings under each rung 
 def ladder_of(selection: Selection) -> dict | None:
     """ladder_analysis of the store's final ladder runs (None without any), once per read."""
     def make():
-        store = selection.store
-        if store is None:
+        if selection.results is None:
             return None
-        finals, _ = query.ladder_finals(store, selection._runs)
-        return None if finals.empty else ladder.ladder_analysis(finals)
+        finals = selection.results.ladder_finals(runs=selection._runs, warn=False)
+        return None if finals.empty else Results.ladder_analysis(finals)
     return selection.cached("ladder", make, "read")
 
 
@@ -101,7 +100,7 @@ def deff_rows(rung: dict, algorithms: list[str]) -> pd.DataFrame:
                 continue
             rows.append({"algorithm": name, "tokens": p["tokens"],
                          "d_eff": p["value"] * p["tokens"], "speedup": p["value"],
-                         "budget": ladder.budget_text(p["budget"]),
+                         "budget": Results.ladder_budget_text(p["budget"]),
                          "extrapolated": p["extrapolated"]})
     return pd.DataFrame(rows, columns=["algorithm", "tokens", "d_eff", "speedup", "budget",
                                        "extrapolated"])
@@ -267,7 +266,7 @@ class Ladder(View):
             parts.append(pn.pane.HoloViews(loss_plot(rung, reference, names, colors),
                                            sizing_mode="stretch_width",
                                            css_classes=["pb-ladder-loss"], linked_axes=False))
-            tuning = ladder.tuning_table(rung)
+            tuning = Results.ladder_tuning_table(rung)
             if len(tuning) and (tuning["trials"] > 0).any():  # a sweep to judge
                 parts += [pn.pane.Markdown(f"Tuning at {md(rung['name'])} (the tuning report's "
                                            "edge rule on each sweep):"),
@@ -283,7 +282,7 @@ class Ladder(View):
         self._body.objects = parts
 
     def __panel__(self) -> pn.viewable.Viewable:
-        level = f"{100 * ladder.INTERVAL_LEVEL:.0f} %"
+        level = f"{100 * LADDER_INTERVAL_LEVEL:.0f} %"
         return pn.Column(pn.pane.Markdown(
             "### Model-size ladder\nEach candidate's equal-loss speedup over the reference: "
             "the reference's final validation loss is fitted over its data budgets as "

@@ -14,10 +14,10 @@ import panel as pn
 import param
 from bokeh.models.widgets.tables import NumberFormatter
 
-from workbench import cubes, scoring
 from workbench.catalog import noise_floor_of
 from workbench.holdings import LADDER_NOTE, store_holdings
-from workbench.scoring import BOOTSTRAP_DRAWS, INTERVAL_LEVEL
+from workbench.results import (AXIS_LABELS, BOOTSTRAP_DRAWS, INTERVAL_LEVEL,
+                               MIN_STUDIES_FOR_INTERVAL, Results)
 from workbench.views.formats import (MISS, NO_RUNS, TABLE_CSS, amount, md, percent, ratio_color,
                                      unit_for, wrap_title)
 from workbench.views.sensitivity import other_clock, pool_frame, rank_shift_frame
@@ -47,7 +47,7 @@ GROUP_TITLES = {
 
 def score_intervals(selection: Selection) -> pd.DataFrame:
     """The selection's score table (Selection.scores, best first) with each algorithm's
-    studies and its score interval (low, high; NaN below scoring.MIN_STUDIES_FOR_INTERVAL
+    studies and its score interval (low, high; NaN below MIN_STUDIES_FOR_INTERVAL
     studies; interval as text): scoring.with_score_intervals over BOOTSTRAP_DRAWS draws of the
     studies at INTERVAL_LEVEL, as `Results.score()` makes them (cached); empty when nothing
     is scored."""
@@ -55,7 +55,7 @@ def score_intervals(selection: Selection) -> pd.DataFrame:
         scores = selection.scores()
         if scores.empty:
             return scores.assign(studies=[], low=[], high=[], interval=[])
-        return scoring.with_score_intervals(scores, selection.study_times(),
+        return Results.with_score_intervals(scores, selection.study_times(),
                                             selection.bootstrap_medians(BOOTSTRAP_DRAWS),
                                             selection.scoring_config, INTERVAL_LEVEL)
     return selection.cached("score_intervals", make)
@@ -63,7 +63,7 @@ def score_intervals(selection: Selection) -> pd.DataFrame:
 
 def score_frame(selection: Selection) -> pd.DataFrame:
     """The selection's score table (score_intervals, best first) with the interval as text
-    ('0.612 to 0.701'; 'n/a (2 studies)' below scoring.MIN_STUDIES_FOR_INTERVAL) and the
+    ('0.612 to 0.701'; 'n/a (2 studies)' below MIN_STUDIES_FOR_INTERVAL) and the
     speedup over the reference (speedups.speedup_frame, '+27.9 %'); empty when nothing is
     scored."""
     scores = score_intervals(selection)
@@ -214,7 +214,7 @@ class Leaderboard(View):
         self._times_about.object = self._times_text()
         scores = score_frame(self.selection)
         self._scores.value = scores
-        zero = scoring.all_zero_reason(scores)
+        zero = Results.all_zero_reason(scores)
         if zero and store_holdings(self.selection).ladder_only:  # zeros by design: no advice
             zero = LADDER_NOTE
         self._about.object = self._rules_text() + (f"\n\n**{zero}**" if zero else "")
@@ -254,11 +254,11 @@ class Leaderboard(View):
         titles = {"algorithm": "Algorithm", "studies": "Studies"}
         widths = {"algorithm": ALGORITHM_WIDTH, "studies": 95}
         for column in (axis, other):
-            key, label = cubes.axis_name(column), cubes.AXIS_LABELS[column]
+            key, label = Results.axis_name(column), AXIS_LABELS[column]
             titles.update({f"rank_{key}": f"Rank by {label}",
                            f"p_rank_{key}": f"P(rank) by {label}"})
             widths[f"rank_{key}"] = 110
-        first, second = cubes.AXIS_LABELS[axis], cubes.AXIS_LABELS[other]
+        first, second = AXIS_LABELS[axis], AXIS_LABELS[other]
         self._ranks.param.update(  # the probabilities wrap within their columns
             value=ranks, titles=titles, widths=widths,
             formatters={c: {"type": "textarea"} for c in ranks.columns if c.startswith("p_")})
@@ -315,7 +315,7 @@ class Leaderboard(View):
                 f"*{100 * INTERVAL_LEVEL:.0f} % interval*: of the grid score when each "
                 f"algorithm's studies are resampled ({BOOTSTRAP_DRAWS:,} bootstrap draws, as "
                 "`pacebench score`); with fewer than "
-                f"{scoring.MIN_STUDIES_FOR_INTERVAL} studies it reads *n/a*: resampling one or "
+                f"{MIN_STUDIES_FOR_INTERVAL} studies it reads *n/a*: resampling one or "
                 "two studies gives them back, not an uncertainty (run more `--studies`). "
                 "*Studies*: the algorithm's studies with a run on a shown workload. "
                 "*Workloads within 4x of the fastest*: of the *workloads scored*, those "

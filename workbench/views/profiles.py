@@ -11,7 +11,7 @@ import numpy as np
 import panel as pn
 import param
 
-from workbench import scoring
+from workbench.results import TAU_MAX, Results
 from workbench.views.base import View
 from workbench.views.live import LivePlot, steps
 from workbench.views.selection import Selection
@@ -22,12 +22,12 @@ __all__ = ["Profiles", "profile_lines", "profile_plot", "figures", "PROFILE_TAUS
 
 # Drawn on a fine grid so each step sits where the ratio is; the score uses the official grid.
 PROFILE_POINTS = 601
-PROFILE_TAUS = np.linspace(1.0, scoring.TAU_MAX, PROFILE_POINTS)
+PROFILE_TAUS = np.linspace(1.0, TAU_MAX, PROFILE_POINTS)
 TAU_MAX_CHOICES = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 16.0)  # the view's tau_max slider
 YLABEL = "fraction of workloads within tau"
 
 
-def profile_lines(selection: Selection, tau_max: float = scoring.TAU_MAX) -> dict | None:
+def profile_lines(selection: Selection, tau_max: float = TAU_MAX) -> dict | None:
     """What the profile plot draws: {"lines": step lines rho(tau) for tau in [1, tau_max]
     over the scored workloads, one per algorithm in score order (the legend reads as the
     leaderboard), "widths" and "alphas" (the leaders thicker and opaque: eleven overlapping
@@ -35,12 +35,12 @@ def profile_lines(selection: Selection, tau_max: float = scoring.TAU_MAX) -> dic
     moves with tau_max (at AlgoPerf's 4 the profile is the one the score integrates)."""
     if not selection.n_runs or not selection.workload_groups()["scored"]:
         return None
-    times = scoring.scored_times(selection.cube, selection.scoring_config, cutoff=tau_max)
+    times = Results.scored_times(selection.cube, selection.scoring_config, cutoff=tau_max)
     if times.sizes.get("workload", 0) == 0 or times.sizes.get("algorithm", 0) == 0:
         return None
-    taus = PROFILE_TAUS if tau_max == scoring.TAU_MAX else np.linspace(1.0, tau_max,
+    taus = PROFILE_TAUS if tau_max == TAU_MAX else np.linspace(1.0, tau_max,
                                                                         PROFILE_POINTS)
-    profile = scoring.performance_profile(times, taus=taus)
+    profile = Results.performance_profile(times, taus=taus)
     units = selection.cube["time_to_target"].attrs.get("units", "s")
     what = "steps" if units == "steps" else "time"
     colors, table = selection.colors, selection.scores()
@@ -57,7 +57,7 @@ def profile_lines(selection: Selection, tau_max: float = scoring.TAU_MAX) -> dic
                  "are on the Leaderboard)"}
 
 
-def profile_plot(selection: Selection, tau_max: float = scoring.TAU_MAX) -> hv.Overlay | None:
+def profile_plot(selection: Selection, tau_max: float = TAU_MAX) -> hv.Overlay | None:
     """profile_lines as HoloViews step lines (paper figures and the report); None if no
     workload is scored."""
     drawn = profile_lines(selection, tau_max)
@@ -93,7 +93,7 @@ class Profiles(View):
     """Performance-profile plot of the selection, redrawn when data or filters change; tau_max
     is picked in the view."""
 
-    tau_max = param.Selector(default=scoring.TAU_MAX, objects=list(TAU_MAX_CHOICES),
+    tau_max = param.Selector(default=TAU_MAX, objects=list(TAU_MAX_CHOICES),
                              doc="Right end of the profile (AlgoPerf's score uses 4).")
 
     def __init__(self, **params) -> None:

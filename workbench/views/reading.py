@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 import param
 
-from workbench import scoring
-from workbench.scope import RULESETS_ORDER, Scope, Scoped, is_ad_hoc, labelled_runs
+from workbench.results import RULESETS_ORDER, Results, Scope, Scoped, ScoringConfig
 from workbench.views.cache import LEVELS, SHARED, StoreRead, read_store
 
 __all__ = ["ScopedRead", "SCOPE_PARAMETERS", "keep_and_add", "LOG"]
@@ -143,7 +142,13 @@ class ScopedRead(param.Parameterized):
         return self._read.store
 
     @property
-    def store_config(self) -> scoring.ScoringConfig | None:
+    def results(self) -> Results | None:
+        """workbench.results.Results of the store read (None: it could not be opened): the
+        views' one door to the analysis (its reads and its steps)."""
+        return self._read.results
+
+    @property
+    def store_config(self) -> ScoringConfig | None:
         """The scoring rules the store records (an AlgoPerf import), None for our own studies."""
         return self._read.config
 
@@ -166,7 +171,7 @@ class ScopedRead(param.Parameterized):
         return self.cached("rulesets_present", make, "read")
 
     def _ad_hoc_rows(self) -> np.ndarray:
-        return self.cached("ad_hoc_rows", lambda: is_ad_hoc(self._runs), "read")
+        return self.cached("ad_hoc_rows", lambda: Results.is_ad_hoc(self._runs), "read")
 
     def study_names(self, ruleset: str | None = None) -> tuple[list[str], list[str]]:
         """(the study names under `ruleset` (default: the selection's), the names of its ad-hoc
@@ -215,7 +220,7 @@ class ScopedRead(param.Parameterized):
             if scope is None:  # no study name ticked: nothing is read
                 return Scoped(self._runs.iloc[:0], ruleset,
                               ["no study is ticked: tick one under Studies"])
-            return labelled_runs(self._runs, scope)
+            return Results.labelled_runs(self._runs, scope)
         key = ("labelled", self._data_key, ("ruleset", ruleset),
                ("studies", frozen(list(studies))), ("with_adhoc", bool(with_adhoc)))
         return SHARED.value(key, make)

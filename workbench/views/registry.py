@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 import panel as pn
 
+from workbench.errors import UserError
 from workbench.csvout import to_csv
 from workbench.holdings import store_holdings
 from workbench.views.base import LOG, View, failure_text
@@ -139,7 +140,7 @@ def find_view(name: str, views: tuple[ViewEntry, ...] = VIEWS) -> ViewEntry:
     for entry in views:
         if wanted in (entry.key, entry.title.lower()):
             return entry
-    raise ValueError(f"unknown view {name!r}: valid are "
+    raise UserError(f"unknown view {name!r}: valid are "
                      f"{', '.join(repr(e.title) for e in views)} (or their keys: "
                      f"{', '.join(e.key for e in views)})")
 

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import panel as pn
 
-from workbench import query, scaling
+from workbench import scaling
 from workbench import records as R
+from workbench.results import Results
 from workbench.store import open_store
 from workbench.views.base import View
 from workbench.views.plotting import hv
@@ -34,7 +35,7 @@ def scaling_results(store, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     for (study, workload, algorithm), group in runs.groupby(
             ["study_name", "workload", "algorithm"], sort=True):
         metric = R.metric_column("validation", group["target_metric"].iloc[0])
-        evals = query.evals_frame(store, list(group["run_id"]))
+        evals = Results(store).evals(group["run_id"])
         table = scaling.steps_to_result(group, evals, study_goal(store, study, group), metric,
                                         group["target_direction"].iloc[0])
         table = table.assign(study_name=study, workload=workload, algorithm=algorithm)

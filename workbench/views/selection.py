@@ -10,8 +10,10 @@ Two tables come out of it. `runs` (and runs_where, counts, n_shown) are the scop
 runs (every status: the status line and the curves show failed and running runs too) passing
 the algorithm, workload and hardware filters. The cube and everything scored come from
 `scoped()`, the finished trials only (scope.finished_runs), so that with every filter open the
-dashboard counts what `workbench.results.Results.score()` counts. It computes no metric: the
-cube comes from `workbench.cubes`, scores from `workbench.scoring`. A store that records a
+dashboard counts what `workbench.results.Results.score()` counts. It computes no metric: it
+reaches the analysis through `workbench.results.Results` only, the store's reads through its
+store's Results (`results`) and the cube and scores through its steps (workbench/result_steps.py:
+the cubes and scoring functions the commands use). A store that records a
 ScoringConfig (an AlgoPerf import) is scored by it, restricted to the shown workloads; a
 held-out variant's runs stay in the scored cube while its base is shown.
 """
@@ -23,8 +25,8 @@ import param
 import xarray as xr
 from bokeh.palettes import Category20_20
 
-from workbench import cubes, query, scoring
-from workbench.scope import Scoped, finished_runs, with_relaxed_targets
+from workbench.results import SCORE_COLUMNS, TIME_TO_TARGET as _TIME_TO_TARGET, Results, Scoped, \
+    ScoringConfig
 from workbench.views.reading import SCOPE_PARAMETERS, ScopedRead, keep_and_add
 
 __all__ = ["Selection", "TIME_AXES", "PALETTE", "FILTER_COLUMNS", "SCOPE_PARAMETERS",
@@ -37,7 +39,7 @@ PALETTE = tuple(Category20_20[0::2] + Category20_20[1::2])
 # Filters over the scope's labelled run table: Selection parameter -> run-table column.
 FILTER_COLUMNS = {"workloads": "workload", "algorithms": "algorithm", "hardware": "hardware"}
 # The final cube's variable that time to target is read from, per time axis (cubes owns it).
-TIME_TO_TARGET = cubes.TIME_TO_TARGET
+TIME_TO_TARGET = _TIME_TO_TARGET
 # The cut of a full value to the shown algorithms and workloads depends on these filters.
 _CUT = ("algorithms", "workloads", *SCOPE_PARAMETERS, "hardware", "relax_targets")
 
@@ -104,8 +106,9 @@ class Selection(ScopedRead):
                 keep = labelled.runs["hardware"].isin(self.hardware).to_numpy(bool)
                 labelled = Scoped(labelled.runs[keep], labelled.ruleset, labelled.notes, {},
                                   labelled.shown_apart, labelled.duplicates)
-            hits = (lambda runs, relax: query.first_hits(self.store, runs, relax))
-            return finished_runs(with_relaxed_targets(labelled, self.relax_targets, hits))
+            if self.results is None:  # no store opened: no eval rows to relax targets with
+                return Results.finished_runs(labelled)
+            return self.results.finished(labelled, self.relax_targets)
         return self.full_value("scoped", make, time_axis=False)
 
     # -- filtered data --------------------------------------------------------------------
@@ -215,7 +218,7 @@ class Selection(ScopedRead):
         return frozenset(self.counts(column, nulls))
 
     @property
-    def scoring_config(self) -> scoring.ScoringConfig | None:
+    def scoring_config(self) -> ScoringConfig | None:
         """The store's rules restricted to the shown workloads (ScoringConfig.restricted;
         None: the plain rules)."""
         config = self._read.config
@@ -267,12 +270,12 @@ class Selection(ScopedRead):
         """The final cube of full_runs, its time_to_target on `time_axis` (default: the
         selection's; cubes.on_time_axis, the same swap the analysis commands make: a shallow
         copy per axis of one cube built per ruleset, study and hardware filter)."""
-        axis = cubes.axis_column(time_axis or self.time_axis)
-        cube = self.full_value("cube", lambda: cubes.final_cube(self.full_runs()),
+        axis = Results.axis_column(time_axis or self.time_axis)
+        cube = self.full_value("cube", lambda: Results.final_cube(self.full_runs()),
                                time_axis=False)
         if axis == "train_seconds":
             return cube
-        return self.full_value(f"cube:{axis}", lambda: cubes.on_time_axis(cube, axis),
+        return self.full_value(f"cube:{axis}", lambda: Results.on_time_axis(cube, axis),
                                time_axis=False)
 
     def scores(self) -> pd.DataFrame:
@@ -280,8 +283,8 @@ class Selection(ScopedRead):
         order; empty when no run or no scored workload is shown."""
         def make():
             if not self.n_runs or not self.workload_groups()["scored"]:
-                return pd.DataFrame(columns=list(scoring.SCORE_COLUMNS))
-            return scoring.score_table_of_times(self.workload_times(), self.scoring_config)
+                return pd.DataFrame(columns=list(SCORE_COLUMNS))
+            return Results.score_table_of_times(self.workload_times(), self.scoring_config)
         return self.cached("scores", make)
 
     def study_times(self) -> xr.DataArray:
@@ -290,16 +293,16 @@ class Selection(ScopedRead):
         return self.per_cell("study_times", self._all_study_times)
 
     def _all_study_times(self) -> xr.DataArray:
-        return self.full_value("study_times", lambda: scoring.study_times(self.full_cube()))
+        return self.full_value("study_times", lambda: Results.study_times(self.full_cube()))
 
     def workload_times(self) -> xr.DataArray:
         """`scoring.workload_times` of the cube, on the chosen time axis (cached)."""
-        return self.per_cell("workload_times", lambda: scoring.median_over_studies(
+        return self.per_cell("workload_times", lambda: Results.median_over_studies(
             self._all_study_times()))
 
     def bootstrap_medians(self, n: int, seed: int = 0) -> xr.DataArray:
         """`scoring.bootstrap_medians` of the study times, drawn once over every cell (cached)."""
-        return self.per_cell(f"bootstrap:{n}:{seed}", lambda: scoring.bootstrap_medians(
+        return self.per_cell(f"bootstrap:{n}:{seed}", lambda: Results.bootstrap_medians(
             self._all_study_times(), n, seed))
 
     def workload_groups(self) -> dict[str, list[str]]:
@@ -309,9 +312,9 @@ class Selection(ScopedRead):
         if config is not None and config.base_workloads is not None:
             scored = list(config.base_workloads)
         else:
-            scored = [w for w in scoring.scored_workloads(self.workload_times()) if w in shown] \
+            scored = [w for w in Results.scored_workloads(self.workload_times()) if w in shown] \
                 if self.n_runs else []
-        return scoring.workload_roles(shown, scored, config)
+        return Results.workload_roles(shown, scored, config)
 
     def store_workload_groups(self) -> dict[str, list[str]]:
         """workload_groups with every workload of the store shown (the columns a view keeps
@@ -323,8 +326,8 @@ class Selection(ScopedRead):
                 scored = list(config.base_workloads)
             else:
                 cube = self.full_cube()
-                scored = scoring.scored_workloads(cube) if cube.sizes.get("workload") else []
-            return scoring.workload_roles(names, scored, config)
+                scored = Results.scored_workloads(cube) if cube.sizes.get("workload") else []
+            return Results.workload_roles(names, scored, config)
         return self.cached("store_workload_groups", make, "scope")
 
     def _choose_reference(self) -> None:
@@ -337,7 +340,7 @@ class Selection(ScopedRead):
         if self.reference in shown or not shown:
             self.reference = self.reference if shown else None
             return
-        self.reference = scoring.default_reference(shown)
+        self.reference = Results.default_reference(shown)
 
     @param.depends("algorithms", "workloads", "hardware", watch=True)
     def _filters_changed(self) -> None:

@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from workbench import cubes, scoring, sensitivity
-from workbench.scoring import BOOTSTRAP_DRAWS
+from workbench.results import BOOTSTRAP_DRAWS, Results
 from workbench.views.selection import Selection
 
 __all__ = ["other_clock", "rank_shift_frame", "pool_frame", "probabilities_text", "SHOWN_FROM"]
@@ -27,7 +26,7 @@ SHOWN_FROM = 0.05  # ranks at least this likely are listed in a probability cell
 def other_clock(axis: str) -> str:
     """The clock a rank shift compares `axis` (a time-axis column) with: steps, or training
     seconds when `axis` is steps."""
-    return "train_seconds" if cubes.axis_column(axis) == "step" else "step"
+    return "train_seconds" if Results.axis_column(axis) == "step" else "step"
 
 
 def probabilities_text(p: list[float]) -> str:
@@ -43,13 +42,13 @@ def probabilities_text(p: list[float]) -> str:
 def _other_study_times(selection: Selection, axis: str):
     return selection.cut(selection.full_value(
         f"sensitivity:study_times:{axis}",
-        lambda: scoring.study_times(selection.full_cube(axis)), time_axis=False))
+        lambda: Results.study_times(selection.full_cube(axis)), time_axis=False))
 
 
 def _other_replicas(selection: Selection, axis: str):
     full = selection.full_value(
         f"sensitivity:bootstrap:{axis}:{BOOTSTRAP_DRAWS}",
-        lambda: scoring.bootstrap_medians(scoring.study_times(selection.full_cube(axis)),
+        lambda: Results.bootstrap_medians(Results.study_times(selection.full_cube(axis)),
                                           BOOTSTRAP_DRAWS), time_axis=False)
     return selection.cut(full)
 
@@ -62,16 +61,16 @@ def rank_shift_frame(selection: Selection) -> pd.DataFrame:
     if scores.empty:
         return pd.DataFrame(columns=["algorithm"])
     axis, other = selection.time_axis, other_clock(selection.time_axis)
-    first, second = cubes.axis_name(axis), cubes.axis_name(other)
+    first, second = Results.axis_name(axis), Results.axis_name(other)
 
     def make():
         study = _other_study_times(selection, other)
-        return sensitivity.rank_shift(
-            {first: selection.workload_times(), second: scoring.median_over_studies(study)},
+        return Results.rank_shift(
+            {first: selection.workload_times(), second: Results.median_over_studies(study)},
             {first: selection.bootstrap_medians(BOOTSTRAP_DRAWS),
              second: _other_replicas(selection, other)}, selection.scoring_config)
     shift = selection.cached("sensitivity:rank_shift", make)
-    studies = scoring.studies_per_algorithm(selection.study_times())
+    studies = Results.studies_per_algorithm(selection.study_times())
     rows = [{"algorithm": a, "studies": int(studies.get(a, 0)),
              f"rank_{first}": e[f"rank_{first}"],
              f"p_rank_{first}": probabilities_text(e[f"p_rank_{first}"]),
@@ -88,7 +87,7 @@ def pool_frame(selection: Selection) -> pd.DataFrame:
     scores = selection.scores()
     if scores.empty:
         return pd.DataFrame(columns=["algorithm", "score", "largest_change", "without"])
-    pool = selection.cached("sensitivity:pool", lambda: sensitivity.pool_sensitivity(
+    pool = selection.cached("sensitivity:pool", lambda: Results.pool_sensitivity(
         selection.workload_times(), selection.scoring_config))
     rows = []
     for algorithm in scores["algorithm"]:

@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 
-from workbench import scoring
-from workbench.scoring import BOOTSTRAP_DRAWS, INTERVAL_LEVEL
+from workbench.results import BOOTSTRAP_DRAWS, INTERVAL_LEVEL, MIN_STUDIES_FOR_INTERVAL, Results
 from workbench.views.formats import TABLE_CSS, md, percent
 from workbench.views.base import FILTERS, View
 from workbench.views.selection import Selection
@@ -32,13 +31,13 @@ _COLUMNS = ["algorithm", "faster_by", "time_ratio", "low", "high", "studies"]
 
 def uses_budgets(selection: Selection) -> bool:
     """Whether the speedups follow AlgoPerf's budget rule (scoring.uses_budgets)."""
-    return scoring.uses_budgets(selection.scoring_config, selection.workload_groups()["scored"],
+    return Results.uses_budgets(selection.scoring_config, selection.workload_groups()["scored"],
                                 selection.time_axis)
 
 
 def speedup_frame(selection: Selection) -> pd.DataFrame:
     """algorithm, faster_by (1 - time_ratio), time_ratio, and the INTERVAL_LEVEL bootstrap
-    interval of faster_by (low, high: NaN below scoring.MIN_STUDIES_FOR_INTERVAL studies of the
+    interval of faster_by (low, high: NaN below MIN_STUDIES_FOR_INTERVAL studies of the
     algorithm or the reference) with those studies (the fewer of the two):
     scoring.speedup_table_with_intervals over BOOTSTRAP_DRAWS draws of the studies, as
     `Results.score()` makes them. In leaderboard order, the reference first. Empty when there
@@ -49,7 +48,7 @@ def speedup_frame(selection: Selection) -> pd.DataFrame:
     reference = selection.reference
 
     def make() -> pd.DataFrame:
-        return scoring.speedup_table_with_intervals(
+        return Results.speedup_table_with_intervals(
             selection.workload_times(), selection.study_times(),
             selection.bootstrap_medians(BOOTSTRAP_DRAWS), reference,
             selection.scoring_config, selection.ruleset or "external", selection.time_axis,
@@ -66,7 +65,7 @@ def interval_label(algorithm: str, reference: str | None, low: float, high: floa
     if algorithm == reference:
         return ""
     if pd.isna(low):
-        return scoring.interval_text(np.nan, np.nan, int(studies))
+        return Results.interval_text(np.nan, np.nan, int(studies))
     return f"{percent(low)} to {percent(high)}"
 
 
@@ -116,7 +115,7 @@ class Speedups(View):
                 f"t({md(reference)}); +27.9 % means 27.9 % less training time. {how}. "
                 f"*{100 * INTERVAL_LEVEL:.0f} % interval*: of the speedup when each "
                 f"algorithm's studies are resampled ({BOOTSTRAP_DRAWS:,} bootstrap draws, as "
-                f"`pacebench score`); *n/a* below {scoring.MIN_STUDIES_FOR_INTERVAL} studies "
+                f"`pacebench score`); *n/a* below {MIN_STUDIES_FOR_INTERVAL} studies "
                 "of it or of the reference.")
 
     def __panel__(self) -> pn.viewable.Viewable:

@@ -15,7 +15,6 @@ import re
 import pandas as pd
 import panel as pn
 
-from workbench import query
 from workbench import records as R
 from workbench.views.base import View
 from workbench.views.formats import TABLE_CSS, duration, md
@@ -41,8 +40,8 @@ def running_frame(selection) -> pd.DataFrame:
     if not selection.counts("status").get("running") or selection.store is None:
         return pd.DataFrame(columns=list(RUNNING_TITLES))
     running = selection.runs_where(status="running")
-    evals = selection.cached("running_evals", lambda: query.evals_frame(
-        selection.store, list(running["run_id"])))
+    evals = selection.cached("running_evals",
+                             lambda: selection.results.evals(running["run_id"].tolist()))
     rows = []
     for run in running.itertuples():
         mine = evals[evals["run_id"] == run.run_id].sort_values("eval_index")

@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import panel as pn
 
-from workbench import scoring
+from workbench.results import Results
 from workbench.views.formats import MISS, amount, group_header, unit_for
 from workbench.views.leaderboard import TABLE_CSS
 from workbench.views.base import View
@@ -43,7 +43,7 @@ def study_frame(selection: Selection) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     # a study's choice depends on its own trials: made over the full cube once, then cut
     choices = selection.per_cell("study_choices",
-                                 lambda: scoring.study_choices(selection.full_cube()))
+                                 lambda: Results.study_choices(selection.full_cube()))
     long = choices.drop_vars([c for c in choices.coords if c not in choices.dims]).to_dataframe()
     seeds = selection.cube.sizes["seed"] > 1
     units = selection.cube["time_to_target"].attrs.get("units", "s")  # or "steps"
@@ -53,7 +53,7 @@ def study_frame(selection: Selection) -> pd.DataFrame:
         long["trials_reached"])]
     wide = long["text"].unstack("study")
     wide.columns = [f"study {k}" for k in wide.columns]
-    medians = scoring.median_over_studies(choices["time_to_target"]).to_series()
+    medians = Results.median_over_studies(choices["time_to_target"]).to_series()
     medians = medians.reindex(wide.index)
     wide.insert(0, "median", [amount(v, units, unit) for v in medians.values])
     wide = wide[long.groupby(level=["algorithm", "workload"])["trials"].sum() > 0]

@@ -9,9 +9,6 @@ from __future__ import annotations
 import pandas as pd
 import panel as pn
 
-from workbench import tuning as T
-from workbench.catalog import noise_floor_of
-from workbench.store import open_store
 from workbench.views.formats import TABLE_CSS, md
 from workbench.views.selection import Selection
 
@@ -25,26 +22,22 @@ SPACES_TITLE = ("Search spaces (best: the best trial's value; position: 0 the lo
 
 
 def report_of(selection: Selection) -> dict[str, dict[str, dict]]:
-    """tuning.tuning_report of the selection's finished runs (every algorithm and workload of
+    """Results.tuning_report of the selection's finished runs (every algorithm and workload of
     the scope, every attempt counted; the learning rate judged), as Results.tuning() makes it;
     cached per scope and time axis."""
     def make() -> dict[str, dict[str, dict]]:
-        runs = selection.full_runs()
-        names = sorted(set(runs["workload"].astype(str)))
-        floors = {w: f.cov for w in names if (f := noise_floor_of(w)) is not None}
-        return T.tuning_report(runs, open_store(selection.store_path).run_doc,
-                               attempts=selection.labelled().runs, floors=floors,
-                               time_axis=selection.time_axis)
+        return selection.results.tuning_report(selection.full_runs(),
+                                               selection.labelled().runs, selection.time_axis)
     return selection.full_value("tuning_report", make)
 
 
 def runs_of(selection: Selection, algorithms: list[str]) -> dict[str, dict]:
-    """tuning.tuning_runs of `algorithms` in the selection's store (cached per scope)."""
+    """Results.tuning_runs of `algorithms` in the selection's store (cached per scope)."""
     def make() -> dict[str, dict]:
         raw = getattr(selection, "_runs", None)
         raw = raw if isinstance(raw, pd.DataFrame) else selection.labelled().runs
-        return T.tuning_runs(raw, algorithms, open_store(selection.store_path).run_doc,
-                             selection.full_runs()["run_id"].astype(str))
+        return selection.results.tuning_runs(raw, algorithms,
+                                             selection.full_runs()["run_id"].astype(str))
     return selection.full_value("tuning_runs:" + "\x00".join(algorithms), make,
                                 time_axis=False)
 

@@ -193,6 +193,68 @@ def test_no_analysis_is_computed_on_the_training_side():
     assert users == []
 
 
+# The views, the served app and the CLI reach the analysis through workbench.results only
+# (Results, its result objects and its steps, workbench/result_steps.py: issue 41). The workbench
+# modules they may import besides it, and why; every other one (query, run_index, scope, cubes,
+# scoring, compare, sequential, budget, ladder, noise_floor, sensitivity, early_stopping,
+# tuning, ...) is analysis, reached through Results.
+FRONT_DOOR = "workbench.results"
+SURFACES = ("workbench.views", "workbench.app", "runners.cli")
+SURFACES_MAY_IMPORT = {
+    "workbench": "the package: open() and the few types a notebook needs",
+    FRONT_DOOR: "the front door: Results, its result objects and steps, their constants",
+    "workbench.store": "where a store is: open or create it, its documents; no analysis",
+    "workbench.spec": "the contracts (RunConfig, StudySpec, Target, check_relax)",
+    "workbench.records": "the record schema: column and field names, statuses",
+    "workbench.errors": "UserError",
+    "workbench.catalog": "the built-in workloads, their targets and noise floors, as data",
+    "workbench.csvout": "formula-safe CSV of a table",
+    "workbench.holdings": "which kinds of runs a store holds: which tabs a page shows",
+    "workbench.costs": "a metric family of one view (Costs): pure functions of its frames",
+    "workbench.curves": "a metric family of one view (Early ranking): pure functions",
+    "workbench.hparams": "a metric family of one view (Hyperparameters): pure functions",
+    "workbench.robustness": "a metric family of one view (Robustness): pure functions",
+    "workbench.scaling": "a metric family of one view (Scaling): pure functions",
+    "workbench.app": "the served dashboard (`pacebench serve`)",
+    "workbench.report": "the HTML report (`pacebench report`)",
+    "workbench.lazy_tabs": "the dashboard's lazily drawn tabs",
+    "workbench.figures": "figures for papers",
+    "workbench.importers": "doors into a store (`import-algoperf`, `import-table`)",
+    "workbench.transfer": "a door into a store (`merge`, `export`, `import-parquet`)",
+}
+
+
+def _front_door_offenders(graph: dict[str, set[str]]) -> list[str]:
+    """'<surface> imports <module>' for each import of a workbench module by a view, the app
+    or the CLI that is neither another view nor in SURFACES_MAY_IMPORT."""
+    def allowed(target: str) -> bool:
+        return target.startswith("workbench.views") or any(
+            target == m or target.startswith(f"{m}.") and m != "workbench"
+            for m in SURFACES_MAY_IMPORT)
+    return sorted(f"{name} imports {target}" for name, targets in graph.items()
+                  if name.startswith(SURFACES) for target in targets
+                  if target.startswith("workbench") and not allowed(target))
+
+
+def test_the_front_door_check_sees_a_view_reaching_around_results():
+    """A view that imports workbench.query (or a submodule of an analysis module, or names it
+    in a function) is reported; one that imports Results and the store is not."""
+    source = ("from workbench import query\nfrom workbench.results import Results\n"
+              "from workbench.store import open_store\n"
+              "def f():\n    from workbench.scoring import study_times\n")
+    graph = {"workbench.views.status": {t for node in ast.walk(ast.parse(source))
+                                        for t in _imported("workbench.views.status", node)},
+             "workbench.scoring": {"workbench.query"}}  # not a surface: free to
+    assert _front_door_offenders(graph) == ["workbench.views.status imports workbench.query",
+                                            "workbench.views.status imports workbench.scoring"]
+
+
+def test_views_and_the_cli_reach_the_analysis_through_results_only():
+    assert _front_door_offenders(GRAPH) == []
+    users = {name for name, targets in GRAPH.items() if FRONT_DOOR in targets}
+    assert "workbench.views.selection" in users and "runners.cli.analysis" in users
+
+
 def test_no_function_is_longer_than_sixty_lines():
     long = []
     for name, tree in TREES.items():

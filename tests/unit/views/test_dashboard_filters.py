@@ -339,6 +339,34 @@ def test_a_served_refresh_reaches_the_page_in_one_message(tmp_path):
     assert doc.callbacks.hold_value is None  # released: the held changes are sent
 
 
+def test_the_selection_reads_and_scores_through_results(two_studies, monkeypatch):
+    """The dashboard reaches the store and the analysis through workbench.results.Results (its
+    reads, the relaxed first hits, the scoring steps), one path with the commands."""
+    import workbench.views.cache as cache_module
+    import workbench.views.reading as reading_module
+    from workbench.results import Results
+    from workbench.views.cache import SharedCache
+
+    shared = SharedCache()  # nothing read or computed yet
+    monkeypatch.setattr(cache_module, "SHARED", shared)
+    monkeypatch.setattr(reading_module, "SHARED", shared)
+    calls = []
+
+    def counted(name, static=False):
+        original = getattr(Results, name)
+        if static:
+            return staticmethod(lambda *a, **k: calls.append(name) or original(*a, **k))
+        return lambda self, *a, **k: calls.append(name) or original(self, *a, **k)
+    for name, static in (("read_runs", False), ("first_hits", False), ("study_times", True),
+                         ("score_table_of_times", True)):
+        monkeypatch.setattr(Results, name, counted(name, static))
+    sel = Selection(store_path=str(two_studies))
+    assert calls == ["read_runs"] and isinstance(sel.results, Results)
+    sel.relax_targets = 0.1
+    assert len(sel.scores()) and {"first_hits", "study_times", "score_table_of_times"} <= \
+        set(calls)
+
+
 # -- one set of numbers: the dashboard reads a store as Results does ---------------------------
 def assert_dashboard_equals_results(sel, res, compare_pairs=(), tol=1e-9, **scope):
     """Scores, score intervals, speedups and their intervals of `sel` (every filter open) equal

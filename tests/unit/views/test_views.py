@@ -379,9 +379,10 @@ def test_speedups_without_budgets_are_plain_geometric_means(selection):
 
 
 def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch):
+    import workbench.views.curve_rows as curve_rows
     import workbench.views.curves as curves_module
 
-    monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 3)  # wa has 12 runs: pick
+    monkeypatch.setattr(curve_rows, "MAX_DEFAULT_CURVES", 3)  # wa has 12 runs: pick
     shown = shown_curve_runs(imported)
     wa = shown.query("workload == 'wa'").set_index("algorithm")
     assert sorted(wa.index) == ["baseline", "fast", "slow"]
@@ -412,12 +413,13 @@ def test_curves_default_to_one_chosen_trial_per_algorithm(imported, monkeypatch)
 
 def test_curve_rows_are_read_once_for_every_setting_of_the_algorithms(imported, monkeypatch):
     from workbench import query
+    import workbench.views.curve_rows as curve_rows
     import workbench.views.curves as curves_module
 
     import workbench.views.reading as reading_module
     from workbench.views.cache import SharedCache
 
-    monkeypatch.setattr(curves_module, "MAX_DEFAULT_CURVES", 3)  # wa: one run per algorithm
+    monkeypatch.setattr(curve_rows, "MAX_DEFAULT_CURVES", 3)  # wa: one run per algorithm
     monkeypatch.setattr(reading_module, "SHARED", SharedCache())  # nothing computed yet
     reads = []
 

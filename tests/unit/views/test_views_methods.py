@@ -153,3 +153,48 @@ def test_warm_up_fills_the_cache_the_early_ranking_tab_first_reads(tmp_path):
         assert len(made) == 1 and "fast (3 runs)" in view._pairs[0][0].figure.title.text
     finally:
         early_ranking.group_data = original
+
+
+def _rank_output_before(path, study=None, fractions=(0.05, 0.1, 0.2, 0.5)) -> str:
+    """What `pacebench rank` printed before it called Results.rank_result (its old body)."""
+    from workbench.early_stopping import study_summary
+
+    store = open_store(path)
+    runs = query.runs_frame(store)
+    if study:
+        runs = runs[runs.study_name == study]
+    out = []
+    for (name, workload, algorithm), table in ranking_tables(store, runs, fractions).items():
+        out.append(f"\n{name}: {workload} / {algorithm}")
+        for stat in ("spearman", "kendall"):
+            out.append(f"{stat}:\n" + table.pivot(index="estimator", columns="fraction",
+                                                  values=stat).round(3).to_string())
+    for name in sorted(runs.study_name.unique()):
+        for g in study_summary(store, name, runs)["groups"]:
+            if g["pruned_trials"]:
+                out.append(f"\nearly stopping in {name} ({g['workload']} / {g['algorithm']}): "
+                           f"{len(g['pruned_trials'])} trials stopped early, "
+                           f"{g['saved_train_seconds']:.1f} training s saved of "
+                           f"{g['saved_train_seconds'] + g['spent_train_seconds']:.1f} "
+                           f"({100 * g['saved_fraction_seconds']:.0f} %); best trial "
+                           f"{(g['best'] or {}).get('trial')}")
+    return "".join(line + "\n" for line in out)
+
+
+@pytest.mark.parametrize("extra", [[], ["--study", "synthetic", "--fractions", "0.1,0.5"],
+                                   ["--study", "nothing"]])
+def test_rank_prints_results_rank_as_it_did_before(ranking_store, capsys, extra):
+    from runners.cli import main
+    from workbench.results import Results
+
+    assert main(["rank", "--store", str(ranking_store), *extra]) == 0
+    printed = capsys.readouterr().out
+    study = extra[1] if extra else None
+    fractions = (0.1, 0.5) if "--fractions" in extra else (0.05, 0.1, 0.2, 0.5)
+    assert printed == _rank_output_before(ranking_store, study, fractions)
+    assert ("early stopping in synthetic" in printed) == (study != "nothing")
+    ranked = Results(open_store(ranking_store)).rank(study, fractions)
+    json.dumps(ranked)  # JSON as it is
+    assert len(ranked["rankings"]) == (0 if study == "nothing" else 1)
+    if ranked["rankings"]:
+        assert set(ranked["rankings"][0]["spearman"]["TSE"]) == {str(f) for f in fractions}

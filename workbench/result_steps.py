@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from workbench import budget as B
 from workbench import compare as C
-from workbench import cubes, early_stopping, noise_floor, scope, scoring, sensitivity
+from workbench import cubes, early_stopping, power, scope, scoring, sensitivity
 from workbench import ladder as LD
 from workbench import tuning_tables as TT
 
@@ -90,8 +90,9 @@ class ResultSteps:
     # head-to-head (workbench/compare.py)
     comparison_table = staticmethod(C.comparison_table)
     level_text = staticmethod(C.level_text)
-    # noise floors (workbench/noise_floor.py)
-    min_detectable_speedup = staticmethod(noise_floor.min_detectable_speedup)
+    # the one power model (workbench/power.py: compare's, with the permutation floor)
+    min_detectable_speedup = staticmethod(power.min_detectable_speedup)
+    studies_needed = staticmethod(power.studies_needed)
     # the ladder (workbench/ladder.py)
     ladder_analysis = staticmethod(LD.ladder_analysis)
     ladder_budget_text = staticmethod(LD.budget_text)

@@ -384,7 +384,7 @@ def test_report_of_the_imported_algoperf_v05_logs_offline(page, algoperf_store, 
 @pytest.fixture(scope="module")
 def own_study(tmp_path_factory):
     """A real (small) study: adamw and nadamw on digits_mlp and its tanh variant, 4 trials."""
-    from runners.launch import run_study
+    from runners.launch.study import run_study
     from workbench.spec import StudySpec
     from workbench.store import open_store
 

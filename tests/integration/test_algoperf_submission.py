@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from workbench import query
-from runners.algoperf import (AlgoPerfAlgorithm, SubmissionError, algorithm_name,
-                              ensure_algoperf_imports, hyperparameters_from, load_submission)
-from runners.algoperf_workload import AlgoPerfWorkload
+from runners.algoperf.adapter import (AlgoPerfAlgorithm, SubmissionError, algorithm_name,
+                                      ensure_algoperf_imports, hyperparameters_from, load_submission)
+from runners.algoperf.workload import AlgoPerfWorkload
 from runners.cli import main
-from runners.loop import run
+from runners.run.loop import run
 from runners.workloads import build_workload
 from workbench.catalog import get_workload
 from workbench.cubes import final_cube
@@ -124,7 +124,7 @@ def test_compat_imports_never_shadow_an_installed_algoperf(tmp_path, monkeypatch
 
 def test_get_batch_size_raising_falls_back_to_the_catalog_and_says_so(caplog):
     algo = AlgoPerfAlgorithm(ADAMW, {"learning_rate": 1e-3})
-    with caplog.at_level(logging.WARNING, logger="runners.algoperf"):
+    with caplog.at_level(logging.WARNING, logger="runners.algoperf.adapter"):
         assert algo.batch_size(get_workload("digits_mlp")) == 64
     assert "using the workload's default batch size 64" in caplog.text
     assert "get_batch_size('digits_mlp')" in caplog.text
@@ -330,7 +330,7 @@ def test_a_submission_importing_helpers_from_its_repository_root_runs_with_algop
     """Competition entries import their helpers relative to their repository's root
     (`from submissions.x.helpers import ...`); --algoperf-root puts that root on the path, in
     the launcher and in every worker process."""
-    from runners.algoperf import ROOT_ENV
+    from runners.algoperf.adapter import ROOT_ENV
     monkeypatch.setenv(ROOT_ENV, "")  # whatever main() sets is undone after the test
     repo = tmp_path / "repo"
     (repo / "shared_helpers").mkdir(parents=True)

@@ -200,7 +200,7 @@ def test_each_run_records_its_search_space_and_where_it_came_from(tmp_path, caps
 
 def test_dry_run_prints_spaces_origins_and_trials_and_writes_nothing(tmp_path, capsys):
     from runners.algorithms.sources import parse_algorithms
-    from runners.launch import plan_study
+    from runners.launch.study import plan_study
     from workbench.spec import StudySpec
 
     store = tmp_path / "store"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from runners.distributed import ShardedWorkload, shard
-from runners.launch import run_configs
-from runners.processes import LaunchOptions, worker_command
+from runners.run.distributed import ShardedWorkload, shard
+from runners.launch.study import run_configs
+from runners.launch.processes import LaunchOptions, worker_command
 from workbench import query
 from workbench.spec import RunConfig
 from workbench.store import open_store
@@ -56,10 +56,10 @@ def test_each_rank_trains_on_its_slice_of_the_same_global_stream():
 
 
 def test_worker_command_uses_torchrun_only_for_several_processes():
-    assert worker_command("job.json")[1:] == ["-m", "runners.worker", "job.json"]
+    assert worker_command("job.json")[1:] == ["-m", "runners.launch.worker", "job.json"]
     cmd = worker_command("job.json", 2)
     assert cmd[1:3] == ["-m", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
-    assert cmd[-3:] == ["-m", "runners.worker", "job.json"]
+    assert cmd[-3:] == ["-m", "runners.launch.worker", "job.json"]
 
 
 def _run(root: Path, config: RunConfig, nproc: int):
@@ -96,7 +96,7 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(tmp_path)
 
 @pytest.mark.slow
 def test_algoperf_submission_sees_ddp_in_a_two_process_run(tmp_path, monkeypatch):
-    from runners.algoperf import algorithm_name
+    from runners.algoperf.adapter import algorithm_name
 
     probe = tmp_path / "probe"
     probe.mkdir()

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runners.launch import run_configs
-from runners.resume import StudyChangedError
+from runners.launch.study import run_configs
+from runners.launch.resume import StudyChangedError
 from workbench import query
 from workbench.catalog import LADDER
 from workbench.run_index import refresh_index

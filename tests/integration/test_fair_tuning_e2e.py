@@ -51,9 +51,9 @@ def _planted_study(path: Path, low_space: dict, low_hits) -> None:
 
 
 def _inline_run_configs(configs, store, name, *rest, **kw):
-    """runners.launch.run_configs without worker processes (each config run here)."""
-    from runners.scheduler import StudyResult
-    from runners.worker import run_job
+    """runners.launch.study.run_configs without worker processes (each config run here)."""
+    from runners.launch.scheduler import StudyResult
+    from runners.launch.worker import run_job
 
     for config in configs:
         run_job({"config": config.to_dict(), "store": str(store.root), "data_dir": None,
@@ -62,7 +62,7 @@ def _inline_run_configs(configs, store, name, *rest, **kw):
 
 
 def test_a_badly_centred_copy_is_flagged_then_tuned_and_fair(tmp_path, monkeypatch, capsys):
-    import runners.launch
+    import runners.launch.study
     import workbench as wb
     from tests.fixtures.low_adamw import LowAdamW
 
@@ -74,7 +74,7 @@ def test_a_badly_centred_copy_is_flagged_then_tuned_and_fair(tmp_path, monkeypat
                for w in before["tuning_warnings"]), before["tuning_warnings"]
 
     # 2. pacebench tune on the copy: the best point is bracketed by the space it writes
-    monkeypatch.setattr(runners.launch, "run_configs", _inline_run_configs)
+    monkeypatch.setattr(runners.launch.study, "run_configs", _inline_run_configs)
     out = tmp_path / "low-space.json"
     assert main(["tune", "--workload", "mnist1d_mlp", "--algorithm", LOW, "--store",
                  str(tmp_path / "tune"), "--out", str(out), "--max-steps", "200",

@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runners.launch import run_configs
-from runners.processes import PROCESS_NAME, LaunchOptions
-from runners.scheduler import watchdog_seconds
+from runners.launch.study import run_configs
+from runners.launch.processes import PROCESS_NAME, LaunchOptions
+from runners.launch.scheduler import watchdog_seconds
 from workbench import query
 from workbench import records as R
 from workbench.catalog import get_workload

@@ -1,4 +1,4 @@
-"""Running a model-size ladder (runners/ladder.py, `pacebench ladder --sizes ...`): the plan's
+"""Running a model-size ladder (runners/procedures/ladder.py, `pacebench ladder --sizes ...`): the plan's
 arithmetic, the schedule's horizon, resume, sweeps and hostile flags. Plans use made-up rungs;
 real runs use digits_mlp as a stand-in rung with a budget of a few steps."""
 from __future__ import annotations
@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-import runners.ladder as ladder
+import runners.procedures.ladder as ladder
 from runners.cli import main
-from runners.ladder import (Rung, choose_tuned, describe_ladder, fairness_warnings,
-                            final_configs, plan_ladder, planned_steps, run_ladder)
+from runners.procedures.ladder import (Rung, choose_tuned, describe_ladder, fairness_warnings,
+                                       final_configs, plan_ladder, planned_steps, run_ladder)
 from workbench import query
 from workbench import records as R
 from workbench.spec import LadderSpec, RunConfig, SpecError
@@ -73,7 +73,7 @@ def test_the_schedule_decays_to_its_end_at_the_runs_last_step():
     import torch
 
     from runners.algorithms import get_algorithm
-    from runners.loop import ladder_workload
+    from runners.run.loop import ladder_workload
     from workbench.catalog import get_workload
 
     spec = LadderSpec(sizes="shakespeare_char", algorithms="adamw,nadamw", budgets=(1, 3),

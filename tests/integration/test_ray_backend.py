@@ -7,9 +7,9 @@ import pytest
 
 from workbench import query
 from workbench import records as R
-from runners.launch import run_configs, run_study
-from runners.processes import LaunchOptions
-from runners.ray_backend import LocalRay
+from runners.launch.study import run_configs, run_study
+from runners.launch.processes import LaunchOptions
+from runners.launch.ray_backend import LocalRay
 from workbench.spec import RunConfig, StudySpec
 from workbench.store import open_store
 

@@ -1,7 +1,7 @@
 """Reuse that does not depend on the study's name (issue 38, item 4): trials drawn by design
 (draw scheme 2), an old store keeping its scheme, `--reuse-from` across study names with its
-dry run, and two same-design studies in one store counted once (runners/launch.py,
-runners/reuse.py, workbench/scope.py)."""
+dry run, and two same-design studies in one store counted once (runners/launch/study.py,
+runners/launch/reuse.py, workbench/scope.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from runners.cli import main
-from runners.launch import plan_study, run_study
-from runners.resume import study_draw_scheme
-from runners.reuse import _why_not, first_difference
+from runners.launch.study import plan_study, run_study
+from runners.launch.resume import study_draw_scheme
+from runners.launch.reuse import _why_not, first_difference
 from workbench import query
 from workbench.results import Results
 from workbench.scope import Scope, scoped_runs

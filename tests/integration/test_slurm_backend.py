@@ -1,4 +1,4 @@
-"""The Slurm backend (runners/slurm_backend.py): its sbatch parameters and flag checks (fast),
+"""The Slurm backend (runners/launch/slurm_backend.py): its sbatch parameters and flag checks (fast),
 then, through a real single-node Slurm (tests/slurm_cluster.py, started once per session):
 a study's trials as one job array in launch order, each run once, with the same eval rows as the
 local pool; a job cancelled mid-run is `interrupted` and `--resume` completes it; a job sent
@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 from runners.cli import main
-from runners.launch import run_study
-from runners.processes import LaunchOptions, SlurmOptions
-from runners.slurm_backend import (QUEUED_STATES, SIGNAL_DELAY_S, SLURM_SIGNAL,
-                                   parse_slurm_param, registered_jobs, sbatch_parameters,
-                                   squeue_states, time_limit_minutes)
+from runners.launch.study import run_study
+from runners.launch.processes import LaunchOptions, SlurmOptions
+from runners.launch.slurm_backend import (QUEUED_STATES, SIGNAL_DELAY_S, SLURM_SIGNAL,
+                                          parse_slurm_param, registered_jobs, sbatch_parameters,
+                                          squeue_states, time_limit_minutes)
 from workbench import query
 from workbench import records as R
 from workbench.spec import StudySpec

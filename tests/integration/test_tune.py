@@ -1,4 +1,4 @@
-"""`pacebench tune` (runners/tune.py, runners/cli/tune.py): the grid and its extension at an edge,
+"""`pacebench tune` (runners/procedures/tune.py, runners/cli/tune.py): the grid and its extension at an edge,
 the ranking rule, the written space and its sidecar (origin "tuned"), tuning runs in the store
 and out of scores, and the one-line errors."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from runners import tune as T
+from runners.procedures import tune as T
 from runners.cli import main
 from runners.tuning import ChosenSpace, SearchSpaceError, sidecar_path
 from workbench.store import open_store
@@ -120,7 +120,7 @@ def test_the_written_space_brackets_the_best_and_its_sidecar_makes_it_tuned(tmp_
 
 
 def test_the_ladder_sweep_records_a_tuned_space(tmp_path, monkeypatch):
-    from runners.ladder import sweep_space
+    from runners.procedures.ladder import sweep_space
 
     launch = _planted(monkeypatch, best_at=3e-3, launched=[])
     result = T.run_tune(_plan(own_space={"learning_rate": {"min": 1e-3, "max": 1e-1,
@@ -138,9 +138,9 @@ def test_the_ladder_sweep_records_a_tuned_space(tmp_path, monkeypatch):
 # -- real runs (synthetic, 10 steps each), launched in this process ----------------------------
 def _inline_run_configs(configs, store, name, workers=1, resume=False, data_dir=None,
                         progress=True, hooks=None, options=None, chosen=None, *rest, **kw):
-    """runners.launch.run_configs without worker processes: each config run by run_job here."""
-    from runners.scheduler import StudyResult
-    from runners.worker import run_job
+    """runners.launch.study.run_configs without worker processes: each config run by run_job here."""
+    from runners.launch.scheduler import StudyResult
+    from runners.launch.worker import run_job
 
     for config in configs:
         run_job({"config": config.to_dict(), "store": str(store.root), "data_dir": data_dir,
@@ -152,10 +152,10 @@ def _inline_run_configs(configs, store, name, workers=1, resume=False, data_dir=
 
 def test_tune_runs_are_tuning_runs_that_scores_leave_out_and_studies_record_tuned(
         tmp_path, monkeypatch, capsys):
-    import runners.launch
+    import runners.launch.study
     import workbench as wb
 
-    monkeypatch.setattr(runners.launch, "run_configs", _inline_run_configs)
+    monkeypatch.setattr(runners.launch.study, "run_configs", _inline_run_configs)
     store, out = tmp_path / "s", tmp_path / "adamw-space.json"
     assert main(["tune", "--workload", "synthetic", "--algorithm", "adamw", "--store",
                  str(store), "--out", str(out), "--max-steps", "40", "--points", "3",

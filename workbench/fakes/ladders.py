@@ -40,7 +40,7 @@ def make_ladder_store(path: str | os.PathLike,
                       sweeps: Mapping[str, Sequence[tuple[Mapping[str, Any], float]]]
                       | None = None) -> Store:
     """A fake model-size ladder's store: rungs x budgets x algorithms x seeds, each a complete
-    run whose document's config holds the ladder record runners/ladder.py writes and whose last
+    run whose document's config holds the ladder record runners/procedures/ladder.py writes and whose last
     eval row holds its final validation loss.
 
     Algorithm `name` with factor m ends at the reference's true loss at m times its tokens

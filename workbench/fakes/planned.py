@@ -72,7 +72,7 @@ def make_timing_store(path: str | os.PathLike, factors: Mapping[str, float],
 
 
 def algorithm_after_algorithm(configs: Sequence[RunConfig]) -> list[tuple[RunConfig, dict]]:
-    """The launch order before runners.launch.launch_order: every trial of the first algorithm,
+    """The launch order before runners.launch.study.launch_order: every trial of the first algorithm,
     then every trial of the next (the plan's order), with places shaped as launch_order's
     ({"position", "block", "blocks", "seed"}; a block per trial). Kept for tests and
     benchmarks/drift.py only, to show what a change of machine speed does to a verdict when an

@@ -203,7 +203,7 @@ def test_quality_grid_spans_first_evals_to_the_best_and_keeps_the_target():
 def test_inference_latency_is_a_positive_median_and_restores_the_mode(one_thread):
     import torch
 
-    from runners.inference import inference_latency, measure_after_run
+    from runners.run.inference import inference_latency, measure_after_run
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     model.train()
@@ -224,7 +224,7 @@ def test_inference_latency_is_a_positive_median_and_restores_the_mode(one_thread
 
 
 def test_the_loop_records_inference_seconds_in_run_json(tmp_path, one_thread):
-    from runners.loop import run
+    from runners.run.loop import run
     from workbench.spec import RunConfig
     from workbench.store import open_store
 

@@ -1,5 +1,5 @@
 """A machine whose speed changes during a study must not make a verdict: the launch order
-(runners/launch.py) and the machine-speed check (workbench/compare.py) against a fake clock.
+(runners/launch/study.py) and the machine-speed check (workbench/compare.py) against a fake clock.
 
 A null study: AdamW against itself under another name ("twin"), 4 studies x 3 trials on one
 workload, one trial's steps to target depending on its place (study, trial) only, as common
@@ -17,7 +17,7 @@ import json
 import pytest
 
 from runners.cli import main
-from runners.launch import launch_order
+from runners.launch.study import launch_order
 from workbench.spec import RunConfig
 from workbench.testing import algorithm_after_algorithm, make_planned_store
 

@@ -119,8 +119,8 @@ def test_too_little_text_for_one_window_is_refused_at_plan_time(tmp_path, capsys
 
 
 def test_a_rung_trains_on_bytes_and_its_run_records_the_data(tmp_path, shared_data):
-    from runners.ladder import catalog_rungs, final_configs
-    from runners.loop import run
+    from runners.procedures.ladder import catalog_rungs, final_configs
+    from runners.run.loop import run
     from workbench import query
     from workbench.spec import LadderSpec
     from workbench.store import open_store

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from runners.checkpoint import Checkpoint
-from runners.loop import run
+from runners.run.checkpoint import Checkpoint
+from runners.run.loop import run
 from workbench import query
 from workbench import records as R
 from workbench.spec import RunConfig
@@ -16,7 +16,7 @@ TIME_COLUMNS = ("train_seconds", "eval_seconds", "wall_seconds")
 
 
 class Preempted(KeyboardInterrupt):
-    """What SIGTERM becomes in a worker (runners/worker.py): the run ends `interrupted`."""
+    """What SIGTERM becomes in a worker (runners/launch/worker.py): the run ends `interrupted`."""
 
 
 @pytest.mark.slow

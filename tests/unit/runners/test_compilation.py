@@ -1,4 +1,4 @@
-"""Compilation accounted (runners/compilation.py): every compiling run gets a cold compiler cache of
+"""Compilation accounted (runners/run/compilation.py): every compiling run gets a cold compiler cache of
 its own, whatever ran before it in the process or on the machine, and records the seconds of
 compilation in its training time; the shared cache is an explicit opt-in that records "warm"."""
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pytest
 import torch
 from torch._dynamo.callback import CallbackArgs, CallbackTrigger
 
-import runners.compilation as comp
-from runners.compilation import FOLDER_PREFIX, INDUCTOR_ENV, SHARED_CACHE_ENV, TRITON_ENV, \
+import runners.run.compilation as comp
+from runners.run.compilation import FOLDER_PREFIX, INDUCTOR_ENV, SHARED_CACHE_ENV, TRITON_ENV, \
     Compilation
-from runners.loop import run
+from runners.run.loop import run
 from workbench import query
 from workbench.spec import ExecutionOptions, RunConfig
 from workbench.store import open_store

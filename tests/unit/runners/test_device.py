@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch import nn
 
-import runners.device as device_mod
+import runners.run.device as device_mod
 from runners.api import Workload
-from runners.device import Accelerator, adapt_model, resolve_device
-from runners.energy import EnergyMeter, trapezoid_joules
-from runners.flops import PEAK_FLOPS, count_step_flops, mfu, peak_flops
-from runners.loop import run
+from runners.run.device import Accelerator, adapt_model, resolve_device
+from runners.run.energy import EnergyMeter, trapezoid_joules
+from runners.run.flops import PEAK_FLOPS, count_step_flops, mfu, peak_flops
+from runners.run.loop import run
 from runners.workloads import build_workload
 from workbench.catalog import get_workload
 from workbench.spec import ExecutionOptions, RunConfig, SpecError, stable_hash
@@ -232,7 +232,7 @@ def test_peak_flops_table_and_mfu(monkeypatch):
         assert peak_flops(torch.device("cuda:0"), "bf16")[0] == bf16, board
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 PCIe-X")
     value, note = peak_flops(torch.device("cuda:0"), "bf16")  # another board: not guessed
-    assert value is None and "not in runners.flops.PEAK_FLOPS" in note
+    assert value is None and "not in runners.run.flops.PEAK_FLOPS" in note
     for peak in PEAK_FLOPS:  # dense figures: bf16 tensor peaks above fp32, below 1 PFLOP/s
         assert peak.flops["fp32"] < peak.flops["bf16"] < 1e15, peak.pattern
     assert all(p.source and p.flops for p in PEAK_FLOPS)

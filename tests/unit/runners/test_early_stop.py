@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runners.early_stop import SuccessiveHalving, estimate
+from runners.run.early_stop import SuccessiveHalving, estimate
 from workbench import records as R
 from workbench.early_stopping import compute_saved, rung_decision
 from workbench.spec import RunConfig
@@ -74,7 +74,7 @@ def test_compute_saved():
 
 @pytest.mark.slow
 def test_early_stopped_study_end_to_end(tmp_path):
-    from runners.launch import run_study
+    from runners.launch.study import run_study
     from workbench.spec import StudySpec
 
     store = open_store(tmp_path / "store", create=True)

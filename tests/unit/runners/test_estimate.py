@@ -1,9 +1,9 @@
-"""The time estimate that set-targets prints before it starts (runners/estimate.py)."""
+"""The time estimate that set-targets prints before it starts (runners/launch/estimate.py)."""
 from __future__ import annotations
 
 import pytest
 
-from runners.estimate import Probe, describe_plan, run_seconds
+from runners.launch.estimate import Probe, describe_plan, run_seconds
 
 
 def test_a_plan_is_its_runs_in_waves_of_workers_times_one_run():

@@ -111,7 +111,7 @@ def test_a_few_steps_fit_a_fixed_batch(data_dir):
 
 def test_a_timed_run_on_generated_mnist_records_evals(data_dir, tmp_path):
     """The runner end to end: data_dir reaches the builder; bf16 + channels-last on the CPU."""
-    from runners.loop import run
+    from runners.run.loop import run
     from workbench.spec import ExecutionOptions, RunConfig
     from workbench.store import open_store
 

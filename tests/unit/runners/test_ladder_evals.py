@@ -1,4 +1,4 @@
-"""Evals that do not dominate a ladder run (runners/ladder.py eval_plan): sized by the run when
+"""Evals that do not dominate a ladder run (runners/procedures/ladder.py eval_plan): sized by the run when
 --evals is not given, the same windows at every budget of a rung, and the loss exact over the
 windows scored, a few per forward pass, whatever the vocabulary."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from runners.ladder import (EVAL_SHARE, MAX_EVAL_WINDOWS, catalog_rungs, eval_plan,
-                            eval_work_share, final_configs)
+from runners.procedures.ladder import (EVAL_SHARE, MAX_EVAL_WINDOWS, catalog_rungs, eval_plan,
+                                       eval_work_share, final_configs)
 from workbench import records as R
 from workbench.spec import LadderSpec
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from runners.flops import count_step_flops
+from runners.run.flops import count_step_flops
 from runners.workloads import build_workload
 from runners.workloads.ladder import LadderGPT, counted_counts
 from workbench.catalog import (CATALOG, GENERATED_VOCAB, LADDER, TOKENS_PER_PARAM, get_workload,
@@ -39,7 +39,7 @@ def test_counted_parameters_equal_the_analytic_ones_for_every_rung():
 
 def test_analytic_flops_match_the_op_counter_on_the_smallest_rung():
     """The counter adds attention's recomputed scores in the backward pass (2 T d per token and
-    layer, runners/flops.py); everything else agrees exactly."""
+    layer, runners/run/flops.py); everything else agrees exactly."""
     spec = get_workload("gpt_7k")
     workload = build_workload(spec)
     model = workload.init_model(0)

@@ -11,7 +11,7 @@ import torch
 
 from workbench import query
 from runners.api import Algorithm, TrainingComplete
-from runners.loop import run
+from runners.run.loop import run
 from workbench import records as R
 from workbench.catalog import get_workload
 from workbench.spec import RunConfig
@@ -59,7 +59,7 @@ def test_same_seed_same_metrics_in_another_process(store, tmp_path):
     here = run(cfg, store)
     spec = tmp_path / "job.json"
     spec.write_text(json.dumps({"config": cfg.to_dict(), "store": str(store.root), "data_dir": None}))
-    subprocess.run([sys.executable, "-m", "runners.worker", str(spec)], check=True)
+    subprocess.run([sys.executable, "-m", "runners.launch.worker", str(spec)], check=True)
     other = [r for r in query.runs_frame(store).run_id if r != here][0]
     assert _metrics(store, here) == _metrics(store, other)
     assert store.run_doc(here)["trial_key"] == store.run_doc(other)["trial_key"]
@@ -189,8 +189,8 @@ def test_no_host_sync_and_no_clock_reading_inside_the_steps(store, monkeypatch):
     .cpu(), float(tensor), bool(tensor) or synchronize from our code (torch's own optimizer
     internals read their CPU step counters, which costs no device sync, and are not counted)."""
     import os
-    import runners.loop as loop
-    from runners import timing
+    import runners.run.loop as loop
+    from runners.run import timing
     from runners.algorithms import get_algorithm
 
     algorithm = _Counting(get_algorithm("adamw", {}))

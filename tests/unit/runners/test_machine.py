@@ -1,4 +1,4 @@
-"""The machine's speed beside every run (runners/machine.py), and what a run records of it."""
+"""The machine's speed beside every run (runners/run/machine.py), and what a run records of it."""
 from __future__ import annotations
 
 import math
@@ -10,8 +10,8 @@ import time
 import pandas as pd
 import torch
 
-from runners.loop import run
-from runners.machine import MachineMonitor, probe_seconds
+from runners.run.loop import run
+from runners.run.machine import MachineMonitor, probe_seconds
 from workbench import query
 from workbench import records as R
 from workbench.spec import RunConfig

@@ -1,8 +1,8 @@
 """Live study progress: counts, and the latest eval of each running trial read from the store."""
 from __future__ import annotations
 
-from runners.launch import StudyResult
-from runners.progress import Snapshot, StudyProgress
+from runners.launch.study import StudyResult
+from runners.launch.progress import Snapshot, StudyProgress
 from workbench.spec import RunConfig
 from workbench.store import open_store
 
@@ -46,7 +46,7 @@ def test_snapshot_headline_counts():
 
 
 def test_in_a_notebook_progress_is_one_text_block_updated_in_place(tmp_path, monkeypatch):
-    import runners.progress as progress
+    import runners.launch.progress as progress
 
     shown = []
 

@@ -1,5 +1,5 @@
-"""Pruning at init (runners/sparsity.py), the noise probe (runners/noise.py), the goal hook
-(runners/worker.py) and the scaling plan (runners/scaling_study.py), and the loop's hooks."""
+"""Pruning at init (runners/run/sparsity.py), the noise probe (runners/run/noise.py), the goal hook
+(runners/launch/worker.py) and the scaling plan (runners/procedures/scaling_study.py), and the loop's hooks."""
 from __future__ import annotations
 
 import re
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from runners.loop import run
-from runners.noise import NoiseProbe
-from runners.scaling_study import lr_factor, plan_scaling
-from runners.sparsity import global_masks
-from runners.worker import GoalStop
+from runners.run.loop import run
+from runners.run.noise import NoiseProbe
+from runners.procedures.scaling_study import lr_factor, plan_scaling
+from runners.run.sparsity import global_masks
+from runners.launch.worker import GoalStop
 from workbench import query
 from workbench.spec import RunConfig, ScalingSpec, SpecError, stable_hash
 from workbench.store import open_store
@@ -95,9 +95,9 @@ def test_a_workload_that_does_not_give_its_training_set_size_is_refused_not_read
     it, where pruning, the noise probe or an AlgoPerf submission asks (never batch size 0)."""
     from types import SimpleNamespace
 
-    from runners.algoperf_workload import AlgoPerfWorkload
+    from runners.algoperf.workload import AlgoPerfWorkload
     from runners.api import Workload
-    from runners.sparsity import prune_scores
+    from runners.run.sparsity import prune_scores
     from workbench.catalog import get_workload
 
     asked = []

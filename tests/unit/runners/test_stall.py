@@ -1,10 +1,10 @@
-"""The stall rule (runners/stall.py): on hand-made eval rows, and on real runs that cannot learn."""
+"""The stall rule (runners/run/stall.py): on hand-made eval rows, and on real runs that cannot learn."""
 from __future__ import annotations
 
 import pytest
 
-from runners.loop import run
-from runners.stall import FLAT_EVALS, MIN_USED, NO_PROGRESS, StallRule
+from runners.run.loop import run
+from runners.run.stall import FLAT_EVALS, MIN_USED, NO_PROGRESS, StallRule
 from workbench import query
 from workbench.cubes import final_cube
 from workbench.spec import Budget, RunConfig, Target

@@ -6,8 +6,8 @@ import errno
 import os
 import threading
 
-from runners import worker_log
-from runners.worker_log import CappedLog, LogPump
+from runners.launch import worker_log
+from runners.launch.worker_log import CappedLog, LogPump
 
 
 def _feed(pump: LogPump, data: bytes, chunk: int = 4096) -> None:

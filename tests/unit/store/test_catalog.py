@@ -125,7 +125,7 @@ def test_every_published_target_names_a_catalog_entry():
 
 
 def test_targets_from_reruns_median_and_worst_test_among_reaching():
-    from runners.target_setting import targets_from_reruns
+    from runners.procedures.target_setting import targets_from_reruns
     from workbench.spec import Target
 
     target = Target("accuracy", "max", 0.0, 0.0)
@@ -144,7 +144,7 @@ def test_targets_from_reruns_median_and_worst_test_among_reaching():
 
 
 def test_targets_round_towards_the_easy_side():
-    from runners.target_setting import lenient_round
+    from runners.procedures.target_setting import lenient_round
 
     assert lenient_round(296 / 300, "max") == 0.9866  # 0.98667 must still meet its own target
     assert lenient_round(0.98, "max") == 0.98
@@ -153,7 +153,7 @@ def test_targets_round_towards_the_easy_side():
 
 
 def test_the_target_setting_record_holds_the_median_steps_to_target_of_its_reruns():
-    from runners.target_setting import _targets_record, steps_measurement
+    from runners.procedures.target_setting import _targets_record, steps_measurement
 
     spec = get_workload("digits_mlp")  # accuracy, max
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 import xarray as xr
 
-from runners.worker import GoalStop
+from runners.launch.worker import GoalStop
 from workbench import query, scaling
 from workbench.catalog import get_workload
 from workbench.spec import ExecutionOptions, RunConfig, SpecError, StudySpec, Target, meets

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from runners.launch import run_configs
+from runners.launch.study import run_configs
 from workbench import query
 from workbench import records as R
 from workbench.run_index import refresh_index
@@ -82,7 +82,7 @@ def test_resume_on_a_schema_1_store_skips_its_done_trials(v1_store):
 
 
 def test_new_runs_beside_old_ones_are_of_the_current_schema_and_the_index_takes_both(v1_store, one_thread):
-    from runners.loop import run
+    from runners.run.loop import run
 
     run_id = run(RunConfig("synthetic", "adamw", study_name="new", max_steps=10), v1_store)
     doc = json.loads(Path(v1_store.doc_paths([run_id])[0]).read_text())

@@ -4,7 +4,7 @@ A submission is a `submission.py` defining `get_batch_size`, `init_optimizer_sta
 `update_params` and `data_selection` (and optionally `prepare_for_eval`), as in AlgoPerf's
 documented API. `AlgoPerfAlgorithm` loads it by path and maps the protocols:
 
-  ours (runners/loop.py)        -> the submission's
+  ours (runners/run/loop.py)        -> the submission's
   batch_size(spec)              -> get_batch_size(name); if it raises for our workload names (it
                                    knows AlgoPerf's only), the catalog's batch size, with a warning
   init(model, workload)         -> init_optimizer_state(...)                 (before the clock)
@@ -20,7 +20,7 @@ TrainingCompleteError` becomes our TrainingComplete. The loss the loop logs is t
 `workload.loss_fn` call of the step (None, so not logged, when the submission made none).
 
 The submission's imports of `algoperf.spec`, `algoperf.pytorch_utils` and `absl.logging` resolve
-to the real packages when installed, else to runners/algoperf_compat (appended to sys.path, so it
+to the real packages when installed, else to runners/algoperf/compat (appended to sys.path, so it
 never shadows an installation); the package's old name, `algorithmic_efficiency` (most v0.5 and
 v0.6 PyTorch entries import it), is served by the same modules unless it is itself installed. An algorithm name "algoperf:<path>" selects a submission file.
 """
@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import torch
 
-from runners.algoperf_workload import AlgoPerfWorkload
+from runners.algoperf.workload import AlgoPerfWorkload
 from runners.api import Algorithm, Batch, TrainingComplete, Workload
 from runners.plugins import ExitAtImport, load_file
 from workbench.digest import file_sha256
@@ -104,7 +104,7 @@ def ensure_algoperf_imports() -> list[str]:
     """Make `import algoperf...`, `import algorithmic_efficiency...` and `from absl import
     logging` work; returns what the shims serve.
 
-    Appends runners/algoperf_compat to sys.path only when `algoperf` or `absl` is not importable
+    Appends runners/algoperf/compat to sys.path only when `algoperf` or `absl` is not importable
     (appended last, it loses to any installed package of the same name); serves the old package
     name from `algoperf` only when no real `algorithmic_efficiency` is installed.
     """
@@ -283,7 +283,7 @@ class AlgoPerfAlgorithm(Algorithm):
 
     def init(self, model: torch.nn.Module, workload: Workload) -> None:
         """init_optimizer_state(workload, model, None, hyperparameters, rng); off the clock."""
-        self.seed = torch.initial_seed()  # the run's seed: runners.loop.prepare set it
+        self.seed = torch.initial_seed()  # the run's seed: runners.run.loop.prepare set it
         self.workload = AlgoPerfWorkload(workload, self.api, model)
         self.params = model
         self.queue = _InputQueue(lambda n: workload.train_batches(n, self.seed + 1))

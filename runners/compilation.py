@@ -22,7 +22,7 @@ that another run left behind, on disk or in the process. Before the clock, each 
      dir, if unset; so it is set here explicitly);
 3. resets the in-process state: Dynamo's compiled code and counters (`torch.compiler.reset()`),
    inductor's in-memory caches; and the run's model gets a compiled class of its own
-   (runners/device.py).
+   (runners/run/device.py).
 After the run the folder is removed and the variables are restored (a crashed run's folder goes
 when its Python exits; one left by a killed process is removed by the next compiling run).
 Torch's remote caches are off outside Meta and stay so; `TORCHINDUCTOR_CACHE_DIR` set by the user

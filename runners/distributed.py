@@ -1,8 +1,8 @@
 """Data-parallel runs: one trial trained by several processes with torch.distributed.
 
-`pacebench study --nproc-per-node N` starts each trial under torchrun (runners/launch.py), which
+`pacebench study --nproc-per-node N` starts each trial under torchrun (runners/launch/study.py), which
 runs N ranks of the worker; each rank builds a `DataParallel` from torchrun's environment (RANK,
-LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT) and hands it to runners.loop.run. What it changes:
+LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT) and hands it to runners.run.loop.run. What it changes:
 
 - Data: every rank draws the same global batches as a single process would (same stream, same
   seed) and trains on its contiguous slice, rank r taking examples [r*B/N, (r+1)*B/N). So the
@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 from runners.api import Batch, Workload
-from runners.timing import synchronize
+from runners.run.timing import synchronize
 from workbench.errors import UserError
 
 __all__ = ["DataParallel", "ShardedWorkload", "SyncedClock", "ParallelStore"]

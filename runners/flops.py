@@ -89,7 +89,7 @@ def peak_flops(device: torch.device, precision: str) -> tuple[float | None, str]
     for peak in PEAK_FLOPS:
         if re.search(peak.pattern, name) and precision in peak.flops:
             return peak.flops[precision], peak.source
-    return None, (f"{name!r} at {precision} is not in runners.flops.PEAK_FLOPS: MFU not computed "
+    return None, (f"{name!r} at {precision} is not in runners.run.flops.PEAK_FLOPS: MFU not computed "
                   "(add the device's dense peak with its source)")
 
 

@@ -1,9 +1,9 @@
 """Worker processes: how one trial's process is started, watched, killed and described.
 
-A trial runs in a process of its own, which writes its own run folder (runners/worker.py). This
+A trial runs in a process of its own, which writes its own run folder (runners/launch/worker.py). This
 module holds what every backend shares: the launch options, the job file, the worker command,
 dying with the parent, reading an exit code, and the local backend, which keeps the workers as
-descendants of the launcher. The Ray backend (runners/ray_backend.py) builds on the same pieces.
+descendants of the launcher. The Ray backend (runners/launch/ray_backend.py) builds on the same pieces.
 
 Start methods of the local backend (LaunchOptions.start_method):
   "forkserver" (the default for one process per trial): a server process imports torch and the
@@ -13,9 +13,9 @@ Start methods of the local backend (LaunchOptions.start_method):
     working directory of the moment it is started; only what the preloaded modules read at
     import time (e.g. torch's OMP_NUM_THREADS) comes from the first launch of the launcher's
     process. A script that launches studies needs no `if __name__ == "__main__":` guard: a
-    worker does not import the launcher's main module (runners/process_internals.py,
+    worker does not import the launcher's main module (runners/launch/process_internals.py,
     which holds the multiprocessing internals this needs).
-  "spawn": a fresh interpreter per trial, `python -m runners.worker JOB.json`; always used
+  "spawn": a fresh interpreter per trial, `python -m runners.launch.worker JOB.json`; always used
     under torchrun (nproc_per_node > 1) and by the Ray backend.
 Either way a worker dies with its launcher: by Linux's PR_SET_PDEATHSIG (spawn: the launcher is
 its parent), or by watching the launcher (forkserver: its parent is the fork server; see
@@ -24,7 +24,7 @@ join: a terminal's Ctrl-C reaches the launcher alone, which stops its workers it
 kill_tree ends a worker with everything it started (its group, and every descendant psutil
 finds); a worker's group is killed when the worker ends, so nothing a trial started outlives it.
 Out of reach: a process that started a session (or group) of its own and whose parent has died.
-A worker's output goes through a pipe into its capped log (runners/worker_log.py).
+A worker's output goes through a pipe into its capped log (runners/launch/worker_log.py).
 """
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ from typing import Any, Callable, Mapping
 
 import psutil
 
-from runners.process_internals import ForkServerWorker, InheritedFd
-from runners.worker_log import LogPump
+from runners.launch.process_internals import ForkServerWorker, InheritedFd
+from runners.launch.worker_log import LogPump
 from workbench.errors import UserError
 
 __all__ = ["LaunchOptions", "SlurmOptions", "BACKENDS", "START_METHODS", "Outcome", "LocalBackend",
@@ -61,7 +61,7 @@ STOP_GRACE_S = 3.0  # a stopped worker's time to record its run after SIGTERM, b
 # run imports on first use (torch's compiler stack, reached through the FLOP counter; scikit-
 # learn's datasets and SciPy for the digits data and the curve fits; Parquet for the seal).
 # (benchmarks/worker_start.py measures what a trial's start costs with and without them.)
-PRELOADED = ["runners.worker", "runners.loop", "runners.workloads", "runners.algorithms",
+PRELOADED = ["runners.launch.worker", "runners.run.loop", "runners.workloads", "runners.algorithms",
              "torch._dynamo", "torch.utils.flop_counter", "sklearn.datasets", "scipy.optimize",
              "scipy.stats", "pyarrow.parquet"]
 PROCESS_NAME = b"pacebench-run"  # a worker's name in `ps -o comm` / /proc/<pid>/comm
@@ -69,7 +69,7 @@ PROCESS_NAME = b"pacebench-run"  # a worker's name in `ps -o comm` / /proc/<pid>
 
 @dataclass(frozen=True)
 class SlurmOptions:
-    """How the Slurm backend submits a launch's trials (runners/slurm_backend.py); checked there."""
+    """How the Slurm backend submits a launch's trials (runners/launch/slurm_backend.py); checked there."""
 
     partition: str | None = None        # --slurm-partition; None: the cluster's default
     setup: tuple[str, ...] = ()         # --slurm-setup: shell lines run in the job before the
@@ -90,8 +90,8 @@ class LaunchOptions:
     nproc_per_node: int = 1             # > 1: each trial is a torchrun data-parallel run
     gpus_per_trial: float = 0.0         # Ray `num_gpus` of each trial's task; Slurm: GPUs per job
     trial_timeout: float | None = None  # wall-clock seconds an attempt may take (watchdog);
-                                        # None: 3 x its seconds budget + 60 s (runners/scheduler)
-    checkpoint_minutes: float | None = None  # save training state this often (runners/checkpoint)
+                                        # None: 3 x its seconds budget + 60 s (runners/launch/scheduler)
+    checkpoint_minutes: float | None = None  # save training state this often (runners/run/checkpoint)
     start_method: str = "forkserver"    # START_METHODS: how the local pool starts a worker
     slurm: SlurmOptions | None = None   # the Slurm backend's options (None: its defaults)
 
@@ -133,7 +133,7 @@ class Outcome:
     note: str = ""
     status: str | None = None  # what its unsealed run is recorded as, when the launcher says
                                # (the watchdog: "failed"); None: "interrupted"
-    output: str = ""  # the worker's last output (runners/worker_log.py), where the backend has it
+    output: str = ""  # the worker's last output (runners/launch/worker_log.py), where the backend has it
 
 
 def describe_exit(returncode: int) -> str:
@@ -148,12 +148,12 @@ def describe_exit(returncode: int) -> str:
 
 
 def worker_command(job_path: str | Path, nproc_per_node: int = 1) -> list[str]:
-    """The command that runs one trial from its job file (runners/worker.py), under torchrun
+    """The command that runs one trial from its job file (runners/launch/worker.py), under torchrun
     (one process per rank, on this node) when `nproc_per_node` > 1."""
     if nproc_per_node == 1:
-        return [sys.executable, "-m", "runners.worker", str(job_path)]
+        return [sys.executable, "-m", "runners.launch.worker", str(job_path)]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc_per_node}", "-m", "runners.worker", str(job_path)]
+            f"--nproc-per-node={nproc_per_node}", "-m", "runners.launch.worker", str(job_path)]
 
 
 def write_job(job: Mapping[str, Any]) -> str:
@@ -305,7 +305,7 @@ class _SpawnedWorker:
 
 class _WorkerProcess(ForkServerWorker):
     """A worker forked from the fork server, with PRELOADED imported (one server per launcher
-    process), launched without the launcher's main module (runners/process_internals)."""
+    process), launched without the launcher's main module (runners/launch/process_internals)."""
 
     preload = PRELOADED
 
@@ -405,7 +405,7 @@ class _ForkedWorker:
 
 class LocalBackend:
     """The default backend: each trial a process on this machine, a descendant of the launcher.
-    `entry`: what a forked worker runs on its job (runners.worker.run_job; the spawn method
+    `entry`: what a forked worker runs on its job (runners.launch.worker.run_job; the spawn method
     runs the worker command instead); `echo`: a file descriptor that gets every worker's output
     besides its log (`pacebench run` shows its run's output: 1)."""
 

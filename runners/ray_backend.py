@@ -1,7 +1,7 @@
 """The Ray backend of the launcher: each trial one Ray task, on a local instance or a cluster.
 
-A task runs the very same worker as the local pool (runners.processes.worker_command, a
-`python -m runners.worker JOB.json` child of the task's Ray worker), so a trial's records do not
+A task runs the very same worker as the local pool (runners.launch.processes.worker_command, a
+`python -m runners.launch.worker JOB.json` child of the task's Ray worker), so a trial's records do not
 depend on the backend, and a task that is cancelled or lost with its node is just a dead worker
 process: the child dies with its Ray worker (PR_SET_PDEATHSIG) and its run reads `interrupted`.
 Each task asks Ray for the trial's resources: `threads x nproc_per_node` CPUs and
@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from runners.process_internals import enable_ray_token_auth
-from runners.processes import (STOP_GRACE_S, LaunchOptions, Outcome, kill_tree, spawn_worker,
-                               write_job)
+from runners.launch.process_internals import enable_ray_token_auth
+from runners.launch.processes import (STOP_GRACE_S, LaunchOptions, Outcome, kill_tree, spawn_worker,
+                                      write_job)
 from workbench.errors import UserError
 from workbench.spec import RunConfig
 

@@ -143,7 +143,7 @@ def _planned_keys(configs: list[RunConfig], context: Mapping[str, Any]
                   ) -> dict[str, tuple[RunConfig, dict | None]]:
     """{reuse key: (the first config of `configs` with it, its reuse inputs)} on this machine;
     a config whose key cannot be known (unknown workload or hardware) is left out."""
-    from runners.resume import hardware_class_here
+    from runners.launch.resume import hardware_class_here
     from workbench.catalog import get_workload
 
     hardware = {d: hardware_class_here(d) for d in {c.execution.device for c in configs}}

@@ -16,9 +16,9 @@ import pytest
 
 from runners.cli import training
 from runners.cli import build_parser, main
-from runners.launch import (StudyChangedError, StudyExistsError, launch_order, plan_study,
-                            run_study)
-from runners.processes import LaunchOptions, LocalBackend, describe_exit
+from runners.launch.study import (StudyChangedError, StudyExistsError, launch_order, plan_study,
+                                  run_study)
+from runners.launch.processes import LaunchOptions, LocalBackend, describe_exit
 from workbench import query
 from workbench import records as R
 from workbench.spec import StudySpec
@@ -197,7 +197,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
     script = tmp_path / "my_study.py"
     script.write_text(
         "import sys\n"
-        "from runners.launch import run_study\n"
+        "from runners.launch.study import run_study\n"
         "from workbench.spec import StudySpec\n"
         "from workbench.store import open_store\n"
         "print('SCRIPT BODY', flush=True)\n"
@@ -321,8 +321,8 @@ def test_a_store_path_that_is_no_store_is_one_line_of_error(tmp_path, capsys, co
 def test_a_worker_that_exits_badly_after_sealing_its_run_complete_is_a_warning(tmp_path):
     """A data-parallel rank can abort in its exit handlers after rank 0 sealed the run: the
     trial is complete (a warning), while the same exit before a sealed run is a failure."""
-    from runners.scheduler import Scheduler, StudyResult
-    from runners.processes import Outcome
+    from runners.launch.scheduler import Scheduler, StudyResult
+    from runners.launch.processes import Outcome
     from workbench.catalog import get_workload
     from workbench.records import run_identity
     from workbench.spec import RunConfig
@@ -388,8 +388,8 @@ def test_a_worker_that_ends_without_a_result_is_failed(tmp_path, capsys):
 def test_a_worker_killed_after_its_first_eval_stays_interrupted(tmp_path):
     """A kill of a run that had evals (preemption) stays `interrupted`, resumable; an exit of
     code 0 with nothing recorded is failed, not a success."""
-    from runners.processes import Outcome
-    from runners.scheduler import Scheduler, StudyResult
+    from runners.launch.processes import Outcome
+    from runners.launch.scheduler import Scheduler, StudyResult
     from workbench.catalog import get_workload
     from workbench.records import run_identity
     from workbench.spec import RunConfig
@@ -419,7 +419,7 @@ def test_run_child_stops_its_child_when_this_process_is_signalled(tmp_path, sign
     which signal ended us."""
     import threading
 
-    from runners.processes import run_child
+    from runners.launch.processes import run_child
 
     pid_file = tmp_path / "child.pid"
     script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); " \
@@ -505,8 +505,8 @@ def test_a_study_runs_in_the_launch_order_and_each_run_records_its_place(tmp_pat
 def test_a_failed_trial_gives_its_errors_last_line_in_the_summary(tmp_path):
     """Not only "worker exited with code 1; log ...": the last line of the error, from the
     failed run's record, else from the worker's log (a worker that died before its run)."""
-    from runners.processes import Outcome
-    from runners.scheduler import Scheduler, StudyResult
+    from runners.launch.processes import Outcome
+    from runners.launch.scheduler import Scheduler, StudyResult
     from workbench.catalog import get_workload
     from workbench.records import run_identity
     from workbench.spec import RunConfig
@@ -561,7 +561,7 @@ def test_a_resume_with_other_threads_is_refused_unless_the_mix_is_allowed_and_re
 
 
 def test_a_resume_on_other_hardware_or_precision_names_what_differs():
-    from runners.resume import ExecutionChangedError, check_mix, hardware_class_here
+    from runners.launch.resume import ExecutionChangedError, check_mix, hardware_class_here
     from workbench.spec import ExecutionOptions, RunConfig
 
     old = RunConfig("synthetic", "adamw", study_name="m")

@@ -1,4 +1,4 @@
-"""multiprocessing's and Ray's insides behind runners/process_internals.py, each exercised
+"""multiprocessing's and Ray's insides behind runners/launch/process_internals.py, each exercised
 against the installed version: a fork-server worker that never runs the launcher's unguarded
 script again, a file descriptor that reaches it, and Ray's token authentication turned on (or
 not) in a driver as a new head does."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runners import process_internals as P
+from runners.launch import process_internals as P
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def test_launch_data_names_the_main_module_under_the_keys_left_out():
 _SCRIPT = """
 import os, sys
 sys.path.insert(0, {root!r})
-from runners.process_internals import ForkServerWorker, InheritedFd
+from runners.launch.process_internals import ForkServerWorker, InheritedFd
 
 with open({count!r}, "a") as f:
     f.write("ran\\n")
@@ -62,7 +62,7 @@ def test_a_forked_worker_gets_its_descriptor_and_never_runs_the_launchers_script
 
 _RAY_AUTH = """
 import json, os, sys
-from runners.process_internals import enable_ray_token_auth
+from runners.launch.process_internals import enable_ray_token_auth
 seen = []
 for mode in sys.argv[1:]:  # each case after the one before, in one process (Ray imports slowly)
     if mode == "-":

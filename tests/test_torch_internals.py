@@ -107,9 +107,9 @@ def test_the_cpu_attention_counts_with_the_cuda_formulas():
 
 
 def test_compilation_and_flops_reach_torch_internals_only_through_the_adapter():
-    """runners/compilation.py and runners/flops.py import no private torch module and set no
+    """runners/run/compilation.py and runners/run/flops.py import no private torch module and set no
     private flag themselves."""
-    for name in ("runners/compilation.py", "runners/flops.py"):
+    for name in ("runners/run/compilation.py", "runners/run/flops.py"):
         tree = ast.parse((ROOT / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):

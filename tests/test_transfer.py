@@ -1,5 +1,5 @@
 """Results never computed twice: the reuse key, `study --reuse-from`, `merge`, `export` and
-`import-parquet` (runners/reuse.py, workbench/transfer.py), hostile inputs included."""
+`import-parquet` (runners/launch/reuse.py, workbench/transfer.py), hostile inputs included."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from runners.cli import main
-from runners.env import cpu_model
-from runners.launch import run_study
-from runners.reuse import reuse_context, reuse_finished, reuse_inputs, reuse_key
+from runners.run.env import cpu_model
+from runners.launch.study import run_study
+from runners.launch.reuse import reuse_finished
+from runners.run.reuse_key import reuse_context, reuse_inputs, reuse_key
 from workbench import query
 from workbench.catalog import get_workload
 from workbench.results import Results, dumps

@@ -65,7 +65,7 @@ class StudyFiles:
         return folder / f"{file_part(study_name)}-{trial_key}.log"
 
     def checkpoint_path(self, trial_key: str) -> Path:
-        """Where the training state of trial `trial_key` is saved (runners/checkpoint.py)."""
+        """Where the training state of trial `trial_key` is saved (runners/run/checkpoint.py)."""
         return self.root / R.CHECKPOINTS_DIR / f"{trial_key}.pt"
 
     # -- claims, plans and the disk reserve of launches -------------------------------

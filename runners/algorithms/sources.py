@@ -4,7 +4,7 @@
     path/to/my_algo.py:MyAlgo       a class in a file: an Algorithm (runners/api.py), or a
                                     torch.optim.Optimizer, which Pacebench wraps (below)
     my_pkg.module:MyAlgo            the same from an importable module, e.g. torch.optim:RAdam
-    algoperf:path/to/submission.py  an AlgoPerf-API submission (runners/algoperf.py)
+    algoperf:path/to/submission.py  an AlgoPerf-API submission (runners/algoperf/adapter.py)
     lion                            an installed plug-in: an entry point of the group
                                     `pacebench.algorithms` (runners/plugins.py)
     lion=path/to/lion.py:Lion       any of them under a display name
@@ -81,7 +81,7 @@ def _check_name(name: str, text: str) -> str:
 def parse_algorithm(text: str, builtins: Iterable[str]) -> AlgorithmSource:
     """The AlgorithmSource of one `--algorithms` item (see the module doc); `builtins`: the
     built-in names (runners.algorithms.algorithm_names())."""
-    from runners.algoperf import ALGOPERF_PREFIX, algorithm_name, submission_path
+    from runners.algoperf.adapter import ALGOPERF_PREFIX, algorithm_name, submission_path
 
     known = list(builtins)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from runners.cli_types import floats as _floats, ints as _ints
+from runners.cli.types import floats as _floats, ints as _ints
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",
            "launch_flags", "backend_flags", "trial_timeout_flag", "scaling_flags", "scope_flags", "read_flags",

@@ -3,7 +3,7 @@
 For a downloaded dataset it hashes the sha256 of its files (every download is verified against
 them, so the bytes a run reads are these) with the split's parameters; for a generated one the
 generator's parameters and its package's version; for scikit-learn's digits the bundled file
-itself. A run's reuse key (runners/reuse.py) holds it, so a run made on other data is never
+itself. A run's reuse key (runners/launch/reuse.py) holds it, so a run made on other data is never
 reused. Nothing is read at import time; each dataset's checksum is computed once per process.
 """
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The parts of multiprocessing's and Ray's insides that the launcher relies on, in one place.
 
-- multiprocessing (the local backend's fork-server workers, runners/processes.py): a process
+- multiprocessing (the local backend's fork-server workers, runners/launch/processes.py): a process
   class whose workers are forked from a fork server that imported `preload` once
   (`ForkServerWorker`), whose launch data leaves the launcher's main module out (a worker
   never runs a user's unguarded script again: it swaps `spawn.get_preparation_data` for the
   launch), and a file descriptor handed to such a worker (`InheritedFd`, as multiprocessing
   hands over its own pipes: `reduction.DupFd`).
-- Ray (runners/ray_backend.py): the driver's token authentication turned on as a new head
+- Ray (runners/launch/ray_backend.py): the driver's token authentication turned on as a new head
   turned it on (`enable_ray_token_auth`).
 
 Each is written for the pinned Python and Ray (constraints.txt) and exercised by

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.launch.study import process_internals as P
+from runners.launch import process_internals as P
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,27 +61,36 @@ def test_a_forked_worker_gets_its_descriptor_and_never_runs_the_launchers_script
 
 
 _RAY_AUTH = """
-import json, os
+import json, os, sys
 from runners.launch.process_internals import enable_ray_token_auth
-print(json.dumps([enable_ray_token_auth(), os.environ.get("RAY_AUTH_MODE")]))
+seen = []
+for mode in sys.argv[1:]:  # each case after the one before, in one process (Ray imports slowly)
+    if mode == "-":
+        os.environ.pop("RAY_AUTH_MODE", None)
+    else:
+        os.environ["RAY_AUTH_MODE"] = mode
+    seen.append([enable_ray_token_auth(), os.environ.get("RAY_AUTH_MODE")])
+print(json.dumps(seen))
 """
 
 
-def _ray_auth(home: Path, **env: str) -> list:
+def _ray_auth(home: Path, *modes: str) -> list:
+    """What enable_ray_token_auth says and leaves in RAY_AUTH_MODE, with each of `modes` set
+    before it ("-": unset), in one fresh process whose home is `home`."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
-    environ.update(HOME=str(home), PYTHONPATH=str(ROOT), **env)
-    out = subprocess.run([sys.executable, "-c", _RAY_AUTH], capture_output=True, text=True,
-                         env=environ, timeout=300)
+    environ.update(HOME=str(home), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", _RAY_AUTH, *modes], capture_output=True,
+                         text=True, env=environ, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # two processes importing Ray
 def test_ray_token_auth_is_turned_on_when_a_token_exists_and_no_mode_is_set(tmp_path):
-    """Without a token: off (the head started none either); with ~/.ray/auth_token: on, for
-    this driver and the processes it starts; RAY_AUTH_MODE set: as it says."""
+    """RAY_AUTH_MODE set: as it says; without a token: off (the head started none either);
+    with ~/.ray/auth_token: on, for this driver and the processes it starts."""
     pytest.importorskip("ray")
-    assert _ray_auth(tmp_path) == [False, None]
+    assert _ray_auth(tmp_path, "disabled", "-") == [[False, "disabled"], [False, None]]
     (tmp_path / ".ray").mkdir()
     (tmp_path / ".ray" / "auth_token").write_text("0123456789abcdef0123456789abcdef")
-    assert _ray_auth(tmp_path) == [True, "token"]
-    assert _ray_auth(tmp_path, RAY_AUTH_MODE="disabled") == [False, "disabled"]
+    assert _ray_auth(tmp_path, "-") == [[True, "token"]]

@@ -26,6 +26,7 @@ def _linear_relu(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.linear(x, w).relu().sum()
 
 
+@pytest.mark.slow  # a real compile, forward and backward (seconds on 2 cores)
 def test_the_compile_counters_and_events_are_what_compilation_reads(fresh_compiler):
     """A compiled forward and its lazily compiled backward: two start events (the second a lazy
     backward), both outermost phases accounted in nanoseconds, and the public reset zeroes them

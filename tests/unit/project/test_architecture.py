@@ -22,6 +22,8 @@ ROOT = REPO
 PACKAGES = ("workbench", "runners")
 LONG_FUNCTION = 60  # lines
 LONG_FILE = 350     # lines, for the files that used to do several jobs at once
+MAX_FILE = 600      # lines, for every module of runners/ and workbench/
+MAX_TOP_MODULES = 12  # .py modules at the top of runners/ (the rest lives in its wings)
 ALLOWED_LONG: set[tuple[str, str]] = set()  # (module, function) allowed over LONG_FUNCTION
 # The store's file and folder names (records.py names them, store.py uses them).
 STORE_FILES = {R.STORE_DOC, R.SCORING_DOC, R.RUN_DOC, R.EVALS_LIVE, R.EVALS_SEALED,
@@ -255,9 +257,24 @@ def test_views_and_the_cli_reach_the_analysis_through_results_only():
     assert "workbench.views.selection" in users and "runners.cli.analysis" in users
 
 
+def test_no_module_is_over_six_hundred_lines():
+    long = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    assert len(long) > 100  # the modules are found
+    assert {name: n for name, n in long.items() if n > MAX_FILE} == {}
+
+
+def test_runners_keeps_few_modules_at_its_top():
+    top = sorted(p.name for p in (ROOT / "runners").glob("*.py"))
+    assert "__init__.py" in top and len(top) <= MAX_TOP_MODULES, top
+
+
 def test_no_function_is_longer_than_sixty_lines():
+    """In runners/, workbench/ and the benchmarks."""
     long = []
-    for name, tree in TREES.items():
+    benchmarks = {f"benchmarks.{p.stem}": ast.parse(p.read_text(), str(p))
+                  for p in sorted((ROOT / "benchmarks").glob("*.py"))}
+    assert benchmarks  # the benchmarks are found
+    for name, tree in {**TREES, **benchmarks}.items():
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1

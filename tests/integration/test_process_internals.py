@@ -16,7 +16,9 @@ import pytest
 
 from runners.launch import process_internals as P
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 
 
 def test_launch_data_names_the_main_module_under_the_keys_left_out():

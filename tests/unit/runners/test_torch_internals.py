@@ -12,7 +12,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from runners.run import torch_internals as T
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 
 
 @pytest.fixture()

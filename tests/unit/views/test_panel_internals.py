@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
-from pathlib import Path
 
 import panel as pn
 from bokeh.document import Document
@@ -15,7 +14,9 @@ from bokeh.models import Column, Div, InlineStyleSheet
 from workbench.views.panel_internals import (PageDesign, background_periodic, children_patch,
                                              frozen)
 
-ROOT = Path(__file__).resolve().parents[1]
+from locations import REPO
+
+ROOT = REPO
 
 
 def _update_a_pane(design) -> dict:

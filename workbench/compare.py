@@ -78,6 +78,7 @@ from scipy.special import gammaln
 from workbench import records as R
 from workbench import tuning as T
 from workbench.cubes import AXIS_UNITS, axis_column, axis_name, on_time_axis
+from workbench.errors import UserError
 from workbench.noise_floor import studies_needed
 from workbench.scoring import (MIN_STUDIES_FOR_INTERVAL, ruleset_of, study_times,
                                uses_budgets)
@@ -546,9 +547,9 @@ def check_pair(times: xr.DataArray, a: str, b: str) -> None:
     names = [str(x) for x in times["algorithm"].values]
     for name in (a, b):
         if name not in names:
-            raise ValueError(f"unknown algorithm {name!r}: the store has {', '.join(names)}")
+            raise UserError(f"unknown algorithm {name!r}: the store has {', '.join(names)}")
     if a == b:
-        raise ValueError(f"compare two different algorithms, got {a!r} twice")
+        raise UserError(f"compare two different algorithms, got {a!r} twice")
 
 
 def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None = None,
@@ -565,15 +566,15 @@ def compare(times: xr.DataArray, a: str, b: str, workloads: Sequence[str] | None
     workload without results (imported AlgoPerf stores); otherwise it is left out. Either way
     the result says so (`counted_as_missed`, `left_out`)."""
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise UserError(f"confidence must be in (0, 1), got {confidence}")
     if not detect > 1:
-        raise ValueError(f"the speedup to detect must be > 1 (e.g. 1.25), got {detect}")
+        raise UserError(f"the speedup to detect must be > 1 (e.g. 1.25), got {detect}")
     check_pair(times, a, b)
     available = [str(w) for w in times["workload"].values]
     chosen = list(workloads) if workloads else available
     unknown = [w for w in chosen if w not in available]
     if unknown:
-        raise ValueError(f"unknown workloads {unknown}: the store has {', '.join(available)}")
+        raise UserError(f"unknown workloads {unknown}: the store has {', '.join(available)}")
     rng = np.random.default_rng(seed)
     rows, left_out, counted, samples, parts, spreads = [], {}, {}, [], [], []
     exact = True
@@ -855,8 +856,8 @@ def study_times_by(cube: xr.Dataset, rule: str = "algoperf") -> xr.DataArray:
     if rule == "algoperf":
         return study_times(cube)
     if rule != "fastest":
-        raise ValueError(f"unknown study-time rule {rule!r}: valid are "
-                         f"{', '.join(STUDY_TIME_RULES)}")
+        raise UserError(f"unknown study-time rule {rule!r}: valid are "
+                        f"{', '.join(STUDY_TIME_RULES)}")
     time = cube["time_to_target"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a study without trials: NaN

@@ -44,6 +44,7 @@ from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.holdings import holdings, ladder_pointer
 from workbench.cubes import (AXIS_LABELS, AXIS_UNITS, axis_column, axis_name, final_cube,
                              on_time_axis)
+from workbench.errors import UserError
 from workbench.scope import Scope, Scoped, labelled_runs, scoped_runs
 from workbench.store import Store, open_store
 
@@ -138,8 +139,8 @@ class Results:
         chosen = _scope(scope)
         scoped = scoped_runs(self.runs(), chosen, self._first_hits)
         if scoped.runs.empty:
-            raise ValueError(f"store {self.store.root} has no finished runs to analyse"
-                             + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
+            raise UserError(f"store {self.store.root} has no finished runs to analyse"
+                            + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
         return chosen, scoped, self._cube(scoped, chosen)
 
     # -- the analyses -----------------------------------------------------------------------
@@ -152,13 +153,13 @@ class Results:
         algorithm (`tuning`, judging the learning rate and `hparams`) (rich)."""
         T.check_hparam_names(hparams)
         if holdings(self.store, self.runs()).ladder_only:  # its zeros would be by design
-            raise ValueError(ladder_pointer(self.store.root))
+            raise UserError(ladder_pointer(self.store.root))
         chosen, scoped, cube = self._prepared(scope)
         if rank_shift is not None:
             rank_shift = axis_name(rank_shift)  # an unknown axis: one line naming the valid ones
             if rank_shift == axis_name(chosen.time_axis):
-                raise ValueError(f"--rank-shift {rank_shift}: the scores are already on "
-                                 f"{rank_shift}; name another time axis (train, wall or steps)")
+                raise UserError(f"--rank-shift {rank_shift}: the scores are already on "
+                                f"{rank_shift}; name another time axis (train, wall or steps)")
         config = self.config()
         column = axis_column(chosen.time_axis)
         study = scoring.study_times(cube)  # once, and one set of bootstrap draws (seed 0) for
@@ -202,8 +203,8 @@ class Results:
             return report
         unknown = [a for a in algorithms if a not in report]
         if unknown:
-            raise ValueError(f"unknown algorithm {unknown[0]!r}: the algorithms are "
-                             f"{', '.join(report)}")
+            raise UserError(f"unknown algorithm {unknown[0]!r}: the algorithms are "
+                            f"{', '.join(report)}")
         return {a: report[a] for a in algorithms}
 
     def _tuning(self, chosen: Scope, scoped: Scoped, hparams: Sequence[str] = (),
@@ -234,10 +235,10 @@ class Results:
         rate's edge and each name in `hparams`, and counts each side's tuning runs."""
         T.check_hparam_names(hparams)
         if study_time not in C.STUDY_TIME_RULES:
-            raise ValueError(f"unknown study-time rule {study_time!r}: valid are "
-                             f"{', '.join(C.STUDY_TIME_RULES)}")
+            raise UserError(f"unknown study-time rule {study_time!r}: valid are "
+                            f"{', '.join(C.STUDY_TIME_RULES)}")
         if not sequential and (max_studies is not None or ongoing or first is not None):
-            raise ValueError("max_studies, ongoing and first go with sequential=True")
+            raise UserError("max_studies, ongoing and first go with sequential=True")
         chosen, scoped, cube = self._prepared(scope)
         for name in (a, b):
             _check_compared(name, scoped, cube)
@@ -307,9 +308,9 @@ class Results:
         `fit_budgets`: the reference's budgets its fit uses (`--fit-budgets 1,2,4,8`)."""
         finals = self.ladder_finals(studies)
         if finals.empty:
-            raise ValueError(f"store {self.store.root} has no ladder runs: run `pacebench "
-                             "ladder --sizes ... --store` (or `pacebench import-table --kind "
-                             "finals`) into it first (`pacebench ladder --list` names the sizes)")
+            raise UserError(f"store {self.store.root} has no ladder runs: run `pacebench "
+                            "ladder --sizes ... --store` (or `pacebench import-table --kind "
+                            "finals`) into it first (`pacebench ladder --list` names the sizes)")
         return LadderResult(LD.ladder_analysis(finals, reference, loss_noise=loss_noise,
                                                fit_budgets=fit_budgets), finals)
 
@@ -351,14 +352,14 @@ def _check_compared(name: str, scoped: Scoped, cube: xr.Dataset) -> None:
         return
     if name in scoped.failed:
         n = sum(scoped.failed[name].values())
-        raise ValueError(f"{name} has no finished trial to compare: its {n} trials failed or "
-                         f"were interrupted (a crash is neither a time nor a miss); the "
-                         f"algorithms with finished trials are {', '.join(present)}")
+        raise UserError(f"{name} has no finished trial to compare: its {n} trials failed or "
+                        f"were interrupted (a crash is neither a time nor a miss); the "
+                        f"algorithms with finished trials are {', '.join(present)}")
     if name in scoped.shown_apart:
         labels = ", ".join(f"'{name} [{n}]'" for n in scoped.shown_apart[name])
-        raise ValueError(f"{name} ran in studies of different designs, shown apart as {labels}: "
-                         f"compare one of those, or pick a study with --study NAME")
-    raise ValueError(f"unknown algorithm {name!r}: the algorithms are {', '.join(present)}")
+        raise UserError(f"{name} ran in studies of different designs, shown apart as {labels}: "
+                        f"compare one of those, or pick a study with --study NAME")
+    raise UserError(f"unknown algorithm {name!r}: the algorithms are {', '.join(present)}")
 
 
 scored_names = scoring.scored_names  # the scored workloads that have runs (scoring owns it)
@@ -381,8 +382,8 @@ def _speedups(times, config, reference: str | None, table, axis: str, ruleset: s
     if len(names) < 2:
         return None
     if reference not in names:
-        raise ValueError(f"unknown --reference {reference!r}: the store's algorithms are "
-                         f"{', '.join(names)}")
+        raise UserError(f"unknown --reference {reference!r}: the store's algorithms are "
+                        f"{', '.join(names)}")
     frame = scoring.speedup_table_with_intervals(
         times, study, replicas, reference, config, ruleset or "external", axis, INTERVAL_LEVEL)
     return frame, reference, frame.attrs["budgets"]

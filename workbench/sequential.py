@@ -58,6 +58,7 @@ import xarray as xr
 from scipy.stats import rankdata
 
 from workbench import compare as C
+from workbench.errors import UserError
 
 __all__ = ["Look", "SequentialTest", "SequentialComparison", "spent", "rounds_of",
            "blocks_of", "sequential_test", "stopping_look", "sequential_compare", "STOP_REASONS",
@@ -408,15 +409,15 @@ def _plan(times: xr.DataArray, a: str, b: str, max_studies: int | None, first: i
     have = min(len(rounds_of(times, a)), len(rounds_of(times, b)))
     planned = have if max_studies is None else int(max_studies)
     if planned < C.MIN_STUDIES_FOR_VERDICT:
-        raise ValueError(f"--max-studies {planned}: a sequential comparison needs at least "
-                         f"{C.MIN_STUDIES_FOR_VERDICT} studies a side"
-                         + ("" if max_studies else f" ({a} and {b} share {have})"))
+        raise UserError(f"--max-studies {planned}: a sequential comparison needs at least "
+                        f"{C.MIN_STUDIES_FOR_VERDICT} studies a side"
+                        + ("" if max_studies else f" ({a} and {b} share {have})"))
     if planned > have and not ongoing:
-        raise ValueError(f"--max-studies {planned}: the store holds {have} studies of both {a} "
-                         f"and {b}; a replay can look at no more (give at most {have})")
+        raise UserError(f"--max-studies {planned}: the store holds {have} studies of both {a} "
+                        f"and {b}; a replay can look at no more (give at most {have})")
     if have < min(first, planned):
-        raise ValueError(f"{a} and {b} share {have} studies: the first look needs "
-                         f"{min(first, planned)}")
+        raise UserError(f"{a} and {b} share {have} studies: the first look needs "
+                        f"{min(first, planned)}")
     return have, planned
 
 
@@ -436,13 +437,13 @@ def sequential_compare(runs, cube: xr.Dataset, a: str, b: str, *, time_axis: str
     from workbench.cubes import axis_column, final_cube, on_time_axis
 
     if not 0 < confidence < 1:
-        raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
+        raise UserError(f"--confidence must be in (0, 1), got {confidence}")
     mine = runs[runs["algorithm"].isin([a, b]).to_numpy(bool)]
     names = sorted({str(n) for n in mine["study_name"].dropna()})
     if len(names) > 1:
-        raise ValueError(f"the studies of {a} and {b} come from several study names "
-                         f"({', '.join(names)}): a replay goes through one; pick it with "
-                         f"--study NAME")
+        raise UserError(f"the studies of {a} and {b} come from several study names "
+                        f"({', '.join(names)}): a replay goes through one; pick it with "
+                        f"--study NAME")
     column = axis_column(time_axis)
     rule = options.get("study_time", "algoperf")  # compare's study-time rule, the same here
     times = C.study_times_by(on_time_axis(cube, column), rule)

@@ -24,6 +24,8 @@ import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import FixedFormatter, FixedLocator, Formatter, LogFormatter, NullFormatter
 
+from workbench.errors import UserError
+
 __all__ = ["FORMATS", "DPI", "SCREEN_DPI", "FIG_INCHES", "PANEL_INCHES", "check_formats",
            "to_matplotlib", "save_figure", "png_bytes", "tidy_tick_labels"]
 
@@ -287,6 +289,6 @@ def check_formats(formats: str | Iterable[str]) -> tuple[str, ...]:
     formats = tuple(f.strip() for f in items if f.strip())
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
-        raise ValueError(f"unknown figure format(s) {', '.join(map(repr, unknown)) or '(none)'}: "
-                         f"valid are {', '.join(FORMATS)}")
+        raise UserError(f"unknown figure format(s) {', '.join(map(repr, unknown)) or '(none)'}: "
+                        f"valid are {', '.join(FORMATS)}")
     return formats

@@ -7,6 +7,7 @@ import os
 from typing import Iterable
 
 from workbench import cubes
+from workbench.errors import UserError
 from workbench.spec import check_relax
 from workbench.views.selection import Selection
 
@@ -25,8 +26,8 @@ def _check(what: str, values: list[str], valid: list[str], store_path) -> None:
     """ValueError naming the values of `what` the store does not hold, and those it does."""
     unknown = [v for v in values if v not in valid]
     if unknown or not values:
-        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown)) or '(none given)'}: "
-                         f"the store at {store_path} holds {', '.join(valid) or 'none'}")
+        raise UserError(f"unknown {what} {', '.join(map(repr, unknown)) or '(none given)'}: "
+                        f"the store at {store_path} holds {', '.join(valid) or 'none'}")
 
 
 def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
@@ -46,7 +47,7 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
     """
     selection = Selection(store_path=str(store_path))
     if selection.message:
-        raise ValueError(f"nothing to show: {selection.message}")
+        raise UserError(f"nothing to show: {selection.message}")
     if ruleset is not None:
         _check("ruleset", [ruleset], selection.param.ruleset.objects, store_path)
         selection.ruleset = ruleset
@@ -54,9 +55,9 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
     if (chosen := names(studies)) is not None:
         valid, ad_hoc = selection.study_names()
         if any(n in ad_hoc for n in chosen):
-            raise ValueError(f"{', '.join(n for n in chosen if n in ad_hoc)}: ad-hoc runs, "
-                             "not a study: take them in with with_adhoc (--with-adhoc); the "
-                             f"store's studies are {', '.join(valid) or 'none'}")
+            raise UserError(f"{', '.join(n for n in chosen if n in ad_hoc)}: ad-hoc runs, "
+                            "not a study: take them in with with_adhoc (--with-adhoc); the "
+                            f"store's studies are {', '.join(valid) or 'none'}")
         _check("studies", chosen, valid, store_path)
         scope["studies"] = [n for n in valid if n in chosen]  # the store's order
     selection.param.update(**scope)
@@ -74,7 +75,7 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
     if reference is not None:  # after the filters, which choose the default one
         valid = list(selection.param.reference.objects)
         if reference not in valid:
-            raise ValueError(f"unknown reference {reference!r}: the shown algorithms with "
-                             f"finished runs are {', '.join(valid) or 'none'}")
+            raise UserError(f"unknown reference {reference!r}: the shown algorithms with "
+                            f"finished runs are {', '.join(valid) or 'none'}")
         selection.reference = reference
     return selection

@@ -40,6 +40,7 @@ import pandas as pd
 import xarray as xr
 
 from workbench import scoring
+from workbench.errors import UserError
 
 __all__ = ["Price", "PriceTable", "PRICE_RULES", "default_price", "hardware_key", "UNRECORDED",
            "SECONDS_PER_HOUR", "INFERENCE_EXAMPLES", "cost_usd", "inference_cost_usd",
@@ -418,7 +419,7 @@ def speedup_at_quality(costs: xr.DataArray, reference: str) -> xr.DataArray:
     qualities both reach, or unpriced). 2 means half the reference's cost."""
     names = [str(a) for a in costs["algorithm"].values]
     if reference not in names:
-        raise ValueError(f"unknown reference algorithm {reference!r}: valid are {names}")
+        raise UserError(f"unknown reference algorithm {reference!r}: valid are {names}")
     ref = costs.sel(algorithm=reference, drop=True)
     usable = np.isfinite(costs) & (costs > 0) & np.isfinite(ref) & (ref > 0)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import tuning as T
+from workbench.errors import UserError
 
 __all__ = ["FINAL_COLUMNS", "LOSS_COLUMN", "DRAWS", "INTERVAL_LEVEL", "B_MAX", "MIN_FIT_BUDGETS", "EXTRAPOLATION_TOLERANCE",
            "PowerLawFit", "fit_power_law", "fit_power_laws", "invert", "rescaled_means", "interval", "widening",
@@ -825,12 +826,12 @@ def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: i
     if missing:
         raise ValueError(f"ladder frame lacks {', '.join(missing)}")
     if finals.empty:
-        raise ValueError("no ladder runs: run `pacebench ladder --sizes ...` first")
+        raise UserError("no ladder runs: run `pacebench ladder --sizes ...` first")
     names = sorted(set(finals["algorithm"]))
     reference = reference or _default_reference(finals, names)
     if reference not in names:
-        raise ValueError(f"unknown reference {reference!r}: the ladder's algorithms are "
-                         f"{', '.join(names)}")
+        raise UserError(f"unknown reference {reference!r}: the ladder's algorithms are "
+                        f"{', '.join(names)}")
     _check_loss_noise(finals, loss_noise)
     labels = _fit_labels(fit_budgets)
     order = finals.groupby("rung")["non_embedding_params"].max().sort_values(kind="stable")
@@ -861,23 +862,23 @@ def _check_loss_noise(finals: pd.DataFrame, loss_noise: float | None) -> None:
     if loss_noise is None:
         return
     if not _is_number(loss_noise) or loss_noise <= 0:
-        raise ValueError(f"--loss-noise {loss_noise!r} is not valid; valid is a loss sd in "
-                         "nats > 0, e.g. 0.0015")
+        raise UserError(f"--loss-noise {loss_noise!r} is not valid; valid is a loss sd in "
+                        "nats > 0, e.g. 0.0015")
     used = _usable(finals)
     counts = used.groupby(["rung", "algorithm", "budget"]).size()
     if len(counts) and counts.max() >= 2:
         (rung, algorithm, budget), n = counts.idxmax(), int(counts.max())
-        raise ValueError(f"--loss-noise is for one seed per configuration; {algorithm} has {n} "
-                         f"seeds at rung {rung}, budget {budget_text(budget)}: their spread "
-                         "gives the intervals (drop --loss-noise)")
+        raise UserError(f"--loss-noise is for one seed per configuration; {algorithm} has {n} "
+                        f"seeds at rung {rung}, budget {budget_text(budget)}: their spread "
+                        "gives the intervals (drop --loss-noise)")
 
 
 def _fit_labels(fit_budgets: Sequence[float] | None) -> list[str] | None:
     if fit_budgets is None:
         return None
     if not fit_budgets or not all(_is_number(b) and b > 0 for b in fit_budgets):
-        raise ValueError(f"--fit-budgets {fit_budgets!r} is not valid; valid are budgets > 0, "
-                         "e.g. 1,2,4,8")
+        raise UserError(f"--fit-budgets {fit_budgets!r} is not valid; valid are budgets > 0, "
+                        "e.g. 1,2,4,8")
     return sorted({budget_text(b) for b in fit_budgets}, key=float)
 
 

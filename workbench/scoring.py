@@ -36,6 +36,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from workbench.errors import UserError
+
 __all__ = ["ScoringConfig", "study_times", "study_choices", "median_over_studies",
            "workload_times", "scored_workloads", "time_cutoff", "held_out_rule", "apply_rules",
            "scored_times",
@@ -594,7 +596,7 @@ def speedups(times: xr.DataArray, reference: str,
     _need(times, ("algorithm", "workload"), "times")
     names = [str(a) for a in times["algorithm"].values]
     if reference not in names:
-        raise ValueError(f"unknown reference algorithm {reference!r}: valid are {names}")
+        raise UserError(f"unknown reference algorithm {reference!r}: valid are {names}")
     if budgets is not None:
         workloads = [str(w) for w in times["workload"].values]
         lacking = [w for w in workloads if w not in budgets]
@@ -698,7 +700,7 @@ def speedup_replicates(replicas: xr.DataArray, reference: str,
     _need(replicas, ("replicate", "algorithm", "workload"), "replicates")
     names = [str(a) for a in replicas["algorithm"].values]
     if reference not in names:
-        raise ValueError(f"unknown reference algorithm {reference!r}: valid are {names}")
+        raise UserError(f"unknown reference algorithm {reference!r}: valid are {names}")
     scored = _base_workloads(replicas, config)
     if uses_budgets(config, scored, axis):
         factor = config.self_tuning_budget_factor if ruleset == "self" else 1.0

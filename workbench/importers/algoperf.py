@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 from workbench import records as R
+from workbench.errors import UserError
 from workbench.importers.workers import WorkerPool
 from workbench.store import SealedBatch, Store, open_store
 from workbench.validate import eval_rows_problem
@@ -145,27 +146,27 @@ def load_targets(path: str | os.PathLike) -> AlgoPerfTargets:
         raise FileNotFoundError(f"no targets file {path}: pass AlgoPerf's "
                                 "scoring/workload_targets_v05.json (or another version's)") from None
     except _BadFile as e:
-        raise ValueError(f"targets file {e}; pass AlgoPerf's scoring/workload_targets_v05.json "
-                         "(or another version's)") from None
+        raise UserError(f"targets file {e}; pass AlgoPerf's scoring/workload_targets_v05.json "
+                        "(or another version's)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"targets file {path} is not valid JSON: {e}") from None
+        raise UserError(f"targets file {path} is not valid JSON: {e}") from None
     need = ("benchmark_version", "base_workloads", "held_out_workloads", "workloads")
     missing = [k for k in need if k not in doc] if isinstance(doc, dict) else list(need)
     if missing == ["held_out_workloads"]:  # a version without held-out workloads may omit it
         doc["held_out_workloads"], missing = [], []
     if missing:
-        raise ValueError(f"targets file {path} lacks keys {missing}: an AlgoPerf targets file has "
-                         f"{list(need)}")
+        raise UserError(f"targets file {path} lacks keys {missing}: an AlgoPerf targets file has "
+                        f"{list(need)}")
     targets = AlgoPerfTargets(str(doc["benchmark_version"]), tuple(doc["base_workloads"]),
                               tuple(doc["held_out_workloads"]), doc["workloads"])
     for name in targets.base_workloads + targets.held_out_workloads:
         entry = targets.workloads.get(name)
         if not entry or "target_metric_name" not in entry or "validation_target_value" not in entry:
-            raise ValueError(f"targets file {path}: workload {name!r} needs target_metric_name "
-                             "and validation_target_value under 'workloads'")
+            raise UserError(f"targets file {path}: workload {name!r} needs target_metric_name "
+                            "and validation_target_value under 'workloads'")
         if entry.get("target_metric_goal", "minimize") not in _GOALS:
-            raise ValueError(f"targets file {path}: workload {name!r} has target_metric_goal "
-                             f"{entry['target_metric_goal']!r}: valid are {', '.join(_GOALS)}")
+            raise UserError(f"targets file {path}: workload {name!r} has target_metric_goal "
+                            f"{entry['target_metric_goal']!r}: valid are {', '.join(_GOALS)}")
         targets.direction(name)
     return targets
 

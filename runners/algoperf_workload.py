@@ -8,7 +8,7 @@ parameters are keyed by their `named_parameters()` names. Our models have no dro
 norm, so `dropout_rate` and `update_batch_norm` are accepted and have no effect.
 
 The enums and ShapeTuple come from the `algoperf.spec` module the submission itself imports (the
-real package when installed, else runners/algoperf_compat), passed in as `api`.
+real package when installed, else runners/algoperf/compat), passed in as `api`.
 """
 from __future__ import annotations
 

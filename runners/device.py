@@ -7,7 +7,7 @@ parameters under the same names: the model's class is swapped for a subclass who
 (losses and metrics are then computed in float32), and that forward is `torch.compile`d. The
 compilation happens on the first call, that is on the clock (AlgoPerf counts compilation as
 training time); each compiling run gets a cold compiler of its own and records the seconds of
-compilation in its training time (runners/compilation.py). `nn.Module.compile()` is not used: in
+compilation in its training time (runners/run/compilation.py). `nn.Module.compile()` is not used: in
 torch 2.13 Dynamo skips the module's `_call_impl` frame it compiles (it is in Dynamo's skip
 files), so nothing would be compiled.
 """
@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 from runners.api import Workload
-from runners.compilation import Compilation
-from runners.energy import EnergyMeter
-from runners.flops import count_step_flops, mfu, peak_flops
+from runners.run.compilation import Compilation
+from runners.run.energy import EnergyMeter
+from runners.run.flops import count_step_flops, mfu, peak_flops
 from workbench.errors import UserError
 from workbench.spec import PRECISIONS
 
@@ -74,7 +74,7 @@ def adapt_model(model: nn.Module, device: torch.device, precision: str = "fp32",
 
 # One subclass per (class, settings) without compilation, reused by runs in one process. A compiled
 # class is never reused: its compiled code would be a warm cache for the next run (each run compiles
-# its own, cold: runners/compilation.py).
+# its own, cold: runners/run/compilation.py).
 _ADAPTED: dict[tuple, type] = {}
 
 
@@ -115,7 +115,7 @@ class Accelerator:
     compile: bool = False
     channels_last: bool = False
     compile_mode: str = "default"       # torch.compile's mode (workbench.spec.COMPILE_MODES)
-    flops_per_step: int | None = None   # counted on one training step (runners/flops.py)
+    flops_per_step: int | None = None   # counted on one training step (runners/run/flops.py)
     flops_note: str | None = None       # why flops_per_step is missing, when it is
     energy: EnergyMeter | None = field(default=None, repr=False)
     compilation: Compilation | None = field(default=None, repr=False)  # with compile only

@@ -4,7 +4,7 @@ DAWNBench timed the classification of each validation example on its own (batch 
 the latency per example (research/peers.md 1.1). Here: the trained model in eval mode, no grad,
 WARMUP_CALLS forward passes to settle caches and lazy initialisation, then REPEATS timed forward
 passes of single validation examples (cycling through the first ones), each read with the
-device-synchronised clock of runners/timing.py; the result is the median, in seconds. It runs
+device-synchronised clock of runners/run/timing.py; the result is the median, in seconds. It runs
 after training has stopped, so it is never on the training clock. workbench/costs.py turns it
 into an inference cost per 10,000 examples.
 """
@@ -15,7 +15,7 @@ import statistics
 import torch
 
 from runners.api import Workload
-from runners.timing import DeviceClock
+from runners.run.timing import DeviceClock
 from workbench.errors import UserError
 
 __all__ = ["inference_latency", "validation_inputs", "measure_after_run", "WARMUP_CALLS",

@@ -1,26 +1,26 @@
 """Planning a study and scheduling its trials: one trial per worker process.
 
 plan_study turns a StudySpec into RunConfigs; run_configs runs the ones not done yet, `workers`
-at a time, on the backend that LaunchOptions names: the local process pool (runners/processes.py)
-or one Ray task per trial (runners/ray_backend.py). Each worker runs runners.worker.run_job on its
+at a time, on the backend that LaunchOptions names: the local process pool (runners/launch/processes.py)
+or one Ray task per trial (runners/launch/ray_backend.py). Each worker runs runners.launch.worker.run_job on its
 job and writes its own run folder. With `nproc_per_node` > 1 a trial is a data-parallel torchrun
-run of that many ranks (runners/distributed.py). A worker dies with its launcher, so killing a
+run of that many ranks (runners/run/distributed.py). A worker dies with its launcher, so killing a
 study never leaves orphans training on; the runs they were writing then read as `interrupted`.
 
 Faults: a worker that dies (exception, OOM kill, SIGKILL, lost Ray node) costs its trial only:
 its run is marked `interrupted` (or `failed`, with the traceback, when the trial raised) with the
 reason, and the study goes on. Every attempt has a wall-clock watchdog (`trial_timeout`, by
 default 3 x its budget in seconds + 60 s): it is killed and recorded `failed`. Ctrl-C and a full
-disk stop a launch cleanly (runners/scheduler.py). `checkpoint_minutes` makes each run save its
-training state now and then (runners/checkpoint.py), so that a killed or preempted run resumes
+disk stop a launch cleanly (runners/launch/scheduler.py). `checkpoint_minutes` makes each run save its
+training state now and then (runners/run/checkpoint.py), so that a killed or preempted run resumes
 from it.
 `resume=True` runs only the trials that have no complete or diverged attempt in the store yet,
 and none that another launcher is running right now; it refuses a plan that gives a trial other
 settings than its runs in the store have (StudyChangedError: a trial's hyperparameters depend on
 its study's design, study and index alone, so more trials, studies or seeds extend a study; a
-study keeps its draw scheme: runners/resume.py study_draw_scheme), and one that would
+study keeps its draw scheme: runners/launch/resume.py study_draw_scheme), and one that would
 mix other execution options or hardware into the study's finished runs unless
-`allow_mixed_execution` (runners/resume.py). Many launchers, on many machines, may write one
+`allow_mixed_execution` (runners/launch/resume.py). Many launchers, on many machines, may write one
 store at once (workbench/store.py): each claims a trial in the store before starting it
 (Store.claim), so no trial runs twice at the same time. When a launch ends, the store's run
 index is refreshed (workbench/run_index.py).
@@ -39,7 +39,7 @@ algorithm or its place: two algorithms' trials at one place see the same initial
 order (common random numbers).
 Draws: runners/tuning.py draw_seed (under draw scheme 2, by design, never by the study's name).
 
-Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/worker.py.
+Hooks (`hooks` of run_configs, passed to every worker in its job): see runners/launch/worker.py.
 """
 from __future__ import annotations
 
@@ -49,11 +49,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from runners.processes import LaunchOptions
-from runners.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
-                            check_mix, check_same_plan, queued_on_slurm, study_draw_scheme)
-from runners.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
-from runners.dry_run import describe_plan
+from runners.launch.processes import LaunchOptions
+from runners.launch.resume import (ExecutionChangedError, StudyChangedError, StudyExistsError,
+                                   check_mix, check_same_plan, queued_on_slurm, study_draw_scheme)
+from runners.launch.scheduler import Scheduler, StudyInterrupted, StudyResult, make_backend
+from runners.launch.dry_run import describe_plan
 from runners.tuning import ChosenSpace
 from workbench.catalog import get_workload
 from workbench.errors import UserError
@@ -177,7 +177,7 @@ def launch_order(configs: list[RunConfig], name: str) -> list[tuple[RunConfig, d
 
 
 def study_hooks(early_stop: str, eta: int) -> dict[str, Any]:
-    """The workers' hooks of a study (runners/worker.py): the early-stopping tuner's, if on."""
+    """The workers' hooks of a study (runners/launch/worker.py): the early-stopping tuner's, if on."""
     return {"early_stop": {"estimator": early_stop, "eta": eta}} if early_stop != "none" else {}
 
 
@@ -223,7 +223,7 @@ def run_study(spec: StudySpec, store: Store, workers: int = 1, resume: bool = Fa
 def _plan(store: Store, name: str, configs: list[RunConfig], resume: bool,
           allow_mixed_execution: bool, here: bool) -> tuple[list[RunConfig], dict[str, str]]:
     """Check the plan `configs` of study `name` against the study's runs and the plans other
-    launches recorded (runners/resume.py; `here`: the trials run on this machine), then record
+    launches recorded (runners/launch/resume.py; `here`: the trials run on this machine), then record
     it; call under the store's planning lock. Returns the configs (marked with any execution mix
     allowed) and {planned trial key: the key of its place's trial, differing in execution only}."""
     docs = list(store.documents(study_name=name))
@@ -253,9 +253,9 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
     `workers` trials at a time on the backend that `options` names (default: the local pool);
     each run records the search space that `chosen` gives its algorithm (choose_search_spaces).
     A resume that would mix other execution options or hardware into the study's finished runs
-    is refused (runners/resume.py ExecutionChangedError) unless `allow_mixed_execution`.
+    is refused (runners/launch/resume.py ExecutionChangedError) unless `allow_mixed_execution`.
     A trial whose finished run, of the same reuse key, one of the `reuse_from` stores holds is
-    copied from there instead of run (runners/reuse.py). Refreshes the store's run index at the
+    copied from there instead of run (runners/launch/reuse.py). Refreshes the store's run index at the
     end."""
     from runners.plugins import with_workload_source
 
@@ -270,19 +270,20 @@ def run_configs(configs: list[RunConfig], store: Store, name: str, workers: int 
                               options.backend == "local")
     # resume: not the trials already done, nor those another launcher is running right now
     done = store.done_trial_keys() | store.live_trial_keys() if resume else set()
-    if resume:  # and not those Slurm still has pending or running (runners/slurm_backend.py)
+    if resume:  # and not those Slurm still has pending or running (runners/launch/slurm_backend.py)
         done |= queued_on_slurm(store, name)
     todo = [(c, place) for c, place in launch_order(configs, name)
             if c.trial_key not in done and same.get(c.trial_key) not in done]
     reused: set[str] = set()
     if reuse_from and todo:
-        from runners.reuse import reuse_context, reuse_finished
+        from runners.launch.reuse import reuse_finished
+        from runners.run.reuse_key import reuse_context
         reused = reuse_finished([c for c, _ in todo], store, list(reuse_from),
                                 reuse_context(hooks, options.nproc_per_node))
         todo = [(c, place) for c, place in todo if c.trial_key not in reused]
     result = StudyResult(planned=len(configs), skipped=len(configs) - len(todo) - len(reused),
                          reused=len(reused), reused_from=[str(s.root) for s in reuse_from])
-    if todo:  # (a full disk or Ctrl-C: see runners/scheduler.py)
+    if todo:  # (a full disk or Ctrl-C: see runners/launch/scheduler.py)
         backend = make_backend(options, workers, max(c.execution.threads for c, _ in todo))
         try:
             Scheduler(store, backend, workers, data_dir, progress, hooks, options,

@@ -3,10 +3,10 @@
 A launch's trials are submitted together, in their launch order, as one job array (the first
 poll after the launcher has started them all submits what it queued); Slurm runs
 `--slurm-array-parallelism` of them at once (default: all it can place). Each job runs the very
-same worker as the local pool and Ray (runners.processes.spawn_worker: `python -m runners.worker
+same worker as the local pool and Ray (runners.launch.processes.spawn_worker: `python -m runners.launch.worker
 JOB.json`, under torchrun with `--nproc-per-node` > 1) as a child of submitit's job process, so a
 trial's records do not depend on the backend. The job asks for `threads x nproc_per_node` CPUs,
-`--gpus-per-trial` GPUs, and a time limit of the trial's watchdog (runners/scheduler.py) plus
+`--gpus-per-trial` GPUs, and a time limit of the trial's watchdog (runners/launch/scheduler.py) plus
 START_MARGIN_S, in whole minutes; Slurm enforces it, not the launcher, which also lets a trial
 wait in the queue for as long as the cluster makes it.
 
@@ -49,8 +49,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import psutil
 
-from runners.processes import (STOP_GRACE_S, LaunchOptions, Outcome, SlurmOptions, kill_tree,
-                               spawn_worker, write_job)
+from runners.launch.processes import (STOP_GRACE_S, LaunchOptions, Outcome, SlurmOptions, kill_tree,
+                                      spawn_worker, write_job)
 from workbench import records as R
 from workbench.errors import UserError
 from workbench.spec import RunConfig

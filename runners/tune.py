@@ -16,7 +16,7 @@ workload, for an algorithm with no search space or one whose space is badly cent
    every score and comparison leaves out (workbench/scope.py). A point the store already holds
    (same workload, algorithm, value, steps and execution options) is not run again.
 3. **Ranking** (rank_points). The early-stopping tuner's loss-curve estimate at the end of each
-   run (runners/early_stop.py estimate: the LCGA fit of its training-loss rows, evaluated at its
+   run (runners/run/early_stop.py estimate: the LCGA fit of its training-loss rows, evaluated at its
    last step: a smoothed final training loss, less noisy than one eval) ranks the points when
    it ranks reliably here: at least MIN_RELIABLE_POINTS runs with a finite estimate and a
    finite validation metric, every finished run with a finite estimate, and a Spearman rank
@@ -58,7 +58,7 @@ MAX_EXTENSIONS = 2        # times the grid extends one decade past an edge
 BUDGET_FRACTION = 0.25    # of the workload's step budget, per run
 RELIABLE_RHO = 0.7        # Spearman rho(estimate, metric) from which the estimate ranks
 MIN_RELIABLE_POINTS = 4   # finite (estimate, metric) pairs a rank correlation needs here
-ESTIMATOR = "lcga"        # runners/early_stop.py ESTIMATORS
+ESTIMATOR = "lcga"        # runners/run/early_stop.py ESTIMATORS
 
 
 def study_name(algorithm: str) -> str:
@@ -241,7 +241,7 @@ def read_points(store: Store, configs: Mapping[int, RunConfig], plan: TunePlan
                 ) -> list[Point]:
     """The grid points of `configs` as the store holds them: each trial's latest finished
     attempt (else its latest), its estimate and the metric at its last eval."""
-    from runners.early_stop import estimate
+    from runners.run.early_stop import estimate
     from workbench import query
 
     points = []

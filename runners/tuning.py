@@ -33,7 +33,7 @@ SCALINGS = ("linear", "log")
 # Where a study's search space comes from: the algorithm class gives it ("declared"), a JSON
 # file (its own, one beside it, or --search-space), or the optimizer's constructor signature
 # (runners/algorithms/wrapper.py derived_search_space), or a file that `pacebench tune` wrote,
-# known by its sidecar <file>.origin.json ("tuned": runners/tune.py).
+# known by its sidecar <file>.origin.json ("tuned": runners/procedures/tune.py).
 SPACE_ORIGINS = ("declared", "file", "signature", "tuned")
 SIDECAR_SUFFIX = ".origin.json"  # <space file> + this: the record of the tune that wrote it
 # What `study --dry-run` says of a study's draw scheme (workbench/spec.py DRAW_SCHEMES)
@@ -150,7 +150,7 @@ class ChosenSpace:
                 "search_space_file": self.file}
 
 
-TUNE_RECORD_KIND = "pacebench-tune"  # the sidecar's "kind" (runners/tune.py writes it)
+TUNE_RECORD_KIND = "pacebench-tune"  # the sidecar's "kind" (runners/procedures/tune.py writes it)
 
 
 def sidecar_path(path: str | Path) -> Path:

@@ -6,7 +6,7 @@ default batch size). The torch builders in `runners/workloads/` turn an entry in
 pipeline, a loss and an eval. A variant changes knobs and restates its own targets.
 
 Targets are not guesses: they come from the target-setting command (`pacebench set-targets`, see
-runners/target_setting.py): the value that 90 % of ten seeded reruns of a tuned baseline reach. Its
+runners/procedures/target_setting.py): the value that 90 % of ten seeded reruns of a tuned baseline reach. Its
 records are committed under `workbench/targets/` (with the reruns' noise floor, read by
 noise_floor_of) and a test checks that every target below equals its record. The exceptions are
 listed in PUBLISHED_TARGETS: the entries whose dataset could not be downloaded where the catalog was

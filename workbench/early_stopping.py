@@ -1,7 +1,7 @@
 """Early stopping and early ranking: how well early estimates rank a study's runs, the tuner's
 rung decisions, and the compute it saved.
 
-The tuner (runners/early_stop.py) is asynchronous successive halving inside the runs: at a rung
+The tuner (runners/run/early_stop.py) is asynchronous successive halving inside the runs: at a rung
 (a fraction of the step budget) a trial compares its own early estimate with those recorded at the
 same rung by the other trials of its group, and stops when it is not in the best 1/eta of them.
 This module holds the pure decision rule and reads the tuner's records back (through the store),

@@ -33,7 +33,7 @@ Tuning per rung: beside `tuning` (the trials each algorithm's sweep got), `tunin
 {algorithm: {"trials", "chosen", "edge", "bracketed", ...}} judges each sweep with the tuning
 report's edge rule (workbench/tuning.py ladder_entry): the sweep's runs (ladder phase
 "tuning", `sweep_frame`) ranked by final validation loss, the range the algorithm's shipped
-search space gives (the ranges runners/ladder.py sweeps), the floor the relative spread (CoV)
+search space gives (the ranges runners/procedures/ladder.py sweeps), the floor the relative spread (CoV)
 of its final runs' losses over seeds at the sweep's budget, the smallest (default: the tuning
 report's DEFAULT_NOISE_FLOOR below 2 seeds). A best at an edge is a rung warning.
 """
@@ -226,7 +226,7 @@ def _is_name(value: Any) -> bool:
     return isinstance(value, str) and 0 < len(value) <= MAX_NAME
 
 
-# A ladder record's keys (runners/ladder.py writes them into the run's config.ladder): what
+# A ladder record's keys (runners/procedures/ladder.py writes them into the run's config.ladder): what
 # each must be, and whether it may be missing or null.
 _RECORD_RULES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     "rung": (_is_name, f"a name of 1 to {MAX_NAME} characters", False),

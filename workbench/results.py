@@ -292,7 +292,7 @@ class Results:
         its folder and what is valid (in `.attrs["skipped"]`)."""
         runs = self.runs()
         wanted = (studies,) if isinstance(studies, str) else tuple(studies)
-        if wanted:  # and their sweeps (runners/ladder.py tuning_name: "<name>.tuning")
+        if wanted:  # and their sweeps (runners/procedures/ladder.py tuning_name: "<name>.tuning")
             runs = runs[runs["study_name"].isin(wanted + tuple(f"{w}.tuning" for w in wanted))]
         finals, skipped = query.ladder_finals(self.store, runs)
         for run_id, problem in skipped.items():

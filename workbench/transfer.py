@@ -10,7 +10,7 @@ is empty or holds its own design (validate.TrialSlots). A bad run is skipped wit
 saying what was wrong, never copied blindly and never an aborted command.
 
   reusable / copy_runs   `pacebench study --reuse-from`: finished runs of the same reuse key
-                         (runners/reuse.py) copied into the study's store, each recording
+                         (runners/launch/reuse.py) copied into the study's store, each recording
                          `reused_from` = {"store", "run_id"}
   merge_stores           `pacebench merge --store C A B`: identical runs kept once; a run id
                          held with different content refused by name, writing nothing
@@ -196,7 +196,7 @@ def copy_runs(store: Store, picked: Iterable[tuple[Store, dict] | tuple[Store, d
     """Copy each (source store, run document[, changes]) of `picked` into `store`, validated (a
     bad run is skipped with a warning), recording `reused_from`; the copied runs' new
     documents. `changes`: document fields the copy takes instead of the original's (a reused
-    run made in a study of another name becomes the planned trial: runners/reuse.py); its
+    run made in a study of another name becomes the planned trial: runners/launch/reuse.py); its
     "run_id", if any, is the id the copy asks for."""
     store.ensure()
     copied, taken = [], set()

@@ -9,7 +9,7 @@ from runners.algorithms.base import HparamError, OptimizerAlgorithm
 from runners.algorithms.heavy_ball import HeavyBall
 from runners.algorithms.nadamw import NAdamW, NAdamWOptimizer
 from runners.algorithms.sgd_nesterov import SGDNesterov
-from runners.algoperf import ALGOPERF_PREFIX, AlgoPerfAlgorithm, submission_path
+from runners.algoperf.adapter import ALGOPERF_PREFIX, AlgoPerfAlgorithm, submission_path
 from runners.api import Algorithm
 from workbench.errors import UnknownNameError
 
@@ -36,7 +36,7 @@ def get_algorithm(name: str, hparams: Mapping[str, Any] | None = None,
     `source` (RunConfig.algorithm_source) loads it when its name does not: a built-in's name, a
     file or module class ("path.py:Class", "pkg.mod:Class"; runners/algorithms/sources.py,
     checked against the file's `sha256`) or "algoperf:<path>". A name "algoperf:<path>" without
-    a source is an AlgoPerf submission file, run by runners.algoperf.
+    a source is an AlgoPerf submission file, run by runners.algoperf.adapter.
     """
     spec = source or name
     if spec.startswith(ALGOPERF_PREFIX):

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as stop:  # Ctrl-C: a launch has stopped its workers by now
         if os.environ.get("PACEBENCH_DEBUG"):
             raise
-        result = getattr(stop, "result", None)  # runners.scheduler.StudyInterrupted
+        result = getattr(stop, "result", None)  # runners.launch.scheduler.StudyInterrupted
         print(result.summary().splitlines()[0] if result is not None else "interrupted",
               file=sys.stderr)
         return 130  # as a shell reports a command ended by SIGINT

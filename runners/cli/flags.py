@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from runners.cli_types import floats as _floats, ints as _ints
+from runners.cli.types import floats as _floats, ints as _ints
 from workbench.errors import UserError
 
 __all__ = ["store_flag", "add_execution_flags", "training_flags", "algoperf_flags",

@@ -1,4 +1,4 @@
-"""`pacebench ladder --sizes ... --algorithms ...`: run a model-size ladder (runners/ladder.py)
+"""`pacebench ladder --sizes ... --algorithms ...`: run a model-size ladder (runners/procedures/ladder.py)
 through the study launcher, store and resume rules; its flags and its command."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 launch_and_report, launch_options, search_spaces,
                                 store_for_writing)
 from runners.cli.flags import ALGORITHM_HELP, add_execution_flags, launch_flags, store_flag
-from runners.cli_types import csv as _csv, floats as _floats
+from runners.cli.types import csv as _csv, floats as _floats
 from workbench.errors import UserError
 
 __all__ = ["add_run_flags", "run_ladder_command", "trials_flag", "transfer_flag"]
@@ -43,7 +43,7 @@ def _positive(text: str, whole: str) -> int:
 
 
 def transfer_flag(text: str) -> dict[str, str]:
-    """--transfer NAME=RULE items (runners/ladder.py TRANSFER_RULES)."""
+    """--transfer NAME=RULE items (runners/procedures/ladder.py TRANSFER_RULES)."""
     out = {}
     for item in _csv(text):
         name, sep, rule = item.partition("=")
@@ -127,7 +127,7 @@ def run_ladder_command(args: argparse.Namespace) -> int:
     """`pacebench ladder --sizes ... --algorithms ...`: check every input, print the plan (the
     tuning budget per algorithm per rung, and any fairness warning), run the missing runs, and
     print the ladder's summary when the analysis is there."""
-    from runners.ladder import catalog_rungs, describe_ladder, plan_ladder, run_ladder
+    from runners.procedures.ladder import catalog_rungs, describe_ladder, plan_ladder, run_ladder
 
     if args.allow_mixed_execution and not args.resume:
         raise UserError("--allow-mixed-execution goes with --resume (a new ladder mixes nothing)")

@@ -1,5 +1,5 @@
 """`pacebench tune`: a learning-rate (or other) range sweep that writes a search space by
-measurement (runners/tune.py), for an algorithm with no space or one to re-centre."""
+measurement (runners/procedures/tune.py), for an algorithm with no space or one to re-centre."""
 from __future__ import annotations
 
 import argparse
@@ -93,7 +93,7 @@ def _check_out(text: str) -> Path:
 def _plan(args: argparse.Namespace):
     """The TunePlan of the flags, every input checked (nothing written)."""
     from runners.algorithms import algorithm_names, get_algorithm
-    from runners.tune import BUDGET_FRACTION, TunePlan
+    from runners.procedures.tune import BUDGET_FRACTION, TunePlan
     from workbench.catalog import get_workload
 
     sources = algorithm_sources([args.algorithm], existing_store(args))
@@ -134,9 +134,9 @@ class _Stopped(Exception):
 def tune(args: argparse.Namespace) -> int:
     """`pacebench tune`: run the sweep (runs already in the store are kept), print the curve
     and the bracket, write the search space and its sidecar."""
-    from runners.launch import run_configs
-    from runners.processes import LaunchOptions
-    from runners.tune import curve_table, log_grid, plan_configs, run_tune, study_name, \
+    from runners.launch.study import run_configs
+    from runners.launch.processes import LaunchOptions
+    from runners.procedures.tune import curve_table, log_grid, plan_configs, run_tune, study_name, \
         write_space
 
     plan = _plan(args)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runners.cli.common import check_folder, store_path
 from runners.cli.flags import read_flags, store_flag
-from runners.cli_types import Deprecated as _Deprecated, csv as _csv
+from runners.cli.types import Deprecated as _Deprecated, csv as _csv
 from workbench.errors import UserError
 
 __all__ = ["add", "report", "serve"]
@@ -64,7 +64,7 @@ def serve(args: argparse.Namespace) -> int:
     """`pacebench serve`: the dashboard over a store (`panel serve workbench/app.py`), in a
     child process that stops when this one gets SIGTERM or SIGINT, or dies. A path that is no
     store, and an address that does not resolve, are refused before anything starts."""
-    from runners.processes import run_child
+    from runners.launch.processes import run_child
     from workbench.app import ALLOW_REMOTE
     from workbench.store import open_store
 

@@ -11,7 +11,7 @@ parameters once). Init: GPT-2's N(0, 0.02), residual projections scaled by 1/sqr
 Data: knob `data` = "generated" (default, runners/data/corpus.py), "shakespeare" (characters),
 "bytes:PATH" (the bytes of text files, runners/data/text.py) or a folder of token files
 (runners/data/tokens.py); the vocabulary follows the data. Evals score knob `eval_windows`
-(default EVAL_WINDOWS; a ladder run's plan sizes it, runners/ladder.py) fixed windows of each
+(default EVAL_WINDOWS; a ladder run's plan sizes it, runners/procedures/ladder.py) fixed windows of each
 split, the loss exact over them, a few windows per forward pass (EVAL_LOGITS).
 """
 from __future__ import annotations

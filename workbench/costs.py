@@ -41,6 +41,7 @@ import xarray as xr
 
 from workbench.errors import UserError
 from workbench import scoring
+from workbench.errors import UserError
 
 __all__ = ["Price", "PriceTable", "PRICE_RULES", "default_price", "hardware_key", "UNRECORDED",
            "SECONDS_PER_HOUR", "INFERENCE_EXAMPLES", "cost_usd", "inference_cost_usd",

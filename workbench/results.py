@@ -198,7 +198,7 @@ class Results(ResultSteps):
         scoped = scoped_runs(self.runs(), chosen, self.first_hits)
         if scoped.runs.empty:
             raise UserError(f"store {self.store.root} has no finished runs to analyse"
-                             + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
+                            + (f" ({'; '.join(scoped.notes)})" if scoped.notes else ""))
         return chosen, scoped, self._cube(scoped, chosen)
 
     # -- the analyses -----------------------------------------------------------------------
@@ -217,7 +217,7 @@ class Results(ResultSteps):
             rank_shift = axis_name(rank_shift)  # an unknown axis: one line naming the valid ones
             if rank_shift == axis_name(chosen.time_axis):
                 raise UserError(f"--rank-shift {rank_shift}: the scores are already on "
-                                 f"{rank_shift}; name another time axis (train, wall or steps)")
+                                f"{rank_shift}; name another time axis (train, wall or steps)")
         config = self.config()
         column = axis_column(chosen.time_axis)
         study = scoring.study_times(cube)  # once, and one set of bootstrap draws (seed 0) for
@@ -262,7 +262,7 @@ class Results(ResultSteps):
         unknown = [a for a in algorithms if a not in report]
         if unknown:
             raise UserError(f"unknown algorithm {unknown[0]!r}: the algorithms are "
-                             f"{', '.join(report)}")
+                            f"{', '.join(report)}")
         return {a: report[a] for a in algorithms}
 
     def _tuning(self, chosen: Scope, scoped: Scoped, hparams: Sequence[str] = (),
@@ -325,7 +325,7 @@ class Results(ResultSteps):
         T.check_hparam_names(hparams)
         if study_time not in C.STUDY_TIME_RULES:
             raise UserError(f"unknown study-time rule {study_time!r}: valid are "
-                             f"{', '.join(C.STUDY_TIME_RULES)}")
+                            f"{', '.join(C.STUDY_TIME_RULES)}")
         if not sequential and (max_studies is not None or ongoing or first is not None):
             raise UserError("max_studies, ongoing and first go with sequential=True")
         chosen, scoped, cube = self._prepared(scope)
@@ -403,8 +403,8 @@ class Results(ResultSteps):
         finals = self.ladder_finals(studies)
         if finals.empty:
             raise UserError(f"store {self.store.root} has no ladder runs: run `pacebench "
-                             "ladder --sizes ... --store` (or `pacebench import-table --kind "
-                             "finals`) into it first (`pacebench ladder --list` names the sizes)")
+                            "ladder --sizes ... --store` (or `pacebench import-table --kind "
+                            "finals`) into it first (`pacebench ladder --list` names the sizes)")
         return LadderResult(LD.ladder_analysis(finals, reference, loss_noise=loss_noise,
                                                fit_budgets=fit_budgets), finals)
 
@@ -471,12 +471,12 @@ def _check_compared(name: str, scoped: Scoped, cube: xr.Dataset) -> None:
     if name in scoped.failed:
         n = sum(scoped.failed[name].values())
         raise UserError(f"{name} has no finished trial to compare: its {n} trials failed or "
-                         f"were interrupted (a crash is neither a time nor a miss); the "
-                         f"algorithms with finished trials are {', '.join(present)}")
+                        f"were interrupted (a crash is neither a time nor a miss); the "
+                        f"algorithms with finished trials are {', '.join(present)}")
     if name in scoped.shown_apart:
         labels = ", ".join(f"'{name} [{n}]'" for n in scoped.shown_apart[name])
         raise UserError(f"{name} ran in studies of different designs, shown apart as {labels}: "
-                         f"compare one of those, or pick a study with --study NAME")
+                        f"compare one of those, or pick a study with --study NAME")
     raise UserError(f"unknown algorithm {name!r}: the algorithms are {', '.join(present)}")
 
 
@@ -495,7 +495,7 @@ def _speedups(times, config, reference: str | None, table, axis: str, ruleset: s
         return None
     if reference not in names:
         raise UserError(f"unknown --reference {reference!r}: the store's algorithms are "
-                         f"{', '.join(names)}")
+                        f"{', '.join(names)}")
     frame = scoring.speedup_table_with_intervals(
         times, study, replicas, reference, config, ruleset or "external", axis, INTERVAL_LEVEL)
     return frame, reference, frame.attrs["budgets"]

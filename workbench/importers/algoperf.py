@@ -134,7 +134,7 @@ def load_targets(path: str | os.PathLike) -> AlgoPerfTargets:
                                 "scoring/workload_targets_v05.json (or another version's)") from None
     except _BadFile as e:
         raise UserError(f"targets file {e}; pass AlgoPerf's scoring/workload_targets_v05.json "
-                         "(or another version's)") from None
+                        "(or another version's)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"targets file {path} is not valid JSON: {e}") from None
     need = ("benchmark_version", "base_workloads", "held_out_workloads", "workloads")
@@ -143,17 +143,17 @@ def load_targets(path: str | os.PathLike) -> AlgoPerfTargets:
         doc["held_out_workloads"], missing = [], []
     if missing:
         raise UserError(f"targets file {path} lacks keys {missing}: an AlgoPerf targets file has "
-                         f"{list(need)}")
+                        f"{list(need)}")
     targets = AlgoPerfTargets(str(doc["benchmark_version"]), tuple(doc["base_workloads"]),
                               tuple(doc["held_out_workloads"]), doc["workloads"])
     for name in targets.base_workloads + targets.held_out_workloads:
         entry = targets.workloads.get(name)
         if not entry or "target_metric_name" not in entry or "validation_target_value" not in entry:
             raise UserError(f"targets file {path}: workload {name!r} needs target_metric_name "
-                             "and validation_target_value under 'workloads'")
+                            "and validation_target_value under 'workloads'")
         if entry.get("target_metric_goal", "minimize") not in _GOALS:
             raise UserError(f"targets file {path}: workload {name!r} has target_metric_goal "
-                             f"{entry['target_metric_goal']!r}: valid are {', '.join(_GOALS)}")
+                            f"{entry['target_metric_goal']!r}: valid are {', '.join(_GOALS)}")
         targets.direction(name)
     return targets
 

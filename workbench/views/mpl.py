@@ -290,5 +290,5 @@ def check_formats(formats: str | Iterable[str]) -> tuple[str, ...]:
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise UserError(f"unknown figure format(s) {', '.join(map(repr, unknown)) or '(none)'}: "
-                         f"valid are {', '.join(FORMATS)}")
+                        f"valid are {', '.join(FORMATS)}")
     return formats

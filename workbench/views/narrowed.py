@@ -27,7 +27,7 @@ def _check(what: str, values: list[str], valid: list[str], store_path) -> None:
     unknown = [v for v in values if v not in valid]
     if unknown or not values:
         raise UserError(f"unknown {what} {', '.join(map(repr, unknown)) or '(none given)'}: "
-                         f"the store at {store_path} holds {', '.join(valid) or 'none'}")
+                        f"the store at {store_path} holds {', '.join(valid) or 'none'}")
 
 
 def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
@@ -56,8 +56,8 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
         valid, ad_hoc = selection.study_names()
         if any(n in ad_hoc for n in chosen):
             raise UserError(f"{', '.join(n for n in chosen if n in ad_hoc)}: ad-hoc runs, "
-                             "not a study: take them in with with_adhoc (--with-adhoc); the "
-                             f"store's studies are {', '.join(valid) or 'none'}")
+                            "not a study: take them in with with_adhoc (--with-adhoc); the "
+                            f"store's studies are {', '.join(valid) or 'none'}")
         _check("studies", chosen, valid, store_path)
         scope["studies"] = [n for n in valid if n in chosen]  # the store's order
     selection.param.update(**scope)
@@ -76,6 +76,6 @@ def selection_of(store_path: str | os.PathLike, *, ruleset: str | None = None,
         valid = list(selection.param.reference.objects)
         if reference not in valid:
             raise UserError(f"unknown reference {reference!r}: the shown algorithms with "
-                             f"finished runs are {', '.join(valid) or 'none'}")
+                            f"finished runs are {', '.join(valid) or 'none'}")
         selection.reference = reference
     return selection

@@ -7,7 +7,7 @@ parameters), budget b trains for
 
 update steps, the same for every algorithm (the batch is fixed per rung, not the algorithm's
 choice), and the algorithm's learning-rate schedule is laid over exactly those steps: the run's
-`ladder["steps"]` replaces the workload's step hint (runners/loop.py prepare), so the decay ends
+`ladder["steps"]` replaces the workload's step hint (runners/run/loop.py prepare), so the decay ends
 at the run's last step. Runs do not stop on a target; they evaluate every `eval_every` steps and
 once more at their last step, and ladders compare that last eval.
 
@@ -35,7 +35,7 @@ A ladder where the reference got fewer tuning trials than a candidate at some ru
 
 Final runs of one budget share a place across algorithms (study = the budget's index, trial 0,
 seed s), so two algorithms' runs at one place see the same initialisation and data order
-(common random numbers, runners/launch.py).
+(common random numbers, runners/launch/study.py).
 """
 from __future__ import annotations
 
@@ -410,7 +410,7 @@ def describe_ladder(spec: LadderSpec, rungs: Mapping[str, Rung]) -> str:
 
 @dataclass
 class LadderResult:
-    """What a ladder launch did: its tuning and final launches (runners.launch StudyResult)."""
+    """What a ladder launch did: its tuning and final launches (runners.launch.study StudyResult)."""
 
     tuning: Any | None  # None: no algorithm is swept
     final: Any | None   # None: the sweeps stopped (Ctrl-C, a full disk) before the final runs
@@ -454,7 +454,7 @@ def run_ladder(spec: LadderSpec, rungs: Mapping[str, Rung], store: Store, worker
     """Run the ladder's missing runs: the sweeps first (if any; each run records the search
     space it was drawn from and its origin), then the final runs of each algorithm's declared
     or tuned setting; writes the ladder's summary document."""
-    from runners.launch import run_configs
+    from runners.launch.study import run_configs
 
     tuning, _ = plan_ladder(spec, rungs, sources, search_spaces)
     chosen = {a: sweep_space(a, sources, search_spaces) for a in {c.algorithm for c in tuning}}

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from runners.launch import run_configs
+from runners.launch.study import run_configs
 from runners.plugins import with_workload_source
 from workbench import query
 from workbench.records import DONE_STATUSES
@@ -38,7 +38,7 @@ def run_seeds(store: Store, name: str, workload: str, algorithm: str,
     or diverged in the store are not run again; a diverged run is part of the record.
     `source`: the algorithm's AlgorithmSource (runners/algorithms/sources.py) when its name
     alone does not load it. `eval_every`: the runs' eval cadence in steps (default: the
-    catalog's). `options`: where the runs run (runners.processes.LaunchOptions; default: the
+    catalog's). `options`: where the runs run (runners.launch.processes.LaunchOptions; default: the
     local pool).
     """
     loader = None if source is None or source.loaded_by_name else source

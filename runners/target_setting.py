@@ -137,8 +137,8 @@ def _tune(store, name: str, workload: str, algorithms: list[str], trials: int, m
           workers: int, data_dir, execution: ExecutionOptions | None,
           sources: Mapping[str, Any] | None = None, options: Any = None) -> pd.DataFrame:
     """Run (or resume) the tuning study; return its finished attempts, one per trial."""
-    from runners.launch import plan_study, run_study
-    from runners.resume import study_draw_scheme
+    from runners.launch.study import plan_study, run_study
+    from runners.launch.resume import study_draw_scheme
 
     spec = StudySpec(workloads=(workload,), algorithms=tuple(algorithms), trials=trials,
                      name=name, max_steps=max_steps, stop_on_target=False,
@@ -202,7 +202,7 @@ def set_targets(workload: str, algorithms: str | list[str], trials: int = 8,
         tuning, best = _tuning(store, f"{tag}-tuning", spec, algorithms, trials, workers,
                                data_dir, execution, sources, options)
 
-    from runners.noise_floor import run_seeds
+    from runners.procedures.noise_floor import run_seeds
 
     rerun_runs = run_seeds(store, f"{tag}-reruns", workload, best["algorithm"], best["hparams"],
                            range(1, reruns + 1), workers, stop_on_target=False, max_steps=steps,
@@ -239,7 +239,7 @@ def _print_estimate(spec, algorithms: list[str], reruns: int, workers: int,
                     sources: Mapping[str, Any] | None, rerun_eval_every: int | None,
                     tuning_runs: int) -> float:
     """Probe the workload under the first candidate and print how long the procedure takes."""
-    from runners.estimate import describe_plan, probe
+    from runners.launch.estimate import describe_plan, probe
 
     first = algorithms[0]
     source = (sources or {}).get(first)
@@ -369,7 +369,7 @@ def measure_steps_to_target(workload: str, out_dir: Path = TARGETS_DIR,
                         "target?): there is nothing to rerun")
     algorithm = record["best_algorithm"]
     seeds = sorted(int(r["seed"]) for r in record["reruns"])
-    from runners.noise_floor import run_seeds
+    from runners.procedures.noise_floor import run_seeds
 
     store = open_store(Path(store_path), create=True)
     runs = run_seeds(store, f"targets-{workload}-reruns", workload, algorithm,

@@ -71,7 +71,7 @@ def test_noise_compare_and_sequential_give_one_studies_needed_figure():
     import pandas as pd
     import xarray as xr
 
-    from runners.noise_floor import noise_report
+    from runners.procedures.noise_floor import noise_report
     from workbench.compare import compare
     from workbench.sequential import _spread_and_effect
 
@@ -93,7 +93,7 @@ def test_noise_compare_and_sequential_give_one_studies_needed_figure():
 
 
 def test_targets_from_reruns_reach_quantile_and_median():
-    from runners.target_setting import targets_from_reruns
+    from runners.procedures.target_setting import targets_from_reruns
     from workbench.spec import Target
 
     target = Target("accuracy", "max", 0.0, 0.0)
@@ -108,7 +108,7 @@ def test_targets_from_reruns_reach_quantile_and_median():
 @pytest.mark.slow
 def test_set_targets_then_reuse_its_tuning_and_measure_the_noise_floor(tmp_path, capsys):
     from runners.cli import main
-    from runners.target_setting import set_targets
+    from runners.procedures.target_setting import set_targets
 
     out, store = tmp_path / "targets", tmp_path / "store"
     record = set_targets("synthetic", "adamw", trials=2, reruns=3, out_dir=out,
@@ -154,7 +154,7 @@ def test_measure_steps_to_target_reruns_the_recorded_baseline_finely(tmp_path):
     """The steps-to-target mode: the record's baseline under its reruns' seeds, stopping at the
     targets, evaluated every step; the record gains the median and how it was measured, and
     keeps its targets."""
-    from runners.target_setting import measure_steps_to_target
+    from runners.procedures.target_setting import measure_steps_to_target
     from workbench.catalog import TARGETS_DIR
 
     measured = ("steps_to_target", "median_steps_to_target")

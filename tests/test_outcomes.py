@@ -110,7 +110,7 @@ def test_the_sealed_summary_is_the_owner(tmp_path):
 
 
 def test_scaling_and_target_setting_use_the_owner(tmp_path):
-    from runners.target_setting import _summarise
+    from runners.procedures.target_setting import _summarise
     from workbench.cubes import curve_cube
     from workbench.scaling import first_hit_steps
     from workbench.spec import Target
@@ -142,7 +142,7 @@ def test_relaxing_is_spec_relaxed_goal():
 def test_the_final_row_is_the_largest_eval_index_where_the_step_says_otherwise(tmp_path):
     """Two old rules disagreed: the ladder's runner took the largest step, the store's reader
     the largest eval index. A step may repeat or be missing; the eval index orders the rows."""
-    from runners.ladder import _final_losses
+    from runners.procedures.ladder import _final_losses
     from workbench.ladder import LOSS_COLUMN
 
     rows = [{"eval_index": 0, "step": 100, "train_seconds": 1.0, LOSS_COLUMN: 3.0},

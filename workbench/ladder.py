@@ -33,7 +33,7 @@ Tuning per rung: beside `tuning` (the trials each algorithm's sweep got), `tunin
 {algorithm: {"trials", "chosen", "edge", "bracketed", ...}} judges each sweep with the tuning
 report's edge rule (workbench/tuning.py ladder_entry): the sweep's runs (ladder phase
 "tuning", `sweep_frame`) ranked by final validation loss, the range the algorithm's shipped
-search space gives (the ranges runners/ladder.py sweeps), the floor the relative spread (CoV)
+search space gives (the ranges runners/procedures/ladder.py sweeps), the floor the relative spread (CoV)
 of its final runs' losses over seeds at the sweep's budget, the smallest (default: the tuning
 report's DEFAULT_NOISE_FLOOR below 2 seeds). A best at an edge is a rung warning.
 """

@@ -42,7 +42,7 @@ def _is_name(value: Any) -> bool:
     return isinstance(value, str) and 0 < len(value) <= MAX_NAME
 
 
-# A ladder record's keys (runners/ladder.py writes them into the run's config.ladder): what
+# A ladder record's keys (runners/procedures/ladder.py writes them into the run's config.ladder): what
 # each must be, and whether it may be missing or null.
 _RECORD_RULES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     "rung": (_is_name, f"a name of 1 to {MAX_NAME} characters", False),

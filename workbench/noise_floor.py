@@ -8,7 +8,7 @@ workbench.power's `min_detectable_speedup` (compare's model) says how large a sp
 number of studies can tell from it.
 
 Also here, the reach-quantile rule that sets a target the tuned baseline reaches reliably
-(runners/target_setting.py): the value that a fraction `quantile` of the reruns attain.
+(runners/procedures/target_setting.py): the value that a fraction `quantile` of the reruns attain.
 """
 from __future__ import annotations
 

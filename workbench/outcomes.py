@@ -1,7 +1,7 @@
 """What a run's eval rows say about it: the first eval that met a goal, and its final value.
 
 Each rule has one owner here; every reader of eval rows calls it (records.eval_summary,
-scaling.first_hit_steps, runners/target_setting.py, runners/ladder.py) or is checked against
+scaling.first_hit_steps, runners/procedures/target_setting.py, runners/procedures/ladder.py) or is checked against
 it on the same rows (the run table's SQL in workbench.query, tests/test_outcomes.py).
 
 **The first hit** (AlgoPerf's rule, research/algoperf.md 5.1): among a run's eval rows in eval

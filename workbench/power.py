@@ -1,5 +1,5 @@
 """What a design can detect: the one power model behind `compare`, `study --until-decided`
-(workbench/sequential.py's futility rule) and `noise` (runners/noise_floor.py).
+(workbench/sequential.py's futility rule) and `noise` (runners/procedures/noise_floor.py).
 
 The test is compare's: a stratified exact permutation test of P(a study of A beats one of B),
 two-sided at level 1 - confidence (workbench/permutation.py). Two facts size a design:

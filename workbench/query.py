@@ -543,7 +543,7 @@ def runs_frame(store: Store, index: tuple | None = None,
 # -- ladders ---------------------------------------------------------------------------------
 def ladder_records(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
     """{run_id: its run document's `config.ladder` value, as written} for the runs of `run_ids`
-    that have one (a model-size ladder's runs, runners/ladder.py); the value is not checked
+    that have one (a model-size ladder's runs, runners/procedures/ladder.py); the value is not checked
     here (workbench.ladder.finals_frame does). A document that cannot be read is left out
     silently: runs_frame has already warned about it. Documents without the key are passed
     over before parsing (a store of thousands of other runs costs one read per file)."""

@@ -56,7 +56,7 @@ STATUS_TABLE = {
     "complete": ("the run ended at its target, its budget, or its algorithm's request",
                  "a time when it met its target, else a miss", "done: not run again"),
     "diverged": ("a non-finite loss or validation metric", "a miss", "done: not run again"),
-    "stalled": ("no progress (runners/stall.py): stopped between 10 % and 50 % of its budget",
+    "stalled": ("no progress (runners/run/stall.py): stopped between 10 % and 50 % of its budget",
                 "a miss", "done: not run again"),
     "failed": ("a set-up error, a crash (its traceback recorded), or a watchdog kill",
                "neither a time nor a miss: left out, counted per algorithm and workload",
@@ -92,7 +92,7 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 INDEX_DIR = "index"
 INDEX_VERSION = 5  # 5: each row's document size and mtime; the run table gained `phase`
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
-# The early-stopping tuner (runners/early_stop.py): one JSON document per trial at
+# The early-stopping tuner (runners/run/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
 # "estimator", "budget_steps", "rungs": {"<rung>": {"step", "estimate"}}, "pruned_at_rung"
 # (null while alive), "reason"}; other trials of the same study read them at each rung. (The
@@ -119,7 +119,7 @@ RESERVE_BYTES = 256 << 10  # room to record a launch's end on a full disk (about
 # Study summaries (compute spent and saved by early stopping, a scaling study's spec, ...):
 # <store>/studies/<study_name>.json
 STUDIES_DIR = "studies"
-# The Slurm backend's files (runners/slurm_backend.py), transient job state, never records:
+# The Slurm backend's files (runners/launch/slurm_backend.py), transient job state, never records:
 SLURM_DIR = "slurm"
 SLURM_JOBS_FILE = "jobs.jsonl"        # one JSON line per submitted job: trial_key, study_name,
                                       # job_id ("ARRAY_TASK"), submitted_at (UTC)
@@ -178,15 +178,15 @@ RUN_COLUMNS = (
 #       "cuda:0, bf16, 1 thread, compile"); null in documents written before it (readers then
 #       take `device` and `precision`)
 #   "mixed_execution": RunConfig.mixed_execution: what --allow-mixed-execution let this run
-#       differ in from its study's finished runs (runners/resume.py); null when nothing was mixed
-#   "reuse_key": runners/reuse.py reuse_key: the hash of everything the run's result depends on
+#       differ in from its study's finished runs (runners/launch/resume.py); null when nothing was mixed
+#   "reuse_key": runners/launch/reuse.py reuse_key: the hash of everything the run's result depends on
 #       (its trial key, every execution option, the hardware class, the sources' hashes, the
 #       Pacebench version and runner code hash, the torch version, the dataset's checksum); null
 #       in older documents, imports and runs with hooks of a library caller: never reused
 #   "reused_from": {"store": the source store's path, "run_id": the run's id there} for a run
 #       copied by `pacebench study --reuse-from` (workbench/transfer.py); null for runs made
 #       here. The run table's column of the same name holds it as JSON text (null: made here).
-#   "reuse_inputs": runners/reuse.py reuse_inputs, what the reuse key hashes, in full (so that
+#   "reuse_inputs": runners/launch/reuse.py reuse_inputs, what the reuse key hashes, in full (so that
 #       `study --dry-run --reuse-from` can name the first input that differs); null where
 #       reuse_key is
 # Top-level run-document fields of how a trial was drawn (run_identity; absent in documents
@@ -197,7 +197,7 @@ RUN_COLUMNS = (
 #       name under scheme 2: two study names' runs of one key are one trial (workbench/scope.py
 #       counts it once). Also a run-table column (null for older documents).
 #   "phase": "tuning" for a run of a `pacebench tune` sweep (study name "tune-<algorithm>", a
-#       quarter of the step budget, the schedule over those steps: runners/tune.py); null for
+#       quarter of the step budget, the schedule over those steps: runners/procedures/tune.py); null for
 #       every other run and in documents written before it (read as not tuning). workbench/
 #       scope.py leaves tuning runs out of every score and comparison.
 # A run is ad hoc when launched_by is "run", or, in documents without it, when its study name is
@@ -210,7 +210,7 @@ TUNE_PREFIX = "tune-"  # the study name of `pacebench tune`'s runs: TUNE_PREFIX 
 # in documents written before them):
 SLURM_FIELDS = (
     "slurm_job_id",  # str: the Slurm job that ran it ("ARRAYID_TASK" for a job array's task, as
-                     # squeue shows it; runners/slurm_backend.py)
+                     # squeue shows it; runners/launch/slurm_backend.py)
 )
 SLURM_JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,9})?")  # what a valid slurm_job_id looks like
 
@@ -228,10 +228,10 @@ TIMING_FIELDS = (
     "compile_seconds",  # float s: compilation inside the training time (0 without --compile)
     "compile_cache",    # "cold" | "warm": the compiler's cache when the run started; null
                         # without --compile
-    "probe_seconds",    # float s: the machine-speed probe (runners/machine.py), mean of its
+    "probe_seconds",    # float s: the machine-speed probe (runners/run/machine.py), mean of its
                         # readings before and after the run; smaller is a faster machine
-    "launch_position",  # int: the run's place in its study's launch order (runners/launch.py)
-    "stalled_at_step",  # int: the eval step where the stall rule fired (runners/stall.py); null
+    "launch_position",  # int: the run's place in its study's launch order (runners/launch/study.py)
+    "stalled_at_step",  # int: the eval step where the stall rule fired (runners/run/stall.py); null
                         # when it did not
     "launch_order",     # {"position", "block", "blocks", "seed"}: the launch order in full
     "machine",          # {"probe": what it times, "start": reading, "end": reading}; a reading
@@ -246,12 +246,12 @@ SEARCH_SPACE_FIELDS = (
     "search_space_origin",  # "declared" (the algorithm class gives it) | "file" | "signature"
                             # (derived from an optimizer's constructor: runners/algorithms/
                             # wrapper.py) | "tuned" (a file `pacebench tune` wrote, its
-                            # sidecar <file>.origin.json beside it: runners/tune.py)
+                            # sidecar <file>.origin.json beside it: runners/procedures/tune.py)
     "search_space_file",    # the JSON file's absolute path, for origin "file" or "tuned"; else
                             # null
 )
 
-# Extra eval-row columns of the machine's speed during a run (runners/machine.py), read at each
+# Extra eval-row columns of the machine's speed during a run (runners/run/machine.py), read at each
 # eval, off the clock; null where a platform does not tell:
 MACHINE_COLUMNS = (
     "steps_per_second",  # float: update steps per training second since the previous eval
@@ -261,7 +261,7 @@ MACHINE_COLUMNS = (
 )
 
 
-# Extra eval-row columns of the gradient noise scale (runners/noise.py), measured off the clock:
+# Extra eval-row columns of the gradient noise scale (runners/run/noise.py), measured off the clock:
 NOISE_COLUMNS = (
     "noise/b_small",      # int examples: the small batch (the run's batch size)
     "noise/b_big",        # int examples: the big batch
@@ -294,7 +294,7 @@ def check_row_columns(columns: Iterable[str]) -> None:
                              "<split>/<metric> in lower case, e.g. 'validation/accuracy'")
 
 
-# A ladder run's place (runners/ladder.py): run.json's top-level "ladder" and config.ladder hold
+# A ladder run's place (runners/procedures/ladder.py): run.json's top-level "ladder" and config.ladder hold
 # the same mapping, with these keys; absent (null) in every other run and in older documents,
 # which read as before (no schema change: a reader that does not know the key ignores it).
 LADDER_FIELDS = (

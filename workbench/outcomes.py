@@ -57,8 +57,14 @@ def first_hit_positions(values: Any, goal: float, direction: str, seconds: Any =
 
 def first_hit(values: Any, goal: float, direction: str, seconds: Any = None,
               relax: float = 0.0) -> int | None:
-    """The position of the first hit (module doc) among one run's rows in eval order, or None
-    when no row counts."""
+    """The first hit of one run: the position, among its rows in eval order (ascending
+    eval_index), of the first row whose value meets `goal` relaxed by `relax`, or None.
+
+    The rule, once (module doc): a value meets the goal when finite and at least as good in
+    `direction` ("max": >=, "min": <=; equal meets, NaN and +-inf never do); a row counts only
+    with a finite training time >= 0 in `seconds` (when given); rows with equal values are
+    taken in eval order (the earlier first); `relax` makes the goal easier by
+    spec.relaxed_goal first (0: unchanged)."""
     position = int(first_hit_positions(np.asarray(values, dtype=float).ravel(), goal, direction,
                                        None if seconds is None else
                                        np.asarray(seconds, dtype=float).ravel(), relax))

@@ -10,7 +10,7 @@ bare / runner so that machine noise hits both alike; the ratio of medians is pri
 On a GPU the bare loop is the plainest compiled loop: `torch.compile(model)`, `torch.autocast`
 for bf16, `torch.cuda.synchronize()` before each clock reading; the runner gets the same settings
 through RunConfig. Compilation is left out of both sides: every runner run compiles cold on its
-clock (runners/compilation.py) and its recorded `compile_seconds` are subtracted; the bare loop
+clock (runners/run/compilation.py) and its recorded `compile_seconds` are subtracted; the bare loop
 compiles with one untimed forward and backward before its timer starts.
 
 `runner/bare` uses the runner's own training clock (evals and logging are off the clock, as in
@@ -21,7 +21,7 @@ AlgoPerf) against a bare loop that also evaluates at the same cadence with its t
 `--boundary` prints instead what the runner does at each eval besides the eval, off the clock
 but between two clocked stretches: appending the eval row (flushed; fsynced at most once a
 second, workbench/store.py, against an fsync per row as before) and the machine's load
-reading (runners/machine.py: a repeat within 0.2 s reads no file, against a full reading).
+reading (runners/run/machine.py: a repeat within 0.2 s reads no file, against a full reading).
 """
 from __future__ import annotations
 
@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runners.algorithms import get_algorithm  # noqa: E402
 from runners.algorithms.schedules import cosine_warmup  # noqa: E402
-from runners.device import resolve_device  # noqa: E402
-from runners.loop import run  # noqa: E402
-from runners.timing import synchronize  # noqa: E402
+from runners.run.device import resolve_device  # noqa: E402
+from runners.run.loop import run  # noqa: E402
+from runners.run.timing import synchronize  # noqa: E402
 from runners.workloads import build_workload  # noqa: E402
 from workbench import catalog  # noqa: E402
 from workbench.catalog import get_workload  # noqa: E402
@@ -130,7 +130,7 @@ def allow_steps(workload_name: str, steps: int) -> None:
 
 def boundary_costs(rows: int = 400) -> None:
     """Milliseconds per eval of the eval row's write and the load reading, each way."""
-    from runners.machine import MachineMonitor
+    from runners.run.machine import MachineMonitor
 
     row = json.dumps({"run_id": "x" * 40, "eval_index": 1, "step": 5, "train_seconds": 1.0,
                       "validation/accuracy": 0.5, "validation/loss": 0.7})

@@ -8,9 +8,9 @@ The default workload is the ladder's 28 M rung (`pacebench ladder --list` names 
 any catalog workload can be given. Two figures:
 - steady state: after `--warmup` updates (compilation, allocator, autotuning), `--steps` updates
   of the runner's own AdamW, timed with the device synchronised before each clock reading, repeated
-  `--rounds` times; tokens per second and MFU = FLOPs counted per step (runners/flops.py) x steps
-  / seconds / the device's dense peak at the run's precision (runners/flops.py PEAK_FLOPS).
-- whole run: one `runners.loop.run` of warmup + steps updates, evals off the clock and
+  `--rounds` times; tokens per second and MFU = FLOPs counted per step (runners/run/flops.py) x steps
+  / seconds / the device's dense peak at the run's precision (runners/run/flops.py PEAK_FLOPS).
+- whole run: one `runners.run.loop.run` of warmup + steps updates, evals off the clock and
   compilation on it, and the MFU, peak memory and energy it records in run.json.
 For GPT workloads the analytic count is printed beside the measured one: 6 N FLOPs per token for
 the N weights of the matrix multiplications plus 12 L T d per token for attention (the PaLM
@@ -31,9 +31,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runners.flops import mfu, peak_flops  # noqa: E402
-from runners.loop import prepare, run  # noqa: E402
-from runners.timing import DeviceClock  # noqa: E402
+from runners.run.flops import mfu, peak_flops  # noqa: E402
+from runners.run.loop import prepare, run  # noqa: E402
+from runners.run.timing import DeviceClock  # noqa: E402
 from workbench import catalog  # noqa: E402
 from workbench.spec import COMPILE_MODES, Budget, ExecutionOptions, RunConfig  # noqa: E402
 from workbench.store import open_store  # noqa: E402

@@ -3,24 +3,24 @@
 Time is accounted as AlgoPerf does: building the workload, the model and the optimizer state
 happens before the clock starts; data selection, the update and `prepare_for_eval` run on the
 clock; evals, logging and record writes run off it. The clock is read, with the device
-synchronised (runners/timing.py), only at boundaries: every `train_loss_every` steps (where the
+synchronised (runners/run/timing.py), only at boundaries: every `train_loss_every` steps (where the
 loss is logged, divergence and the seconds budget are checked), at evals and at the step budget.
 Between boundaries the steps are queued on the device with no host synchronisation, as the
 fastest GPU trainers run; the seconds budget (and a cadence in seconds) is therefore checked
 every `train_loss_every` steps. A run stops at its budget (training seconds or steps), once both
 validation and test targets are reached, when the algorithm raises TrainingComplete, on a
-non-finite loss (status `diverged`), or when it stalls (runners/stall.py; status `stalled`; runs
+non-finite loss (status `diverged`), or when it stalls (runners/run/stall.py; status `stalled`; runs
 that do not stop on their target record `stalled_at_step` and go on). Every eval row lands in the
 store as soon as it is computed, with the steps per training second since the previous eval and
-the machine's load (runners/machine.py); the machine's probe is timed before the clock starts
+the machine's load (runners/run/machine.py); the machine's probe is timed before the clock starts
 and after the run, off every clock.
 
 Two optional hooks run off the clock at each eval: `measure(model, workload, step)` returns extra
-columns for the eval row (e.g. the gradient noise scale, runners/noise.py), and `should_stop(row)`
+columns for the eval row (e.g. the gradient noise scale, runners/run/noise.py), and `should_stop(row)`
 (row with its run_id) returns a reason to end the run early (e.g. the early-stopping tuner,
-runners/early_stop.py),
+runners/run/early_stop.py),
 which then ends `complete` with that stop_reason. After the loop, off every clock, a complete run
-measures its batch-1 inference latency (runners/inference.py) into run.json's `inference_seconds`.
+measures its batch-1 inference latency (runners/run/inference.py) into run.json's `inference_seconds`.
 """
 from __future__ import annotations
 
@@ -33,21 +33,21 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import torch
 
 from runners.api import Algorithm, TrainingComplete, Workload
-from runners.checkpoint import RunPosition
-from runners.device import Accelerator, resolve_device
-from runners.env import capture_environment, device_class, hardware_string
-from runners.inference import measure_after_run
-from runners.machine import PROBE, MachineMonitor
-from runners.stall import StallRule
-from runners.timing import DeviceClock
+from runners.run.checkpoint import RunPosition
+from runners.run.device import Accelerator, resolve_device
+from runners.run.env import capture_environment, device_class, hardware_string
+from runners.run.inference import measure_after_run
+from runners.run.machine import PROBE, MachineMonitor
+from runners.run.stall import StallRule
+from runners.run.timing import DeviceClock
 from workbench.catalog import get_workload
 from workbench.records import metric_column, run_identity, slurm_job_id
 from workbench.spec import Budget, EvalCadence, RunConfig, WorkloadSpec
 from workbench.store import Store
 
 if TYPE_CHECKING:
-    from runners.checkpoint import Checkpoint
-    from runners.distributed import DataParallel
+    from runners.run.checkpoint import Checkpoint
+    from runners.run.distributed import DataParallel
     from workbench.store import RunWriter
 
 __all__ = ["run", "Prepared", "prepare", "run_document", "ladder_workload"]
@@ -76,7 +76,7 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     """Everything before the clock: threads, seeds, data, model and optimizer state.
 
     `device` overrides `config.execution.device` ("cpu", "cuda", "cuda:<i>", "auto").
-    `parallel` (runners/distributed.py): this rank of a data-parallel run; the model is wrapped
+    `parallel` (runners/run/distributed.py): this rank of a data-parallel run; the model is wrapped
     and the workload sharded before the accelerator and the algorithm see them.
     """
     from runners.algorithms import get_algorithm
@@ -93,7 +93,7 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
     algorithm = algorithm or get_algorithm(config.algorithm, config.hparams,
                                            config.algorithm_source, config.algorithm_sha256)
     if config.sparsity:  # pruning at init: masks chosen in init (before the clock), kept fixed
-        from runners.sparsity import MaskedAlgorithm
+        from runners.run.sparsity import MaskedAlgorithm
         algorithm = MaskedAlgorithm(algorithm, config.sparsity, config.prune_method,
                                     config.rng_seed)
     workload = build_workload(spec, device=device, data_dir=data_dir)
@@ -114,7 +114,7 @@ def prepare(config: RunConfig, device: str | torch.device | None = None,
 
 
 def ladder_workload(spec: WorkloadSpec, ladder: Mapping | None) -> WorkloadSpec:
-    """The workload a ladder run trains (runners/ladder.py): the catalog entry with its step
+    """The workload a ladder run trains (runners/procedures/ladder.py): the catalog entry with its step
     hint set to the run's planned steps, so that every schedule laid over the step hint decays
     to its end exactly at the run's last step, and its `data` knob set to the ladder's data and
     its `eval_windows` knob to the plan's (a workload without a `data` knob keeps its own; a
@@ -136,10 +136,10 @@ def run_document(p: Prepared, launch_order: Mapping[str, int] | None = None,
                  reuse_context: Mapping[str, Any] | None = None) -> dict:
     """The run's identity, config and environment, as written to run.json when it starts:
     `launch_order` its place in its study's launch order, `machine` the machine's reading
-    before the clock (runners/machine.py), `launched_by` what started it (records.py; default:
+    before the clock (runners/run/machine.py), `launched_by` what started it (records.py; default:
     "study" when it has a launch order), `reuse_context` the launcher's part of its reuse key
-    (runners/reuse.py; None: no key, never reused)."""
-    from runners.reuse import reuse_record
+    (runners/launch/reuse.py; None: no key, never reused)."""
+    from runners.run.reuse_key import reuse_record
 
     c, s, threads = p.config, p.spec, p.config.execution.threads
     return {
@@ -207,12 +207,12 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
     """Train one run to a stop condition, recording it in `store`; returns its run_id.
 
     `should_stop` and `measure`: optional hooks called off the clock at each eval (see above).
-    `parallel`: this rank of a data-parallel run (runners/distributed.py): its clock reads the
+    `parallel`: this rank of a data-parallel run (runners/run/distributed.py): its clock reads the
     same time on every rank and logged losses are averaged over ranks. `checkpoint`
-    (runners/checkpoint.py): resume a preempted attempt's state, and save it now and then.
-    `launch_order`: the run's place in its study's launch order (runners/launch.py), recorded;
+    (runners/run/checkpoint.py): resume a preempted attempt's state, and save it now and then.
+    `launch_order`: the run's place in its study's launch order (runners/launch/study.py), recorded;
     `launched_by`: what started the run ("run": `pacebench run`; records.py), recorded.
-    `reuse_context`: the launcher's part of the run's reuse key (runners/reuse.py); None: the
+    `reuse_context`: the launcher's part of the run's reuse key (runners/launch/reuse.py); None: the
     run has no key unless it has no hooks (a plain library call), which is keyed as such.
     """
     monitor = MachineMonitor()  # other processes' CPU use is read from here on
@@ -223,7 +223,7 @@ def run(config: RunConfig, store: Store, device: str | torch.device | None = Non
         raise
     started = monitor.reading(p.device)  # the machine's speed before the clock
     if reuse_context is None and should_stop is None and measure is None and parallel is None:
-        from runners.reuse import reuse_context as plain_context
+        from runners.run.reuse_key import reuse_context as plain_context
         reuse_context = plain_context({})
     hooks = _Hooks(on_eval, should_stop, measure)
     with store.new_run(run_document(p, launch_order, started, launched_by,
@@ -263,7 +263,7 @@ class _Hooks:
 class _TimedRun:
     """The clocked part of one run: the steps, the boundaries where the clock is read, the evals
     and the stop rules. Its position (step, train_s, eval_s, eval_index, last_eval_train_s,
-    reached: runners/checkpoint.py RunPosition's fields) and `status`, `reason` and `stalled_at`
+    reached: runners/run/checkpoint.py RunPosition's fields) and `status`, `reason` and `stalled_at`
     are what run() records when train() returns.
 
     The steps between boundaries run in train()'s tight loop on local variables; everything
@@ -416,7 +416,7 @@ class _TimedRun:
         return True
 
     def _stalled(self, row: dict[str, Any]) -> bool:
-        """Whether the stall rule ends the run at this row (runners/stall.py); a run that does
+        """Whether the stall rule ends the run at this row (runners/run/stall.py); a run that does
         not stop on its target records the step where it stalled and trains on."""
         stalled = self.stall.check(row) if self.stalled_at is None else None
         if not stalled:

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from runners.timing import synchronize
+from runners.run.timing import synchronize
 
 __all__ = ["PROBE", "probe_seconds", "MachineMonitor"]
 

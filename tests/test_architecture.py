@@ -126,10 +126,10 @@ def test_arrows_run_one_way():
              if a.startswith("workbench") and b.startswith("runners")]
     assert wrong == [], "workbench must never import runners"
     assert not {t for t in GRAPH["workbench.store"] if t.startswith("workbench.query")}
-    assert "runners.launch" not in GRAPH["runners.ray_backend"]
-    assert "runners.launch" not in GRAPH["runners.slurm_backend"]
-    assert not {t for t in GRAPH["runners.worker"] if t in ("runners.launch",
-                                                             "runners.scaling_study")}
+    assert "runners.launch.study" not in GRAPH["runners.launch.ray_backend"]
+    assert "runners.launch.study" not in GRAPH["runners.launch.slurm_backend"]
+    assert not {t for t in GRAPH["runners.launch.worker"] if t in ("runners.launch.study",
+                                                             "runners.procedures.scaling_study")}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -183,7 +183,7 @@ def test_only_the_store_names_its_files_and_folders():
 
 
 def test_the_files_that_did_several_jobs_are_short():
-    paths = ["workbench/views/selection.py", "runners/launch.py",
+    paths = ["workbench/views/selection.py", "runners/launch/study.py",
              *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "runners/cli").glob("*.py")))]
     assert len(paths) > 4  # the command line's modules are found
     for path in paths:

@@ -1,4 +1,4 @@
-"""The machine's speed beside every run (runners/machine.py), and what a run records of it."""
+"""The machine's speed beside every run (runners/run/machine.py), and what a run records of it."""
 from __future__ import annotations
 
 import math
@@ -9,8 +9,8 @@ import time
 import pandas as pd
 import torch
 
-from runners.loop import run
-from runners.machine import MachineMonitor, probe_seconds
+from runners.run.loop import run
+from runners.run.machine import MachineMonitor, probe_seconds
 from workbench import query
 from workbench import records as R
 from workbench.spec import RunConfig
@@ -61,7 +61,7 @@ def test_a_run_records_its_probe_load_and_throughput(tmp_path, one_thread):
 def test_a_reading_soon_after_another_reads_no_file(monkeypatch):
     """Within MIN_INTERVAL_S of a full reading, read() repeats its load average and opens
     neither /proc/stat nor /proc/loadavg (a run reads at every eval)."""
-    import runners.machine as machine
+    import runners.run.machine as machine
 
     monitor = MachineMonitor()
     first = monitor.read()

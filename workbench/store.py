@@ -14,7 +14,7 @@ into paths)::
     <store>/index/runs-v1-*.parquet     optional: the run table of finished runs (derived data,
                                         written by workbench.run_index.refresh_index)
     <store>/logs/<study>-<trial>.log    a worker's output
-    <store>/checkpoints/<trial>.pt      a long run's training state (runners/checkpoint.py)
+    <store>/checkpoints/<trial>.pt      a long run's training state (runners/run/checkpoint.py)
     <store>/pruning/<study>/<trial>.json  the early-stopping tuner's record of a trial
     <store>/studies/<study>.json        a study's summary
     <store>/planning.lock               launches check and record their plans one at a time
@@ -803,7 +803,7 @@ class Store:
         return folder / f"{_file_part(study_name)}-{trial_key}.log"
 
     def checkpoint_path(self, trial_key: str) -> Path:
-        """Where the training state of trial `trial_key` is saved (runners/checkpoint.py)."""
+        """Where the training state of trial `trial_key` is saved (runners/run/checkpoint.py)."""
         return self.root / R.CHECKPOINTS_DIR / f"{trial_key}.pt"
 
     # -- run documents ----------------------------------------------------------------------

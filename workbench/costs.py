@@ -24,7 +24,7 @@ never zero: PriceTable.missing names the keys to price.
   the runs before dividing: sum eval_seconds / sum wall_seconds. The training clock pauses
   during evals, so this is the share of the machine time that no score counts.
 - Inference (DAWNBench): latency = median seconds of one batch-1 forward pass, measured at the end
-  of a run (runners/inference.py); its cost per 10,000 examples = latency x price x 10,000.
+  of a run (runners/run/inference.py); its cost per 10,000 examples = latency x price x 10,000.
 
 Only numpy, pandas and xarray here: the dashboard view is workbench/views/costs.py.
 """
@@ -97,7 +97,7 @@ class _Rule:
 
 # Default prices, on-demand (never spot, as DAWNBench required), by the hardware keys the project
 # writes: AlgoPerf imports ("8x Tesla V100-SXM2-16GB", workbench/importers/algoperf.py), our own
-# CPU runs ("cpu: <model> (<n> threads)", runners/env.py) and the fake stores of workbench.testing.
+# CPU runs ("cpu: <model> (<n> threads)", runners/run/env.py) and the fake stores of workbench.testing.
 # A key no rule matches has no price until one is typed into the dashboard's price table.
 PRICE_RULES: tuple[_Rule, ...] = (
     _Rule(r"(\d+)x Tesla V100\b.*", 3.06,

@@ -379,7 +379,7 @@ class Results(ResultSteps):
         `runs`: the store's run table when the caller has read it."""
         runs = self.runs() if runs is None else runs
         wanted = (studies,) if isinstance(studies, str) else tuple(studies)
-        if wanted:  # and their sweeps (runners/ladder.py tuning_name: "<name>.tuning")
+        if wanted:  # and their sweeps (runners/procedures/ladder.py tuning_name: "<name>.tuning")
             runs = runs[runs["study_name"].isin(wanted + tuple(f"{w}.tuning" for w in wanted))]
         finals, skipped = query.ladder_finals(self.store, runs)
         for run_id, problem in skipped.items() if warn else ():

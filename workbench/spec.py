@@ -30,7 +30,7 @@ __all__ = [
 Direction = Literal["min", "max"]
 RULESETS = ("external", "self")
 SELF_TUNING_BUDGET_MULTIPLIER = 1.5  # AlgoPerf v0.6: self-tuning runs get 1.5x the budget
-PRUNE_METHODS = ("snip", "magnitude", "random")  # pruning at initialisation (runners/sparsity.py)
+PRUNE_METHODS = ("snip", "magnitude", "random")  # pruning at initialisation (runners/run/sparsity.py)
 # How a trial's hyperparameters and rng_seed are drawn (RunConfig.draw_scheme; runners/tuning.py
 # draw_seed): 1 seeded by the study's name (every run recorded before schemes were: two study
 # names drew different trials); 2 by the study's design (workload, algorithm, search space,
@@ -43,7 +43,7 @@ LR_SCALINGS = ("none", "sqrt", "linear")  # how a scaling study shifts the learn
 PRECISIONS = ("fp32", "bf16")
 # torch.compile's modes; which is fastest depends on the model and the card, so it is measured
 # (benchmarks/throughput.py --compile-mode, docs/gpu.md) and recorded with each run
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # fp32: plain float32; bf16: autocast to bfloat16 (runners/device.py)
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # fp32: plain float32; bf16: autocast to bfloat16 (runners/run/device.py)
 
 
 # The one "meets the target" rule. A value meets a target when it is finite and at least as good
@@ -255,12 +255,12 @@ class RunConfig:
     workload_sha256: str | None = None      # plugins.py), and its file's hash
     design: str | None = None               # the study's design for this algorithm (trials per
                                             # study, search space, execution options), hashed by
-                                            # runners.launch.plan_study: studies of two names
+                                            # runners.launch.study.plan_study: studies of two names
                                             # pool only when it matches (not the trial's identity)
     mixed_execution: str | None = None      # what --allow-mixed-execution let this run differ in
-                                            # from its study's finished runs (runners/resume.py),
+                                            # from its study's finished runs (runners/launch/resume.py),
                                             # e.g. "threads: 1 in the store, 2 now"; not identity
-    ladder: Mapping[str, Any] | None = None  # a ladder run's place (runners/ladder.py; fields:
+    ladder: Mapping[str, Any] | None = None  # a ladder run's place (runners/procedures/ladder.py; fields:
                                             # workbench/records.py LADDER_FIELDS); its "steps"
                                             # is the schedule's horizon, its "data" the corpus
     draw_scheme: int = 1                    # how its hparams and rng_seed were drawn: one of
@@ -317,7 +317,7 @@ class RunConfig:
         """What the trial computes, by name: the trial key's fields, without the study's name
         when its draws do not depend on it (draw scheme 2; under 1 the name seeds them and
         stays in). Two runs of one design identity are one trial, whatever study planned
-        them (runners/reuse.py keys reuse by it; workbench/scope.py counts it once)."""
+        them (runners/launch/reuse.py keys reuse by it; workbench/scope.py counts it once)."""
         ident, extra = self._identity()
         named = dict(zip(_IDENTITY_NAMES, ident))
         if self.draw_scheme != 1:
@@ -497,7 +497,7 @@ class LadderSpec:
     A budget is a multiple of Chinchilla: budget b trains a rung of N non-embedding parameters
     on b * tokens_per_param * N tokens, i.e. ceil(b * tokens_per_param * N / (batch * block))
     steps, and the learning-rate schedule ends at that last step. Runs never stop on a target:
-    ladders compare final validation losses (runners/ladder.py plans and runs them).
+    ladders compare final validation losses (runners/procedures/ladder.py plans and runs them).
     """
 
     sizes: tuple[str, ...]              # rung names (catalog workloads; `pacebench ladder --list`)
@@ -511,7 +511,7 @@ class LadderSpec:
                                         # token-file path
     tokens_per_param: float = CHINCHILLA_TOKENS_PER_PARAM  # what budget 1 means
     evals: int | None = None            # evals per run on a step cadence (plus one at the end);
-                                        # None: sized by each run (runners/ladder.py eval_plan)
+                                        # None: sized by each run (runners/procedures/ladder.py eval_plan)
     batch_size: int | None = None       # sequences per step (default: the rung's)
     name: str = "ladder"
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)  # of every run

@@ -13,7 +13,7 @@ import sys
 
 from runners.cli.common import scope_options, store_path
 from runners.cli.flags import scope_flags, store_flag
-from runners.cli_types import csv as _csv, floats as _floats
+from runners.cli.types import csv as _csv, floats as _floats
 
 __all__ = ["add", "score", "compare", "budget", "rank", "import_algoperf",
            "ladder_summary_flags", "ladder_summary"]

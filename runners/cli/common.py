@@ -66,8 +66,8 @@ def execution_options(args: argparse.Namespace):
 
 
 def launch_options(args: argparse.Namespace):
-    """The backend, start method and fault-handling flags as runners.processes.LaunchOptions."""
-    from runners.processes import LaunchOptions
+    """The backend, start method and fault-handling flags as runners.launch.processes.LaunchOptions."""
+    from runners.launch.processes import LaunchOptions
 
     if args.address is not None and args.backend != "ray":
         raise ValueError(f"--address goes with --backend ray (this study runs on the "
@@ -86,7 +86,7 @@ def launch_options(args: argparse.Namespace):
                             slurm=slurm_options(args))
     options.check()
     if options.backend == "slurm":
-        from runners.slurm_backend import check_cluster, check_slurm_commands
+        from runners.launch.slurm_backend import check_cluster, check_slurm_commands
         check_slurm_commands()  # before the store is made
         check_cluster()
     return options
@@ -97,10 +97,10 @@ _SLURM_FLAGS = ("slurm_partition", "slurm_setup", "slurm_array_parallelism", "sl
 
 
 def slurm_options(args: argparse.Namespace):
-    """The --slurm-* flags and --detach as runners.processes.SlurmOptions (None when none is
+    """The --slurm-* flags and --detach as runners.launch.processes.SlurmOptions (None when none is
     given, or with another backend, which LaunchOptions.check then refuses); each checked, a
     bad one a one-line ValueError."""
-    from runners.processes import SlurmOptions
+    from runners.launch.processes import SlurmOptions
 
     given = [f for f in _SLURM_FLAGS if getattr(args, f, None) not in (None, False, [])]
     if not given and args.backend != "slurm":
@@ -109,7 +109,7 @@ def slurm_options(args: argparse.Namespace):
         flag = "--" + given[0].replace("_", "-")
         raise ValueError(f"{flag} goes with --backend slurm (this study runs on the "
                          f"{args.backend} backend)")
-    from runners.slurm_backend import check_options, check_setup_line, parse_slurm_param
+    from runners.launch.slurm_backend import check_options, check_setup_line, parse_slurm_param
 
     return check_options(SlurmOptions(partition=args.slurm_partition,
                         setup=tuple(check_setup_line(line) for line in args.slurm_setup or ()),
@@ -122,7 +122,7 @@ def submission_name(args: argparse.Namespace) -> str | None:
     """The algorithm name of --algoperf-submission ("algoperf:<absolute path>"), or None.
     Puts the --algoperf-root folders on the submissions' import path first."""
     if args.algoperf_root:
-        from runners.algoperf import set_algoperf_roots
+        from runners.algoperf.adapter import set_algoperf_roots
         set_algoperf_roots(args.algoperf_root)
     if not args.algoperf_submission:
         if args.tuning_search_space:
@@ -131,7 +131,7 @@ def submission_name(args: argparse.Namespace) -> str | None:
     path = Path(args.algoperf_submission)
     if not path.is_file():
         raise FileNotFoundError(f"AlgoPerf submission file not found: {path}")
-    from runners.algoperf import algorithm_name, load_submission
+    from runners.algoperf.adapter import algorithm_name, load_submission
     load_submission(path)  # fail now, naming what is missing, rather than in every worker
     return algorithm_name(path)
 
@@ -184,7 +184,7 @@ def algorithm_sources(items: list[str], store) -> dict:
     store already holds under that name."""
     from runners.algorithms import algorithm_names
     from runners.algorithms.sources import parse_algorithms
-    from runners.algoperf import load_submission, submission_path
+    from runners.algoperf.adapter import load_submission, submission_path
 
     sources = parse_algorithms(items, algorithm_names())
     for source in sources.values():
@@ -219,7 +219,7 @@ def launch_and_report(launch, next_step: str) -> int:
     """Run a study launcher; print its summary and what to do next. Exit 2 if the study exists
     (and --resume was not given), 1 if any trial failed or a full disk stopped the launch (one
     line naming the folder). (Ctrl-C: StudyInterrupted, which main reports.)"""
-    from runners.launch import StudyExistsError
+    from runners.launch.study import StudyExistsError
 
     try:
         result = launch()

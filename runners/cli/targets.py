@@ -11,7 +11,7 @@ from runners.cli.common import (algorithm_sources, execution_options, existing_s
                                 one_workload, store_for_writing, workload_names)
 from runners.cli.flags import ALGORITHM_HELP, WORKLOAD_HELP, backend_flags, training_flags
 from runners.cli.catalog import list_names
-from runners.cli_types import hparams as _hparams, ints as _ints
+from runners.cli.types import hparams as _hparams, ints as _ints
 
 __all__ = ["add", "set_targets", "noise"]
 
@@ -68,7 +68,7 @@ def add(sub) -> None:
 
 def set_targets(args: argparse.Namespace) -> int:
     """`pacebench set-targets`: targets from a tuned baseline, for each workload given."""
-    from runners.target_setting import check_rule, set_targets as run_procedure
+    from runners.procedures.target_setting import check_rule, set_targets as run_procedure
     from workbench.catalog import TARGETS_DIR, plugin_source
 
     check_rule(args.reruns, args.reach_quantile, args.horizon)
@@ -98,7 +98,7 @@ def set_targets(args: argparse.Namespace) -> int:
 def noise(args: argparse.Namespace) -> int:
     """`pacebench noise`: one setting under N seeds; its noise floor and detectable speedups."""
     from runners.algorithms import get_algorithm
-    from runners.noise_floor import measure_noise_floor, noise_report
+    from runners.procedures.noise_floor import measure_noise_floor, noise_report
     from workbench.catalog import get_workload, tuned_baseline
     from workbench.results import Results
 

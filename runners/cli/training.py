@@ -14,8 +14,8 @@ from runners.cli.flags import (ALGORITHM_HELP, SCALING_DEFAULTS, WORKLOAD_HELP, 
                                backend_flags, launch_flags, scaling_flags, training_flags,
                                trial_timeout_flag)
 from runners.cli.until_decided import decided_pair, until_decided, until_decided_flags
-from runners.cli_types import Deprecated as _Deprecated, csv as _csv
-from runners.cli_types import hparams as _hparams, ints as _ints
+from runners.cli.types import Deprecated as _Deprecated, csv as _csv
+from runners.cli.types import hparams as _hparams, ints as _ints
 
 __all__ = ["add", "run", "study", "scale", "ad_hoc_trial"]
 
@@ -124,7 +124,7 @@ def _study_or_scale(args: argparse.Namespace) -> int:
         raise ValueError("a scaling study needs --algorithms")
     if not args.batch_sizes:
         raise ValueError("a scaling study needs --batch-sizes, e.g. 8,16,32,64")
-    from runners.processes import LaunchOptions
+    from runners.launch.processes import LaunchOptions
 
     if launch_options(args) != LaunchOptions():
         raise ValueError("--backend, --address, --nproc-per-node, --gpus-per-trial, "
@@ -172,10 +172,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _train_and_report(config, store, args: argparse.Namespace) -> int:
     """Train `config` in a worker process, as a study's trials are (watchdog, Ctrl-C and a full
-    disk alike; runners/scheduler.py run_one), showing its eval lines unless --quiet; say how
+    disk alike; runners/launch/scheduler.py run_one), showing its eval lines unless --quiet; say how
     it ended. Exit 0 for a finished run (target met or not), 130 after Ctrl-C, else 1."""
-    from runners.processes import LaunchOptions
-    from runners.scheduler import INTERRUPTED, run_one
+    from runners.launch.processes import LaunchOptions
+    from runners.launch.scheduler import INTERRUPTED, run_one
     from workbench.records import DONE_STATUSES
 
     options = LaunchOptions(trial_timeout=args.trial_timeout)
@@ -248,10 +248,11 @@ def study(args: argparse.Namespace) -> int:
     """`pacebench study`: workloads x algorithms x studies x trials x seeds under a ruleset.
     With --dry-run: print the plan (launch.describe_plan) and write nothing, not even the
     store (an existing one is read, to refuse a name its runs give to other code)."""
-    from runners.launch import (choose_search_spaces, describe_plan, plan_study, run_study,
-                                study_hooks)
-    from runners.resume import study_draw_scheme
-    from runners.reuse import reuse_context, reuse_plan
+    from runners.launch.study import (choose_search_spaces, describe_plan, plan_study, run_study,
+                                      study_hooks)
+    from runners.launch.resume import study_draw_scheme
+    from runners.launch.reuse import reuse_plan
+    from runners.run.reuse_key import reuse_context
     from workbench.spec import StudySpec
     from workbench.store import open_store
 
@@ -308,7 +309,7 @@ def study(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace, spec, configs) -> int:
     """`pacebench study --resume --status`: one line of where the planned trials stand."""
-    from runners.resume import study_status
+    from runners.launch.resume import study_status
 
     if not args.resume:
         raise ValueError("--status goes with --resume (it reports on a study being run)")
@@ -327,8 +328,8 @@ def _check_mix_flag(args: argparse.Namespace) -> None:
 
 
 def scale(args: argparse.Namespace) -> int:
-    """`pacebench scale`: steps-to-result per batch size and sparsity (runners/scaling_study)."""
-    from runners.scaling_study import run_scaling
+    """`pacebench scale`: steps-to-result per batch size and sparsity (runners/procedures/scaling_study)."""
+    from runners.procedures.scaling_study import run_scaling
     from workbench.spec import ScalingSpec
 
     _check_mix_flag(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from runners.cli_types import csv as _csv
+from runners.cli.types import csv as _csv
 
 __all__ = ["until_decided_flags", "decided_pair", "until_decided", "STUDY_EXISTS"]
 

@@ -61,7 +61,7 @@ def significant(value: float, digits: int = 3) -> str:
     return f"{rounded:,.{max(places, 0)}f}"
 
 
-# CPU hardware keys and their cores (runners/env.py's "cpu: <model> (<n> threads)", the fake
+# CPU hardware keys and their cores (runners/run/env.py's "cpu: <model> (<n> threads)", the fake
 # stores' "synthetic CPU x<n>"). A CPU's cost reads in core-seconds unless a price was typed
 # into the price table: its default price is an example rate (costs.PRICE_RULES), and a dollar
 # figure of a few seconds on a laptop ("$0.0000696") says nothing.

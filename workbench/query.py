@@ -507,10 +507,11 @@ def _read_parts(store: Store, parts: list[Path]) -> pd.DataFrame | None:
         return None
 
 
-def read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFrame, list, list]:
+def read_index(con: duckdb.DuckDBPyConnection | None, store: Store
+               ) -> tuple[pd.DataFrame, list, list]:
     """(run-table rows of the index with INDEX_STAT_COLUMNS and INDEX_CLOCK_COLUMNS, the parts
     listed, the parts read); bad parts are skipped; of a run listed twice, the row of the
-    newest part."""
+    newest part. `con` is not used (the parts are read with pyarrow): None will do."""
     frame, parts, read = _index_rows(store)
     if frame is None:
         return _empty_index(), parts, read
@@ -562,7 +563,6 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     listed, index parts read): what runs_frame shows and what workbench.run_index adds.
     `index`: what read_index returned, when the caller has just read it; `names`: what
     Store.run_names returned, when the caller has just listed the run folders."""
-    con = con or connect()
     indexed, parts, read = index if index is not None else read_index(con, store)
     if len(indexed):  # the index is a cache: only rows whose run is as it was when read
         indexed = indexed[_unchanged(store, indexed)]
@@ -573,8 +573,9 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     present = set(run_ids)
     new = present - known
     skipped: dict[str, str] = {}
-    fresh = _runs_from_folders(con, store, [r for r in run_ids if r in new] if new else [],
-                               skipped)
+    # a DuckDB connection only for runs read from their folders (one takes 25 ms to open)
+    fresh = _runs_from_folders(con or connect(), store, [r for r in run_ids if r in new],
+                               skipped) if new else _empty_runs()
     frames = [f for f in (indexed, fresh) if len(f)]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else \
         (frames[0] if frames else _empty_runs())

@@ -117,9 +117,10 @@ def _pool_scores(times: xr.DataArray, config: scoring.ScoringConfig | None) -> n
     """The scores (scoring.benchmark_scores after scoring.apply_rules) of every algorithm of
     `times`, shape (pool, algorithm): pool 0 the whole pool, pool k + 1 the pool without
     algorithm k, all in one call of the rules (a call per pool: 0.44 s of a `score` of the
-    AlgoPerf v0.5 logs, one call 0.03 s). The left-out algorithm's times are NaN: the rules take each
-    workload's best over finite times only and treat every algorithm's times apart, so the
-    others score as score_table_of_times scores them without it (its own score is unused)."""
+    AlgoPerf v0.5 logs, one call 0.03 s). The left-out algorithm's times are NaN: the rules
+    take each workload's best over finite times only and treat every algorithm's times apart,
+    so the others score as score_table_of_times scores them without it (its own score is
+    unused)."""
     ordered = times.transpose("algorithm", "workload")
     n = ordered.sizes["algorithm"]
     data = np.repeat(ordered.values[None].astype(float), n + 1, axis=0)

@@ -425,7 +425,7 @@ def _by_side(runs: pd.DataFrame) -> dict[str, dict[str, dict[str, list]]]:
     matched it), but its workload's text is still listed."""
     out: dict[str, dict[str, dict[str, list]]] = {}
     texts = runs["workload"].astype(str).tolist()
-    row_type = namedtuple("Row", runs.columns)  # what itertuples gives, from whole columns
+    row_type = namedtuple("Row", runs.columns, rename=True)  # as itertuples, from columns
     rows = map(row_type._make, zip(*(runs[c].tolist() for c in runs.columns)))
     for row, text in zip(rows, texts):
         algorithm, workload = row.algorithm, row.workload

@@ -86,6 +86,12 @@ _DOC_TYPES: dict[str, str] = {
 # Kept beside each run's row in the run index: its run document's size and modification time
 # (ns) when the row was read. A run whose document stats otherwise now is read from its folder.
 INDEX_STAT_COLUMNS = ("doc_size", "doc_mtime_ns")
+# Kept there too: each run's eval clock (eval_clock's figures), read from its sealed eval summary
+# (records.EVAL_SUMMARY's "eval_clock"), so that eval_clock reads no rows of an indexed run.
+# Known false where the summary holds none (an older store, figures computed from the rows):
+# eval_clock reads that run's rows. Seconds NaN where no row counts.
+INDEX_CLOCK_COLUMNS = ("eval_clock_known", "eval_clock_eval_seconds", "eval_clock_wall_seconds")
+_CLOCK_DTYPES = dict(zip(INDEX_CLOCK_COLUMNS, ("bool", "float64", "float64")))
 
 
 def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[str],
@@ -232,7 +238,23 @@ def _sealed_summaries(docs: pd.DataFrame) -> pd.DataFrame:
     for c, dtype in columns.items():
         key = c.removeprefix("rows_")
         frame[c] = pd.Series([s[key] for _, s in usable], dtype=object).astype(dtype)
+    clocks = [_clock_of(s) for _, s in usable]
+    for i, c in enumerate(INDEX_CLOCK_COLUMNS):
+        frame[c] = pd.Series([clock[i] for clock in clocks], dtype=_CLOCK_DTYPES[c])
     return frame
+
+
+def _clock_of(summary: dict) -> tuple[bool, float, float]:
+    """(known, eval seconds, wall seconds) of a summary's "eval_clock": known only when it is
+    null (no row counts: NaN seconds) or two finite numbers >= 0."""
+    clock = summary.get("eval_clock", False)
+    if clock is None:
+        return True, np.nan, np.nan
+    if isinstance(clock, list) and len(clock) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= 0
+            for v in clock):
+        return True, float(clock[0]), float(clock[1])
+    return False, np.nan, np.nan
 
 
 # The run-table columns a first hit sets (what first_hits recomputes).
@@ -291,9 +313,40 @@ GROUP BY run_id
 def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
     """Per run of `run_ids` with such a row: the accumulated eval seconds and wall seconds of
     its last eval row whose training, eval and wall seconds are finite and >= 0 (columns run_id, eval_seconds,
-    wall_seconds). A run whose rows cannot be read is left out with a warning naming it."""
-    con = connect()
+    wall_seconds). A run whose rows cannot be read is left out with a warning naming it.
+    The run index's clock (INDEX_CLOCK_COLUMNS) is taken where it is known and its run is as
+    it was when indexed; only the other runs' rows are read (reading all 3,700 runs' rows of
+    the AlgoPerf v0.5 logs took most of a `score --json`)."""
     ids = [str(r) for r in run_ids]
+    indexed = _indexed_clock(store, ids)
+    known = set(indexed["run_id"].tolist()) if len(indexed) else set()
+    rest = [r for r in ids if r not in known]
+    indexed = indexed[indexed["eval_seconds"].notna()]  # NaN: known that no row counts
+    if rest:
+        found = _clock_from_rows(store, rest)
+        indexed = pd.concat([f for f in (indexed, found) if len(f)] or [found],
+                            ignore_index=True)
+    return indexed.astype({"run_id": "str", "eval_seconds": float, "wall_seconds": float})
+
+
+def _indexed_clock(store: Store, ids: list[str]) -> pd.DataFrame:
+    """The run index's known clocks of `ids` (run_id, eval_seconds, wall_seconds; NaN seconds
+    where no row counts), of runs unchanged since they were indexed (_unchanged)."""
+    columns = {"run_id": "run_id", "eval_clock_eval_seconds": "eval_seconds",
+               "eval_clock_wall_seconds": "wall_seconds"}
+    frame = _index_rows(store)[0]
+    if frame is None:
+        return pd.DataFrame({c: pd.Series(dtype=float if c != "run_id" else "str")
+                             for c in columns.values()})
+    frame = frame[frame["run_id"].isin(ids).to_numpy(bool) & frame["eval_clock_known"]
+                  .to_numpy(bool)]
+    frame = frame[_unchanged(store, frame)] if len(frame) else frame
+    return frame[list(columns)].rename(columns=columns)
+
+
+def _clock_from_rows(store: Store, ids: list[str]) -> pd.DataFrame:
+    """eval_clock of `ids` computed from their eval rows (_EVAL_CLOCK_SQL)."""
+    con = connect()
 
     def build(rows: _Rows | None) -> pd.DataFrame:
         if rows is None:
@@ -312,7 +365,7 @@ def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
     except duckdb.Error:
         bad = _unreadable(con, store, ids, "evals", docs=False)
         found = _read_rows(con, store, "evals", [r for r in ids if r not in bad], build)
-    return found.astype({"run_id": "str", "eval_seconds": float, "wall_seconds": float})
+    return found
 
 
 def _parse_hparams(texts: pd.Series) -> list[dict]:
@@ -347,7 +400,13 @@ def _finish_runs(docs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
             frame[c] = pd.Series(np.nan, index=frame.index)
     frame["reached_target"] = frame["reached_target"].eq(True)  # no eval rows: False
     frame["hparams"] = _parse_hparams(frame["hparams"])
-    frame = frame[list(R.RUN_COLUMNS) + [c for c in INDEX_STAT_COLUMNS if c in frame]]
+    for c in INDEX_CLOCK_COLUMNS[1:]:
+        frame[c] = frame[c].astype(float) if c in frame else np.nan
+    # no usable summary (the merge left NaN, or no summary at all): the clock is not known
+    known = frame["eval_clock_known"] if "eval_clock_known" in frame else None
+    frame["eval_clock_known"] = known.eq(True) if known is not None else False
+    frame = frame[list(R.RUN_COLUMNS) + [c for c in INDEX_STAT_COLUMNS if c in frame]
+                  + list(INDEX_CLOCK_COLUMNS)]
     return frame.astype(RUN_DTYPES).sort_values("run_id", ignore_index=True)
 
 
@@ -437,37 +496,48 @@ def _read_parts(store: Store, parts: list[Path]) -> pd.DataFrame | None:
         frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
     except (pa.ArrowException, ValueError, TypeError):
         return None
-    columns = [*R.RUN_COLUMNS, *INDEX_STAT_COLUMNS]
+    columns = [*R.RUN_COLUMNS, *INDEX_STAT_COLUMNS, *INDEX_CLOCK_COLUMNS]
     if not all(c in frame.columns for c in columns):
         return None
     try:  # a part whose values are not of the run table's types is not read either
         return frame[columns].astype(
             {**{c: t for c, t in RUN_DTYPES.items() if c != "hparams"},
-             **dict.fromkeys(INDEX_STAT_COLUMNS, "int64")})
+             **dict.fromkeys(INDEX_STAT_COLUMNS, "int64"), **_CLOCK_DTYPES})
     except (ValueError, TypeError):
         return None
 
 
-def read_index(con: duckdb.DuckDBPyConnection, store: Store) -> tuple[pd.DataFrame, list, list]:
-    """(run-table rows of the index with INDEX_STAT_COLUMNS, the parts listed, the parts read);
-    bad parts are skipped; of a run listed twice, the row of the newest part."""
+def read_index(con: duckdb.DuckDBPyConnection | None, store: Store
+               ) -> tuple[pd.DataFrame, list, list]:
+    """(run-table rows of the index with INDEX_STAT_COLUMNS and INDEX_CLOCK_COLUMNS, the parts
+    listed, the parts read); bad parts are skipped; of a run listed twice, the row of the
+    newest part. `con` is not used (the parts are read with pyarrow): None will do."""
+    frame, parts, read = _index_rows(store)
+    if frame is None:
+        return _empty_index(), parts, read
+    frame["hparams"] = _parse_hparams(frame["hparams"])
+    return frame.astype(RUN_DTYPES), parts, read
+
+
+def _index_rows(store: Store) -> tuple[pd.DataFrame | None, list, list]:
+    """read_index's rows as the parts hold them (hparams as JSON text), or None when no part
+    can be read; the parts listed, the parts read."""
     parts = store.index_parts()
     if not parts:
-        return _empty_index(), [], []
+        return None, [], []
     frame, read = _read_parts(store, parts), parts
     if frame is None:  # find the parts that can be read
         pieces = {p: _read_parts(store, [p]) for p in parts}
         read = [p for p, f in pieces.items() if f is not None]
         if not read:
-            return _empty_index(), parts, []
+            return None, parts, []
         frame = pd.concat([pieces[p] for p in read], ignore_index=True)
-    frame = frame.drop_duplicates("run_id", keep="last").reset_index(drop=True)
-    frame["hparams"] = _parse_hparams(frame["hparams"])
-    return frame.astype(RUN_DTYPES), parts, read
+    return frame.drop_duplicates("run_id", keep="last").reset_index(drop=True), parts, read
 
 
 def _empty_index() -> pd.DataFrame:
-    return _empty_runs().assign(**{c: pd.Series(dtype="int64") for c in INDEX_STAT_COLUMNS})
+    return _empty_runs().assign(**{c: pd.Series(dtype="int64") for c in INDEX_STAT_COLUMNS},
+                                **{c: pd.Series(dtype=t) for c, t in _CLOCK_DTYPES.items()})
 
 
 def _unchanged(store: Store, indexed: pd.DataFrame) -> np.ndarray:
@@ -493,7 +563,6 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     listed, index parts read): what runs_frame shows and what workbench.run_index adds.
     `index`: what read_index returned, when the caller has just read it; `names`: what
     Store.run_names returned, when the caller has just listed the run folders."""
-    con = con or connect()
     indexed, parts, read = index if index is not None else read_index(con, store)
     if len(indexed):  # the index is a cache: only rows whose run is as it was when read
         indexed = indexed[_unchanged(store, indexed)]
@@ -504,8 +573,9 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     present = set(run_ids)
     new = present - known
     skipped: dict[str, str] = {}
-    fresh = _runs_from_folders(con, store, [r for r in run_ids if r in new] if new else [],
-                               skipped)
+    # a DuckDB connection only for runs read from their folders (one takes 25 ms to open)
+    fresh = _runs_from_folders(con or connect(), store, [r for r in run_ids if r in new],
+                               skipped) if new else _empty_runs()
     frames = [f for f in (indexed, fresh) if len(f)]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else \
         (frames[0] if frames else _empty_runs())

@@ -92,7 +92,8 @@ CHECKPOINTS_DIR = "checkpoints"     # a long run's training state: <trial_key>.p
 # its run document's size and modification time (query.INDEX_STAT_COLUMNS), and a part's name
 # ends with its bytes' digest: a row whose document changed, or a part edited, is not believed.
 INDEX_DIR = "index"
-INDEX_VERSION = 5  # 5: each row's document size and mtime; the run table gained `phase`
+INDEX_VERSION = 6  # 5: each row's document size and mtime; the run table gained `phase`;
+# 6: each row's eval clock (query.INDEX_CLOCK_COLUMNS)
 INDEX_PART_PREFIX = f"runs-v{INDEX_VERSION}-"  # + a unique name + ".parquet"
 # The early-stopping tuner (runners/run/early_stop.py): one JSON document per trial at
 # <store>/pruning/<study_name>/<trial_key>.json = {"trial_key", "workload", "algorithm", "group",
@@ -391,7 +392,9 @@ def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, 
 #   {"target": [metric, direction, validation target], "reached_target": bool,
 #    "eval_index_to_target", "time_to_target", "step_to_target", "wall_to_target" (the first eval
 #    that met the target; null when none did), "best_validation", and the rows' largest "steps",
-#    "train_seconds", "wall_seconds" (null when there are no rows)}
+#    "train_seconds", "wall_seconds" (null when there are no rows), and "eval_clock": [eval
+#    seconds, wall seconds] of query.eval_clock (null when no row counts; absent when a row's
+#    eval seconds are not a number: then readers read the rows)}
 EVAL_SUMMARY = "eval_summary"
 
 
@@ -414,7 +417,7 @@ def summary_columns(columns: Iterable[str], doc: Mapping[str, Any]) -> list[str]
     them give the same summary, and cost less to make from a table."""
     metric = doc.get("target_metric")
     target = metric_column("validation", metric).lower() if isinstance(metric, str) else None
-    read = ("eval_index", "step", "train_seconds", "wall_seconds")
+    read = ("eval_index", "step", "train_seconds", "eval_seconds", "wall_seconds")
     return [c for c in columns if c in read or c.lower() == target]
 
 
@@ -459,10 +462,26 @@ def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> d
     first = rows[order[position]] if position is not None else {}
     best = (max if direction == "max" else min)(finite) if finite else None
     as_float = (lambda v: None if v is None else float(v))
-    return {"target": [metric, direction, float(target)], "reached_target": position is not None,
-            "eval_index_to_target": first.get("eval_index"),
-            "time_to_target": as_float(first.get("train_seconds")),
-            "step_to_target": first.get("step"),
-            "wall_to_target": as_float(first.get("wall_seconds")), "best_validation": best,
-            "steps": largest("step"), "train_seconds": as_float(largest("train_seconds")),
-            "wall_seconds": as_float(largest("wall_seconds"))}
+    out = {"target": [metric, direction, float(target)], "reached_target": position is not None,
+           "eval_index_to_target": first.get("eval_index"),
+           "time_to_target": as_float(first.get("train_seconds")),
+           "step_to_target": first.get("step"),
+           "wall_to_target": as_float(first.get("wall_seconds")), "best_validation": best,
+           "steps": largest("step"), "train_seconds": as_float(largest("train_seconds")),
+           "wall_seconds": as_float(largest("wall_seconds"))}
+    if all(row.get("eval_seconds") is None or _plain_number(row["eval_seconds"]) for row in rows):
+        out["eval_clock"] = _eval_clock(rows)
+    return out
+
+
+def _eval_clock(rows: list[Mapping[str, Any]]) -> list[float] | None:
+    """[eval seconds, wall seconds] of the last row (largest eval_index) whose training, eval
+    and wall seconds are all finite and >= 0 (workbench.query.eval_clock's rule, which
+    tests/unit/store/test_query.py checks this against); None when no row is such."""
+    def counts(row: Mapping[str, Any]) -> bool:
+        return all(row.get(k) is not None and math.isfinite(row[k]) and row[k] >= 0
+                   for k in ("train_seconds", "eval_seconds", "wall_seconds"))
+
+    last = max((row for row in rows if counts(row)), key=lambda row: row["eval_index"],
+               default=None)
+    return None if last is None else [float(last["eval_seconds"]), float(last["wall_seconds"])]

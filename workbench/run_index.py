@@ -7,6 +7,7 @@ launcher (at the end of a launch) and the importer (at the end of an import) cal
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 
@@ -24,6 +25,9 @@ def _index_table(frame: pd.DataFrame) -> "pa.Table":  # noqa: F821
     import pyarrow as pa
 
     out = frame[[*R.RUN_COLUMNS, *query.INDEX_STAT_COLUMNS]].copy()
+    for c in query.INDEX_CLOCK_COLUMNS:  # a run read without its eval clock: not known
+        out[c] = frame[c].to_numpy() if c in frame else math.nan
+    out["eval_clock_known"] = out["eval_clock_known"].eq(True)
     out["hparams"] = [json.dumps(h, sort_keys=True) for h in out["hparams"]]
     return pa.Table.from_pandas(out, preserve_index=False)
 

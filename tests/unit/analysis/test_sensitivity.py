@@ -181,3 +181,33 @@ def test_algorithms_equal_in_score_share_a_rank():
     assert math.isnan(spearman(shift, "train", "steps"))  # one clock ties everyone
     shift["c"] = {"rank_train": 3, "rank_steps": 3}
     assert spearman(shift, "train", "steps") == pytest.approx(0.8660254)  # scipy's, with ties
+
+
+@pytest.mark.parametrize("held_out", [False, True])
+def test_pool_sensitivity_is_each_smaller_pools_score_table(held_out):
+    """One call of the rules for every pool (NaN for the one left out) gives exactly what the
+    score table of each smaller pool gives: times near the 4x cut-off, inf, NaN, a workload
+    only the left-out algorithm reaches, and with the held-out variant rule."""
+    from workbench import scoring
+
+    rng = np.random.default_rng(4)
+    workloads = ["w1", "w2", "w3", "w1_v"]
+    table = {f"a{i}": {w: float(rng.choice([1.0, 2.0, 3.9, 4.1, 7.0, np.inf, np.nan]))
+                       for w in workloads} for i in range(6)}
+    for a in table:
+        table[a]["w3"] = 5.0 if a == "a0" else np.inf
+    times = tiny_times(table)
+    config = scoring.ScoringConfig(base_workloads=("w1", "w2", "w3"), held_out={"w1_v": "w1"},
+                                   apply_held_out=True) if held_out else \
+        scoring.ScoringConfig(base_workloads=("w1", "w2", "w3"))
+    pool = sensitivity.pool_sensitivity(times, config)
+    names = sorted(table)
+    full = scoring.score_table_of_times(times, config).set_index("algorithm")["score"]
+    for left in names:
+        rest = [a for a in names if a != left]
+        scores = scoring.score_table_of_times(times.sel(algorithm=rest), config) \
+            .set_index("algorithm")["score"]
+        for a in rest:
+            assert pool[a]["without"][left] == float(scores[a])
+    assert {a: pool[a]["score"] for a in names} == {a: float(full[a]) for a in names}
+    assert sum(e["largest_change"] != 0 for e in pool.values()) >= 2  # the pool matters here

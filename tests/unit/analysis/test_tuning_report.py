@@ -280,3 +280,42 @@ def test_the_verdict_says_what_each_number_is_when_they_seem_to_disagree():
     assert "no contradiction" not in C.compare(agree, "a", "b", budgets={"w": 10.0},
                                                replicates=50).sentence()
 
+
+
+def test_trial_cells_count_missing_values_as_equal_and_keep_each_cells_last_attempt():
+    """The counts of tuning_report's entries (one pass over the rows, no pandas per entry), by
+    hand: a repeated cell keeps its last attempt, missing trial / study name values are one
+    cell (drop_duplicates), a missing trial is not counted per study (nunique)."""
+    import numpy as np
+    import pandas as pd
+
+    from workbench.query import RUN_DTYPES
+
+    rows = [  # study_name, study, trial, seed, status, run_id, algorithm, time, reached, ruleset
+        ("s", 1, 1, 0, "complete", "r1", "a", 10.0, True, "external"),
+        ("s", 1, 1, 0, "diverged", "r2", "a", np.nan, False, "external"),  # r1's cell: kept
+        ("s", 1, None, 0, "complete", "r3", "a", 8.0, True, "external"),
+        ("s", 1, None, 0, "complete", "r4", "a", 7.0, True, "external"),  # r3's cell: kept
+        (None, 2, 1, 0, "complete", "r5", "a", 9.0, True, None),
+        (None, 2, 2, 0, None, "r6", "a", np.nan, False, "external"),
+        ("t", 1, 1, 0, "stalled", "r9", "b", np.nan, False, "self"),
+    ]
+    columns = ["study_name", "study", "trial", "seed", "status", "run_id", "algorithm",
+               "time_to_target", "reached_target", "ruleset"]
+    runs = pd.DataFrame(rows, columns=columns).assign(
+        workload="w", best_validation=0.5, target_direction="max",
+        hparams=[{"learning_rate": 10.0 ** -(1 + i % 3)} for i in range(len(rows))])
+    runs = runs.astype({c: RUN_DTYPES[c] for c in runs.columns})
+    space = {"search_space": {"learning_rate": {"min": 1e-4, "max": 1.0, "scaling": "log"}}}
+    report = T.tuning_report(runs, lambda run_id: space)
+    a, b = report["a"]["w"], report["b"]["w"]
+    # cells (s,1,1,0) (s,1,-,0) (-,2,1,0) (-,2,2,0); one diverged; (s,1): trial 1, (-,2): 1 and 2
+    assert (a["trials"], a["finished"], a["bad_fraction"], a["planned_trials"]) == (4, 4, 0.25, 2)
+    assert a["best"]["time_to_target"] == 7.0 and a["why"] is None  # r4, not r3
+    assert (b["trials"], b["bad_fraction"], b["why"]) == \
+        (1, 1.0, "self-tuning: no search space to judge")
+    # two more attempts without a finished one: 6 cells, 3 bad, 3 trials in study (-,2)
+    extra = runs.iloc[[0, 4]].assign(run_id=["x1", "x2"], trial=[5, 6]).astype({"trial": "Int64"})
+    tried = T.tuning_report(runs, lambda run_id: space, attempts=pd.concat([runs, extra]))["a"]["w"]
+    assert (tried["trials"], tried["finished"], tried["bad_fraction"],
+            tried["planned_trials"]) == (6, 4, 0.5, 3)

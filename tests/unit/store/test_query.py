@@ -439,3 +439,73 @@ def test_rows_that_are_not_plain_get_no_summary(tmp_path, rows):
             writer.append_eval(row)
     assert R.EVAL_SUMMARY not in store.run_doc(writer.run_id)
     assert len(query.runs_frame(store)) == 1
+
+
+# -- each run's eval clock, kept in its summary and the run index (query.eval_clock) ----------
+def _clock_runs(store, rng, n: int) -> None:
+    """Sealed runs whose rows' training, eval and wall seconds are at times missing, negative,
+    NaN or infinite (then no summary at all, or a summary whose clock is null), or absent."""
+    for i in range(n):
+        rows = []
+        for k in range(int(rng.integers(0, 6))):
+            row = _row(k, **{"validation/accuracy": float(rng.choice([0.5, 0.95]))})
+            row["train_seconds"] = rng.choice([row["train_seconds"]] * 6 + [-1.0, None])
+            row["wall_seconds"] = rng.choice([row["wall_seconds"]] * 6 + [-1.0, None])
+            row["eval_seconds"] = rng.choice([row["eval_seconds"]] * 6 +
+                                             [-1.0, None, np.nan, np.inf])
+            rows.append(row)
+        evals = pa.Table.from_pylist(rows) if rows else None
+        store.write_sealed_run({**_doc(f"c{i}"), "status": "complete"}, evals, f"c{i}")
+
+
+def _sorted(clock: pd.DataFrame) -> pd.DataFrame:
+    return clock.astype({"run_id": "str"}).sort_values("run_id", ignore_index=True)
+
+
+def test_the_indexed_eval_clock_is_what_the_rows_say(tmp_path):
+    from workbench.run_index import refresh_index
+
+    store = open_store(tmp_path / "s", create=True)
+    _clock_runs(store, np.random.default_rng(3), 60)
+    refresh_index(store)
+    ids = store.run_ids()
+    indexed = query._indexed_clock(store, ids)
+    # most runs' clocks come from the index; some of them are known to have no counting row
+    assert len(indexed) > 40 and indexed["eval_seconds"].isna().sum() > 3
+    from_rows = _sorted(query._clock_from_rows(store, ids))
+    assert 30 < len(from_rows) < 60
+    pd.testing.assert_frame_equal(_sorted(query.eval_clock(store, ids)), from_rows,
+                                  check_exact=True)
+    truth = {r.run_id: [r.eval_seconds, r.wall_seconds] for r in from_rows.itertuples()}
+    sealed = {r: store.run_doc(r).get(R.EVAL_SUMMARY, {}) for r in ids}
+    assert {r: s["eval_clock"] for r, s in sealed.items() if "eval_clock" in s} == \
+        {r: truth.get(r) for r, s in sealed.items() if "eval_clock" in s}
+    # a store without summaries nor index (written before them) reads every run's rows
+    shutil.copytree(store.root, tmp_path / "old")
+    shutil.rmtree(tmp_path / "old" / R.INDEX_DIR)
+    old = open_store(tmp_path / "old")
+    for run_id in ids:
+        _drop_summary(old.runs_dir / run_id)
+    assert len(query._indexed_clock(old, ids)) == 0
+    pd.testing.assert_frame_equal(_sorted(query.eval_clock(old, ids)), from_rows,
+                                  check_exact=True)
+
+
+@pytest.mark.parametrize("clock", ["fast", [1.0], [-1.0, 2.0], [True, 1.0], [1.0, "2"], {}])
+def test_a_malformed_eval_clock_in_a_summary_is_not_believed(tmp_path, clock):
+    """The rows decide; the run table still reads the rest of the summary."""
+    from workbench.run_index import refresh_index
+
+    store = open_store(tmp_path / "s", create=True)
+    rows = pa.Table.from_pylist([_row(k, **{"validation/accuracy": 0.95}) for k in range(3)])
+    store.write_sealed_run({**_doc("k"), "status": "complete"}, rows, "one")
+    assert store.run_doc("one")[R.EVAL_SUMMARY]["eval_clock"] == [1.5, 9.0]
+    path = store.runs_dir / "one" / R.RUN_DOC
+    doc = json.loads(path.read_text())
+    doc[R.EVAL_SUMMARY]["eval_clock"] = clock
+    path.write_text(json.dumps(doc))
+    refresh_index(store)
+    assert len(query._indexed_clock(store, ["one"])) == 0
+    assert query.eval_clock(store, ["one"]).to_dict("records") == \
+        [{"run_id": "one", "eval_seconds": 1.5, "wall_seconds": 9.0}]
+    assert query.runs_frame(store)["reached_target"].tolist() == [True]

@@ -17,7 +17,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import permutation_test
 
 __all__ = ["permutation_pvalues", "mean_difference_pvalue", "doubled_midranks", "wins2",
            "EXACT_RELABELLINGS"]
@@ -112,6 +111,8 @@ def mean_difference_pvalue(la: np.ndarray, lb: np.ndarray, seed: int = 0) -> flo
     P(|mean A - mean B| under relabelling >= the observed), by scipy.stats.permutation_test
     (permutation_type="independent"): exact over every relabelling up to
     EXACT_RELABELLINGS of them, else _RANDOM_RELABELLINGS random ones (p = (1 + k) / (1 + n))."""
+    from scipy.stats import permutation_test  # 1 s to import: only when the machine-speed check runs
+
     def distance(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.abs(np.mean(x, axis=axis) - np.mean(y, axis=axis))
 

@@ -25,7 +25,8 @@ from workbench.scoring import workload_times
 from workbench.spec import ExecutionOptions, RunConfig
 from workbench.store import open_store
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+from locations import FIXTURES
+
 ADAMW = FIXTURES / "algoperf_adamw" / "submission.py"
 RAISES = FIXTURES / "algoperf_raises" / "submission.py"
 

@@ -69,11 +69,11 @@ def test_verdicts_benchmark_calibrates_the_sequential_test_on_a_stores_trials(tm
 def test_import_score_finds_the_official_scorer_only_when_it_is_installed(tmp_path, monkeypatch):
     """benchmarks/import_score.py times the official AlgoPerf scorer only where its module is
     importable; Pacebench's own `algoperf` stand-in (no scorer) does not count as it."""
-    spec = importlib.util.spec_from_file_location("import_score",
-                                                  ROOT / "benchmarks" / "import_score.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    monkeypatch.syspath_prepend(str(ROOT / "runners" / "algoperf_compat"))  # the stand-in
+    from runners.algoperf.adapter import COMPAT_DIR
+    from runners.plugins import load_file
+
+    bench = load_file(ROOT / "benchmarks" / "import_score.py", "import_score")
+    monkeypatch.syspath_prepend(str(COMPAT_DIR))  # the stand-in
     assert bench.official_scorer() is None
     fake = tmp_path / "algoperf" / "scoring"
     fake.mkdir(parents=True)

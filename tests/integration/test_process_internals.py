@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from multiprocessing import spawn
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,28 @@ from locations import REPO
 ROOT = REPO
 
 
-def test_launch_data_names_the_main_module_under_the_keys_left_out():
+_PROBE = """
+import json, sys
+sys.path.insert(0, {root!r})
+from multiprocessing import spawn
+from runners.launch import process_internals as P
+data = spawn.get_preparation_data("probe")
+left = P._without_main(spawn.get_preparation_data)("probe")
+print(json.dumps([sorted(set(P.MAIN_KEYS) & set(data)), sorted(set(P.MAIN_KEYS) & set(left))]))
+"""
+
+
+def test_launch_data_names_the_main_module_under_the_keys_left_out(tmp_path):
     """multiprocessing tells a new process to import the parent's main module through these
-    keys: if it named it otherwise, leaving them out would leave it in."""
-    data = spawn.get_preparation_data("probe")
-    assert set(P.MAIN_KEYS) & set(data), sorted(data)
-    assert not set(P.MAIN_KEYS) & set(P._without_main(spawn.get_preparation_data)("probe"))
+    keys: if it named it otherwise, leaving them out would leave it in. Probed from a script run
+    as the main module (a pytest-xdist worker's main module has no file, so names none)."""
+    script = tmp_path / "launcher.py"
+    script.write_text(_PROBE.format(root=str(ROOT)))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=True, timeout=120)
+    named, left = json.loads(out.stdout)
+    assert named, "the launch data names the main module under none of " + str(P.MAIN_KEYS)
+    assert left == []
 
 
 # An unguarded launcher script: its top level counts its runs in a file and starts a worker,

@@ -316,7 +316,7 @@ def test_ctrl_c_cancels_the_whole_array(tmp_path, slurm_cluster):
     root = REPO
     launcher = subprocess.Popen(
         [sys.executable, "-m", "runners.cli", "study", "--workloads", "synthetic",
-         "--algorithms", "adamw", "--trials", "3", "--max-steps", "5000", "--no-stop-on-target",
+         "--algorithms", "adamw", "--trials", "3", "--max-steps", "500000", "--no-stop-on-target",
          "--name", "ctrlc", "--store", str(store_dir), "--backend", "slurm",
          "--slurm-store-check", "off", "--quiet"],
         cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE,
@@ -325,7 +325,8 @@ def test_ctrl_c_cancels_the_whole_array(tmp_path, slurm_cluster):
         jobs = _wait("3 registered jobs", lambda: len(registered_jobs(store_dir, "ctrlc")) == 3
                      and registered_jobs(store_dir, "ctrlc"), 120)
         store = open_store(store_dir)
-        # 2 running (the node has 2 CPUs), 1 pending; Ctrl-C once a run is writing
+        # 2 running (the node has 2 CPUs), 1 pending; Ctrl-C once a run is writing (500,000 steps:
+        # no run may end before the signal, however fast the machine)
         _wait("a run's first eval", lambda: any(store.latest_eval(k) for k in jobs), 120)
         launcher.send_signal(signal.SIGINT)
         out, _ = launcher.communicate(timeout=60)

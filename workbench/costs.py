@@ -20,7 +20,7 @@ never zero: PriceTable.missing names the keys to price.
 - Pareto front: the runs no other run beats on both cost (lower) and quality (better).
 - Eval share of wall clock (the AlgoPerf working group's 2026 analysis): per algorithm and
   workload, the evaluation seconds over the wall seconds of its finished runs, both read from
-  each run's last eval row (accumulated values; workbench.query.eval_clock) and summed over
+  each run's last eval row (accumulated values; workbench.eval_clock.eval_clock) and summed over
   the runs before dividing: sum eval_seconds / sum wall_seconds. The training clock pauses
   during evals, so this is the share of the machine time that no score counts.
 - Inference (DAWNBench): latency = median seconds of one batch-1 forward pass, measured at the end
@@ -451,7 +451,7 @@ def eval_share(runs: pd.DataFrame, clock: pd.DataFrame) -> pd.DataFrame:
     """Eval share of wall clock per (algorithm, workload) of `runs` (run-table rows): columns
     algorithm, workload, runs (those with an eval clock), eval_seconds, wall_seconds (their
     sums) and share = eval_seconds / wall_seconds (NaN when the wall seconds sum to 0).
-    `clock`: query.eval_clock of the runs (run_id, eval_seconds, wall_seconds)."""
+    `clock`: eval_clock.eval_clock of the runs (run_id, eval_seconds, wall_seconds)."""
     joined = runs[["run_id", "algorithm", "workload"]].astype({"run_id": str}).merge(
         clock, on="run_id", how="inner")
     sums = joined.groupby(["algorithm", "workload"], sort=True).agg(

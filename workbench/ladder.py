@@ -31,7 +31,7 @@ log2(non-embedding params), its interval from the same draws.
 
 Tuning per rung: beside `tuning` (the trials each algorithm's sweep got), `tuning_report`
 {algorithm: {"trials", "chosen", "edge", "bracketed", ...}} judges each sweep with the tuning
-report's edge rule (workbench/tuning.py ladder_entry): the sweep's runs (ladder phase
+report's edge rule (workbench/ladder_tuning.py ladder_entry): the sweep's runs (ladder phase
 "tuning", `sweep_frame`) ranked by final validation loss, the range the algorithm's shipped
 search space gives (the ranges runners/procedures/ladder.py sweeps), the floor the relative spread (CoV)
 of its final runs' losses over seeds at the sweep's budget, the smallest (default: the tuning
@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from workbench import tuning as T
+from workbench.ladder_tuning import ladder_entry, shipped_space
 from workbench.errors import UserError
 from workbench.ladder_intervals import (DRAWS, FRAGILE_CHANGE, INTERVAL_LEVEL,  # noqa: F401
                                         _pair, interval, rescaled_means, trend, widening)
@@ -291,7 +292,7 @@ def _describe(out: dict[str, Any], frame: pd.DataFrame, used: pd.DataFrame,
 def _tuning_report(out: dict[str, Any], frame: pd.DataFrame,
                    sweeps: pd.DataFrame | None) -> None:
     """Per algorithm of a rung (into out["tuning_report"]): its sweep judged by the tuning
-    report's edge rule (tuning.ladder_entry; see the module doc); a warning for each edge."""
+    report's edge rule (ladder_tuning.ladder_entry; see the module doc); a warning for each edge."""
     sweeps = sweeps if sweeps is not None else pd.DataFrame(columns=list(SWEEP_COLUMNS))
     for algorithm, part in frame.groupby("algorithm", sort=True):
         name = str(algorithm)
@@ -301,7 +302,7 @@ def _tuning_report(out: dict[str, Any], frame: pd.DataFrame,
         floor = float(np.std(losses, ddof=1) / np.mean(losses)) \
             if len(losses) >= 2 and np.mean(losses) > 0 else None
         chosen = T.hparams_of(part["hparams"].iloc[0]) if "hparams" in part.columns else {}
-        entry = T.ladder_entry(name, T.shipped_space(name),
+        entry = ladder_entry(name, shipped_space(name),
                                sweeps[sweeps["algorithm"] == algorithm], chosen, floor)
         out["tuning_report"][name] = entry
         if any(entry["edge"].values()):

@@ -53,7 +53,7 @@ from workbench.store import Store, read_regular
 
 __all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
            "read_index", "INDEX_STAT_COLUMNS", "RUN_DTYPES", "ladder_records", "last_evals",
-           "ladder_finals", "first_hits", "FIRST_HIT_COLUMNS", "eval_clock"]
+           "ladder_finals", "first_hits", "FIRST_HIT_COLUMNS"]
 
 # Columns computed from eval rows rather than read from the run document.
 _COMPUTED = ("reached_target", "time_to_target", "step_to_target", "wall_to_target",
@@ -293,79 +293,6 @@ def first_hits(store: Store, runs: pd.DataFrame, relax: float) -> pd.DataFrame:
     out["reached_target"] = out["reached_target"].eq(True)
     return out[["run_id", *FIRST_HIT_COLUMNS]].astype(
         {c: RUN_DTYPES[c] for c in FIRST_HIT_COLUMNS})
-
-
-# Per run, its last eval row (largest eval_index) whose training, eval and wall seconds are all
-# finite and >= 0 (a row the first-hit rule would not count does not count here either): the
-# evaluation seconds and the wall seconds accumulated by then.
-_EVAL_CLOCK_SQL = """
-SELECT run_id, arg_max(eval_seconds, eval_index) AS eval_seconds,
-       arg_max(wall_seconds, eval_index) AS wall_seconds
-FROM (SELECT run_id, {eval_index} AS eval_index, {train_seconds} AS train_seconds,
-             {eval_seconds} AS eval_seconds, {wall_seconds} AS wall_seconds FROM ({rows}))
-WHERE eval_index IS NOT NULL AND isfinite(train_seconds) AND isfinite(eval_seconds)
-      AND isfinite(wall_seconds) AND train_seconds >= 0 AND eval_seconds >= 0
-      AND wall_seconds >= 0
-GROUP BY run_id
-"""
-
-
-def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
-    """Per run of `run_ids` with such a row: the accumulated eval seconds and wall seconds of
-    its last eval row whose training, eval and wall seconds are finite and >= 0 (columns run_id, eval_seconds,
-    wall_seconds). A run whose rows cannot be read is left out with a warning naming it.
-    The run index's clock (INDEX_CLOCK_COLUMNS) is taken where it is known and its run is as
-    it was when indexed; only the other runs' rows are read (reading all 3,700 runs' rows of
-    the AlgoPerf v0.5 logs took most of a `score --json`)."""
-    ids = [str(r) for r in run_ids]
-    indexed = _indexed_clock(store, ids)
-    known = set(indexed["run_id"].tolist()) if len(indexed) else set()
-    rest = [r for r in ids if r not in known]
-    indexed = indexed[indexed["eval_seconds"].notna()]  # NaN: known that no row counts
-    if rest:
-        found = _clock_from_rows(store, rest)
-        indexed = pd.concat([f for f in (indexed, found) if len(f)] or [found],
-                            ignore_index=True)
-    return indexed.astype({"run_id": "str", "eval_seconds": float, "wall_seconds": float})
-
-
-def _indexed_clock(store: Store, ids: list[str]) -> pd.DataFrame:
-    """The run index's known clocks of `ids` (run_id, eval_seconds, wall_seconds; NaN seconds
-    where no row counts), of runs unchanged since they were indexed (_unchanged)."""
-    columns = {"run_id": "run_id", "eval_clock_eval_seconds": "eval_seconds",
-               "eval_clock_wall_seconds": "wall_seconds"}
-    frame = _index_rows(store)[0]
-    if frame is None:
-        return pd.DataFrame({c: pd.Series(dtype=float if c != "run_id" else "str")
-                             for c in columns.values()})
-    frame = frame[frame["run_id"].isin(ids).to_numpy(bool) & frame["eval_clock_known"]
-                  .to_numpy(bool)]
-    frame = frame[_unchanged(store, frame)] if len(frame) else frame
-    return frame[list(columns)].rename(columns=columns)
-
-
-def _clock_from_rows(store: Store, ids: list[str]) -> pd.DataFrame:
-    """eval_clock of `ids` computed from their eval rows (_EVAL_CLOCK_SQL)."""
-    con = connect()
-
-    def build(rows: _Rows | None) -> pd.DataFrame:
-        if rows is None:
-            return pd.DataFrame({"run_id": pd.Series(dtype="str"),
-                                 "eval_seconds": pd.Series(dtype=float),
-                                 "wall_seconds": pd.Series(dtype=float)})
-        present = {c.lower() for c in rows.columns}
-        typed = {c: f"TRY_CAST({_ident(c)} AS {_ROW_TYPES[c]})" if c in present
-                 else f"NULL::{_ROW_TYPES[c]}"
-                 for c in ("eval_index", "train_seconds", "eval_seconds", "wall_seconds")}
-        sql = _EVAL_CLOCK_SQL.format(rows=rows.sql, **typed)
-        return con.execute(sql, rows.params).df()
-
-    try:
-        found = _read_rows(con, store, "evals", ids, build)
-    except duckdb.Error:
-        bad = _unreadable(con, store, ids, "evals", docs=False)
-        found = _read_rows(con, store, "evals", [r for r in ids if r not in bad], build)
-    return found
 
 
 def _parse_hparams(texts: pd.Series) -> list[dict]:

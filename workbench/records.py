@@ -393,7 +393,7 @@ def run_identity(config: "RunConfig", spec: "WorkloadSpec | None") -> dict[str, 
 #    "eval_index_to_target", "time_to_target", "step_to_target", "wall_to_target" (the first eval
 #    that met the target; null when none did), "best_validation", and the rows' largest "steps",
 #    "train_seconds", "wall_seconds" (null when there are no rows), and "eval_clock": [eval
-#    seconds, wall seconds] of query.eval_clock (null when no row counts; absent when a row's
+#    seconds, wall seconds] of eval_clock.eval_clock (null when no row counts; absent when a row's
 #    eval seconds are not a number: then readers read the rows)}
 EVAL_SUMMARY = "eval_summary"
 
@@ -476,7 +476,7 @@ def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> d
 
 def _eval_clock(rows: list[Mapping[str, Any]]) -> list[float] | None:
     """[eval seconds, wall seconds] of the last row (largest eval_index) whose training, eval
-    and wall seconds are all finite and >= 0 (workbench.query.eval_clock's rule, which
+    and wall seconds are all finite and >= 0 (workbench.eval_clock.eval_clock's rule, which
     tests/unit/store/test_query.py checks this against); None when no row is such."""
     def counts(row: Mapping[str, Any]) -> bool:
         return all(row.get(k) is not None and math.isfinite(row[k]) and row[k] >= 0

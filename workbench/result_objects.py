@@ -20,7 +20,7 @@ import xarray as xr
 from workbench import budget as B
 from workbench import compare as C
 from workbench import ladder as LD
-from workbench import costs, query, scoring, sensitivity
+from workbench import costs, eval_clock, scoring, sensitivity
 from workbench import tuning_tables as TT
 from workbench.catalog import noise_floor_of
 from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column
@@ -68,7 +68,7 @@ class ScoreResult:
         most of a `score --json` of the v0.5 logs, so the text and CSV outputs skip it)."""
         if not hasattr(self, "_eval_share"):
             runs = self.scoped.runs
-            clock = query.eval_clock(self.store, runs["run_id"].tolist()) \
+            clock = eval_clock.eval_clock(self.store, runs["run_id"].tolist()) \
                 if self.store is not None and len(runs) else \
                 pd.DataFrame(columns=["run_id", "eval_seconds", "wall_seconds"])
             self._eval_share = costs.eval_share(runs, clock)

@@ -159,8 +159,9 @@ class Results(ResultSteps):
         return query.train_frame(self.store, list(run_ids))
 
     def eval_clock(self, run_ids: Sequence[str]) -> pd.DataFrame:
-        """Each run's eval and wall seconds at its last eval (query.eval_clock)."""
-        return query.eval_clock(self.store, list(run_ids))
+        """Each run's eval and wall seconds at its last eval (workbench/eval_clock.py)."""
+        from workbench.eval_clock import eval_clock
+        return eval_clock(self.store, list(run_ids))
 
     def ladder_records(self, run_ids: Sequence[str]):
         """The ladder records of `run_ids` (query.ladder_records)."""

@@ -36,7 +36,8 @@ runs behind each side's space (`tuning_runs`: `pacebench tune` sweeps, study nam
 or a run document's `"phase": "tuning"`) are counted per side with where its space came from;
 they do not decide it.
 
-The ladder (workbench/ladder.py) applies the same rule to each rung's sweep (`ladder_entry`).
+The ladder (workbench/ladder.py) applies the same rule to each rung's sweep
+(workbench/ladder_tuning.py `ladder_entry`).
 Pure functions of the run table and run documents; no store access, no torch. The report's
 words and tables (compare's tuning line, the report and search-space tables) are
 workbench/tuning_tables.py's.
@@ -48,7 +49,6 @@ import math
 import re
 from collections import namedtuple
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -56,12 +56,10 @@ import pandas as pd
 
 from workbench.errors import UserError
 from workbench import records as R
-from workbench.hparams import SPACES_DIR
 
 __all__ = ["EDGE_SHARE", "DEFAULT_NOISE_FLOOR", "DEFAULT_JUDGED", "TUNE_PREFIX", "Outcome",
            "Range", "ranges_of", "position", "edge_of", "judged_names", "tuning_report",
-           "report_entry", "fair_tuning", "tuning_warnings", "tuning_runs", "ladder_entry",
-           "shipped_space", "is_tuning_run",
+           "report_entry", "fair_tuning", "tuning_warnings", "tuning_runs", "is_tuning_run",
            "check_hparam_names", "hparams_of", "value_text", "planned_trials"]
 
 EDGE_SHARE = 0.10           # the outermost share of a range at each end that counts as its edge
@@ -562,43 +560,3 @@ def value_text(value: Any) -> str:
     if value is None:
         return "-"
     return f"{value:.3g}" if _number(value) else str(value)
-
-
-# -- ladders ------------------------------------------------------------------------------------
-def shipped_space(algorithm: str, spaces_dir: str | Path = SPACES_DIR) -> Any:
-    """The search space shipped for a built-in `algorithm` (<spaces_dir>/<algorithm>.json), or
-    None (an unknown name, a plug-in, unreadable JSON)."""
-    if not isinstance(algorithm, str) or not _NAME.fullmatch(algorithm) \
-            or algorithm.startswith("."):
-        return None
-    path = Path(spaces_dir) / f"{algorithm}.json"
-    try:
-        return json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, ValueError):
-        return None
-
-
-def ladder_entry(algorithm: str, space: Any, sweep: pd.DataFrame, chosen: Mapping[str, Any],
-                 floor: float | None, judged: Sequence[str] = DEFAULT_JUDGED
-                 ) -> dict[str, Any]:
-    """The ladder summary's `tuning_report` of one algorithm at one rung: {"trials", "chosen",
-    "edge", "bracketed", "position", "why", "finding"} from its sweep (`sweep`: the rung's
-    tuning runs, columns hparams, status, final_loss; lower loss is better, a run without a
-    finite loss counts as the worst), the hyperparameters its final runs used (`chosen`) and
-    the relative noise `floor` of its final losses (None: DEFAULT_NOISE_FLOOR)."""
-    rows = list(sweep.itertuples(index=False))
-    done = [r for r in rows if r.status in R.DONE_STATUSES]
-    outcomes = [Outcome(False, math.inf, float(r.final_loss) if r.status == "complete"
-                        and pd.notna(r.final_loss) else math.nan, "min") for r in done]
-    bad = sum(1 for r in rows if r.status != "complete" or not pd.notna(r.final_loss))
-    why = ("not swept: its declared setting or transfer rule" if not rows else
-           "its sweep's range is not known here (no search space shipped under that name)"
-           if space is None else None)
-    entry = report_entry(algorithm, space, [hparams_of(r.hparams) for r in done], outcomes,
-                         trials=len(rows), bad=bad, planned=len(rows) or None, floor=floor,
-                         judged=judged, why=why)
-    return {"trials": len(rows), "chosen": {k: _plain(v) for k, v in chosen.items()},
-            "edge": entry["edge"], "bracketed": entry["bracketed"],
-            "position": {hp: info["position"] for hp, info in entry["hparams"].items()
-                         if info.get("position") is not None},
-            "why": entry["why"], "finding": entry["finding"]}

@@ -26,6 +26,7 @@ from workbench.spec import RunConfig
 from workbench.store import open_store
 
 from locations import FIXTURES
+from signals import terminal_signals
 
 
 def _workers(launcher: int) -> list[int]:
@@ -303,7 +304,8 @@ def test_ctrl_c_stops_a_study_within_10_s_whatever_its_plug_ins_do(tmp_path):
            "--algorithms", plugins, "--ruleset", "self", "--workers", "3", "--name", "h",
            "--store", str(root), "--quiet"]
     launcher = subprocess.Popen(cmd, env={**os.environ, "PACEBENCH_TEST_OUT": str(out)},
-                                start_new_session=True, stdout=subprocess.DEVNULL,
+                                start_new_session=True, preexec_fn=terminal_signals,
+                                stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while len(list(out.glob("in-step-*"))) < 3:  # each plug-in is in its step()

@@ -25,6 +25,7 @@ from workbench.spec import StudySpec
 from workbench.store import open_store
 
 from locations import REPO
+from signals import terminal_signals
 
 # Columns that measure time differ between any two runs; every other column must be identical.
 TIME_COLUMNS = ("train_seconds", "eval_seconds", "wall_seconds", "steps_per_second")
@@ -320,7 +321,7 @@ def test_ctrl_c_cancels_the_whole_array(tmp_path, slurm_cluster):
          "--name", "ctrlc", "--store", str(store_dir), "--backend", "slurm",
          "--slurm-store-check", "off", "--quiet"],
         cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        stderr=subprocess.STDOUT, text=True, preexec_fn=terminal_signals)
     try:
         jobs = _wait("3 registered jobs", lambda: len(registered_jobs(store_dir, "ctrlc")) == 3
                      and registered_jobs(store_dir, "ctrlc"), 120)

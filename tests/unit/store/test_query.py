@@ -14,6 +14,8 @@ import pyarrow as pa
 import pytest
 
 from workbench import query
+from workbench import eval_clock as EC
+from workbench.eval_clock import eval_clock
 from workbench import records as R
 from workbench.store import open_store
 from workbench.testing import make_store
@@ -441,7 +443,7 @@ def test_rows_that_are_not_plain_get_no_summary(tmp_path, rows):
     assert len(query.runs_frame(store)) == 1
 
 
-# -- each run's eval clock, kept in its summary and the run index (query.eval_clock) ----------
+# -- each run's eval clock, kept in its summary and the run index (eval_clock.eval_clock) ----------
 def _clock_runs(store, rng, n: int) -> None:
     """Sealed runs whose rows' training, eval and wall seconds are at times missing, negative,
     NaN or infinite (then no summary at all, or a summary whose clock is null), or absent."""
@@ -469,12 +471,12 @@ def test_the_indexed_eval_clock_is_what_the_rows_say(tmp_path):
     _clock_runs(store, np.random.default_rng(3), 60)
     refresh_index(store)
     ids = store.run_ids()
-    indexed = query._indexed_clock(store, ids)
+    indexed = EC._indexed_clock(store, ids)
     # most runs' clocks come from the index; some of them are known to have no counting row
     assert len(indexed) > 40 and indexed["eval_seconds"].isna().sum() > 3
-    from_rows = _sorted(query._clock_from_rows(store, ids))
+    from_rows = _sorted(EC._clock_from_rows(store, ids))
     assert 30 < len(from_rows) < 60
-    pd.testing.assert_frame_equal(_sorted(query.eval_clock(store, ids)), from_rows,
+    pd.testing.assert_frame_equal(_sorted(eval_clock(store, ids)), from_rows,
                                   check_exact=True)
     truth = {r.run_id: [r.eval_seconds, r.wall_seconds] for r in from_rows.itertuples()}
     sealed = {r: store.run_doc(r).get(R.EVAL_SUMMARY, {}) for r in ids}
@@ -486,8 +488,8 @@ def test_the_indexed_eval_clock_is_what_the_rows_say(tmp_path):
     old = open_store(tmp_path / "old")
     for run_id in ids:
         _drop_summary(old.runs_dir / run_id)
-    assert len(query._indexed_clock(old, ids)) == 0
-    pd.testing.assert_frame_equal(_sorted(query.eval_clock(old, ids)), from_rows,
+    assert len(EC._indexed_clock(old, ids)) == 0
+    pd.testing.assert_frame_equal(_sorted(eval_clock(old, ids)), from_rows,
                                   check_exact=True)
 
 
@@ -505,7 +507,7 @@ def test_a_malformed_eval_clock_in_a_summary_is_not_believed(tmp_path, clock):
     doc[R.EVAL_SUMMARY]["eval_clock"] = clock
     path.write_text(json.dumps(doc))
     refresh_index(store)
-    assert len(query._indexed_clock(store, ["one"])) == 0
-    assert query.eval_clock(store, ["one"]).to_dict("records") == \
+    assert len(EC._indexed_clock(store, ["one"])) == 0
+    assert eval_clock(store, ["one"]).to_dict("records") == \
         [{"run_id": "one", "eval_seconds": 1.5, "wall_seconds": 9.0}]
     assert query.runs_frame(store)["reached_target"].tolist() == [True]

@@ -21,7 +21,6 @@ and a first render of the never-indexed store (`--cold`) at most 30 s.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import shutil
 import statistics
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench import records as R  # noqa: E402
+from workbench.workers import WorkerPool  # noqa: E402
 
 ALGORITHMS = [f"algo{i:02d}" for i in range(20)]
 WORKLOADS = ["digits_mlp", "digits_mlp_tanh", "digits_mlp_layernorm", "digits_cnn",
@@ -42,11 +42,11 @@ GOAL_COLD_RENDER_S = 30.0
 GOAL_FILTER_CHANGE_S = 0.3
 
 
-def _write_part(args: tuple) -> int:
+def write_part(path: str, workload: str, studies: int, trials: int, n_evals: int,
+               seed: int) -> int:
     """Worker: the runs of one workload (a separate process each, for speed)."""
     from workbench.testing import make_store
 
-    path, workload, studies, trials, n_evals, seed = args
     make_store(path, algorithms=ALGORITHMS, workloads=[workload], studies=studies, trials=trials,
                n_evals=n_evals, seed=seed, study_name="bench")
     return studies * trials * len(ALGORITHMS)
@@ -64,10 +64,11 @@ def ensure_store(path: Path, workloads: list[str], studies: int, trials: int, n_
         shutil.rmtree(path)
     start = time.perf_counter()
     print(f"writing {expected:,} runs x {n_evals} evals to {path} ...", flush=True)
-    jobs = [(str(path), w, studies, trials, n_evals, i) for i, w in enumerate(workloads)]
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    jobs = [{"path": str(path), "workload": w, "studies": studies, "trials": trials,
+             "n_evals": n_evals, "seed": i} for i, w in enumerate(workloads)]
+    with WorkerPool(workers) as pool:  # this file is module `dashboard` on the workers' path
         done = 0
-        for n in pool.imap_unordered(_write_part, jobs):
+        for n in pool.map("dashboard:write_part", jobs):
             done += n
             print(f"  {done:,} / {expected:,} runs", flush=True)
     print(f"written in {time.perf_counter() - start:.0f} s", flush=True)

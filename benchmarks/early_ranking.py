@@ -41,7 +41,6 @@ import os
 import resource
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -69,8 +68,13 @@ def _plan(workload: str, algorithm: str, seed: int, max_steps: int | None):
 
 
 def _noise_cov(workload: str) -> float:
-    path = Path(__file__).resolve().parents[1] / "targets" / f"{workload}.json"
-    return float(json.loads(path.read_text())["noise_floor"]["cov"])
+    """The CoV of the workload's noise floor (its target record, workbench/targets/)."""
+    from workbench.catalog import noise_floor_of
+
+    floor = noise_floor_of(workload)
+    if floor is None:
+        raise SystemExit(f"error: workload {workload!r} has no noise floor in its target record")
+    return float(floor.cov)
 
 
 class FullRuns:
@@ -256,6 +260,8 @@ def _rule_summary(cases: list[dict], name: str, study: float) -> dict:
 
 
 def main() -> int:
+    from workbench.workers import WorkerPool
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workload", default="mnist1d_mlp")
     p.add_argument("--algorithms", default="adamw,heavy_ball")
@@ -266,11 +272,12 @@ def main() -> int:
     p.add_argument("--root", default="/tmp/pacebench-early-ranking", help="the stores")
     p.add_argument("--out", help="write the cases and the summary here (JSON)")
     args = p.parse_args()
-    jobs = [(args.workload, a, int(s), args.windows, args.root, args.max_steps)
+    jobs = [{"workload": args.workload, "algorithm": a, "seed": int(s), "windows": args.windows,
+             "root": args.root, "max_steps": args.max_steps}
             for a in args.algorithms.split(",") for s in args.seeds.split(",")]
     load_before, t0 = os.getloadavg(), time.time()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        cases = [c for part in pool.map(sweep, *zip(*jobs)) for c in part]
+    with WorkerPool(args.workers) as pool:  # this file is module `early_ranking` there
+        cases = [c for part in pool.map("early_ranking:sweep", jobs) for c in part]
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = {"command": " ".join(sys.argv), "summary": summary(cases), "cases": cases,
            "wall_seconds": time.time() - t0, "cpu_seconds": cpu.ru_utime + cpu.ru_stime,

@@ -23,7 +23,6 @@ import itertools
 import math
 
 import numpy as np
-from scipy.special import gammaln
 
 from workbench.errors import UserError
 
@@ -100,8 +99,10 @@ def median_distribution(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | N
     rows = _multisets(n)  # indices into `ordered`, sorted within a row: its order statistics
     medians = (ordered[rows[:, (n - 1) // 2]] + ordered[rows[:, n // 2]]) / 2
     counts = (rows[:, :, None] == np.arange(n)).sum(axis=1)
-    log_weight = math.lgamma(n + 1) - gammaln(counts + 1).sum(axis=1) - n * math.log(n)
-    return merged(medians, np.exp(log_weight))
+    # in integers, exactly: n <= 10 here (EXACT_BOOTSTRAP), so n! and each product fit int64
+    factorials = np.array([math.factorial(k) for k in range(n + 1)], dtype=np.int64)
+    ways = math.factorial(n) // factorials[counts].prod(axis=1)
+    return merged(medians, ways / float(n ** n))
 
 
 def merged(values: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

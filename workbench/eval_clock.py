@@ -14,7 +14,7 @@ from workbench.eval_rows import _ROW_TYPES, _Rows, _ident, _read_rows
 from workbench.query import _index_rows, _unchanged, _unreadable, connect
 from workbench.store import Store
 
-__all__ = ["eval_clock"]
+__all__ = ["eval_clock", "indexed_clock"]
 
 
 # Per run, its last eval row (largest eval_index) whose training, eval and wall seconds are all
@@ -32,15 +32,20 @@ GROUP BY run_id
 """
 
 
-def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
+def eval_clock(store: Store, run_ids: Iterable[str],
+               known: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per run of `run_ids` with such a row: the accumulated eval seconds and wall seconds of
     its last eval row whose training, eval and wall seconds are finite and >= 0 (columns run_id, eval_seconds,
     wall_seconds). A run whose rows cannot be read is left out with a warning naming it.
     The run index's clock (INDEX_CLOCK_COLUMNS) is taken where it is known and its run is as
     it was when indexed; only the other runs' rows are read (reading all 3,700 runs' rows of
-    the AlgoPerf v0.5 logs took most of a `score --json`)."""
+    the AlgoPerf v0.5 logs took most of a `score --json`). `known`: indexed_clock of the
+    run table just read, when the caller has it (the index is then not read again)."""
     ids = [str(r) for r in run_ids]
-    indexed = _indexed_clock(store, ids)
+    if known is None:
+        indexed = _indexed_clock(store, ids)
+    else:
+        indexed = known[known["run_id"].isin(ids).to_numpy(bool)]
     known = set(indexed["run_id"].tolist()) if len(indexed) else set()
     rest = [r for r in ids if r not in known]
     indexed = indexed[indexed["eval_seconds"].notna()]  # NaN: known that no row counts
@@ -51,19 +56,35 @@ def eval_clock(store: Store, run_ids: Iterable[str]) -> pd.DataFrame:
     return indexed.astype({"run_id": "str", "eval_seconds": float, "wall_seconds": float})
 
 
+def indexed_clock(table: pd.DataFrame) -> pd.DataFrame:
+    """The known clocks (run_id, eval_seconds, wall_seconds; NaN seconds where no row counts)
+    of query.runs_table's first item: its rows from the run index, each checked unchanged
+    there; the runs read from their folders have none."""
+    if "eval_clock_known" not in table:
+        return _clock_frame(pd.DataFrame(columns=list(_CLOCK.values())))
+    known = table["eval_clock_known"].eq(True).to_numpy(bool)
+    return _clock_frame(table.loc[known, list(_CLOCK)].rename(columns=_CLOCK))
+
+
+_CLOCK = {"run_id": "run_id", "eval_clock_eval_seconds": "eval_seconds",
+          "eval_clock_wall_seconds": "wall_seconds"}
+
+
+def _clock_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.reset_index(drop=True).astype(
+        {"run_id": "str", "eval_seconds": float, "wall_seconds": float})
+
+
 def _indexed_clock(store: Store, ids: list[str]) -> pd.DataFrame:
-    """The run index's known clocks of `ids` (run_id, eval_seconds, wall_seconds; NaN seconds
-    where no row counts), of runs unchanged since they were indexed (_unchanged)."""
-    columns = {"run_id": "run_id", "eval_clock_eval_seconds": "eval_seconds",
-               "eval_clock_wall_seconds": "wall_seconds"}
+    """The run index's known clocks of `ids` (as indexed_clock's), of runs unchanged since they
+    were indexed (_unchanged)."""
     frame = _index_rows(store)[0]
     if frame is None:
-        return pd.DataFrame({c: pd.Series(dtype=float if c != "run_id" else "str")
-                             for c in columns.values()})
+        return _clock_frame(pd.DataFrame(columns=list(_CLOCK.values())))
     frame = frame[frame["run_id"].isin(ids).to_numpy(bool) & frame["eval_clock_known"]
                   .to_numpy(bool)]
     frame = frame[_unchanged(store, frame)] if len(frame) else frame
-    return frame[list(columns)].rename(columns=columns)
+    return _clock_frame(frame[list(_CLOCK)].rename(columns=_CLOCK))
 
 
 def _clock_from_rows(store: Store, ids: list[str]) -> pd.DataFrame:

@@ -51,7 +51,7 @@ from workbench.outcomes import final_rows
 from workbench.spec import COMPARISONS, relaxed_goal
 from workbench.store import Store, read_regular
 
-__all__ = ["connect", "runs_frame", "evals_frame", "train_frame", "runs_table",
+__all__ = ["connect", "runs_frame", "runs_frame_of", "evals_frame", "train_frame", "runs_table",
            "read_index", "INDEX_STAT_COLUMNS", "RUN_DTYPES", "ladder_records", "last_evals",
            "ladder_finals", "first_hits", "FIRST_HIT_COLUMNS"]
 
@@ -530,8 +530,12 @@ def runs_frame(store: Store, index: tuple | None = None,
     Store.run_names's, when the caller has just read them (the dashboard reads both first to
     fingerprint the store).
     """
-    table = runs_table(store, index=index, names=names)[0]
-    frame = table[list(R.RUN_COLUMNS)]  # not the index's stat columns
+    return runs_frame_of(store, runs_table(store, index=index, names=names)[0])
+
+
+def runs_frame_of(store: Store, table: pd.DataFrame) -> pd.DataFrame:
+    """runs_frame of runs_table's first item: its run-table columns, effective statuses."""
+    frame = table[list(R.RUN_COLUMNS)]  # not the index's stat and clock columns
     frame.attrs["skipped"] = table.attrs["skipped"]
     _effective_status(store, frame)
     return frame

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -20,12 +20,11 @@ import xarray as xr
 from workbench import budget as B
 from workbench import compare as C
 from workbench import ladder as LD
-from workbench import costs, eval_clock, scoring, sensitivity
+from workbench import costs, scoring, sensitivity
 from workbench import tuning_tables as TT
 from workbench.catalog import noise_floor_of
 from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column
 from workbench.scope import Scope, Scoped
-from workbench.store import Store
 
 __all__ = ["ScoreResult", "CompareResult", "BudgetResult", "LadderResult", "RankResult",
            "dumps", "BOOTSTRAP_DRAWS", "COMPARE_DRAWS", "INTERVAL_LEVEL"]
@@ -60,7 +59,7 @@ class ScoreResult:
     rank_shift: dict[str, dict] | None = None  # sensitivity.rank_shift over rank_axes
     rank_axes: tuple[str, str | None] = ("train", None)  # (the scope's axis, the other one)
     pool: dict[str, dict] = field(default_factory=dict)  # sensitivity.pool_sensitivity
-    store: Store | None = None   # where eval_share reads the eval rows (None: it is empty)
+    clock: Callable[[list[str]], pd.DataFrame] | None = None  # eval_share's (None: empty)
     tuning: dict[str, dict] = field(default_factory=dict)  # tuning.tuning_report
 
     def eval_share(self) -> pd.DataFrame:
@@ -68,8 +67,8 @@ class ScoreResult:
         most of a `score --json` of the v0.5 logs, so the text and CSV outputs skip it)."""
         if not hasattr(self, "_eval_share"):
             runs = self.scoped.runs
-            clock = eval_clock.eval_clock(self.store, runs["run_id"].tolist()) \
-                if self.store is not None and len(runs) else \
+            clock = self.clock(runs["run_id"].tolist()) if self.clock is not None and \
+                len(runs) else \
                 pd.DataFrame(columns=["run_id", "eval_seconds", "wall_seconds"])
             self._eval_share = costs.eval_share(runs, clock)
         return self._eval_share

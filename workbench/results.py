@@ -48,6 +48,7 @@ from workbench import early_stopping, query, scoring, sensitivity
 from workbench import tuning as T
 from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.errors import UserError
+from workbench.eval_clock import eval_clock, indexed_clock
 from workbench.holdings import holdings, ladder_pointer
 from workbench.cubes import axis_column, axis_name, final_cube, on_time_axis
 from workbench.result_objects import (BOOTSTRAP_DRAWS, COMPARE_DRAWS, INTERVAL_LEVEL,
@@ -118,6 +119,7 @@ class Results(ResultSteps):
         self._runs: pd.DataFrame | None = None
         self._finished: frozenset[str] = frozenset()  # the indexed runs: never written again
         self._signature = None
+        self._known_clock: pd.DataFrame | None = None  # read_runs' indexed_clock
 
     def __repr__(self) -> str:
         return f"Results({str(self.store.root)!r})"
@@ -147,8 +149,11 @@ class Results(ResultSteps):
     def read_runs(self, index: tuple | None = None,
                   names: list[str] | None = None) -> pd.DataFrame:
         """The run table read now, uncached (query.runs_frame; `runs` caches it): `index` and
-        `names`, the run index and run folders when the caller just read them."""
-        return query.runs_frame(self.store, index, names)
+        `names`, the run index and run folders when the caller just read them. The eval
+        clocks the run index holds for these runs are kept for eval_clock."""
+        table = query.runs_table(self.store, index=index, names=names)[0]
+        self._known_clock = indexed_clock(table)
+        return query.runs_frame_of(self.store, table)
 
     def evals(self, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
         """Eval rows of `run_ids` (default: every run), one row per eval."""
@@ -159,9 +164,9 @@ class Results(ResultSteps):
         return query.train_frame(self.store, list(run_ids))
 
     def eval_clock(self, run_ids: Sequence[str]) -> pd.DataFrame:
-        """Each run's eval and wall seconds at its last eval (workbench/eval_clock.py)."""
-        from workbench.eval_clock import eval_clock
-        return eval_clock(self.store, list(run_ids))
+        """Each run's eval and wall seconds at its last eval (workbench/eval_clock.py): from
+        the run index's clocks of the last read_runs where it has them."""
+        return eval_clock(self.store, list(run_ids), self._known_clock)
 
     def ladder_records(self, run_ids: Sequence[str]):
         """The ladder records of `run_ids` (query.ladder_records)."""
@@ -240,7 +245,7 @@ class Results(ResultSteps):
         return ScoreResult(table, times, speedups, scoped, chosen,  # the runs _prepared read
                            dict(self._runs.attrs.get("skipped", {})),
                            rank_shift=shift, rank_axes=(axis_name(chosen.time_axis), rank_shift),
-                           pool=sensitivity.pool_sensitivity(times, config), store=self.store,
+                           pool=sensitivity.pool_sensitivity(times, config), clock=self.eval_clock,
                            tuning=self._tuning(chosen, scoped, hparams))
 
     def score(self, reference: str | None = None, rank_shift: str | None = None,

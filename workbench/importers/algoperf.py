@@ -51,7 +51,7 @@ from workbench.importers.algoperf_logs import (  # noqa: F401  (public names cal
     _check_meta, _folder_name, _hardware, _read_json, _read_regular, _subdirs, find_submissions,
     read_evals, read_evals_many, trial_logs)
 from workbench.errors import UserError
-from workbench.importers.workers import WorkerPool
+from workbench.workers import WorkerPool
 from workbench.store import SealedBatch, Store, open_store
 
 if TYPE_CHECKING:

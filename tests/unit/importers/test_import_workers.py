@@ -1,4 +1,4 @@
-"""workbench.importers.workers: batches in worker processes, results in order, errors raised
+"""workbench.workers: batches in worker processes, results in order, errors raised
 again in the caller as what they were, and no process left behind."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from workbench.importers.workers import WorkerError, WorkerPool
+from workbench.workers import WorkerError, WorkerPool
 
 
 def test_results_come_in_the_batches_order():
@@ -44,3 +44,10 @@ def test_what_the_work_prints_does_not_reach_the_results(capfd):
     with WorkerPool(1) as pool:
         assert list(pool.map("builtins:print", [{"sep": "-"}])) == [None]
     assert capfd.readouterr().err == "\n"  # print() wrote a newline, to stderr
+
+
+def test_numpy_scalars_come_back_as_numbers_and_other_objects_as_an_error():
+    with WorkerPool(1) as pool:
+        assert list(pool.map("numpy:mean", [{"a": [1.0, 4.0]}])) == [2.5]
+        with pytest.raises(WorkerError, match="not JSON"):
+            list(pool.map("numpy:zeros", [{"shape": 3}]))

@@ -1,9 +1,10 @@
-"""Worker processes for importers: batches of an import's work run in several processes at once.
+"""Worker processes: batches of work run in several processes at once, the one process pool of
+Pacebench (the AlgoPerf importer's, and the benchmarks' that write or train in parallel).
 
 An import reads, checks and writes thousands of small files: Python and Arrow work of which one
 process runs one core's worth (its threads share one interpreter lock). A WorkerPool runs a
-function of this package on batches of work in N worker processes and yields the results in
-the batches' order::
+function ("module:name", importable with the caller's sys.path) on batches of work in N worker
+processes and yields the results in the batches' order::
 
     with WorkerPool(2) as pool:
         for result in pool.map("workbench.importers.algoperf:_import_batch", batches):
@@ -13,8 +14,9 @@ The workers are plain subprocesses of this interpreter (`python -c ...`, given t
 sys.path), not multiprocessing's: nothing forks a process that may hold threads, and the
 caller's main module is never run again (multiprocessing's spawn runs a script that lacks an
 `if __name__ == "__main__":` guard once more in every worker). A batch's arguments and result
-are JSON (keyword arguments in, a JSON value out), one line each way; nothing is pickled. A
-worker's stdout is its channel to the pool, so what the function prints goes to stderr.
+are JSON (keyword arguments in, a JSON value out; numpy scalars as their Python values), one
+line each way; nothing is pickled. A worker's stdout is its channel to the pool, so what the
+function prints goes to stderr.
 
 An exception in a worker is raised again in the caller: an OSError as an OSError of the same
 errno, text and file name (a full disk reads as one), anything else as WorkerError with the
@@ -43,7 +45,7 @@ KILL_AFTER_S = 10.0  # how long a worker may take to exit once the pool is left
 
 # What a worker runs: this process's sys.path arrives as its first line of input.
 _BOOT = ("import json, sys; sys.path[:] = json.loads(sys.stdin.readline()); "
-         "from workbench.importers.workers import serve; serve()")
+         "from workbench.workers import serve; serve()")
 
 
 class WorkerError(RuntimeError):
@@ -95,7 +97,7 @@ class WorkerPool:
             except (OSError, ValueError):  # its pipe is broken, or the pool is being left
                 line = ""
             if not line:
-                raise WorkerError(f"an import worker process ended (exit status "
+                raise WorkerError(f"a worker process ended (exit status "
                                   f"{worker.poll()}) before it finished its batch")
         finally:
             self._idle.put(worker)
@@ -133,7 +135,7 @@ def _error(described: Mapping[str, Any]) -> Exception:
         return OSError(described["errno"], described["strerror"], described["filename"])
     if described.get("user"):  # bad input stays bad input: its one line, not a traceback
         return UserError(described["message"])
-    return WorkerError(f"{described['type']}: {described['message']} (in an import worker "
+    return WorkerError(f"{described['type']}: {described['message']} (in a worker "
                        f"process)\n{described['traceback']}")
 
 
@@ -146,6 +148,14 @@ def _describe(error: BaseException) -> dict[str, Any]:
     return described
 
 
+def _plain(value: Any) -> Any:
+    """A numpy scalar's Python value (json cannot write numpy's bool, integer or float)."""
+    item = getattr(value, "item", None)
+    if item is None or getattr(value, "shape", None) != ():
+        raise TypeError(f"a worker's result holds a {type(value).__name__}, which is not JSON")
+    return item()
+
+
 def serve() -> None:
     """A worker's loop: one batch per line of input, one result per line of output."""
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
@@ -155,11 +165,11 @@ def serve() -> None:
             message = json.loads(line)
             module, name = message["function"].split(":")
             try:
-                reply = {"result": getattr(importlib.import_module(module), name)(
-                    **message["kwargs"])}
-            except Exception as error:
-                reply = {"error": _describe(error)}
-            channel.write(json.dumps(reply) + "\n")
+                reply = json.dumps({"result": getattr(importlib.import_module(module), name)(
+                    **message["kwargs"])}, default=_plain)
+            except Exception as error:  # a result that is not JSON, too
+                reply = json.dumps({"error": _describe(error)})
+            channel.write(reply + "\n")
             channel.flush()
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the caller reports it
         sys.exit(130)

@@ -20,7 +20,7 @@ from bokeh.document import Document
 from bokeh.model import Model
 from bokeh.models import CustomJS, Div, Tabs
 
-from workbench.views.panel_internals import children_patch, frozen
+from workbench.views.panel_internals import APPLY_PATCH_JS, children_patch, frozen
 
 __all__ = ["defer_tabs", "outer_tabs", "LOAD_TAB_JS", "NOTE"]
 
@@ -33,7 +33,7 @@ const patch = patches[i]
 if (patch != null) {
   patches[i] = null
   const doc = cb_obj.document
-  requestAnimationFrame(() => setTimeout(() => doc.apply_json_patch(JSON.parse(patch)), 0))
+  requestAnimationFrame(() => setTimeout(() => """ + APPLY_PATCH_JS + """, 0))
 }
 """
 NOTE = "Drawing this tab\N{HORIZONTAL ELLIPSIS}"  # what a deferred tab shows until it is built

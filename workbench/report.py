@@ -23,7 +23,6 @@ from bokeh.document import Document
 from bokeh.model import Model
 from bokeh.models import ImportedStyleSheet, InlineStyleSheet
 from bokeh.resources import INLINE
-from panel.io.resources import CDN_DIST, DIST_DIR
 
 from workbench.errors import UserError
 from workbench.figures import FORMATS, check_formats, write_figures
@@ -31,6 +30,7 @@ from workbench.lazy_tabs import defer_tabs, outer_tabs
 from workbench.views.formats import md
 from workbench.views.registry import view_tabs
 from workbench.views.narrowed import names, selection_of
+from workbench.views.panel_internals import panel_dist_file
 from workbench.views.selection import Selection
 from workbench.views.sidebar import StoreNotice
 from workbench.views.status import ScopeNotes
@@ -64,8 +64,8 @@ def _inline_stylesheets(root: Model) -> None:
 
     def local(sheet):
         url = getattr(sheet, "url", "") if isinstance(sheet, ImportedStyleSheet) else ""
-        path = DIST_DIR / url[len(CDN_DIST):].split("?")[0] if url.startswith(CDN_DIST) else None
-        if path is None or not path.is_file():
+        path = panel_dist_file(url)
+        if path is None:
             return sheet
         if url not in inlined:
             inlined[url] = InlineStyleSheet(css=_embed_urls(path.read_text(), path.parent))

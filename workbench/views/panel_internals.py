@@ -6,17 +6,23 @@
   document's cached stylesheets (`pn.state._stylesheets`).
 - background_periodic (workbench/app.py): a periodic callback that does not turn the page's
   busy indicator on (PeriodicCallback's `background`, which add_periodic_callback does not pass).
-- children_patch and frozen (workbench/lazy_tabs.py): a JSON patch of a document in Bokeh's
-  own format (the message a Bokeh server sends when a layout gets new children), made with
-  Bokeh's Serializer, and one walk over a document's models for many changes.
+- children_patch, APPLY_PATCH_JS and frozen (workbench/lazy_tabs.py): a JSON patch of a
+  document in Bokeh's own format (the message a Bokeh server sends when a layout gets new
+  children), made with Bokeh's Serializer; the line of JavaScript that applies one in the
+  browser (BokehJS's Document.apply_json_patch); one walk over a document's models for many
+  changes.
+- panel_dist_file (workbench/report.py): the file of Panel's installed package that a
+  stylesheet link to Panel's CDN names (panel.io.resources' CDN_DIST and DIST_DIR), so that a
+  report inlines it and works offline.
 
 Each is written for the pinned Panel and Bokeh (constraints.txt) and exercised by
-tests/test_panel_internals.py, which fails when they behave differently. Public APIs are used
+tests/unit/views/test_panel_internals.py, which fails when they behave differently. Public APIs are used
 where they exist (Document.apply_json_patch, pn.state.add_periodic_callback).
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 import panel as pn
@@ -25,8 +31,13 @@ from bokeh.core.serialization import Serializer
 from bokeh.document import Document
 from bokeh.model import Model
 from bokeh.models import ImportedStyleSheet
+from panel.io.resources import CDN_DIST, DIST_DIR
 
-__all__ = ["PageDesign", "background_periodic", "children_patch", "frozen", "cached_stylesheets"]
+__all__ = ["PageDesign", "background_periodic", "children_patch", "frozen", "cached_stylesheets",
+           "APPLY_PATCH_JS", "panel_dist_file"]
+
+# JavaScript: apply the JSON text `patch` (children_patch's) to the BokehJS document `doc`.
+APPLY_PATCH_JS = "doc.apply_json_patch(JSON.parse(patch))"
 
 
 def cached_stylesheets(doc: Document | None) -> dict:
@@ -110,3 +121,14 @@ def children_patch(slot: Model, children: list[Model], page: set[Model]) -> str:
     event = {"kind": "ModelChanged", "model": slot.ref, "attr": "children",
              "new": serializer.encode(children)}
     return serialize_json({"events": [event]})
+
+
+def panel_dist_file(url: str) -> Path | None:
+    """The file of the installed Panel package that `url` (a link to Panel's CDN, a query
+    string allowed) names, or None: another address, a path out of Panel's dist folder, or no
+    such file here."""
+    if not url.startswith(CDN_DIST):
+        return None
+    dist = Path(DIST_DIR).resolve()
+    path = (dist / url[len(CDN_DIST):].split("?")[0]).resolve()
+    return path if path.is_relative_to(dist) and path.is_file() else None

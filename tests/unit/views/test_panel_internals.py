@@ -6,13 +6,14 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import pathlib
 
 import panel as pn
 from bokeh.document import Document
 from bokeh.models import Column, Div, InlineStyleSheet
 
-from workbench.views.panel_internals import (PageDesign, background_periodic, children_patch,
-                                             frozen)
+from workbench.views.panel_internals import (APPLY_PATCH_JS, PageDesign, background_periodic,
+                                             children_patch, frozen, panel_dist_file)
 
 from locations import REPO
 
@@ -83,14 +84,44 @@ def test_a_children_patch_applies_to_the_page_in_bokehs_own_format():
     assert shown.stylesheets[0] is page.get_model_by_id(sheet.id)
 
 
+def test_the_patch_line_calls_a_method_the_pinned_bokehjs_has():
+    """APPLY_PATCH_JS calls Document.apply_json_patch of the BokehJS the page embeds (the
+    installed bokeh's own bundle); the report's browser test applies it for real."""
+    import bokeh.resources
+
+    bundle = (pathlib.Path(bokeh.resources.__file__).parent / "server" / "static" / "js"
+              / "bokeh.min.js").read_text(encoding="utf-8")
+    method = APPLY_PATCH_JS.split("(")[0].split(".")[-1]
+    assert method == "apply_json_patch" and f"{method}(" in bundle
+
+
+def test_panel_cdn_links_of_a_page_name_files_of_the_installed_panel():
+    """Every link to Panel's CDN that a Bootstrap page's models carry names a file the report
+    can inline; any other address names none."""
+    from bokeh.models import ImportedStyleSheet
+
+    pn.extension(notifications=False)
+    doc = Document()
+    pn.template.BootstrapTemplate(title="t", main=[pn.pane.Markdown("x")]).server_doc(doc)
+    urls = {s.url for m in doc.models for s in (getattr(m, "stylesheets", None) or [])
+            if isinstance(s, ImportedStyleSheet)}
+    cdn = [u for u in urls if panel_dist_file(u) is not None]
+    assert cdn, urls  # the page links Panel's CDN, and those files are installed here
+    assert all(panel_dist_file(u).suffix == ".css" for u in cdn)
+    assert panel_dist_file("https://example.org/x.css") is None
+    assert panel_dist_file(cdn[0].split("?")[0] + "/../" * 12 + "etc/passwd") is None
+
+
 def test_the_dashboard_and_the_report_reach_panel_internals_only_through_the_adapter():
-    """app.py and lazy_tabs.py use no private attribute (pn.state._stylesheets, x._background),
+    """app.py, lazy_tabs.py and report.py use no private attribute (pn.state._stylesheets, x._background),
     override no private method and import no serializer of Bokeh's (bokeh.core)."""
-    for name in ("workbench/app.py", "workbench/lazy_tabs.py"):
+    for name in ("workbench/app.py", "workbench/lazy_tabs.py", "workbench/report.py"):
         tree = ast.parse((ROOT / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bokeh"):
                 assert not node.module.startswith("bokeh.core"), f"{name}: {node.module}"
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("panel.io"):
+                assert False, f"{name} imports {node.module}"
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
                     and not node.attr.startswith("__"):
                 assert False, f"{name} uses a private attribute {node.attr}"

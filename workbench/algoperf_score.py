@@ -262,19 +262,6 @@ def time_cutoff(times: xr.DataArray, factor: float = TAU_MAX) -> xr.DataArray:
     return ordered.copy(data=np.where(over, np.inf, values)).transpose(*times.dims)
 
 
-def _column_of(times: xr.DataArray, pairs: Mapping[str, str]) -> xr.DataArray:
-    """For each key workload of `pairs`, the times of its paired workload, labelled by the key."""
-    keys = list(pairs)
-    return times.sel(workload=[pairs[k] for k in keys]).assign_coords(workload=keys)
-
-
-def _replace(times: xr.DataArray, columns: xr.DataArray) -> xr.DataArray:
-    """`times` with the workloads of `columns` replaced by them."""
-    kept = times.drop_sel(workload=columns["workload"].values)
-    out = xr.concat([kept, columns.transpose(*times.dims)], dim="workload")
-    return out.sel(workload=times["workload"].values).transpose(*times.dims)
-
-
 def held_out_rule(times: xr.DataArray, held_out: Mapping[str, str],
                   factor: float = TAU_MAX) -> xr.DataArray:
     """AlgoPerf v0.5's held-out variant rule, with the cut-off, on times over all workloads.
@@ -282,18 +269,27 @@ def held_out_rule(times: xr.DataArray, held_out: Mapping[str, str],
     In order: a held-out variant's time is +inf where its base's time is +inf or NaN (so the
     fastest time on a variant is taken over algorithms that are finite on its base); every time
     above `factor` x its workload's best becomes +inf (all workloads); a base's time is +inf
-    where its held-out variant's time is +inf or NaN. `held_out`: {variant: base}; every
-    workload named must be in `times`.
+    where its held-out variant's time is +inf or NaN (of two variants of one base, the last
+    named). `held_out`: {variant: base}; every workload named must be in `times`.
     """
     if not held_out:
         return time_cutoff(times, factor)
-    variants = list(held_out)
-    base_ok = np.isfinite(_column_of(times, held_out))
-    times = _replace(times, times.sel(workload=variants).where(base_ok, np.inf))
-    times = time_cutoff(times, factor)
-    variant_of = {b: v for v, b in held_out.items()}
-    variant_ok = np.isfinite(_column_of(times, variant_of))
-    return _replace(times, times.sel(workload=list(variant_of)).where(variant_ok, np.inf))
+    ordered, values = _laid_out(times)  # NumPy by position: xarray's label ops were most of it
+    where = {str(w): i for i, w in enumerate(ordered["workload"].values)}
+    missing = [w for w in (*held_out, *held_out.values()) if w not in where]
+    if missing:
+        raise KeyError(f"held-out rule: workload {missing[0]!r} is not in the times")
+    variants = [where[v] for v in held_out]
+    bases = [where[b] for b in held_out.values()]
+    values = values.copy()
+    values[..., variants] = np.where(np.isfinite(values[..., bases]), values[..., variants],
+                                     np.inf)
+    with np.errstate(invalid="ignore"):
+        values = np.where(values > factor * _best(values), np.inf, values)
+    variant_of = {where[b]: where[v] for v, b in held_out.items()}
+    bases, variants = list(variant_of), list(variant_of.values())
+    values[..., bases] = np.where(np.isfinite(values[..., variants]), values[..., bases], np.inf)
+    return ordered.copy(data=values).transpose(*times.dims)
 
 
 def apply_rules(times: xr.DataArray, config: ScoringConfig | None = None,

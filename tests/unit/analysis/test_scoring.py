@@ -349,6 +349,44 @@ def _held_as_steps(seconds: float = 7.0):
     return final_cube(runs_table(rows))
 
 
+def _held_out_by_hand(values: np.ndarray, names: list[str], held_out: dict, factor: float):
+    """The rule element by element on (algorithm, workload) values, for the test below."""
+    col = {w: i for i, w in enumerate(names)}
+    out = values.copy()
+    for variant, base in held_out.items():
+        for a in range(len(values)):
+            if not np.isfinite(values[a, col[base]]):
+                out[a, col[variant]] = np.inf
+    step1 = out.copy()
+    for w in range(len(names)):
+        finite = [x for x in step1[:, w] if np.isfinite(x)]
+        for a in range(len(values)):
+            if finite and step1[a, w] > factor * min(finite):
+                out[a, w] = np.inf
+    step2 = out.copy()
+    for base, variant in {b: v for v, b in held_out.items()}.items():
+        for a in range(len(values)):
+            if not np.isfinite(step2[a, col[variant]]):
+                out[a, col[base]] = np.inf
+    return out
+
+
+def test_held_out_rule_agrees_with_the_rule_by_hand_on_random_times():
+    rng = np.random.default_rng(7)
+    names = [f"w{i}" for i in range(6)]
+    for case in range(60):
+        values = rng.lognormal(0, 1, (int(rng.integers(1, 6)), len(names)))
+        values[rng.random(values.shape) < 0.2] = np.inf
+        values[rng.random(values.shape) < 0.1] = np.nan
+        held_out = {"w3": "w0", "w4": "w1"} if case % 2 else {"w3": "w0", "w4": "w0", "w5": "w2"}
+        times = xr.DataArray(values, dims=("algorithm", "workload"),
+                             coords={"workload": names})
+        ruled = scoring.held_out_rule(times.transpose("workload", "algorithm"), held_out)
+        assert ruled.dims == ("workload", "algorithm")
+        np.testing.assert_array_equal(ruled.transpose("algorithm", "workload").values,
+                                      _held_out_by_hand(values, names, held_out, 4.0))
+
+
 def test_the_held_out_rule_and_the_cut_off_apply_on_steps_as_on_seconds():
     from workbench.cubes import on_time_axis
 

@@ -23,6 +23,7 @@ from workbench import ladder as LD
 from workbench import costs, scoring, sensitivity
 from workbench import tuning_tables as TT
 from workbench.catalog import noise_floor_of
+from workbench.early_stopping import MIN_RUNS
 from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column
 from workbench.scope import Scope, Scoped
 
@@ -369,7 +370,7 @@ class RankResult:
                 "early_stopping": self.summaries}
 
     def text(self) -> str:
-        """What `pacebench rank` prints (empty when nothing could be ranked)."""
+        """What `pacebench rank` prints (a line saying why when nothing could be ranked)."""
         lines = []
         for (name, workload, algorithm), table in self.tables.items():
             lines.append(f"\n{name}: {workload} / {algorithm}")
@@ -387,7 +388,11 @@ class RankResult:
                         f"{g['saved_train_seconds'] + g['spent_train_seconds']:.1f} "
                         f"({100 * g['saved_fraction_seconds']:.0f} %); best trial "
                         f"{(g['best'] or {}).get('trial')}")
-        return "\n".join(lines)
+        return "\n".join(lines) if lines else (
+            f"nothing to rank: early ranking needs {MIN_RUNS} or more complete runs "
+            "of Pacebench's runner (the only runs with per-step training loss; imported logs "
+            "have evals only) of one study, workload and algorithm, and no study here stopped "
+            "trials early")
 
 
 def dumps(value: dict[str, Any]) -> str:

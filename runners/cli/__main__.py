@@ -1,6 +1,4 @@
 """`python -m runners.cli`: the `pacebench` command."""
-import sys
+from runners.cli import entry
 
-from runners.cli import main
-
-sys.exit(main())
+entry()

@@ -341,13 +341,17 @@ class Store(StudyFiles):
             return None
         return doc
 
-    def documents(self, effective: bool = False, **equals: Any) -> Iterator[dict[str, Any]]:
+    def documents(self, effective: bool = False, unreadable: list[str] | None = None,
+                  **equals: Any) -> Iterator[dict[str, Any]]:
         """The run documents, in run-id order, whose keys equal the values given (e.g.
         `study_name="s"`). `effective`: statuses as run_doc gives them (a dead `running` run
-        reads `interrupted`), else as written. Unreadable documents are skipped with a warning."""
+        reads `interrupted`), else as written. Unreadable documents are skipped with a warning
+        (their run ids appended to `unreadable` when given)."""
         for run_dir in self.run_dirs():
             doc = self._read_doc(run_dir)
             if doc is None:
+                if unreadable is not None:
+                    unreadable.append(run_dir.name)
                 continue
             if effective:
                 doc = self._effective(doc, run_dir)

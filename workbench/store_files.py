@@ -67,11 +67,13 @@ def file_problem(path: str | os.PathLike, root: str | os.PathLike,
     """Why the file at `path` may not be opened as part of the store at `root` (None when it may;
     FileNotFoundError when there is nothing there): every reader of a store opens only regular
     files inside it. A FIFO blocks its reader until a writer comes (DuckDB too), a device may
-    give endless bytes, and a link may lead out of the store. One lstat (`st`: its result, when
-    the caller has it); a link costs a realpath more."""
+    give endless bytes, and a link may lead out of the store, the file's own name or a folder
+    between the store and it (a run folder linked to another tree). One lstat of the file and
+    one of each folder below the store (`st`: the file's, when the caller has it); a link
+    costs a realpath more."""
     st = os.lstat(path) if st is None else st
     if stat.S_ISREG(st.st_mode):
-        return None
+        return _folder_problem(path, root)
     if not stat.S_ISLNK(st.st_mode):
         return f"{path} is not a regular file ({_kind(st.st_mode)})"
     real, inside = os.path.realpath(path), os.path.realpath(root)
@@ -80,6 +82,31 @@ def file_problem(path: str | os.PathLike, root: str | os.PathLike,
     target = os.stat(real)
     return None if stat.S_ISREG(target.st_mode) else \
         f"{path} is a link to {_kind(target.st_mode)}, not a regular file"
+
+
+def _folder_problem(path: str | os.PathLike, root: str | os.PathLike) -> str | None:
+    """Why a folder between the store `root` and its file `path` makes the file not the store's
+    own: a link whose target is out of the store (None for plain folders and links inside)."""
+    path, root = os.fspath(path), os.fspath(root)
+    folder = os.path.dirname(path)
+    below = os.path.relpath(folder, root) if os.path.isabs(folder) == os.path.isabs(root) \
+        else os.path.relpath(os.path.abspath(folder), os.path.abspath(root))
+    if below == ".":
+        return None
+    parts = below.split(os.sep)
+    if parts[0] == "..":  # not under the store by its name: only where it really is counts
+        return _outside(path, root)
+    for i in range(1, len(parts) + 1):
+        if os.path.islink(os.path.join(root, *parts[:i])):
+            return _outside(path, root)
+    return None
+
+
+def _outside(path: str, root: str) -> str | None:
+    real, inside = os.path.realpath(path), os.path.realpath(root)
+    if os.path.commonpath([real, inside]) != inside:
+        return f"{path} lies behind a link out of the store (it is {real[:120]})"
+    return None
 
 
 def read_regular(path: str | os.PathLike, root: str | os.PathLike

@@ -252,7 +252,7 @@ def _gather(stores: list[Store], report: MergeReport) -> dict[str, tuple]:
     runs: dict[str, tuple] = {}
     conflicts = []
     for source in stores:
-        for doc in source.documents(effective=True):
+        for doc in source.documents(effective=True, unreadable=report.skipped):
             try:
                 doc, evals, train = read_run(source, doc)
             except RunProblem as problem:

@@ -209,6 +209,29 @@ def test_a_run_document_that_is_no_regular_file_is_skipped_with_a_warning(tmp_pa
     assert len(docs) == 1 and any(victim in line for line in lines)
 
 
+def test_a_run_folder_linked_out_of_the_store_is_skipped_and_one_linked_inside_is_read(
+        tmp_path):
+    """The run's files are regular, but its folder is a link to another tree: readers and merge
+    skip it, saying why (merge counts it); a link to a folder inside the store is the store's."""
+    store = _small(tmp_path / "s")
+    first = _first(store)["run_id"]
+    shutil.copytree(store.run_path(first), tmp_path / "elsewhere")
+    outside = "digits_mlp--adamw--0123456789ab-a1"
+    store.run_path(outside).symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    runs, lines = _caught(lambda: query.runs_frame(store))
+    assert outside not in runs["run_id"].tolist() and list(runs.attrs["skipped"]) == [outside]
+    assert any("behind a link out of the store" in line for line in lines)
+    with pytest.warns(UserWarning, match=f"skipped run {outside}.*link out of the store"):
+        report = merge_stores(Store(tmp_path / "merged"), [store])
+    assert report.skipped == [outside] and report.added == 2
+    store.run_path(outside).unlink()
+    (tmp_path / "s" / "kept").mkdir()
+    shutil.move(str(store.run_path(first)), tmp_path / "s" / "kept" / first)
+    store.run_path(first).symlink_to(tmp_path / "s" / "kept" / first, target_is_directory=True)
+    runs, lines = _caught(lambda: query.runs_frame(store))
+    assert first in runs["run_id"].tolist() and len(runs) == 2 and not runs.attrs["skipped"]
+
+
 # -- 4. the index is a cache ----------------------------------------------------------------------
 def test_an_edited_index_is_not_believed_over_the_runs(tmp_path):
     store = _small(tmp_path / "s")

@@ -161,10 +161,10 @@ def _texts(files: list[str], root: Path) -> tuple[list[str], list[tuple[int, int
     regular file inside the store `root` is opened (store.read_regular). A file that cannot be
     read (gone since it was listed, not UTF-8, a FIFO) raises duckdb.IOException, as DuckDB's own
     readers do, so one error path handles both."""
-    texts, stats = [], []
+    texts, stats, seen = [], [], {}  # seen: the folders checked (each once)
     for path in files:
         try:
-            data, st = read_regular(path, root)
+            data, st = read_regular(path, root, seen)
             texts.append(data.decode("utf-8"))
             stats.append((st.st_size, st.st_mtime_ns))
         except (OSError, UnicodeDecodeError) as exc:

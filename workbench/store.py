@@ -428,11 +428,12 @@ class Store(StudyFiles):
 
     def _unsafe(self, paths: Iterable[str]) -> dict[str, str]:
         """{run id: why} for the runs among whose files `paths` one may not be opened
-        (file_problem); one lstat a file."""
-        bad = {}
+        (file_problem); one lstat a file and one a folder."""
+        bad: dict[str, str] = {}
+        seen: dict[str, bool] = {}  # the folders looked at: each once
         for path in paths:
             try:
-                problem = file_problem(path, self.root)
+                problem = file_problem(path, self.root, seen=seen)
             except OSError:
                 continue  # gone since it was listed: the reader retries
             if problem:

@@ -63,17 +63,18 @@ def _kind(mode: int) -> str:
 
 
 def file_problem(path: str | os.PathLike, root: str | os.PathLike,
-                 st: os.stat_result | None = None) -> str | None:
+                 st: os.stat_result | None = None,
+                 seen: dict[str, bool] | None = None) -> str | None:
     """Why the file at `path` may not be opened as part of the store at `root` (None when it may;
     FileNotFoundError when there is nothing there): every reader of a store opens only regular
     files inside it. A FIFO blocks its reader until a writer comes (DuckDB too), a device may
     give endless bytes, and a link may lead out of the store, the file's own name or a folder
     between the store and it (a run folder linked to another tree). One lstat of the file and
-    one of each folder below the store (`st`: the file's, when the caller has it); a link
-    costs a realpath more."""
+    one of each folder below the store (`st`: the file's, when the caller has it; `seen`: the
+    folders' when it checks many files, see _folder_problem); a link costs a realpath more."""
     st = os.lstat(path) if st is None else st
     if stat.S_ISREG(st.st_mode):
-        return _folder_problem(path, root)
+        return _folder_problem(path, root, seen)
     if not stat.S_ISLNK(st.st_mode):
         return f"{path} is not a regular file ({_kind(st.st_mode)})"
     real, inside = os.path.realpath(path), os.path.realpath(root)
@@ -84,20 +85,28 @@ def file_problem(path: str | os.PathLike, root: str | os.PathLike,
         f"{path} is a link to {_kind(target.st_mode)}, not a regular file"
 
 
-def _folder_problem(path: str | os.PathLike, root: str | os.PathLike) -> str | None:
+def _folder_problem(path: str | os.PathLike, root: str | os.PathLike,
+                    seen: dict[str, bool] | None = None) -> str | None:
     """Why a folder between the store `root` and its file `path` makes the file not the store's
-    own: a link whose target is out of the store (None for plain folders and links inside)."""
-    path, root = os.fspath(path), os.fspath(root)
-    folder = os.path.dirname(path)
-    below = os.path.relpath(folder, root) if os.path.isabs(folder) == os.path.isabs(root) \
-        else os.path.relpath(os.path.abspath(folder), os.path.abspath(root))
-    if below == ".":
-        return None
-    parts = below.split(os.sep)
-    if parts[0] == "..":  # not under the store by its name: only where it really is counts
+    own: a link whose target is out of the store (None for plain folders and links inside).
+    A path not spelled as under `root` (another spelling, '..') is judged where it really is.
+    `seen`: {folder: is a link} of the folders already looked at, for a caller checking many
+    files at once (it lstats each folder once)."""
+    path, root = os.fspath(path), os.fspath(root).rstrip(os.sep) or os.sep
+    if not path.startswith(root + os.sep):
         return _outside(path, root)
-    for i in range(1, len(parts) + 1):
-        if os.path.islink(os.path.join(root, *parts[:i])):
+    folders = path[len(root) + 1:].split(os.sep)[:-1]
+    if any(part in ("", ".", "..") for part in folders):
+        return _outside(path, root)
+    folder = root
+    for part in folders:  # runs/, runs/<run id>: one lstat each, once per `seen`
+        folder = f"{folder}{os.sep}{part}"
+        link = seen.get(folder) if seen is not None else None
+        if link is None:
+            link = os.path.islink(folder)
+            if seen is not None:
+                seen[folder] = link
+        if link:
             return _outside(path, root)
     return None
 
@@ -109,12 +118,12 @@ def _outside(path: str, root: str) -> str | None:
     return None
 
 
-def read_regular(path: str | os.PathLike, root: str | os.PathLike
-                 ) -> tuple[bytes, os.stat_result]:
+def read_regular(path: str | os.PathLike, root: str | os.PathLike,
+                 seen: dict[str, bool] | None = None) -> tuple[bytes, os.stat_result]:
     """(the bytes, the fstat) of the store file `path` when file_problem allows it; UnsafeFile
     otherwise (FileNotFoundError when there is none). Opened without blocking and checked again
-    after the open, in case another file was swapped in between."""
-    problem = file_problem(path, root)
+    after the open, in case another file was swapped in between. `seen`: see _folder_problem."""
+    problem = file_problem(path, root, seen=seen)
     if problem:
         raise UnsafeFile(problem)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

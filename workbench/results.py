@@ -482,7 +482,8 @@ def _check_compared(name: str, scoped: Scoped, cube: xr.Dataset) -> None:
     if name in scoped.shown_apart:
         labels = ", ".join(f"'{name} [{n}]'" for n in scoped.shown_apart[name])
         raise UserError(f"{name} ran in studies of different designs, shown apart as {labels}: "
-                        f"compare one of those, or pick a study with --study NAME")
+                        f"compare one of those, or pick a study (--study NAME; in Python, "
+                        f"studies=[NAME])")
     raise UserError(f"unknown algorithm {name!r}: the algorithms are {', '.join(present)}")
 
 

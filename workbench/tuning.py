@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from collections import namedtuple
 from dataclasses import dataclass
@@ -437,15 +438,18 @@ def _by_side(runs: pd.DataFrame) -> dict[str, dict[str, dict[str, list]]]:
 
 def _key(values: Iterable[Any]) -> tuple:
     """A trial cell's key with every missing value (None, NaN, pd.NA) as None: equal cells
-    compare equal, as pandas' drop_duplicates and groupby(dropna=False) see them."""
-    return tuple(None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-                 else v for v in values)
+    compare equal, as pandas' drop_duplicates and groupby(dropna=False) see them. (`v != v`
+    holds for a NaN only; pd.NA is caught before it.)"""
+    return tuple(None if v is None or v is pd.NA or v != v else v for v in values)
+
+
+_cell_of = operator.attrgetter(*_CELL)  # a row's trial cell, as a tuple
 
 
 def _last_per_cell(rows: Sequence[Any]) -> list[Any]:
     """`rows` without repeated trial cells, each cell's last row kept, in table order
     (DataFrame.drop_duplicates(_CELL, keep="last"))."""
-    last = {_key(getattr(r, c) for c in _CELL): i for i, r in enumerate(rows)}
+    last = {_key(_cell_of(r)): i for i, r in enumerate(rows)}
     kept = set(last.values())
     return [r for i, r in enumerate(rows) if i in kept]
 
@@ -468,7 +472,7 @@ def _side_entry(name: str, workload: str, mine: Sequence[Any], tried: Sequence[A
     (rows of the narrowed run table, _by_side)."""
     done = _last_per_cell(mine)
     finished_cells = len(done)
-    cells = len({_key(getattr(r, c) for c in _CELL) for r in tried}) if tried else finished_cells
+    cells = len({_key(_cell_of(r)) for r in tried}) if tried else finished_cells
     trials = max(cells, finished_cells)
     bad = sum(1 for r in done if isinstance(r.status, str) and r.status in _BAD) + \
         (trials - finished_cells)

@@ -79,10 +79,10 @@ def _env(checkout: Path) -> dict[str, str]:
 
 
 def _pacebench() -> list[str]:
-    """The `pacebench` command of this interpreter's environment (else `python -m runners.cli`);
-    PYTHONPATH picks the checkout it runs."""
-    script = Path(sys.executable).with_name("pacebench")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "runners.cli"]
+    """The `pacebench` command as `python -m runners.cli`, which runs the checkout PYTHONPATH
+    picks whatever its console entry point is called (the environment's `pacebench` script
+    names the installed checkout's)."""
+    return [sys.executable, "-m", "runners.cli"]
 
 
 def in_process(checkout: Path, logs: Path, targets: Path, tmp: Path) -> dict[str, float]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
@@ -16,6 +17,15 @@ import pytest
 from filelock import FileLock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# jsonschema (under nbformat, papermill, nbconvert and Ray, which test modules import) checks
+# the "iri" string format with rfc3987_syntax when that is installed, whose import builds a Lark
+# grammar: 2.4 s alone, 7 s in a loaded test worker's collection, paid by every worker. Nothing
+# of ours validates an iri; without it jsonschema skips that one format, as documented.
+sys.modules.setdefault("rfc3987_syntax", None)  # (None: `import rfc3987_syntax` raises ImportError)
+# The same for processes a test starts that import Ray (each of a local Ray's agents and
+# workers): this folder first on their PYTHONPATH, its rfc3987_syntax.py an ImportError.
+NO_IRI = Path(__file__).resolve().parent / "no_iri"
 
 
 def shared_data_dir() -> Path:

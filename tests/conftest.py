@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
@@ -16,6 +17,15 @@ import pytest
 from filelock import FileLock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# jsonschema (under nbformat, papermill, nbconvert and Ray, which test modules import) checks
+# the "iri" string format with rfc3987_syntax when that is installed, whose import builds a Lark
+# grammar: 2.4 s alone, 7 s in a loaded test worker's collection, paid by every worker. Nothing
+# of ours validates an iri; without it jsonschema skips that one format, as documented.
+sys.modules.setdefault("rfc3987_syntax", None)  # (None: `import rfc3987_syntax` raises ImportError)
+# The same for processes a test starts that import Ray (each of a local Ray's agents and
+# workers): this folder first on their PYTHONPATH, its rfc3987_syntax.py an ImportError.
+NO_IRI = Path(__file__).resolve().parent / "no_iri"
 
 
 def shared_data_dir() -> Path:
@@ -31,11 +41,26 @@ def shared_data_dir() -> Path:
 # per session whichever worker asks first: _made_once.)
 SHARED_FIXTURES = {"local_ray": "ray", "algoperf_store": "algoperf_v05_browser",
                    "slurm_cluster": "slurm"}
-# Tests of a minute or more outside the groups: collected first, so that the workers start on
-# them right after the groups (which xdist hands out first, largest first) and the short tests
-# fill in around them.
+# Tests of about 20 s or more outside the groups (`--durations` of a whole run, longest first):
+# collected first, so that the workers start on them right after the groups (which xdist hands
+# out first, largest first) and the short tests fill in around them; a long test handed out
+# last keeps one worker busy while the other idles. (Not the users of algoperf_v05: first, they
+# would wait for its import on the other worker.)
 LONG_TESTS = ("test_every_view_of_our_own_study_with_filters",
-              "test_chaos_random_worker_kills_then_resume_completes_every_trial_once")
+              "test_chaos_random_worker_kills_then_resume_completes_every_trial_once",
+              "test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open",
+              "test_one_study_launched_twice_at_once_runs_each_trial_once",
+              "test_four_concurrent_studies_share_one_store",
+              "test_papermill_writes_a_filtered_report_with_figures",
+              "test_the_report_works_offline_and_runs_no_name_as_script",
+              "test_the_ladder_tab_draws_a_hostile_ladder_and_runs_no_name",
+              "test_sigkill_mid_study_then_resume_completes_each_trial_once",
+              "test_cli_writes_only_the_asked_formats",
+              "test_papermill_runs_a_tiny_scaling_study",
+              "test_compile_time_benchmark_prints_recorded_against_first_step_seconds",
+              "test_the_ladder_tab_draws_an_imported_table_with_a_hostile_rung",
+              "test_papermill_runs_a_tiny_study",
+              "test_ctrl_c_stops_a_study_within_10_s_whatever_its_plug_ins_do")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
@@ -44,7 +69,10 @@ def pytest_collection_modifyitems(config, items) -> None:
         group = next((g for f, g in SHARED_FIXTURES.items() if f in item.fixturenames), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: item.name not in LONG_TESTS)  # stable: the rest keep order
+    # longest first, then the rest in their order (the sort is stable)
+    rank = {name: i for i, name in enumerate(LONG_TESTS)}
+    items.sort(key=lambda item: rank.get(getattr(item, "originalname", item.name),
+                                         len(rank)))
     gpu = [item for item in items if "gpu" in item.keywords]
     if not gpu:
         return

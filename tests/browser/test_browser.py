@@ -105,11 +105,11 @@ def _panel_serve(store: Path):
               "\n".join(log.read().splitlines()[-60:]))
         raise
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        # Killed, not stopped: its shutdown is not under test here (test_pacebench_serve_stops_
+        # ... is that test), and SIGTERM waited for whatever the server was still computing (8 s
+        # after the filter change on the imported v0.5 store); it starts no process of its own.
+        proc.kill()
+        proc.wait()
         log.close()
 
 

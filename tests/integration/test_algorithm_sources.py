@@ -241,15 +241,16 @@ def test_any_torch_optimizer_and_eight_hard_ones_run_a_study_by_import_path_alon
                                                                                   capsys):
     """Issue 28: each of the eight failed or ran wrongly under the first wrapper (3 betas,
     Muon's parameter groups, schedule-free train/eval); torch.optim's RAdam and the library's
-    Lion are the plain case. One study (10 optimizers x 2 trials of 30 steps on 2 workers), not
-    three: the workers start once."""
+    Lion are the plain case. One study (10 optimizers x 1 trial of 30 steps on 2 workers), not
+    three: the workers start once. (A second trial each drew other hyperparameters from the same
+    signature space, and checked nothing more.)"""
     store = tmp_path / "store"
     code = main(["study", "--workloads", "mnist1d_mlp", "--algorithms", ",".join(OPTIMIZERS),
-                 "--trials", "2", "--max-steps", "30", "--workers", "2", "--name", "eight",
+                 "--trials", "1", "--max-steps", "30", "--workers", "2", "--name", "eight",
                  "--store", str(store), "--quiet"])
     assert code == 0, capsys.readouterr()
     runs = query.runs_frame(open_store(store))
-    assert sorted(runs.algorithm) == sorted([o.split(":")[1] for o in OPTIMIZERS] * 2)
+    assert sorted(runs.algorithm) == sorted(o.split(":")[1] for o in OPTIMIZERS)
     assert set(runs.status) == {"complete"} and set(runs.steps) == {30}
     docs = list(open_store(store).documents())
     assert {d["search_space_origin"] for d in docs} == {"signature"}

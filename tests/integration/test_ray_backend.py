@@ -2,6 +2,8 @@
 eval rows, and a Ray task killed by the watchdog leaves its run `interrupted` with the reason."""
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 
@@ -25,9 +27,21 @@ MACHINE = tuple(c for c in R.MACHINE_COLUMNS if c not in TIME_COLUMNS)  # may be
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A small local Ray instance for this module (2 CPUs, no dashboard), stopped afterwards."""
-    with LocalRay(num_cpus=2):
-        yield
+    """A small local Ray instance for this module (2 CPUs, no dashboard), stopped afterwards.
+    Its processes start without jsonschema's iri grammar (conftest.NO_IRI: 2 to 7 s of import
+    in each of the instance's agents and workers)."""
+    from conftest import NO_IRI
+
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(NO_IRI), *filter(None, [before])])
+    try:
+        with LocalRay(num_cpus=2):
+            yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def eval_rows(store) -> pd.DataFrame:

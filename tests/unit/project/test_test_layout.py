@@ -35,3 +35,13 @@ def test_test_file_names_are_unique_and_browser_tests_live_in_browser():
     marked = sorted(str(p.relative_to(TESTS)) for p in _test_files()
                     if mark in p.read_text() and p.parent.name != "browser")
     assert marked == []
+
+
+def test_every_long_test_conftest_orders_first_exists():
+    """conftest.LONG_TESTS names tests by function name: a renamed test would silently fall
+    back to collection order (and maybe run last, one worker busy while the other idles)."""
+    from conftest import LONG_TESTS
+
+    defined = {line.split("(")[0][len("def "):] for path in _test_files()
+               for line in path.read_text().splitlines() if line.startswith("def test_")}
+    assert [name for name in LONG_TESTS if name not in defined] == []

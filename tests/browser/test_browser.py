@@ -242,6 +242,9 @@ def _visit_every_tab(page, prefix: str) -> None:
     for tab in [t for t in dict.fromkeys(titles) if t != MORE]:
         _open_tab(page, tab)
         page.wait_for_timeout(500)
+        # a served page: until the server has drawn the tab (its busy spinner stops), else the
+        # check below would look at an empty tab; a report has no spinner
+        page.locator(".loader.spin").first.wait_for(state="hidden", timeout=120_000)
         _painted(page)
         page.screenshot(path=SHOTS / f"{prefix}-{tab.lower().replace(' ', '-')}.png")
         ran[tab] = page.evaluate("window.__pwned")

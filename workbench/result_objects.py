@@ -23,8 +23,8 @@ from workbench import ladder as LD
 from workbench import costs, scoring, sensitivity
 from workbench import tuning_tables as TT
 from workbench.catalog import noise_floor_of
-from workbench.early_stopping import MIN_RUNS
 from workbench.cubes import AXIS_LABELS, AXIS_UNITS, axis_column
+from workbench.early_stopping import MIN_RUNS
 from workbench.scope import Scope, Scoped
 
 __all__ = ["ScoreResult", "CompareResult", "BudgetResult", "LadderResult", "RankResult",

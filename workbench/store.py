@@ -41,6 +41,7 @@ workbench.query's, which reads the files this module lists.
 """
 from __future__ import annotations
 
+import errno
 import glob
 import hashlib
 import json
@@ -88,14 +89,40 @@ class Store(StudyFiles):
 
     # -- creating ---------------------------------------------------------------------------
     def ensure(self) -> "Store":
-        """Create the store's layout if absent; check the schema version if present."""
+        """Create the store's layout if absent; check the schema version if present. A new
+        store's folder appears whole (_create): a launch started beside this one never sees
+        the folder without its document."""
+        if not self.root.exists():
+            self._create()
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         doc_path = self.root / R.STORE_DOC
         if not doc_path.exists():
-            atomic_write_json(doc_path, {"schema_version": R.SCHEMA_VERSION, "created": utc_now(),
-                                         "format": "pacebench results store"})
+            atomic_write_json(doc_path, self._new_doc())
         self.check()
         return self
+
+    @staticmethod
+    def _new_doc() -> dict[str, Any]:
+        return {"schema_version": R.SCHEMA_VERSION, "created": utc_now(),
+                "format": "pacebench results store"}
+
+    def _create(self) -> None:
+        """The store's folder, runs/ and document made in a hidden folder beside it and renamed
+        into place; when another process made the store first (the rename finds it full),
+        theirs stays and this one's is removed."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.root.parent / f".{self.root.name}.{uuid.uuid4().hex[:12]}.new-store"
+        tmp.mkdir()  # the user's umask, as any folder of the store
+        try:
+            (tmp / R.RUNS_DIR).mkdir()
+            atomic_write_json(tmp / R.STORE_DOC, self._new_doc())
+            try:
+                os.rename(tmp, self.root)
+            except OSError as err:
+                if err.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already when the rename was done
 
     def check(self) -> None:
         doc_path = self.root / R.STORE_DOC

@@ -476,3 +476,30 @@ def test_eval_rows_are_flushed_each_and_fsynced_at_most_once_a_second(tmp_path, 
     writer.append_eval(_eval(20, 0.5))
     assert len(synced) == 2
     writer.finish("complete")
+
+
+def test_a_new_store_appears_whole_to_launches_started_beside_it(tmp_path):
+    """Launches into one new store at once: none sees its folder without the store document
+    (two of four concurrent studies once failed with 'not a Pacebench store'), every one opens
+    the same store, and no hidden folder is left beside it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    path, bare, stop = tmp_path / "new", [], threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            if path.exists() and not (path / R.STORE_DOC).exists():
+                bare.append(True)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            stores = list(pool.map(lambda _: open_store(path, create=True), range(8)))
+    finally:
+        stop.set()
+        watcher.join()
+    assert bare == [] and {s.root for s in stores} == {path}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new"]
+    assert {p.name for p in path.iterdir()} == {R.STORE_DOC, R.RUNS_DIR}

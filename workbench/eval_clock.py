@@ -61,13 +61,17 @@ def indexed_clock(table: pd.DataFrame) -> pd.DataFrame:
     of query.runs_table's first item: its rows from the run index, each checked unchanged
     there; the runs read from their folders have none."""
     if "eval_clock_known" not in table:
-        return _clock_frame(pd.DataFrame(columns=list(_CLOCK.values())))
+        return _no_clock()
     known = table["eval_clock_known"].eq(True).to_numpy(bool)
     return _clock_frame(table.loc[known, list(_CLOCK)].rename(columns=_CLOCK))
 
 
 _CLOCK = {"run_id": "run_id", "eval_clock_eval_seconds": "eval_seconds",
           "eval_clock_wall_seconds": "wall_seconds"}
+
+
+def _no_clock() -> pd.DataFrame:
+    return _clock_frame(pd.DataFrame(columns=list(_CLOCK.values())))
 
 
 def _clock_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -80,7 +84,7 @@ def _indexed_clock(store: Store, ids: list[str]) -> pd.DataFrame:
     were indexed (_unchanged)."""
     frame = _index_rows(store)[0]
     if frame is None:
-        return _clock_frame(pd.DataFrame(columns=list(_CLOCK.values())))
+        return _no_clock()
     frame = frame[frame["run_id"].isin(ids).to_numpy(bool) & frame["eval_clock_known"]
                   .to_numpy(bool)]
     frame = frame[_unchanged(store, frame)] if len(frame) else frame
@@ -93,9 +97,7 @@ def _clock_from_rows(store: Store, ids: list[str]) -> pd.DataFrame:
 
     def build(rows: _Rows | None) -> pd.DataFrame:
         if rows is None:
-            return pd.DataFrame({"run_id": pd.Series(dtype="str"),
-                                 "eval_seconds": pd.Series(dtype=float),
-                                 "wall_seconds": pd.Series(dtype=float)})
+            return _no_clock()
         present = {c.lower() for c in rows.columns}
         typed = {c: f"TRY_CAST({_ident(c)} AS {_ROW_TYPES[c]})" if c in present
                  else f"NULL::{_ROW_TYPES[c]}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from workbench.errors import UserError
 
@@ -43,7 +43,8 @@ __all__ = [
     "TIMING_FIELDS", "SEARCH_SPACE_FIELDS", "MACHINE_COLUMNS",
     "AD_HOC_NAME", "PHASES", "TUNE_PREFIX", "IDENTITY_FIELDS", "SPLITS", "metric_column", "split_of",
     "check_row_columns", "REQUIRED_DOC_FIELDS", "run_doc_problem",
-    "run_identity", "EVAL_SUMMARY", "eval_summary", "summary_columns", "LADDER_FIELDS",
+    "run_identity", "EVAL_SUMMARY", "eval_summary", "eval_summary_of_columns",
+    "summary_columns", "LADDER_FIELDS",
     "LADDER_PHASES",
 ]
 
@@ -447,6 +448,16 @@ def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> d
     that is not a number, ...): then readers compute the figures from the rows themselves, as
     for a document without a summary. tests/test_query.py checks it against the run table's
     SQL, tests/test_outcomes.py against the rule."""
+    rows = list(rows)
+    names = dict.fromkeys(k for row in rows for k in row)
+    return eval_summary_of_columns({k: [row.get(k) for row in rows] for k in names}, doc)
+
+
+def eval_summary_of_columns(columns: Mapping[str, Sequence[Any]],
+                            doc: Mapping[str, Any]) -> dict | None:
+    """eval_summary of the rows whose values are `columns` (name -> one value per row, as
+    pyarrow's Table.to_pydict gives them; a column not given reads None on every row): an
+    importer's rows are a table, and a dict per row cost as much as the rest of the summary."""
     from workbench.outcomes import first_hit
     from workbench.spec import COMPARISONS
 
@@ -456,49 +467,51 @@ def eval_summary(rows: Iterable[Mapping[str, Any]], doc: Mapping[str, Any]) -> d
             and math.isfinite(target)):
         return None
     column = metric_column("validation", metric)
-    rows = list(rows)
-    keys = {k for row in rows for k in row}
-    if any(k != column and k.lower() == column.lower() for k in keys):
+    if any(k != column and k.lower() == column.lower() for k in columns):
         return None
-    indices = [row.get("eval_index") for row in rows]
+    rows = max((len(v) for v in columns.values()), default=0)
+    indices, values, steps, times, walls, evals = (
+        list(columns.get(k) or [None] * rows) for k in
+        ("eval_index", column, "step", "train_seconds", "wall_seconds", "eval_seconds"))
     if not all(_plain_int(i) for i in indices) or len(set(indices)) < len(indices):
         return None
-    values, times = [row.get(column) for row in rows], [row.get("train_seconds") for row in rows]
-    if not (_numbers(values) and _integers([row.get("step") for row in rows])
-            and _times(times) and _times([row.get("wall_seconds") for row in rows])):
+    if not (_numbers(values) and _integers(steps) and _times(times) and _times(walls)):
         return None
 
-    def largest(key: str) -> Any:
-        return max((row[key] for row in rows if row.get(key) is not None), default=None)
+    def largest(of: list) -> Any:
+        return max((v for v in of if v is not None), default=None)
 
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
-    order = sorted(range(len(rows)), key=indices.__getitem__)  # eval order
+    order = sorted(range(rows), key=indices.__getitem__)  # eval order
     position = first_hit([math.nan if values[i] is None else values[i] for i in order], target,
                          direction, [math.nan if times[i] is None else times[i] for i in order])
-    first = rows[order[position]] if position is not None else {}
+    first = order[position] if position is not None else None
+
+    def at_first(of: list) -> Any:
+        return None if first is None else of[first]
+
     best = (max if direction == "max" else min)(finite) if finite else None
     as_float = (lambda v: None if v is None else float(v))
-    out = {"target": [metric, direction, float(target)], "reached_target": position is not None,
-           "eval_index_to_target": first.get("eval_index"),
-           "time_to_target": as_float(first.get("train_seconds")),
-           "step_to_target": first.get("step"),
-           "wall_to_target": as_float(first.get("wall_seconds")), "best_validation": best,
-           "steps": largest("step"), "train_seconds": as_float(largest("train_seconds")),
-           "wall_seconds": as_float(largest("wall_seconds"))}
-    if all(row.get("eval_seconds") is None or _plain_number(row["eval_seconds"]) for row in rows):
-        out["eval_clock"] = _eval_clock(rows)
+    out = {"target": [metric, direction, float(target)], "reached_target": first is not None,
+           "eval_index_to_target": at_first(indices),
+           "time_to_target": as_float(at_first(times)), "step_to_target": at_first(steps),
+           "wall_to_target": as_float(at_first(walls)), "best_validation": best,
+           "steps": largest(steps), "train_seconds": as_float(largest(times)),
+           "wall_seconds": as_float(largest(walls))}
+    if _numbers(evals):
+        out["eval_clock"] = _eval_clock(order, times, evals, walls)
     return out
 
 
-def _eval_clock(rows: list[Mapping[str, Any]]) -> list[float] | None:
-    """[eval seconds, wall seconds] of the last row (largest eval_index) whose training, eval
-    and wall seconds are all finite and >= 0 (workbench.eval_clock.eval_clock's rule, which
-    tests/unit/store/test_query.py checks this against); None when no row is such."""
-    def counts(row: Mapping[str, Any]) -> bool:
-        return all(row.get(k) is not None and math.isfinite(row[k]) and row[k] >= 0
-                   for k in ("train_seconds", "eval_seconds", "wall_seconds"))
+def _eval_clock(order: list[int], times: list, evals: list, walls: list) -> list[float] | None:
+    """[eval seconds, wall seconds] of the last row (largest eval_index; `order`: the rows in
+    eval order) whose training, eval and wall seconds are all finite and >= 0
+    (workbench.eval_clock.eval_clock's rule, which tests/unit/store/test_query.py checks this
+    against); None when no row is such."""
+    def counts(i: int) -> bool:
+        return all(v is not None and math.isfinite(v) and v >= 0
+                   for v in (times[i], evals[i], walls[i]))
 
     # from the last eval back: the last row counts, as a rule, and ends the search
-    last = next((row for row in sorted(rows, key=lambda row: row["eval_index"], reverse=True)
-                 if counts(row)), None)
-    return None if last is None else [float(last["eval_seconds"]), float(last["wall_seconds"])]
+    last = next((i for i in reversed(order) if counts(i)), None)
+    return None if last is None else [float(evals[last]), float(walls[last])]

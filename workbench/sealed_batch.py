@@ -98,8 +98,8 @@ class SealedBatch:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id) or run_id.startswith("."):
             raise UserError(f"run id {run_id!r} is not a plain folder name: use letters, digits, "
                             "'_', '.', '-' (not leading '.')")
-        lacking = [] if evals is None else \
-            [c for c in R.EVAL_COLUMNS[1:] if c not in evals.column_names]
+        names = set() if evals is None else set(evals.column_names)  # (a new list each call)
+        lacking = [] if evals is None else [c for c in R.EVAL_COLUMNS[1:] if c not in names]
         if lacking:
             raise UserError(f"eval rows lack columns {lacking}: give {list(R.EVAL_COLUMNS[1:])} "
                             "(null where unknown) and the <split>/<metric> columns")
@@ -119,9 +119,9 @@ class SealedBatch:
                     files.append(tmp / name)
             full = {"attempt": 1, **doc, "schema_version": R.SCHEMA_VERSION, "run_id": run_id}
             full.pop(R.EVAL_SUMMARY, None)  # what the rows say, never what the caller says
-            rows = [] if evals is None else \
-                evals.select(R.summary_columns(evals.column_names, full)).to_pylist()
-            sealed = R.eval_summary(rows, full)
+            columns = {} if evals is None else \
+                evals.select(R.summary_columns(evals.column_names, full)).to_pydict()
+            sealed = R.eval_summary_of_columns(columns, full)
             if sealed is not None:
                 full[R.EVAL_SUMMARY] = sealed
             with open(tmp / R.RUN_DOC, "w") as f:  # one write: json.dump writes piece by piece

@@ -227,11 +227,14 @@ def _syncfs(folder: Path) -> bool:
 
 
 def write_parquet(table: "pa.Table", path: Path, durable: bool = True) -> None:  # noqa: F821
-    """Write a Parquet file and (durable) fsync it; the caller renames it into place."""
+    """Write a Parquet file and (durable) fsync it; the caller renames it into place. Plain
+    encoding and no column statistics: a run's rows are a few kilobytes that readers scan
+    whole (no reader of ours asks for statistics), and the two cost a quarter of each write
+    (0.8 against 0.6 ms for a run of 60 evals; an import writes 3,700)."""
     import pyarrow.parquet as pq
 
     with open(path, "wb") as f:  # a Python file: pyarrow resolving the path took longer
-        pq.write_table(table, f)
+        pq.write_table(table, f, use_dictionary=False, write_statistics=False)
         if durable:
             f.flush()
             os.fsync(f.fileno())

@@ -107,6 +107,9 @@ def test_the_sealed_summary_is_the_owner(tmp_path):
                             is not None else NAN} for r in rows], 0.0)
         assert summary["reached_target"] == (row is not None)
         assert summary["eval_index_to_target"] == (row and row["eval_index"])
+        # an importer's rows come as a table's columns (SealedBatch.add): the same summary
+        table = pa.Table.from_pylist(rows)
+        assert R.eval_summary_of_columns(table.to_pydict(), doc) == summary
 
 
 def test_scaling_and_target_setting_use_the_owner(tmp_path):

@@ -172,6 +172,9 @@ CASES = {
     "meta a link out of the tree": (lambda root: _link(
         _outside_file(root), trial(root, "mallory") / "meta_data_0.json"),
         "link out of the log tree"),
+    "hparams a link loop": (lambda root: (
+        _link(Path("hparams.json"), trial(root, "mallory") / "hparams.json")),
+        "link out of the log tree"),
     # mallory_x (an exact name) is imported, "mallory x" (cleaned to it) refused
     "names that clean up alike": (lambda root: (trial(root, "mallory x"),
                                                 trial(root, "mallory_x")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from workbench.eval_rows import _ROW_TYPES, _Rows, _ident, _read_rows
@@ -45,7 +46,7 @@ def eval_clock(store: Store, run_ids: Iterable[str],
     if known is None:
         indexed = _indexed_clock(store, ids)
     else:
-        indexed = known[known["run_id"].isin(ids).to_numpy(bool)]
+        indexed = known[_among(known["run_id"], ids)]
     known = set(indexed["run_id"].tolist()) if len(indexed) else set()
     rest = [r for r in ids if r not in known]
     indexed = indexed[indexed["eval_seconds"].notna()]  # NaN: known that no row counts
@@ -64,6 +65,13 @@ def indexed_clock(table: pd.DataFrame) -> pd.DataFrame:
         return _no_clock()
     known = table["eval_clock_known"].eq(True).to_numpy(bool)
     return _clock_frame(table.loc[known, list(_CLOCK)].rename(columns=_CLOCK))
+
+
+def _among(run_ids: pd.Series, ids: list[str]) -> np.ndarray:
+    """Which of `run_ids` are in `ids` (Series.isin of a pyarrow string column makes an Arrow
+    scalar of each value looked for: 49 ms for the 3,700 runs of the v0.5 logs, a set 1 ms)."""
+    wanted = set(ids)
+    return np.fromiter(map(wanted.__contains__, run_ids.tolist()), bool, len(run_ids))
 
 
 _CLOCK = {"run_id": "run_id", "eval_clock_eval_seconds": "eval_seconds",
@@ -85,8 +93,7 @@ def _indexed_clock(store: Store, ids: list[str]) -> pd.DataFrame:
     frame = _index_rows(store)[0]
     if frame is None:
         return _no_clock()
-    frame = frame[frame["run_id"].isin(ids).to_numpy(bool) & frame["eval_clock_known"]
-                  .to_numpy(bool)]
+    frame = frame[_among(frame["run_id"], ids) & frame["eval_clock_known"].to_numpy(bool)]
     frame = frame[_unchanged(store, frame)] if len(frame) else frame
     return _clock_frame(frame[list(_CLOCK)].rename(columns=_CLOCK))
 

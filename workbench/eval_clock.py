@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import duckdb
 import numpy as np
 import pandas as pd
 
-from workbench.eval_rows import _ROW_TYPES, _Rows, _ident, _read_rows
+from workbench.eval_rows import _ROW_TYPES, _Rows, _ident, _read_rows, duckdb
 from workbench.query import _index_rows, _unchanged, _unreadable, connect
 from workbench.store import Store
 

@@ -40,14 +40,13 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from workbench import records as R
 from workbench.eval_rows import (_FIRST_HIT, _ROW_TYPES, _Rows, _ident,  # noqa: F401
                                  _read_rows, _rows_source, _skip, _summaries, _usable_summary,
-                                 _wide_frame, connect)
+                                 _wide_frame, connect, duckdb)
 from workbench.outcomes import final_rows
 from workbench.spec import COMPARISONS, relaxed_goal
 from workbench.store import Store, read_regular
@@ -196,8 +195,7 @@ def _read_docs(con: duckdb.DuckDBPyConnection, files: list[str], root: Path) -> 
     keys = ", ".join(f"{_typed_key(c, t)} AS {_ident(c)}" for c, t in _DOC_TYPES.items()
                      if c != "run_id")
     raw = ", ".join(f"d.j.{_ident(c)} AS {_ident('raw:' + c)}" for c in checked)
-    structure = json.dumps({c: "JSON" for c in (*_DOC_TYPES, "schema_version",
-                                                R.EVAL_SUMMARY)})
+    structure = json.dumps(dict.fromkeys((*_DOC_TYPES, "schema_version", R.EVAL_SUMMARY), "JSON"))
     sql = (f"SELECT coalesce({_typed_key('run_id', 'VARCHAR')}, "
            f"parse_filename(parse_dirpath(filename))) AS run_id, {keys}, "
            f"{_typed_key('schema_version', 'BIGINT')} AS schema_version, "
@@ -465,7 +463,7 @@ def _index_rows(store: Store) -> tuple[pd.DataFrame | None, list, list]:
         if not read:
             return None, parts, []
         frame = pd.concat([pieces[p] for p in read], ignore_index=True)
-    twice = frame["run_id"].duplicated(keep="last").to_numpy(bool)  # (one copy fewer without)
+    twice = frame["run_id"].duplicated(keep="last").to_numpy(bool)
     return (frame[~twice].reset_index(drop=True) if twice.any() else frame), parts, read
 
 
@@ -499,8 +497,7 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     Store.run_names returned, when the caller has just listed the run folders."""
     indexed, parts, read = index if index is not None else read_index(con, store)
     if len(indexed):  # the index is a cache: only rows whose run is as it was when read
-        unchanged = _unchanged(store, indexed)
-        indexed = indexed if unchanged.all() else indexed[unchanged]  # (a copy: 60-odd columns)
+        indexed = indexed if (same := _unchanged(store, indexed)).all() else indexed[same]
     # as a list: iterating the Arrow-backed column itself costs 2 us an id
     indexed_ids = indexed["run_id"].tolist()
     known = set(indexed_ids)
@@ -514,9 +511,9 @@ def runs_table(store: Store, con: duckdb.DuckDBPyConnection | None = None,
     frames = [f for f in (indexed, fresh) if len(f)]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else \
         (frames[0] if frames else _empty_runs())
-    frame = frame.astype(RUN_DTYPES)
+    frame = frame.astype(RUN_DTYPES)  # (no copy by a filter, a sort or a de-duplication
     frame = frame.reset_index(drop=True) if frame["run_id"].is_monotonic_increasing else \
-        frame.sort_values("run_id", ignore_index=True)  # (an index of one part is in order)
+        frame.sort_values("run_id", ignore_index=True)  # where nothing changes: 60-odd columns)
     frame.attrs["skipped"] = skipped
     return frame, fresh, parts, read
 

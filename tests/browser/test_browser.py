@@ -32,6 +32,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 SHOTS = Path("/tmp/pacebench-shots")
 TIMEOUT_MS = 30_000
+NAVIGATION_TIMEOUT_MS = 180_000
 
 
 def _free_port() -> int:
@@ -41,14 +42,12 @@ def _free_port() -> int:
 
 
 def _wait_http(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
-    """Until `url` answers 200 (its first request builds the app: slow on a busy machine)."""
+    """Until `url` answers 200."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"panel serve exited with {proc.returncode}")
         try:
-            # a page takes seconds to build (the Ladder tab, first on a ladder store: 10 s at
-            # load 13); a shorter wait asks again and again, each ask a new page to build
             with urllib.request.urlopen(url, timeout=60) as reply:
                 if reply.status == 200:
                     return
@@ -74,6 +73,9 @@ def page(browser):
     """A fresh page whose console errors and uncaught exceptions are collected in `page.errors`."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(TIMEOUT_MS)
+    # a served page is built when asked for, the server's first with its imports: seconds (the
+    # Ladder tab, first on a ladder store: 10 s at load 13), more on a busy machine
+    context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
     page = context.new_page()
     page.errors = []
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
@@ -93,11 +95,14 @@ def _panel_serve(store: Path):
     log = tempfile.TemporaryFile(mode="w+")  # the server's output: shown when the block fails
     proc = subprocess.Popen(
         [sys.executable, "-m", "panel", "serve", "workbench/app.py", "--port", str(port),
-         "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
+         "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}",
+         "--liveness"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/app"
     try:
-        _wait_http(url, proc)
+        # until it serves (its liveness endpoint answers); not a page of the app, which would
+        # build one page for nobody before the test's own (3 to 8 s each time)
+        _wait_http(f"http://127.0.0.1:{port}/liveness", proc)
         yield url
     except BaseException:
         log.seek(0)

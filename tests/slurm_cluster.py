@@ -133,19 +133,29 @@ class SlurmCluster:
         return "\n".join(texts)
 
     def stop(self) -> None:
-        """Cancel every job, then end the daemons (slurmd first), each by its pid."""
+        """Cancel every job, then end the daemons, each by its pid: all three told at once
+        (slurmd first), then waited for together (up to 5 s), as each takes 1.5 to 2 s to
+        save its state and go (one after another, 5.5 s of the session's end)."""
         env = {**os.environ, **self.environ()}
         if self.pids:
             subprocess.run(["scancel", "--full", "--user=root"], env=env, capture_output=True)
+        alive = []
         for pid in reversed(self.pids):
             try:
                 os.kill(pid, signal.SIGTERM)
+                alive.append(pid)
             except ProcessLookupError:
                 continue
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.05)
+        deadline = time.monotonic() + 5.0
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            alive = [pid for pid in alive if _exists(pid)]
         self.pids.clear()
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -24,6 +24,8 @@ from workbench import records as R
 from workbench.spec import StudySpec
 from workbench.store import open_store
 
+from locations import REPO
+
 
 def test_plan_is_the_full_grid_with_distinct_trials():
     spec = StudySpec(workloads=("synthetic", "digits_mlp"), algorithms=("adamw", "sgd_nesterov"),
@@ -161,6 +163,36 @@ def test_both_start_methods_run_a_study(tmp_path):
         assert store.index_parts()  # the launch refreshed the run index
     with pytest.raises(ValueError, match="valid are forkserver, spawn"):
         LaunchOptions(start_method="fork").check()
+
+
+def _spawned(config, store) -> subprocess.CompletedProcess:
+    """`python -m runners.launch.worker JOB.json` on `config`, to its end."""
+    from runners.launch.processes import worker_command, write_job
+
+    job = write_job({"config": config.to_dict(), "store": str(store.root), "data_dir": None,
+                     "hooks": {}, "launch_order": None, "search_space": None})
+    try:
+        return subprocess.run(worker_command(job, 1), cwd=REPO, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    finally:
+        os.unlink(job)
+
+
+def test_a_spawned_worker_exits_with_its_runs_code_and_its_last_lines_written(tmp_path):
+    """A spawned worker ends by os._exit (no interpreter teardown): its exit code is still
+    run_job's, and its last lines (the run's status; a failure's traceback) still come out."""
+    from workbench.spec import RunConfig
+
+    store = open_store(tmp_path / "s", create=True)
+    done = _spawned(RunConfig(workload="synthetic", algorithm="adamw", max_steps=2), store)
+    (doc,) = store.documents()
+    assert (doc["status"], done.returncode) == ("complete", 0), done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"{doc['run_id']}: complete", done.stdout
+    failed = _spawned(RunConfig(workload="synthetic", algorithm="no_such", max_steps=2), store)
+    assert failed.returncode == 1 and sorted(d["status"] for d in store.documents()) == \
+        ["complete", "failed"], failed.stderr
+    assert failed.stderr.splitlines()[-1].startswith(
+        "workbench.errors.UnknownNameError: unknown algorithm 'no_such'"), failed.stderr
 
 
 # -- the commands -------------------------------------------------------------------------------

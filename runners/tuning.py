@@ -233,7 +233,8 @@ def _parse_points(obj: list) -> tuple[Mapping[str, Any], ...]:
 def _halton_trials(space: SearchSpace, n: int, seed: int | list[int]) -> list[dict[str, Any]]:
     """The first n points of one scrambled Halton sequence, one dimension per hyperparameter
     (the first n points of a longer draw with the same seed are the same points). scipy.stats
-    is imported here: at the module's top it cost every trial's worker 1.3 s."""
+    is imported here: at the module's top it cost every process that loads the algorithm
+    sources (`pacebench run`, a spawned or Slurm worker) 1.2 to 1.6 s."""
     from scipy.stats import qmc
 
     unit = qmc.Halton(d=len(space.params), scramble=True,

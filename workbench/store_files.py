@@ -23,9 +23,9 @@ from typing import Any, Mapping
 from workbench.errors import UserError
 
 __all__ = ["NO_SPACE_ERRNOS", "no_space", "full_path", "UnsafeFile", "file_problem",
-           "read_regular", "StoreError", "UnknownRun", "utc_now", "json_safe", "atomic_write_json",
-           "fsync_path", "sync_many", "write_parquet", "slug", "file_part", "read_jsonl",
-           "nonempty"]
+           "read_regular", "not_regular", "StoreError", "UnknownRun", "utc_now", "json_safe",
+           "atomic_write_json", "fsync_path", "sync_many", "write_parquet", "slug", "file_part",
+           "read_jsonl", "nonempty"]
 
 NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or a full quota
 
@@ -60,6 +60,14 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK,
 
 def _kind(mode: int) -> str:
     return next((words for test, words in _KINDS if test(mode)), "of an unknown kind")
+
+
+def not_regular(path: str | os.PathLike) -> str | None:
+    """'<path> is not a regular file (a FIFO)' when the file at `path` (links followed) is a
+    FIFO, a socket, a device or a folder, else None (FileNotFoundError when there is none):
+    for files a user names outside any store, checked before they are opened."""
+    mode = os.stat(path).st_mode
+    return None if stat.S_ISREG(mode) else f"{path} is not a regular file ({_kind(mode)})"
 
 
 def file_problem(path: str | os.PathLike, root: str | os.PathLike,

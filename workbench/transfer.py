@@ -37,6 +37,7 @@ from workbench import records as R
 from workbench.errors import UserError
 from workbench.spec import NAME
 from workbench.store import Store, StoreError, read_jsonl
+from workbench.store_files import not_regular
 from workbench.validate import TrialSlots, run_problem
 
 __all__ = ["RunProblem", "doc_problem", "rows_problem", "read_run", "reusable", "copy_runs",
@@ -360,6 +361,10 @@ def export_parquet(store: Store, out: str | Path) -> dict[str, int]:
 def _read_parquet(folder: Path, kind: str, needed: tuple[str, ...]) -> pa.Table:
     path = folder / PARQUET_FILES[kind]
     try:
+        problem = not_regular(path)  # pyarrow calls a FIFO "not found"
+        if problem:
+            raise UserError(f"{problem}: import-parquet reads the files `pacebench export` "
+                            "writes")
         table = pq.read_table(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path} not found: import-parquet reads a folder that "

@@ -22,6 +22,7 @@ from runners.launch.study import run_configs
 from runners.launch.resume import StudyChangedError
 from workbench import query
 from workbench.catalog import LADDER
+from workbench.errors import UserError
 from workbench.run_index import refresh_index
 from workbench.spec import RunConfig
 from workbench.store import Store, open_store
@@ -114,6 +115,17 @@ def test_the_rules_of_rows_and_ladder_records():
     assert ladder_problem(doc) is None
     doc["config"]["ladder"]["tokens"] = 200 * per_step  # twice what its steps saw
     assert "steps x batch size x context" in ladder_problem(doc)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_import_parquet_names_a_file_that_is_no_regular_file_and_opens_nothing(tmp_path, kind):
+    out = tmp_path / "out"
+    export_parquet(_small(tmp_path / "src"), out)
+    (out / "train.parquet").unlink()
+    os.mkfifo(out / "train.parquet") if kind == "fifo" else (out / "train.parquet").mkdir()
+    with pytest.raises(UserError, match=r"train\.parquet is not a regular file \(a "
+                       + ("FIFO" if kind == "fifo" else "folder")):
+        import_parquet(out, Store(tmp_path / "p"))
 
 
 # -- 2. one design per trial slot ---------------------------------------------------------------

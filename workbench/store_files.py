@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from workbench.errors import UserError
 
 __all__ = ["NO_SPACE_ERRNOS", "no_space", "full_path", "UnsafeFile", "file_problem",
-           "read_regular", "not_regular", "StoreError", "UnknownRun", "utc_now", "json_safe",
+           "read_regular", "not_regular", "file_kind", "StoreError", "UnknownRun", "utc_now", "json_safe",
            "atomic_write_json", "fsync_path", "sync_many", "write_parquet", "slug", "file_part",
            "read_jsonl", "nonempty"]
 
@@ -58,7 +58,9 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK,
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is no regular one is, in words ("a FIFO", "a socket", "a folder", ...),
+    from its st_mode: one wording for every door's messages."""
     return next((words for test, words in _KINDS if test(mode)), "of an unknown kind")
 
 
@@ -67,7 +69,7 @@ def not_regular(path: str | os.PathLike) -> str | None:
     FIFO, a socket, a device or a folder, else None (FileNotFoundError when there is none):
     for files a user names outside any store, checked before they are opened."""
     mode = os.stat(path).st_mode
-    return None if stat.S_ISREG(mode) else f"{path} is not a regular file ({_kind(mode)})"
+    return None if stat.S_ISREG(mode) else f"{path} is not a regular file ({file_kind(mode)})"
 
 
 def file_problem(path: str | os.PathLike, root: str | os.PathLike,
@@ -84,13 +86,13 @@ def file_problem(path: str | os.PathLike, root: str | os.PathLike,
     if stat.S_ISREG(st.st_mode):
         return _folder_problem(path, root, seen)
     if not stat.S_ISLNK(st.st_mode):
-        return f"{path} is not a regular file ({_kind(st.st_mode)})"
+        return f"{path} is not a regular file ({file_kind(st.st_mode)})"
     real, inside = os.path.realpath(path), os.path.realpath(root)
     if os.path.commonpath([real, inside]) != inside:
         return f"{path} is a link out of the store (to {real[:120]})"
     target = os.stat(real)
     return None if stat.S_ISREG(target.st_mode) else \
-        f"{path} is a link to {_kind(target.st_mode)}, not a regular file"
+        f"{path} is a link to {file_kind(target.st_mode)}, not a regular file"
 
 
 def _folder_problem(path: str | os.PathLike, root: str | os.PathLike,
@@ -138,7 +140,7 @@ def read_regular(path: str | os.PathLike, root: str | os.PathLike,
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFile(f"{path} is not a regular file ({_kind(st.st_mode)})")
+            raise UnsafeFile(f"{path} is not a regular file ({file_kind(st.st_mode)})")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)

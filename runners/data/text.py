@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench.errors import UserError
+from workbench.store_files import file_kind
 
 __all__ = ["TextBytes", "read_text_bytes", "TEXT_SUFFIXES", "SPLIT_CUTS", "text_files"]
 
@@ -46,20 +47,11 @@ def _read_regular(path: Path) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise OSError(f"not a regular file ({_kind(mode)})")
+            raise OSError(f"not a regular file ({file_kind(mode)})")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read()
     finally:
         os.close(fd)
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISDIR, "a folder")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def _candidates(root: Path) -> tuple[list[tuple[str, Path]], list[str]]:

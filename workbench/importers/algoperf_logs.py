@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from workbench import records as R
 from workbench.errors import UserError
+from workbench.store_files import file_kind
 from workbench.validate import eval_rows_problem
 
 __all__ = ["EVAL_FILE", "META_FILE", "HPARAMS_FILE", "MAX_DEPTH", "TrialLog", "find_submissions",
@@ -115,16 +116,11 @@ class _BadFile(UserError):
     """A file of a trial that cannot be read; the message names the file and the reason."""
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-
-
 def _not_regular(path, mode: int) -> str | None:
     """'<path>: not a regular file (a FIFO)' when `mode` is no regular file's, else None."""
     if stat.S_ISREG(mode):
         return None
-    kind = next((words for test, words in _KINDS if test(mode)), "of an unknown kind")
-    return f"{path}: not a regular file ({kind})"
+    return f"{path}: not a regular file ({file_kind(mode)})"
 
 
 def _read_regular(path: str | os.PathLike) -> bytes:

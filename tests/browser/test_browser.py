@@ -32,7 +32,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 SHOTS = Path("/tmp/pacebench-shots")
 TIMEOUT_MS = 30_000
-NAVIGATION_TIMEOUT_MS = 180_000
 
 
 def _free_port() -> int:
@@ -42,12 +41,14 @@ def _free_port() -> int:
 
 
 def _wait_http(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
-    """Until `url` answers 200."""
+    """Until `url` answers 200 (its first request builds the app: slow on a busy machine)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"panel serve exited with {proc.returncode}")
         try:
+            # a page takes seconds to build (the Ladder tab, first on a ladder store: 10 s at
+            # load 13); a shorter wait asks again and again, each ask a new page to build
             with urllib.request.urlopen(url, timeout=60) as reply:
                 if reply.status == 200:
                     return
@@ -73,9 +74,6 @@ def page(browser):
     """A fresh page whose console errors and uncaught exceptions are collected in `page.errors`."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(TIMEOUT_MS)
-    # a served page is built when asked for, the server's first with its imports: seconds (the
-    # Ladder tab, first on a ladder store: 10 s at load 13), more on a busy machine
-    context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
     page = context.new_page()
     page.errors = []
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
@@ -95,14 +93,11 @@ def _panel_serve(store: Path):
     log = tempfile.TemporaryFile(mode="w+")  # the server's output: shown when the block fails
     proc = subprocess.Popen(
         [sys.executable, "-m", "panel", "serve", "workbench/app.py", "--port", str(port),
-         "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}",
-         "--liveness"],
+         "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/app"
     try:
-        # until it serves (its liveness endpoint answers); not a page of the app, which would
-        # build one page for nobody before the test's own (3 to 8 s each time)
-        _wait_http(f"http://127.0.0.1:{port}/liveness", proc)
+        _wait_http(url, proc)
         yield url
     except BaseException:
         log.seek(0)
@@ -141,55 +136,12 @@ def _shoot(page, tab: str, selector: str, name: str) -> None:
     page.screenshot(path=SHOTS / name, full_page=True)
 
 
-# Every Bokeh view of the page has finished drawing (BokehJS's has_finished(): its layout
-# computed, each plot's renderers and glyphs painted, children included), and every shown
-# table has finished building and laying out its rows (Panel's DataTabulatorView: a tab left
-# while its table still did, with the 0.7 s of fixed waits gone, once gave Tabulator's
-# "Cannot read properties of null (reading 'offsetWidth')" on the page).
-FINISHED_JS = """() => {
-  const views = [], seen = new Set()
-  const walk = v => {
-    if (!v || seen.has(v)) return
-    seen.add(v)
-    views.push(v)
-    for (const c of (typeof v.children === 'function' ? [...v.children()] : [])) walk(c)
-  }
-  const roots = Object.values(window.Bokeh?.index ?? {})
-  roots.forEach(walk)
-  return roots.every(v => v.has_finished()) && views.every(v => v.tabulator == null ||
-    !(v.el?.getBoundingClientRect().width > 0) || !(v.is_drawing || v._initializing))
-}"""
-# The open tab of every shown tab strip holds its view's parts, each with a view of its own: a
-# served dashboard fills a tab's slot (an empty column) once the server has made its view
-# (workbench/views/registry.py, _LazyTabs); a report's tabs are filled from the start.
-TAB_FILLED_JS = """() => {
-  const viewed = new Set(), strips = []
-  const walk = v => {
-    if (!v || viewed.has(v.model.id)) return
-    viewed.add(v.model.id)
-    if (/(^|[.])Tabs$/.test(v.model.type ?? '') && v.el?.getBoundingClientRect().width > 0)
-      strips.push(v)
-    for (const c of (typeof v.children === 'function' ? [...v.children()] : [])) walk(c)
-  }
-  for (const v of Object.values(window.Bokeh?.index ?? {})) walk(v)
-  return strips.length > 0 && strips.every(s => {
-    const child = s.model.tabs[s.model.active]?.child
-    const parts = child?.children ?? (child ? [child] : [])
-    return parts.length > 0 && parts.every(p => viewed.has(p.id))
-  })
-}"""
-
-
 def _painted(page) -> None:
-    """Wait until every Bokeh view has finished drawing (FINISHED_JS; a view that never reports
-    it, such as one in a hidden tab, is waited for at most 5 s), then until the browser has
-    painted twice more (Bokeh draws its canvases in animation frames)."""
-    try:
-        page.wait_for_function(FINISHED_JS, timeout=5_000)
-    except playwright_api.TimeoutError:
-        pass  # a settle, not a check: what the page shows is checked after it
+    """Wait until the browser has painted twice more (Bokeh draws its canvases in animation
+    frames), then a little longer for the last plots of a tab to settle."""
     page.evaluate("() => new Promise(done => requestAnimationFrame(() => "
                   "requestAnimationFrame(done)))")
+    page.wait_for_timeout(200)
 
 
 MORE = "More"  # the tab of the views the store cannot fill (workbench/views/registry.py)
@@ -285,14 +237,13 @@ def _visit_every_tab(page, prefix: str) -> None:
     more = page.locator(".bk-tab", has_text=MORE)
     if more.count():  # its tabs' titles show once it is open
         more.first.click()
-        page.wait_for_function(TAB_FILLED_JS, timeout=120_000)
+        page.wait_for_timeout(300)
     titles = [t.strip() for t in page.locator(".bk-tab").all_inner_texts() if t.strip()]
     for tab in [t for t in dict.fromkeys(titles) if t != MORE]:
         _open_tab(page, tab)
-        # a served page: until the server has made the tab's view (TAB_FILLED_JS) and drawn it
-        # (its busy spinner stops), else the check below would look at an empty tab; a report's
-        # tabs are filled from the start, and it has no spinner
-        page.wait_for_function(TAB_FILLED_JS, timeout=120_000)
+        page.wait_for_timeout(500)
+        # a served page: until the server has drawn the tab (its busy spinner stops), else the
+        # check below would look at an empty tab; a report has no spinner
         page.locator(".loader.spin").first.wait_for(state="hidden", timeout=120_000)
         _painted(page)
         page.screenshot(path=SHOTS / f"{prefix}-{tab.lower().replace(' ', '-')}.png")

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from algoperf_trees import PUBLISHED_V05_EXTERNAL
 from runners.cli import main
 from workbench import query, records as R, scoring
 from workbench.importers.algoperf import import_algoperf, load_targets, trial_logs
@@ -278,12 +279,6 @@ def test_a_bad_target_goal_is_one_line_naming_the_valid_ones(tmp_path):
 
 
 # -- the real AlgoPerf v0.5 external-tuning logs ----------------------------------------------
-PUBLISHED_V05_EXTERNAL = {
-    "shampoo_submission": 0.7784, "schedule_free_adamw": 0.7077, "generalized_adam": 0.6383,
-    "cyclic_lr": 0.6301, "nadamp": 0.5909, "baseline": 0.5707, "amos": 0.4918,
-    "caspr_adaptive": 0.4722, "lawa_queue": 0.3699, "lawa_ema": 0.3384,
-    "schedule_free_prodigy": 0.0,
-}
 
 
 @pytest.mark.slow

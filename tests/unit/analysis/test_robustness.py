@@ -164,7 +164,7 @@ def test_view_on_a_store_with_variants(variant_store):
 
 
 def test_view_on_an_algoperf_import(tmp_path):
-    from test_views import TARGETS, write_algoperf_tree  # the tiny AlgoPerf tree of the views
+    from algoperf_trees import TARGETS, write_algoperf_tree
 
     from workbench.importers.algoperf import import_algoperf
 
@@ -202,7 +202,7 @@ def test_view_on_an_algoperf_import(tmp_path):
 
 @pytest.mark.slow
 def test_real_v05_logs_held_out_rule_and_ratios(algoperf_v05):
-    from test_algoperf_import import PUBLISHED_V05_EXTERNAL
+    from algoperf_trees import PUBLISHED_V05_EXTERNAL
 
     sel = Selection(store_path=str(algoperf_v05.path))
     scores, held = robustness.held_out_scores(sel.cube, sel.scoring_config)

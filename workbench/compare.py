@@ -107,12 +107,9 @@ def workload_budgets(runs: pd.DataFrame, axis: str = "train_seconds") -> dict[st
     longest any of its runs trained in that unit (train_seconds, wall_seconds or steps; a run
     that misses trains until its budget, of seconds or of steps, runs out)."""
     column = _TRAINED[axis_column(axis)]
-    out = {}
-    for workload, group in runs.groupby("workload"):
-        value = pd.to_numeric(group[column], errors="coerce").astype(float).max()
-        if math.isfinite(value) and value > 0:
-            out[str(workload)] = float(value)
-    return out
+    trained = pd.to_numeric(runs[column], errors="coerce").astype(float)
+    longest = trained.groupby(runs["workload"].to_numpy(object)).max()
+    return {str(w): float(v) for w, v in longest.items() if math.isfinite(v) and v > 0}
 
 
 def miss_budgets(runs: pd.DataFrame, axis: str = "train_seconds", config=None
@@ -325,8 +322,9 @@ def _overall(a, b, rows, samples, parts, spreads, left_out, confidence, detect, 
 
 def _of(runs: pd.DataFrame, algorithm: str, workload: str, column: str) -> np.ndarray:
     """`column` of the runs of `algorithm` on `workload`, as floats, the finite positive ones."""
-    mine = runs[(runs["algorithm"] == algorithm) & (runs["workload"] == workload)]
-    values = pd.to_numeric(mine[column], errors="coerce").to_numpy(float, na_value=np.nan)
+    mine = ((runs["algorithm"] == algorithm) & (runs["workload"] == workload)).to_numpy(bool)
+    # the one column taken, not every column of the rows (the run table has dozens)
+    values = pd.to_numeric(runs[column][mine], errors="coerce").to_numpy(float, na_value=np.nan)
     return values[np.isfinite(values) & (values > 0)]
 
 
@@ -335,7 +333,8 @@ def seconds_per_step(runs: pd.DataFrame, a: str, b: str, workloads: Sequence[str
     """({a: s, b: s}, ratio a / b): each side's training seconds per step, the median over its
     finished runs (records.DONE_STATUSES) of train_seconds / steps on each workload, then the
     geometric mean over those of `workloads` where both sides have one (None: no such workload)."""
-    done = runs[runs["status"].isin(R.DONE_STATUSES).to_numpy(bool)]
+    done = runs.loc[runs["status"].isin(R.DONE_STATUSES).to_numpy(bool),
+                    ["algorithm", "workload", "train_seconds", "steps"]]
     done = done.assign(_per_step=pd.to_numeric(done["train_seconds"], errors="coerce")
                        / pd.to_numeric(done["steps"], errors="coerce").astype(float))
     logs: dict[str, list[float]] = {a: [], b: []}
@@ -454,12 +453,13 @@ def fairness(runs: pd.DataFrame, algorithms: Sequence[str],
     cells of any study of it). `read_doc`: run_id -> run document (Store.run_doc), read for one
     run per (algorithm, workload), an unreadable one skipped; a space that differs between
     workloads is given per workload."""
-    done = runs[runs["status"].isin(R.DONE_STATUSES).to_numpy(bool)]
+    keys = ["workload", "study_name", "study", "trial", "seed"]
+    done = runs.loc[runs["status"].isin(R.DONE_STATUSES).to_numpy(bool),
+                    ["algorithm", "run_id", *keys]]
     out = {}
     for name in algorithms:
-        mine = done[done["algorithm"] == name]
-        cells = mine.groupby(["workload", "study_name", "study"], dropna=False)[
-            ["trial", "seed"]].apply(lambda g: len(g.drop_duplicates()))
+        mine = done[(done["algorithm"] == name).to_numpy(bool)]
+        cells = mine[keys].drop_duplicates().groupby(keys[:3], dropna=False).size()
         spaces, origins = {}, set()
         for w, run_id in zip(*mine.drop_duplicates("workload")[["workload", "run_id"]].T.values):
             try:
@@ -520,10 +520,16 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
     of both, shown as given."""
     imported = config is not None and getattr(config, "benchmark_version", None) is not None
 
+    times: dict[str, xr.DataArray] = {}
+
+    def study_times_on(axis: str) -> xr.DataArray:  # the step axis serves twice
+        if axis not in times:
+            times[axis] = study_times_by(on_time_axis(cube, axis), study_time)
+        return times[axis]
+
     def on(axis: str) -> Comparison:
-        return compare(study_times_by(on_time_axis(cube, axis), study_time), a, b, workloads,
-                       miss_budgets(runs, axis, config), confidence, detect, noise_cov,
-                       replicates, seed, absent_is_miss=imported)
+        return compare(study_times_on(axis), a, b, workloads, miss_budgets(runs, axis, config),
+                       confidence, detect, noise_cov, replicates, seed, absent_is_miss=imported)
 
     column = axis_column(time_axis)
     result = on(column)
@@ -531,7 +537,7 @@ def compare_runs(runs: pd.DataFrame, cube: xr.Dataset, a: str, b: str, *,
     compared = [r.workload for r in result.per_workload]
     cost, ratio = seconds_per_step(runs, a, b, compared)
     cautions = machine_speed_warnings(runs, a, b, compared, noise_cov)
-    in_steps = study_times_by(on_time_axis(cube, "step"), study_time)
+    in_steps = study_times_on("step")
     under = [w for side in (a, b)  # either side may be the baseline a reader measures against
              for w in under_tuned_warnings(in_steps, side, compared, tuned_steps or {},
                                            noise_cov).values()]

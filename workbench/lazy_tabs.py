@@ -40,9 +40,31 @@ NOTE = "Drawing this tab\N{HORIZONTAL ELLIPSIS}"  # what a deferred tab shows un
 
 
 def outer_tabs(root: Model) -> Tabs | None:
-    """The Bokeh Tabs model of `root` that holds every other one (None when it has none)."""
-    tabs = [m for m in root.references() if isinstance(m, Tabs)]
-    return max(tabs, key=lambda m: len(m.references()), default=None)
+    """The Bokeh Tabs model of `root` that holds every other one: the one nearest to `root`,
+    looked for level by level through layouts' children and tab panels (None when it has
+    none). Plots are never entered: walking every model of a 3,700-run report took 2 s."""
+    level = [root]
+    while level:
+        for model in level:
+            if isinstance(model, Tabs):
+                return model
+        level = [child for model in level for child in _held(model)]
+    return None
+
+
+def _held(model: Model) -> list[Model]:
+    """The models a layout model holds as its children, a tab panel its child, tabs their
+    panels; [] for any other model."""
+    names = type(model).properties()
+    held = []
+    for name in ("children", "tabs", "child"):
+        if name in names:
+            value = getattr(model, name)
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                item = item[0] if isinstance(item, tuple) else item  # a grid's (child, row, col)
+                if isinstance(item, Model):
+                    held.append(item)
+    return held
 
 
 def defer_tabs(doc: Document, tabs: Tabs) -> int:

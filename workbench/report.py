@@ -21,7 +21,7 @@ from typing import Iterable
 import panel as pn
 from bokeh.document import Document
 from bokeh.model import Model
-from bokeh.models import ImportedStyleSheet, InlineStyleSheet
+from bokeh.models import ImportedStyleSheet, InlineStyleSheet, UIElement
 from bokeh.resources import INLINE
 
 from workbench.errors import UserError
@@ -60,24 +60,29 @@ def _embed_urls(css: str, folder: Path) -> str:
 
 def _inline_stylesheets(root: Model) -> None:
     """Swap Panel's stylesheet links to its CDN for the same CSS from the installed package."""
-    inlined: dict[str, InlineStyleSheet] = {}
+    inlined: dict[str, InlineStyleSheet | None] = {}  # url -> its sheet (None: not Panel's)
 
     def local(sheet):
         url = getattr(sheet, "url", "") if isinstance(sheet, ImportedStyleSheet) else ""
-        path = panel_dist_file(url)
-        if path is None:
+        if not url:
             return sheet
-        if url not in inlined:
-            inlined[url] = InlineStyleSheet(css=_embed_urls(path.read_text(), path.parent))
-        return inlined[url]
+        if url not in inlined:  # each address looked up once, not once per model
+            path = panel_dist_file(url)
+            inlined[url] = (None if path is None else
+                            InlineStyleSheet(css=_embed_urls(path.read_text(), path.parent)))
+        return inlined[url] or sheet
 
-    models = list(root.references())
+    # (only UI elements have style sheets; asking any other model costs Bokeh a search for
+    # the nearest property name)
     document = root.document
+    every = document.models if document is not None else root.references()  # (no new walk)
+    models = [m for m in every if isinstance(m, UIElement) and m.stylesheets]
     # each assignment would re-walk every model of the document: walk once, at the end
     with document.models.freeze() if document is not None else contextlib.nullcontext():
         for model in models:
-            if getattr(model, "stylesheets", None):
-                model.stylesheets = [local(sheet) for sheet in model.stylesheets]
+            sheets = [local(sheet) for sheet in model.stylesheets]
+            if any(new is not old for new, old in zip(sheets, model.stylesheets)):
+                model.stylesheets = sheets
 
 
 def report_selection(store_path: str | os.PathLike, ruleset: str | None = None,

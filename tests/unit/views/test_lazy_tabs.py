@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bokeh.document import Document
-from bokeh.models import Column, CustomJS, Div, InlineStyleSheet, TabPanel, Tabs
+from bokeh.models import Column, CustomJS, Div, GridBox, InlineStyleSheet, Row, TabPanel, Tabs
 
 from workbench.lazy_tabs import NOTE, defer_tabs, outer_tabs
 
@@ -26,6 +26,9 @@ def test_outer_tabs_is_the_one_holding_the_others():
     outer = Tabs(tabs=[TabPanel(title="b", child=Column(children=[inner]))])
     assert outer_tabs(Column(children=[outer])) is outer
     assert outer_tabs(Column(children=[Div()])) is None
+    # found through rows, grids and panels; a deeper one is never taken for it
+    deep = Row(children=[Column(children=[Div(), GridBox(children=[(outer, 0, 0)])])])
+    assert outer_tabs(Column(children=[Div(), deep])) is outer
 
 
 def test_later_tabs_leave_the_page_and_come_back_as_patches():

@@ -169,6 +169,30 @@ def figures(selection: Selection) -> dict[str, hv.Overlay]:
     return out
 
 
+_PLOT_KEYS = ("score", *(key for key, *_ in _WORKLOAD_PLOTS))
+
+
+def _live_plot(key: str) -> LivePlot:
+    """An empty plot for `key` ("score" or a key of _WORKLOAD_PLOTS), drawn by _draw."""
+    if key == "score":
+        return LivePlot(xlabel=_SCORE_LABELS[0], ylabel=_SCORE_LABELS[1], y_range=(-0.02, 1.02),
+                        height=340)
+    xlabel, ylabel, ylim = next((x, y, lim) for k, x, y, _, lim in _WORKLOAD_PLOTS if k == key)
+    return LivePlot(xlabel=xlabel, ylabel=ylabel, y_range=ylim, areas=key == "fastest")
+
+
+def _draw(plot: LivePlot, key: str, lines: list[Line], selection: Selection,
+          workload: str | None) -> None:
+    """`lines` on `plot` (made by _live_plot(key)), titled for `workload` (the score: none)."""
+    if key == "score":
+        title, ylabel = _SCORE_LABELS[2], _SCORE_LABELS[1]
+    else:
+        ylabel, what = next((y, t) for k, _, y, t, _ in _WORKLOAD_PLOTS if k == key)
+        title = f"{workload}: {what}"
+        ylabel = ylabel.format(units=_units(selection) if selection.n_runs else "s")
+    plot.draw(lines, title, xticks=_k_ticks(_top_k(lines)), ylabel=ylabel)
+
+
 class TuningBudget(View):
     """Tuning-budget curves of the selection: one workload (picked) or, in the report, every
     scored workload."""
@@ -182,13 +206,9 @@ class TuningBudget(View):
         self._picker = pn.widgets.Select.from_param(self.param.workload, name="Workload",
                                                     width=320, visible=not self.all_workloads)
         # The dashboard's plots are made once and redrawn in place (workbench.views.live);
-        # the report builds its sections once, in HoloViews.
+        # the report draws its sections once, on plots of the same kind.
         self._empty = pn.pane.Markdown("No trials to draw.", visible=False)
-        self._plots = {"score": LivePlot(xlabel=_SCORE_LABELS[0], ylabel=_SCORE_LABELS[1],
-                                         y_range=(-0.02, 1.02), height=340)}
-        self._plots.update({key: LivePlot(xlabel=xlabel, ylabel=ylabel, y_range=ylim,
-                                          areas=key == "fastest")
-                            for key, xlabel, ylabel, _, ylim in _WORKLOAD_PLOTS})
+        self._plots = {key: _live_plot(key) for key in _PLOT_KEYS}
         for plot in self._plots.values():
             plot.pane.visible = False
         self._body = pn.Column(
@@ -221,15 +241,10 @@ class TuningBudget(View):
         drawn = {"score": score_lines(self.selection)}
         if self.workload:
             drawn.update(workload_lines(self.selection, self.workload))
-        units = _units(self.selection) if self.selection.n_runs else "s"
-        titles = {key: (f"{self.workload}: {title}", ylabel.format(units=units))
-                  for key, _, ylabel, title, _ in _WORKLOAD_PLOTS}
-        titles["score"] = (_SCORE_LABELS[2], _SCORE_LABELS[1])
         for key, plot in self._plots.items():
             lines = drawn.get(key) or []
             if lines:
-                title, ylabel = titles[key]
-                plot.draw(lines, title, xticks=_k_ticks(_top_k(lines)), ylabel=ylabel)
+                _draw(plot, key, lines, self.selection, self.workload)
             plot.pane.visible = bool(lines)
         self._empty.visible = not any(drawn.values())
 
@@ -237,14 +252,15 @@ class TuningBudget(View):
         """Every section at once: the score by budget, then each scored workload's P(fastest)
         (the dashboard adds P(reach) and the median best time: drawing all three for every
         workload of an 11-algorithm store doubled the report's time)."""
+        drawn = [("score", score_lines(self.selection), None)]
+        drawn += [("fastest", workload_lines(self.selection, w).get("fastest"), w)  # (P(reach)
+                  for w in workloads]                                   # and speed at once)
         parts = []
-        plot = score_plot(self.selection)
-        if plot is not None:
-            parts.append(pn.pane.HoloViews(plot, sizing_mode="stretch_width", min_height=340))
-        for w in workloads:
-            plots = workload_plots(self.selection, w)[2:]  # P(fastest): reach and speed at once
-            parts.extend(pn.pane.HoloViews(p, sizing_mode="stretch_width", min_height=320)
-                         for p in plots)
+        for key, lines, workload in drawn:
+            if lines:
+                plot = _live_plot(key)
+                _draw(plot, key, lines, self.selection, workload)
+                parts.append(plot.pane)
         return parts or [pn.pane.Markdown("No trials to draw.")]
 
     def __panel__(self) -> pn.viewable.Viewable:

@@ -124,6 +124,13 @@ def forest_plot(result: Comparison) -> hv.Overlay | None:
                 xlabel=data["xlabel"], ylabel="", title=data["title"]))
 
 
+def _live_forest() -> LivePlot:
+    """An empty plot for forest_data, drawn by _draw_forest (the dashboard's and the
+    report's; forest_plot draws the paper figure)."""
+    return LivePlot(xlabel="", ylabel="", height=180, x_log=True, x_range=(0.5, 2),
+                    y_range=(0, 1), points=True, legend=False, hover=("ratio", "", "interval"))
+
+
 def _draw_forest(plot: LivePlot, data: dict) -> None:
     """forest_data on the dashboard's plot, redrawn in place."""
     frame, bars = data["rows"], data["bars"]
@@ -254,9 +261,7 @@ class Compare(View):
         self._text = pn.pane.Markdown(sizing_mode="stretch_width")
         self._caution = pn.pane.Alert(alert_type="warning", sizing_mode="stretch_width",
                                       visible=False, css_classes=["pb-compare-caution"])
-        self._forest = LivePlot(xlabel="", ylabel="", height=180, x_log=True, x_range=(0.5, 2),
-                                y_range=(0, 1), points=True, legend=False,
-                                hover=("ratio", "", "interval"))
+        self._forest = _live_forest()
         self._plot = self._forest.pane
         self._plot.visible = False
         # Always shown (empty when there is nothing): a Tabulator made while hidden measures
@@ -291,14 +296,15 @@ class Compare(View):
 
     def _section(self, a: str | None, b: str | None) -> list:
         result = comparison(self.selection, a, b) if a and b else None
-        plot = forest_plot(result) if result is not None else None
+        data = forest_data(result)
         parts = [pn.pane.Markdown(_about(result, a, b), sizing_mode="stretch_width")]
         if caution := cautions(result):
             parts.append(pn.pane.Alert(caution, alert_type="warning",
                                        sizing_mode="stretch_width"))
-        if plot is not None:
-            parts.append(pn.pane.HoloViews(plot, sizing_mode="stretch_width",
-                                           min_height=140 + 36 * len(result.per_workload)))
+        if data is not None:  # the dashboard's plot, drawn once
+            plot = _live_forest()
+            _draw_forest(plot, data)
+            parts.append(plot.pane)
         if result is not None and result.per_workload:
             parts.append(pn.widgets.Tabulator(
                 Results.comparison_table(result, names=False), disabled=True, show_index=False,

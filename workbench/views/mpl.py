@@ -265,11 +265,13 @@ def tidy_tick_labels(figure) -> None:
             formatter = getattr(axis, f"get_{which}_formatter")()
             if isinstance(formatter, LogFormatter):
                 getattr(axis, f"set_{which}_formatter")(_PlainLog(formatter))
-    figure.canvas.draw()
+    # laid out (ticks placed, text measured) without painting a pixel: a third of the time of
+    # a canvas draw, which the figure gets when it is saved
+    figure.draw_without_rendering()
     for axis in every_axis:
         if len(_in_view(axis)) >= 2:
             axis.set_minor_formatter(NullFormatter())
-    figure.canvas.draw()
+    figure.draw_without_rendering()
     renderer = figure.canvas.get_renderer()
     for axis in every_axis:
         labels = [label for which in ("major", "minor") for _, label in _in_view(axis, which)]

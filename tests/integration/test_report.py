@@ -8,7 +8,6 @@ import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import holoviews as hv
 import numpy as np
 import nbformat
 import pandas as pd
@@ -19,6 +18,7 @@ from runners.cli import main
 from workbench.figures import FigureError, collect, save_figure, to_matplotlib, write_figures
 from workbench.report import report_selection, write_report
 from workbench.testing import make_store
+from workbench.views.plotting import hv  # as the views have it: Bokeh's backend loaded
 from workbench.views.selection import Selection
 
 from locations import REPO

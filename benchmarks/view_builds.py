@@ -3,7 +3,7 @@ as `pacebench report` builds them (every view drawn up front) and as the dashboa
 when it is first opened.
 
     .venv/bin/python benchmarks/view_builds.py --store results/algoperf-v05 [--code OTHER_CHECKOUT]
-        [--rounds 2] [--views compare,budget]
+        [--rounds 2] [--views compare,budget] [--mode report|dashboard]
 
 Each round runs a fresh process per checkout (this one and, with --code, another, say a
 commit before a change: `git worktree add /tmp/base HEAD~1`), alternating, so both meet the same
@@ -36,6 +36,7 @@ from bokeh.document import Document
 from workbench.report import report_selection
 from workbench.views import registry
 store, wanted = sys.argv[1], set(filter(None, sys.argv[2].split(",")))
+dynamic = sys.argv[3] == "dashboard"
 selection = report_selection(store)
 selection.scores()
 pn.extension("tabulator")
@@ -44,17 +45,17 @@ for entry in registry.VIEWS:
     if wanted and entry.key not in wanted:
         continue
     start = time.perf_counter()
-    layout, _ = registry._laid_out(entry, selection, dynamic=False)
+    layout, _ = registry._laid_out(entry, selection, dynamic=dynamic)
     layout.get_root(Document())
     times[entry.key] = time.perf_counter() - start
 print(json.dumps(times))
 """
 
 
-def _build_times(code: Path, store: str, views: str) -> dict[str, float]:
+def _build_times(code: Path, store: str, views: str, mode: str) -> dict[str, float]:
     """{view key: seconds} from one fresh process running `code`'s checkout."""
     env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run([sys.executable, "-c", CHILD, store, views], cwd=code, env=env,
+    done = subprocess.run([sys.executable, "-c", CHILD, store, views, mode], cwd=code, env=env,
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{code}: the view builds failed:\n{done.stderr[-2000:]}")
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code", type=Path, help="another checkout, timed beside this one")
     parser.add_argument("--rounds", type=int, default=2, help="fresh processes per checkout")
     parser.add_argument("--views", default="", help="view keys, comma-separated (default: all)")
+    parser.add_argument("--mode", choices=("report", "dashboard"), default="report",
+                        help="each view with its report options, or as the dashboard makes it "
+                             "when its tab is first opened")
     args = parser.parse_args(argv)
     checkouts = {"this": ROOT, **({"other": args.code.resolve()} if args.code else {})}
     for code in checkouts.values():
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
     for _ in range(args.rounds):
         for name, code in checkouts.items():
-            runs[name].append(_build_times(code, args.store, args.views))
+            runs[name].append(_build_times(code, args.store, args.views, args.mode))
     print("\n".join(_table(runs)))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0

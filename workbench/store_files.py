@@ -23,9 +23,9 @@ from typing import Any, Mapping
 from workbench.errors import UserError
 
 __all__ = ["NO_SPACE_ERRNOS", "no_space", "full_path", "UnsafeFile", "file_problem",
-           "read_regular", "not_regular", "file_kind", "StoreError", "UnknownRun", "utc_now", "json_safe",
-           "atomic_write_json", "fsync_path", "sync_many", "write_parquet", "slug", "file_part",
-           "read_jsonl", "nonempty"]
+           "read_regular", "not_regular", "file_kind", "StoreError", "UnknownRun", "utc_now",
+           "json_safe", "atomic_write_json", "fsync_path", "sync_many", "write_parquet", "slug",
+           "file_part", "read_jsonl", "nonempty"]
 
 NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or a full quota
 

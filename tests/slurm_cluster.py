@@ -118,13 +118,15 @@ class SlurmCluster:
         """Start a daemon (it forks into the background) and note its pid."""
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
         deadline = time.monotonic() + 10
-        while not pid_file.exists() and time.monotonic() < deadline:
+        pid = _pid_in(pid_file)
+        while pid is None and done.returncode == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
-        if done.returncode != 0 or not pid_file.exists():
+            pid = _pid_in(pid_file)
+        if pid is None:
             self.stop()
             raise RuntimeError(f"{cmd[0]} did not start (exit {done.returncode}): "
                                f"{(done.stderr or done.stdout).strip()[-1000:]}\n{self.logs()}")
-        self.pids.append(int(pid_file.read_text().split()[0]))
+        self.pids.append(pid)
 
     def logs(self) -> str:
         texts = []
@@ -151,6 +153,16 @@ class SlurmCluster:
             time.sleep(0.05)
             alive = [pid for pid in alive if _exists(pid)]
         self.pids.clear()
+
+
+def _pid_in(pid_file: Path) -> int | None:
+    """The pid a daemon wrote, or None while its file is missing or still empty: a daemon
+    creates the file before it writes the number (CI once read an empty slurmctld.pid)."""
+    try:
+        words = pid_file.read_text().split()
+    except FileNotFoundError:
+        return None
+    return int(words[0]) if words and words[0].isdigit() else None
 
 
 def _exists(pid: int) -> bool:

@@ -79,7 +79,7 @@ def page(browser):
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     # An uncaught exception with the top of its stack, so a rare one says where it came from.
     page.on("pageerror", lambda exc: page.errors.append(
-        "\n".join((exc.stack or str(exc)).splitlines()[:4])))
+        "\n".join((exc.stack or str(exc)).splitlines()[:14])))
     yield page
     context.close()
 

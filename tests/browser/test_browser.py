@@ -228,7 +228,7 @@ def test_dashboard_on_a_missing_store_then_runs_written_while_it_is_open(page, t
         page.get_by_role("checkbox", name="fast", exact=True).check()
         _wait_rows(page, shown)
         _visit_every_tab(page, "app-hostile")
-    assert page.errors == []
+    assert page.errors == [], "\n\n".join(page.errors)
 
 
 def _visit_every_tab(page, prefix: str) -> None:
@@ -265,7 +265,7 @@ def test_the_report_works_offline_and_runs_no_name_as_script(page, hostile_repor
     _visit_every_tab(page, "report-hostile")
     _shoot(page, "Profiles", ".pb-profiles canvas", "report-profiles.png")
     _shoot(page, "Curves", ".pb-curve canvas", "report-curves.png")
-    assert blocked == [] and page.errors == []
+    assert blocked == [] and page.errors == [], (blocked, "\n\n".join(page.errors))
 
 
 # -- the real AlgoPerf v0.5 logs, imported ---------------------------------------------------
@@ -361,7 +361,7 @@ def test_dashboard_on_the_imported_algoperf_v05_logs(page, algoperf_store):
             assert time.monotonic() < deadline, f"leaderboard shows {_leaderboard_algorithms(page)}"
             page.wait_for_timeout(250)
         page.screenshot(path=SHOTS / "algoperf-app-filtered.png", full_page=True)
-    assert page.errors == []
+    assert page.errors == [], "\n\n".join(page.errors)
 
 
 @pytest.mark.slow
@@ -379,7 +379,7 @@ def test_report_of_the_imported_algoperf_v05_logs_offline(page, algoperf_store, 
     # one plot tab here (every tab of this store is drawn by the dashboard test above, and
     # every tab of a report by the hostile report test): 7 tabs of 3,700 runs cost ~50 s
     _shoot_tabs(page, "algoperf-report", {"Profiles": VIEW_READY["Profiles"]})
-    assert blocked == [] and page.errors == []
+    assert blocked == [] and page.errors == [], (blocked, "\n\n".join(page.errors))
     assert out.stat().st_size < 30e6
 
 
@@ -443,7 +443,7 @@ def test_every_view_of_our_own_study_with_filters(page, own_study):
         # after the filter changes every tab draws again, with its axes, legends and columns
         _shoot_tabs(page, "own-filtered", {k: v for k, v in VIEW_READY.items()
                                            if k not in ("Speedups", "Compare")})
-    assert page.errors == []
+    assert page.errors == [], "\n\n".join(page.errors)
 
 
 def _accepts(port: int) -> bool:
@@ -528,7 +528,7 @@ def test_the_ladder_tab_draws_a_hostile_ladder_and_runs_no_name(page, tmp_path):
         _open_tab(page, "Leaderboard")  # zeros by design: the pointer, not the advice
         page.get_by_text("holds a model-size ladder").first.wait_for()
         assert page.get_by_text("Every score is 0").count() == 0
-    assert page.errors == []
+    assert page.errors == [], "\n\n".join(page.errors)
 
 
 def test_the_ladder_tab_draws_an_imported_table_with_a_hostile_rung(page, tmp_path):
@@ -563,4 +563,4 @@ def test_the_ladder_tab_draws_an_imported_table_with_a_hostile_rung(page, tmp_pa
             timeout=60_000)
         assert page.evaluate("window.__pwned") is None
         assert _layout_problems(page) == []
-    assert page.errors == []
+    assert page.errors == [], "\n\n".join(page.errors)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import io
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -204,32 +203,16 @@ def tab_plan(selection: Selection, views: tuple[ViewEntry, ...] | None = None
     return main, [e for e in views if e.key not in order]
 
 
-KEPT_TABS = 2  # the tabs of one _LazyTabs whose layouts stay in the page: see _LazyTabs
-SETTLE_S = 10.0  # the least time a tab's layout stays in the page once put there
-
-
 class _LazyTabs:
     """Tabs of the dashboard whose views are made when first opened and draw only while their
     tab is open and the tabs themselves are shown; `more` (a title and another _LazyTabs) is
-    the last tab, shown while it is open.
-
-    Only the KEPT_TABS tabs opened last are in the page: an older one gives its slot back
-    empty (its view and layout are kept here, and put back when it opens again, drawn anew by
-    the browser) once it has been in the page SETTLE_S. The browser lays out and restyles
-    every model of the page whenever a tab's content arrives, hidden tabs included: with every
-    tab kept, the eighth tab opened on the imported v0.5 logs took 11 s, 10 s of it the
-    browser's (docs/performance.md). SETTLE_S: Panel's table redraws itself when its style
-    sheets have loaded, and throws ("Cannot read properties of null (reading 'offsetWidth')")
-    if it was taken out of the page meanwhile (panel 1.9.4)."""
+    the last tab, shown while it is open."""
 
     def __init__(self, entries: list[ViewEntry], selection: Selection, shown: bool = True,
                  more: tuple[str, "_LazyTabs"] | None = None) -> None:
         self.entries, self.selection, self.shown, self.more = entries, selection, shown, more
         self.slots = [pn.Column(sizing_mode="stretch_width") for _ in entries]
         self.views: dict[int, View | None] = {}  # None: a view that could not be made
-        self.layouts: dict[int, pn.viewable.Viewable] = {}  # what each made view shows
-        self.recent: list[int] = []  # the tabs kept in the page, the one opened last first
-        self.put_at: dict[int, float] = {}  # when each tab in the page was put there
         tabs = [(e.title, slot) for e, slot in zip(entries, self.slots)]
         if more is not None:
             tabs.append((more[0], more[1].tabs))
@@ -243,32 +226,20 @@ class _LazyTabs:
         self.show()
 
     def show(self) -> None:
-        """Make the open tab's view if new; let only it draw; keep in the page only the tabs
-        opened last (and those put there less than SETTLE_S ago)."""
+        """Make the open tab's view if new; let only it draw."""
         index = self.tabs.active if self.shown else -1
         for i, view in self.views.items():
             if view is not None:
                 view.shown = i == index
-        # Made and put back without a design of their own, as the first page's parts are: the
-        # template then styles them as part of its page (a part made after the page took the
-        # template's design for itself, and with it the theme's whole stylesheet: headings at
-        # twice their size, wider table text).
-        with pn.config.set(design=None):
-            if 0 <= index < len(self.entries) and index not in self.views:
-                self.layouts[index], self.views[index] = _laid_out(
-                    self.entries[index], self.selection, dynamic=True)
-            if index in self.layouts:
-                self.recent = [index, *(i for i in self.recent if i != index)][:KEPT_TABS]
-            now = time.monotonic()
-            for i, slot in enumerate(self.slots):
-                settling = i in self.put_at and now - self.put_at[i] < SETTLE_S
-                wanted = [self.layouts[i]] if i in self.recent or settling else []
-                if slot.objects != wanted:
-                    slot.objects = wanted
-                    if wanted:
-                        self.put_at[i] = now
-                    else:
-                        self.put_at.pop(i, None)
+        if 0 <= index < len(self.entries) and index not in self.views:
+            # Made without a design of their own, as the first page's parts are: the template
+            # then styles them as part of its page (a part made after the page took the
+            # template's design for itself, and with it the theme's whole stylesheet: headings
+            # at twice their size, wider table text).
+            with pn.config.set(design=None):
+                layout, self.views[index] = _laid_out(self.entries[index], self.selection,
+                                                      dynamic=True)
+                self.slots[index].objects = [layout]
         if self.more is not None:
             self.more[1].set_shown(self.shown and index == len(self.entries))
 

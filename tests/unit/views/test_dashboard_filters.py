@@ -167,28 +167,6 @@ def test_dashboard_tabs_make_their_view_when_first_opened_and_keep_it(two_studie
     assert shown == {"slow"}  # redrawn for the filters set while it was hidden
 
 
-def test_only_the_tabs_opened_last_stay_in_the_page_and_a_tab_comes_back_as_it_was(
-        two_studies, monkeypatch):
-    """A page holds the KEPT_TABS tabs opened last (each re-laid out by the browser when a
-    tab opens); an older tab leaves it once settled, and opening it again puts back the same
-    layout (its view is not made again)."""
-    from workbench.views import registry
-
-    sel = Selection(store_path=str(two_studies))
-    tabs = registry.view_tabs(sel, dynamic=True)
-    monkeypatch.setattr(registry, "SETTLE_S", 3600.0)  # not settled: nothing leaves yet
-    for i in (1, 2, 3):
-        tabs.active = i
-    assert all(len(tabs[i].objects) == 1 for i in range(4))
-    monkeypatch.setattr(registry, "SETTLE_S", 0.0)
-    first = tabs[0].objects[0]
-    tabs.active = 4
-    assert [len(tabs[i].objects) for i in range(5)] == [0, 0, 0, 1, 1]
-    tabs.active = 0
-    assert tabs[0].objects == [first] and [len(tabs[i].objects) for i in range(5)] == \
-        [1, 0, 0, 0, 1]
-
-
 def test_a_pane_updated_after_the_page_drew_keeps_the_stylesheets_the_page_gave_it(two_studies):
     """A filter change sends the status line and the curves' legend their new text only: the
     template's stylesheets stay (not Bootstrap's whole sheet) and no model is added or dropped,

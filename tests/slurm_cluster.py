@@ -122,7 +122,7 @@ class SlurmCluster:
         while pid is None and done.returncode == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
             pid = _pid_in(pid_file)
-        if pid is None:
+        if pid is None or done.returncode != 0:
             self.stop()
             raise RuntimeError(f"{cmd[0]} did not start (exit {done.returncode}): "
                                f"{(done.stderr or done.stdout).strip()[-1000:]}\n{self.logs()}")

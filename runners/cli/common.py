@@ -103,6 +103,21 @@ def launch_options(args: argparse.Namespace):
     return options
 
 
+def start_workers_ahead(args: argparse.Namespace) -> None:
+    """Start the local backend's fork server before the command's own work when the command
+    launches trials through it (runners.launch.processes.start_fork_server): torch's import there
+    overlaps the launcher's checks and planning. Not for --dry-run or --status, which launch
+    nothing."""
+    if getattr(args, "dry_run", False) or getattr(args, "status", False):
+        return
+    from runners.launch.processes import LaunchOptions, start_fork_server
+
+    start_fork_server(LaunchOptions(backend=getattr(args, "backend", "local"),
+                                    nproc_per_node=getattr(args, "nproc_per_node", 1),
+                                    start_method=getattr(args, "start_method", None)
+                                    or "forkserver"))
+
+
 def check_launch(options) -> None:
     """LaunchOptions.check(), whose ValueError names a bad option (bad input), as a UserError."""
     try:

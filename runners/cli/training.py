@@ -8,8 +8,8 @@ from pathlib import Path
 
 from runners.cli.common import (algorithm_sources, check_launch, execution_options,
                                 existing_store, first_trial, launch_and_report, launch_options,
-                                one_workload, search_spaces, store_for_writing, store_path,
-                                submission_name, workload_names)
+                                one_workload, search_spaces, start_workers_ahead,
+                                store_for_writing, store_path, submission_name, workload_names)
 from runners.cli.flags import (ALGORITHM_HELP, WORKLOAD_HELP, algoperf_flags,
                                backend_flags, launch_flags, scaling_flags, training_flags,
                                trial_timeout_flag)
@@ -108,6 +108,7 @@ def _study(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """`pacebench run`: train one run and record it."""
+    start_workers_ahead(args)  # before importing torch here
     from runners.algorithms import get_algorithm
     from workbench.catalog import get_workload
     from workbench.spec import RunConfig
@@ -231,6 +232,7 @@ def study(args: argparse.Namespace) -> int:
     from workbench.store import open_store
 
     _check_mix_flag(args)
+    start_workers_ahead(args)
     submission = submission_name(args)
     sources = algorithm_sources(args.algorithms or [], existing_store(args))
     algorithms = [*sources, *([submission] if submission else [])]
@@ -239,12 +241,9 @@ def study(args: argparse.Namespace) -> int:
     spaces = search_spaces(args.search_space, algorithms)
     if args.tuning_search_space:
         spaces[submission] = args.tuning_search_space
-    from workbench.results import DEFAULT_FIRST_ROUND
-
     pair = decided_pair(args, algorithms)
     spec = StudySpec(workloads=workload_names(args.workloads), algorithms=algorithms,
-                     ruleset=args.ruleset,
-                     studies=args.studies or (DEFAULT_FIRST_ROUND if pair else 1),
+                     ruleset=args.ruleset, studies=_studies(args, pair),
                      trials=args.trials, seeds=tuple(args.seeds),
                      name=args.name, max_steps=args.max_steps,
                      stop_on_target=not args.no_stop_on_target,
@@ -280,6 +279,15 @@ def study(args: argparse.Namespace) -> int:
                   f"store: {store.root}   score it: pacebench score --store {store.root}")
 
 
+def _studies(args: argparse.Namespace, pair: tuple[str, str] | None) -> int:
+    """--studies, else 1, or the sequential test's first round with --until-decided (read from
+    workbench.sequential only then: it loads scipy.stats)."""
+    if args.studies or not pair:
+        return args.studies or 1
+    from workbench.results import DEFAULT_FIRST_ROUND
+    return DEFAULT_FIRST_ROUND
+
+
 def _status(args: argparse.Namespace, spec, configs) -> int:
     """`pacebench study --resume --status`: one line of where the planned trials stand."""
     from runners.launch.resume import study_status
@@ -306,6 +314,7 @@ def scale(args: argparse.Namespace) -> int:
     from workbench.spec import ScalingSpec
 
     _check_mix_flag(args)
+    start_workers_ahead(args)
     options = launch_options(args)
     spec = ScalingSpec(workloads=workload_names(args.workloads), algorithms=args.algorithms,
                        batch_sizes=tuple(args.batch_sizes), sparsities=tuple(args.sparsities),

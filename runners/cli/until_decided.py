@@ -30,14 +30,14 @@ def until_decided_flags(p: argparse.ArgumentParser) -> None:
 def decided_pair(args: argparse.Namespace, algorithms: list[str]) -> tuple[str, str] | None:
     """The two algorithms of --until-decided, checked (both in the study, two different ones),
     or None; UserError for the sequential options given without it."""
-    from workbench.results import DEFAULT_FIRST_ROUND, DEFAULT_MAX_STUDIES
-
     alone = [f"--{k.replace('_', '-')}" for k in ("max_studies", "confidence", "detect")
              if getattr(args, k) is not None]
     if not args.until_decided:
         if alone:
             raise UserError(f"{', '.join(alone)} goes with --until-decided A,B")
         return None
+    from workbench.results import DEFAULT_FIRST_ROUND, DEFAULT_MAX_STUDIES  # scipy.stats: not
+                                                                             # for other studies
     names = [n.split("=", 1)[0] for n in algorithms]
     pair = tuple(args.until_decided)
     if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(names):

@@ -4,8 +4,10 @@
   class whose workers are forked from a fork server that imported `preload` once
   (`ForkServerWorker`), whose launch data leaves the launcher's main module out (a worker
   never runs a user's unguarded script again: it swaps `spawn.get_preparation_data` for the
-  launch), and a file descriptor handed to such a worker (`InheritedFd`, as multiprocessing
-  hands over its own pipes: `reduction.DupFd`).
+  launch); the server started ahead of the first worker (`start_server`) and killed at exit
+  if no worker came of it (its pid: `forkserver._forkserver._forkserver_pid`); a file
+  descriptor handed to such a worker (`InheritedFd`, as multiprocessing hands over its own
+  pipes: `reduction.DupFd`).
 - Ray (runners/launch/ray_backend.py): the driver's token authentication turned on as a new head
   turned it on (`enable_ray_token_auth`).
 
@@ -14,17 +16,23 @@ tests/test_process_internals.py, which fails when they behave differently.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import multiprocessing.context
+import os
+import signal
 import threading
 from multiprocessing import forkserver, popen_forkserver, reduction, spawn
 from typing import Any
 
-__all__ = ["ForkServerWorker", "InheritedFd", "enable_ray_token_auth", "MAIN_KEYS"]
+__all__ = ["ForkServerWorker", "InheritedFd", "enable_ray_token_auth", "MAIN_KEYS", "server_pid"]
 
 # What multiprocessing's launch data says about the parent's main module (spawn.
 # get_preparation_data): a new process imports it again (as __mp_main__) from its name or path.
 MAIN_KEYS = ("init_main_from_name", "init_main_from_path")
 _LAUNCHING = threading.Lock()  # one launch at a time swaps get_preparation_data
+_SERVERS_UNUSED: set[int | None] = set()  # fork servers started ahead, no worker forked yet
+_KILL_AT_EXIT: list = []  # the exit handler that kills them, once registered
 
 
 def _without_main(prepare):
@@ -62,7 +70,43 @@ class ForkServerWorker(multiprocessing.context.ForkServerProcess):
     @classmethod
     def _Popen(cls, process_obj):
         forkserver.set_forkserver_preload(cls.preload)  # read when the server starts
-        return _PopenWithoutMain(process_obj)
+        popen = _PopenWithoutMain(process_obj)
+        _SERVERS_UNUSED.discard(server_pid())
+        return popen
+
+    @classmethod
+    def start_server(cls) -> None:
+        """Start the fork server now, without waiting for it: it imports `preload` while the
+        caller goes on, and the first worker launched later uses it (or waits for its imports
+        to end). A server already running is kept. If this process forks no worker from it,
+        the server is killed when this process exits (a command that stopped at bad input
+        leaves no server importing torch behind it)."""
+        forkserver.set_forkserver_preload(cls.preload)
+        prepare = spawn.get_preparation_data
+        with _LAUNCHING:
+            running = server_pid()
+            spawn.get_preparation_data = _without_main(prepare)
+            try:
+                forkserver.ensure_running()
+            finally:
+                spawn.get_preparation_data = prepare
+            if server_pid() != running:  # a new server (ensure_running replaces a dead one)
+                if not _KILL_AT_EXIT:
+                    _KILL_AT_EXIT.append(atexit.register(_kill_unused_server))
+                _SERVERS_UNUSED.add(server_pid())
+
+
+def server_pid() -> int | None:
+    """The process id of this process's fork server, None before it is started."""
+    return forkserver._forkserver._forkserver_pid
+
+
+def _kill_unused_server() -> None:
+    pid = server_pid()
+    if pid is not None and pid in _SERVERS_UNUSED:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
 
 
 class InheritedFd:

@@ -403,6 +403,23 @@ class _ForkedWorker:
         return True
 
 
+def forks(options: LaunchOptions) -> bool:
+    """Whether the local backend forks its workers from the fork server under `options`."""
+    return options.backend == "local" and options.start_method == "forkserver" \
+        and options.nproc_per_node == 1 and "forkserver" in multiprocessing.get_all_start_methods()
+
+
+def start_fork_server(options: LaunchOptions) -> bool:
+    """Start the fork server ahead of the first worker when `options` fork workers from it: its
+    imports (PRELOADED: torch and its compiler stack, 5 to 6 s of CPU here) then run while the
+    launcher plans, checks and reads its store, instead of after. Whether it was started (a
+    server already running counts)."""
+    if not forks(options):
+        return False
+    _WorkerProcess.start_server()
+    return True
+
+
 class LocalBackend:
     """The default backend: each trial a process on this machine, a descendant of the launcher.
     `entry`: what a forked worker runs on its job (runners.launch.worker.run_job; the spawn method
@@ -413,9 +430,7 @@ class LocalBackend:
                  entry: Callable[[Mapping[str, Any]], int] | None = None,
                  echo: int | None = None) -> None:
         self.options, self.entry, self.echo = options, entry, echo
-        self.forked = entry is not None and options.start_method == "forkserver" \
-            and options.nproc_per_node == 1 \
-            and "forkserver" in multiprocessing.get_all_start_methods()
+        self.forked = entry is not None and forks(options)
 
     def start(self, job: Mapping[str, Any], log_path: Path) -> _SpawnedWorker | _ForkedWorker:
         if self.forked:

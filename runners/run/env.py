@@ -7,9 +7,10 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch is imported where a device is at hand: the launcher reads cpu_model
+    import torch   # without paying for torch's import (runners/launch/resume.py)
 
 __all__ = ["capture_environment", "hardware_string", "device_class", "cpu_model", "git_sha"]
 
@@ -44,6 +45,7 @@ def git_sha(repo: Path = REPO_ROOT) -> str | None:
 def hardware_string(device: torch.device, threads: int) -> str:
     """A short key for the hardware a run's time was measured on (price tables key on it)."""
     if device.type == "cuda":
+        import torch
         return f"{torch.cuda.get_device_name(device)} x1"
     return f"cpu: {cpu_model()} ({threads} thread{'s' if threads != 1 else ''})"
 
@@ -52,12 +54,15 @@ def device_class(device: torch.device) -> str:
     """The class of machine a device is (a reuse key's part; runners/launch/resume.py hardware_class
     reads the same from a run's environment): a GPU's name, else "cpu: <model>"."""
     if device.type == "cuda":
+        import torch
         return torch.cuda.get_device_name(device)
     return f"cpu: {cpu_model()}"
 
 
 def capture_environment(device: torch.device, threads: int) -> dict[str, Any]:
     """Everything needed to say where a number was measured."""
+    import torch
+
     env = {
         "python": platform.python_version(),
         "torch": torch.__version__,

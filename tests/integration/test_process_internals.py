@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,74 @@ def test_a_forked_worker_gets_its_descriptor_and_never_runs_the_launchers_script
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["from", "the", "worker", "0"], out.stdout
     assert count.read_text() == "ran\n"  # once: the worker did not import the script again
+
+
+# A fork server started ahead of its first worker, whose preload takes the seconds the launcher
+# is given: the launcher either forks a worker from it (and reports the worker's parent) or exits
+# first.
+_SLOW_MODULE = """
+import os, time
+from runners.launch.process_internals import ForkServerWorker
+
+time.sleep(float(os.environ.get("SLOW_S", "0")))  # set for the server only
+
+
+class Slow(ForkServerWorker):
+    preload = ["slow_import"]
+
+
+def report(fd):
+    os.write(fd, str(os.getppid()).encode())
+"""
+_AHEAD = """
+import os, sys
+sys.path.insert(0, {root!r})
+from runners.launch.process_internals import InheritedFd, server_pid
+from slow_import import Slow, report
+
+os.environ["SLOW_S"] = sys.argv[2]  # the server's environment: the launcher's when it starts
+Slow.start_server()
+print(server_pid(), flush=True)
+if sys.argv[1] == "fork":
+    read, write = os.pipe()
+    worker = Slow(target=report, args=(InheritedFd(write),))
+    worker.start()
+    os.close(write)
+    worker.join(60)
+    print(os.read(read, 100).decode(), worker.exitcode, flush=True)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork server is Linux's")
+def test_a_server_started_ahead_forks_the_workers_and_dies_with_a_launcher_that_used_it_not(
+        tmp_path):
+    """start_server returns at once; the first worker comes from that server; a launcher that
+    exits before forking any worker leaves no server behind, even one still importing."""
+    (tmp_path / "slow_import.py").write_text(_SLOW_MODULE)
+    (tmp_path / "ahead.py").write_text(_AHEAD.format(root=str(ROOT)))
+
+    def launch(how: str, slow_s: float) -> list[str]:
+        with open(tmp_path / "out", "w") as out:  # not pipes: the server would hold them open
+            done = subprocess.run([sys.executable, "ahead.py", how, str(slow_s)], stdout=out,
+                                  stderr=subprocess.STDOUT, timeout=120, cwd=tmp_path)
+        printed = (tmp_path / "out").read_text()
+        assert done.returncode == 0, printed[-2000:]
+        return printed.split()
+
+    server, parent, code = launch("fork", 0.5)
+    assert (parent, code) == (server, "0")  # forked by the server started ahead
+    [server] = launch("exit", 60)  # its import would take a minute
+    deadline = time.monotonic() + 10
+    while _alive(int(server)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(int(server)), "the unused fork server outlived its launcher"
 
 
 _RAY_AUTH = """

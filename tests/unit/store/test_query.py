@@ -325,6 +325,28 @@ def test_a_corrupt_run_is_skipped_and_changes_no_other_score(scored_store, tmp_p
     assert expected.pop("skipped_runs") == {} and got == expected
 
 
+def test_bad_runs_are_found_by_halving_not_one_read_per_run(scored_store, tmp_path, monkeypatch):
+    """A torn document among the store's 16 runs is skipped, and the search for it reads
+    halves of the store, not each run alone (one bad file among thousands must not cost
+    thousands of reads)."""
+    shutil.copytree(scored_store.root, tmp_path / "bad")
+    shutil.rmtree(tmp_path / "bad" / R.INDEX_DIR, ignore_errors=True)
+    victim = scored_store.run_ids()[11]
+    doc = tmp_path / "bad" / R.RUNS_DIR / victim / R.RUN_DOC
+    doc.write_text(doc.read_text()[:40])
+    reads = []
+    read_docs = query._read_docs
+    monkeypatch.setattr(query, "_read_docs", lambda con, files, root: (
+        reads.append(len(files)), read_docs(con, files, root))[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs = query.runs_frame(open_store(tmp_path / "bad"))
+    assert len(scored_store.run_ids()) == 16 and list(runs.attrs["skipped"]) == [victim]
+    assert len(runs) == 15
+    # all 16, two halves at each of 4 levels, then the 15 good ones (one read per run: 18)
+    assert len(reads) <= 1 + 2 * math.log2(16) + 1, reads
+
+
 # -- the eval summary sealed into each run document (records.eval_summary) ---------------------
 _FIGURES = ["reached_target", "eval_index_to_target", "time_to_target", "step_to_target",
             "wall_to_target", "best_validation", "steps", "train_seconds", "wall_seconds"]

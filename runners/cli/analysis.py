@@ -36,7 +36,7 @@ def add(sub) -> None:
     _hparam_flag(p)
     scope_flags(p)
     store_flag(p)
-    p.set_defaults(func=score, reads_only=True)
+    p.set_defaults(func=score)
 
     p = sub.add_parser("compare", help="A against B: speedup with an interval, a test, a verdict")
     p.add_argument("--algorithms", type=_csv, required=True, help="A,B")
@@ -57,7 +57,7 @@ def add(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     scope_flags(p)
     store_flag(p)
-    p.set_defaults(func=compare, reads_only=True)
+    p.set_defaults(func=compare)
 
     p = sub.add_parser("budget", help="tuning-budget curves: results with k of the trials")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -70,7 +70,7 @@ def add(sub) -> None:
     p.add_argument("--fractions", type=_floats, default=[0.05, 0.1, 0.2, 0.5],
                    help="budget fractions (default 0.05,0.1,0.2,0.5)")
     store_flag(p)
-    p.set_defaults(func=rank, reads_only=True)
+    p.set_defaults(func=rank)
 
     p = sub.add_parser("import-algoperf", help="import AlgoPerf scoring logs into a store")
     p.add_argument("logdir", help="folder holding <submission>/study_<k>/<workload>_<fw>/trial_<i>/")

@@ -226,3 +226,31 @@ def test_a_search_space_file_that_is_not_text_is_a_user_error(tmp_path, content)
         SearchSpace.from_json(path)
     with pytest.raises(UserError, match="adamw.json: not valid JSON"):
         search_space_scalings("adamw", tmp_path)
+
+
+_EXIT_PROBE = """
+import atexit, pathlib, sys
+atexit.register(pathlib.Path(sys.argv[1]).write_text, "exit handlers ran")
+sys.argv = ["pacebench", "score", "--store", sys.argv[2]]
+from runners.cli import entry
+entry()
+"""
+
+
+@pytest.mark.parametrize("store, code", [("fake", 0), ("missing", 2)])
+def test_the_command_exits_with_its_status_after_running_the_exit_handlers(
+        tmp_path, fake_store, store, code):
+    """entry() skips the interpreter's teardown (os._exit), not the exit handlers: a handler
+    registered before the command runs, and the status is the command's."""
+    import subprocess
+    import sys
+
+    from locations import REPO
+
+    mark = tmp_path / "mark"
+    path = fake_store if store == "fake" else tmp_path / "none"
+    out = subprocess.run([sys.executable, "-c", _EXIT_PROBE, str(mark), str(path)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == code, out.stderr[-2000:]
+    assert mark.read_text() == "exit handlers ran"
+    assert ("score" in out.stdout) if code == 0 else ("error" in out.stderr)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from workbench import query
+from workbench import ladder_reads
 
 __all__ = ["Holdings", "holdings", "store_holdings", "study_kinds", "KINDS", "ladder_pointer",
            "LADDER_NOTE"]
@@ -45,7 +45,7 @@ def study_kinds(store, runs: pd.DataFrame) -> dict[str, str]:
     if runs.empty:
         return {}
     first = runs.drop_duplicates("study_name")[["study_name", "run_id"]]
-    ladders = query.ladder_records(store, first["run_id"].tolist())
+    ladders = ladder_reads.ladder_records(store, first["run_id"].tolist())
     kinds = {}
     for study, run_id in zip(first["study_name"], first["run_id"]):
         summary = store.study_summary(str(study)) or {}

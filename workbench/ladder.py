@@ -2,7 +2,7 @@
 bootstrap intervals, the equal-loss time ratio, and the trend of speedup with model size.
 
 Pure functions over a tidy frame of final losses (one row per run; `FINAL_COLUMNS`), which
-workbench.query.ladder_finals reads from a store and workbench.results.Results.ladder passes in.
+workbench.ladder_reads.ladder_finals reads from a store and workbench.results.Results.ladder passes in.
 
 Per rung (one model size), with D the planned training tokens of a budget:
   - the reference's mean final validation loss over its seeds at each budget is fitted by
@@ -469,7 +469,7 @@ def ladder_analysis(finals: pd.DataFrame, reference: str | None = None, draws: i
                     fit_budgets: Sequence[float] | None = None) -> dict[str, Any]:
     """The ladder's JSON (see the module doc) from its runs' final losses (FINAL_COLUMNS) and
     its sweep runs (`sweeps`, sweep_frame; default finals.attrs["sweeps"], as
-    query.ladder_finals leaves it; none: every tuning_report says "not swept").
+    ladder_reads.ladder_finals leaves it; none: every tuning_report says "not swept").
     `reference`: default the one the runs name (a `reference` column, from the ladder's
     record), else adamw when present, else the first name. A ValueError names the valid names
     for an unknown reference. `loss_noise` (nats, > 0): intervals by a parametric bootstrap

@@ -47,7 +47,6 @@ from workbench import records as R
 from workbench.eval_rows import (_FIRST_HIT, _ROW_TYPES, _Rows, _ident,  # noqa: F401
                                  _read_rows, _rows_source, _skip, _summaries, _usable_summary,
                                  _wide_frame, connect, duckdb)
-from workbench.outcomes import final_rows
 from workbench.spec import COMPARISONS, relaxed_goal
 from workbench.store import Store, read_regular
 
@@ -96,36 +95,32 @@ _CLOCK_DTYPES = dict(zip(INDEX_CLOCK_COLUMNS, ("bool", "float64", "float64")))
 
 def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[str],
                 kind: str, docs: bool, skipped: dict[str, str] | None = None) -> set[str]:
-    """The runs among `run_ids` whose rows of `kind` (and, with `docs`, whose document) cannot be
-    read, each named in a warning (and in `skipped`): one bad run is skipped, never the whole
-    store. Found by halving: a group of runs that reads is cleared at once, so a few bad runs
-    among thousands cost a few reads of the whole store, not one read per run."""
+    """The runs among `run_ids` (which do not read together) whose rows of `kind` (and, with
+    `docs`, whose document) cannot be read, each named in a warning (and in `skipped`): one bad
+    run is skipped, never the whole store. Found by halving: a half that reads is cleared at
+    once, so a bad run among thousands costs a few reads of the store, not one per run."""
     def check(group: list[str]) -> None:
-        ids = group
         if docs:  # the run table reads no rows of a run with a usable summary
-            summed = set(_sealed_summaries(_read_docs(con, store.doc_paths(group),
-                                                      store.root))["run_id"].tolist())
-            ids = [r for r in group if r not in summed]
-        rows = _rows_source(con, *store.row_files(kind, ids)) if ids else None
+            summed = _sealed_summaries(_read_docs(con, store.doc_paths(group), store.root))
+            group = [r for r in group if r not in set(summed["run_id"].tolist())]
+        rows = _rows_source(con, *store.row_files(kind, group)) if group else None
         if rows is not None:
             con.execute(f"SELECT count(*) FROM ({rows.sql})", rows.params).fetchall()
 
-    def bad_among(group: list[str], failed: bool = False) -> set[str]:
-        """`failed`: the group is known not to read (the caller's read of all of them)."""
-        if len(group) > 1 and failed:
-            half = len(group) // 2
-            return bad_among(group[:half]) | bad_among(group[half:])
+    def bad_among(group: list[str], failed: bool) -> set[str]:
         try:
-            check(group)
-            return set()
+            if not failed or len(group) == 1:
+                check(group)
+                return set()
         except (duckdb.Error, KeyError) as exc:
-            if len(group) > 1:
-                return bad_among(group, failed=True)
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            _skip(skipped, group[0], f"its files cannot be read ({reason})")
-            return set(group)
+            if len(group) == 1:
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                _skip(skipped, group[0], f"its files cannot be read ({reason})")
+                return set(group)
+        half = len(group) // 2
+        return bad_among(group[:half], False) | bad_among(group[half:], False) if group else set()
 
-    return bad_among(list(run_ids), failed=True)
+    return bad_among(list(run_ids), True)
 
 
 def _rows_frame(store: Store, kind: str, run_ids: Iterable[str] | None, head: tuple[str, ...],
@@ -559,55 +554,3 @@ def runs_frame_of(store: Store, table: pd.DataFrame) -> pd.DataFrame:
     frame.attrs["skipped"] = table.attrs["skipped"]
     _effective_status(store, frame)
     return frame
-
-
-# -- ladders ---------------------------------------------------------------------------------
-def ladder_records(store: Store, run_ids: Iterable[str]) -> dict[str, Any]:
-    """{run_id: its run document's `config.ladder` value, as written} for the runs of `run_ids`
-    that have one (a model-size ladder's runs, runners/procedures/ladder.py); the value is not checked
-    here (workbench.ladder.finals_frame does). A document that cannot be read is left out
-    silently: runs_frame has already warned about it. Documents without the key are passed
-    over before parsing (a store of thousands of other runs costs one read per file)."""
-    out = {}
-    run_ids = [r for r in run_ids if isinstance(r, str) and "/" not in r and "\\" not in r
-               and r not in ("", ".", "..")]  # folder names: never a path out of runs/
-    for run_id, path in zip(run_ids, store.doc_paths(run_ids)):
-        try:
-            text = store.read_file(path)
-        except OSError:  # gone, or no regular file inside the store
-            continue
-        if b'"ladder"' not in text:
-            continue
-        try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError):
-            continue
-        config = doc.get("config") if isinstance(doc, dict) else None
-        if isinstance(config, dict) and config.get("ladder") is not None:
-            out[run_id] = config["ladder"]
-    return out
-
-
-def last_evals(store: Store, run_ids: Iterable[str], column: str) -> pd.DataFrame:
-    """Each run's final eval row (workbench.outcomes.final_rows: its largest eval_index): run_id,
-    step, train_seconds and `column` (NaN where the rows lack it)."""
-    ids = list(run_ids)
-    if not ids:
-        return pd.DataFrame(columns=["run_id", "step", "train_seconds", column])
-    rows = evals_frame(store, ids)
-    if column not in rows.columns:
-        rows[column] = np.nan
-    return final_rows(rows)[["run_id", "step", "train_seconds", column]]
-
-def ladder_finals(store: Store, runs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
-    """(the final ladder runs among `runs` (a runs_frame), workbench.ladder.FINAL_COLUMNS;
-    {run_id: why its ladder record was skipped}): their records and last eval rows read here,
-    checked and joined by workbench.ladder.finals_frame; the sweep runs among `runs` in
-    attrs["sweeps"] (workbench.ladder.sweep_frame)."""
-    from workbench import ladder
-
-    records = ladder_records(store, runs["run_id"].tolist())
-    last = last_evals(store, list(records), ladder.LOSS_COLUMN)
-    finals, skipped = ladder.finals_frame(runs, records, last, ladder.LOSS_COLUMN)
-    finals.attrs["sweeps"] = ladder.sweep_frame(runs, records, last, ladder.LOSS_COLUMN)
-    return finals, skipped

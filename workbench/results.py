@@ -44,7 +44,7 @@ import xarray as xr
 from workbench import compare as C
 from workbench import budget as B
 from workbench import ladder as LD
-from workbench import early_stopping, query, scoring, sensitivity
+from workbench import early_stopping, ladder_reads, query, scoring, sensitivity
 from workbench import tuning as T
 from workbench.catalog import median_steps_to_target, noise_floor_of
 from workbench.errors import UserError
@@ -169,8 +169,8 @@ class Results(ResultSteps):
         return eval_clock(self.store, list(run_ids), self._known_clock)
 
     def ladder_records(self, run_ids: Sequence[str]):
-        """The ladder records of `run_ids` (query.ladder_records)."""
-        return query.ladder_records(self.store, list(run_ids))
+        """The ladder records of `run_ids` (ladder_reads.ladder_records)."""
+        return ladder_reads.ladder_records(self.store, list(run_ids))
 
     def scoped(self, **scope) -> Scoped:
         """The runs the analyses of `scope` read, and what was left out (workbench/scope.py)."""
@@ -387,7 +387,7 @@ class Results(ResultSteps):
         wanted = (studies,) if isinstance(studies, str) else tuple(studies)
         if wanted:  # and their sweeps (runners/procedures/ladder.py tuning_name: "<name>.tuning")
             runs = runs[runs["study_name"].isin(wanted + tuple(f"{w}.tuning" for w in wanted))]
-        finals, skipped = query.ladder_finals(self.store, runs)
+        finals, skipped = ladder_reads.ladder_finals(self.store, runs)
         for run_id, problem in skipped.items() if warn else ():
             warnings.warn(f"skipped ladder run {run_id}: {problem}", stacklevel=2)
         finals.attrs["skipped"] = skipped

@@ -312,7 +312,7 @@ def choose_tuned(store: Store, spec: LadderSpec, tuning: list[RunConfig]
 
 def _final_losses(evals) -> dict[str, float]:
     """{run_id: validation loss of its final eval} (workbench.outcomes.final_rows: the largest
-    eval_index, as query.ladder_finals reads it; NaN and missing values read as +inf)."""
+    eval_index, as workbench.ladder_reads.ladder_finals reads it; NaN and missing values read as +inf)."""
     from workbench.outcomes import final_rows
 
     if evals.empty or LOSS_COLUMN not in evals.columns:

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from workbench import query
+from workbench import ladder_reads, query
 from workbench import records as R
 from workbench.outcomes import final_rows, first_hit, first_hit_positions
 from workbench.spec import relaxed_goal
@@ -160,4 +160,4 @@ def test_the_final_row_is_the_largest_eval_index_where_the_step_says_otherwise(t
     doc = {**_doc("k", "min", 1.0), "target_metric": "loss"}
     full = [{**r, "examples": 1, "eval_seconds": 0.1, "wall_seconds": 3.0} for r in rows]
     store.write_sealed_run({**doc, "status": "complete"}, pa.Table.from_pylist(full), "x")
-    assert query.last_evals(store, ["x"], LOSS_COLUMN)[LOSS_COLUMN].item() == 2.4
+    assert ladder_reads.last_evals(store, ["x"], LOSS_COLUMN)[LOSS_COLUMN].item() == 2.4

@@ -101,8 +101,9 @@ def _unreadable(con: duckdb.DuckDBPyConnection, store: Store, run_ids: Iterable[
     once, so a bad run among thousands costs a few reads of the store, not one per run."""
     def check(group: list[str]) -> None:
         if docs:  # the run table reads no rows of a run with a usable summary
-            summed = _sealed_summaries(_read_docs(con, store.doc_paths(group), store.root))
-            group = [r for r in group if r not in set(summed["run_id"].tolist())]
+            found = _read_docs(con, store.doc_paths(group), store.root)
+            summed = set(_sealed_summaries(found)["run_id"].tolist())
+            group = [r for r in group if r not in summed]
         rows = _rows_source(con, *store.row_files(kind, group)) if group else None
         if rows is not None:
             con.execute(f"SELECT count(*) FROM ({rows.sql})", rows.params).fetchall()

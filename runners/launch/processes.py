@@ -411,7 +411,7 @@ def forks(options: LaunchOptions) -> bool:
 
 def start_fork_server(options: LaunchOptions) -> bool:
     """Start the fork server ahead of the first worker when `options` fork workers from it: its
-    imports (PRELOADED: torch and its compiler stack, 5 to 6 s of CPU here) then run while the
+    imports (PRELOADED: torch and its compiler stack, about 7 s here) then run while the
     launcher plans, checks and reads its store, instead of after. Whether it was started (a
     server already running counts)."""
     if not forks(options):

@@ -32,7 +32,6 @@ __all__ = ["ForkServerWorker", "InheritedFd", "enable_ray_token_auth", "MAIN_KEY
 MAIN_KEYS = ("init_main_from_name", "init_main_from_path")
 _LAUNCHING = threading.Lock()  # one launch at a time swaps get_preparation_data
 _SERVERS_UNUSED: set[int | None] = set()  # fork servers started ahead, no worker forked yet
-_KILL_AT_EXIT: list = []  # the exit handler that kills them, once registered
 
 
 def _without_main(prepare):
@@ -91,8 +90,6 @@ class ForkServerWorker(multiprocessing.context.ForkServerProcess):
             finally:
                 spawn.get_preparation_data = prepare
             if server_pid() != running:  # a new server (ensure_running replaces a dead one)
-                if not _KILL_AT_EXIT:
-                    _KILL_AT_EXIT.append(atexit.register(_kill_unused_server))
                 _SERVERS_UNUSED.add(server_pid())
 
 
@@ -101,6 +98,7 @@ def server_pid() -> int | None:
     return forkserver._forkserver._forkserver_pid
 
 
+@atexit.register
 def _kill_unused_server() -> None:
     pid = server_pid()
     if pid is not None and pid in _SERVERS_UNUSED:
